@@ -1,0 +1,226 @@
+//! The broker interface: the engine's whole view of a partitioned,
+//! transactional log.
+//!
+//! Owns: the traits [`Log`] (topics, clients, committed offsets),
+//! [`Consumer`] (read-committed fetch, seek, end offsets) and
+//! [`TransactionalProducer`] (one atomic unit per epoch). Both backends, the
+//! embedded log and Kafka, implement them and pass one contract test suite,
+//! so nothing above this layer can tell them apart. Must never know streams,
+//! windows, watermarks, or which backend is behind it.
+
+use std::fmt::Debug;
+use std::time::Duration;
+
+use crate::error::LogError;
+use crate::types::{
+    FetchedRecord, Offset, OffsetAndMetadata, Record, SeekTo, TopicPartition, TopicShape, TopicSpec,
+};
+
+/// A partitioned, transactional log: a Kafka cluster or the embedded log.
+pub trait Log: Send + Sync + Debug {
+    /// The consumer this log hands out.
+    type Consumer: Consumer;
+    /// The transactional producer this log hands out.
+    type Producer: TransactionalProducer;
+
+    /// Creates a topic.
+    ///
+    /// # Errors
+    /// [`LogError::TopicExists`] if it exists (whatever its shape).
+    fn create_topic(&self, spec: &TopicSpec) -> Result<(), LogError>;
+
+    /// The topic's shape, or `None` if it does not exist.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn describe_topic(&self, topic: &str) -> Result<Option<TopicShape>, LogError>;
+
+    /// Creates the topic if it is missing; fails if it exists with another shape.
+    ///
+    /// # Errors
+    /// [`LogError::TopicShapeMismatch`] naming both shapes, or backend failures.
+    fn ensure_topic(&self, spec: &TopicSpec) -> Result<(), LogError> {
+        let actual = match self.describe_topic(&spec.name)? {
+            Some(shape) => shape,
+            None => match self.create_topic(spec) {
+                Ok(()) => return Ok(()),
+                // Lost a race with another creator: check what it made.
+                Err(LogError::TopicExists { .. }) => {
+                    self.describe_topic(&spec.name)?
+                        .ok_or_else(|| LogError::UnknownTopic {
+                            topic: spec.name.clone(),
+                        })?
+                }
+                Err(e) => return Err(e),
+            },
+        };
+        if actual == spec.shape {
+            Ok(())
+        } else {
+            Err(LogError::TopicShapeMismatch {
+                topic: spec.name.clone(),
+                expected: spec.shape,
+                actual,
+            })
+        }
+    }
+
+    /// A read-committed consumer in consumer group `group` (whose committed
+    /// offsets seed the positions of the partitions it is assigned).
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn consumer(&self, group: &str) -> Result<Self::Consumer, LogError>;
+
+    /// A transactional producer for `transactional_id`. Creating it fences
+    /// every earlier producer with the same id: their next transactional call
+    /// fails with [`LogError::Fenced`], and their open transaction never commits.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn transactional_producer(&self, transactional_id: &str) -> Result<Self::Producer, LogError>;
+
+    /// The offsets (and metadata) group `group` has committed, `None` where
+    /// it has committed none.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn committed_offsets(
+        &self,
+        group: &str,
+        partitions: &[TopicPartition],
+    ) -> Result<Vec<(TopicPartition, Option<OffsetAndMetadata>)>, LogError>;
+}
+
+/// A read-committed consumer of explicitly assigned partitions. It never
+/// commits offsets itself: offsets commit only inside a transaction.
+pub trait Consumer: Send + Debug {
+    /// Replaces the assignment. Each partition starts at the group's
+    /// committed offset, or at the beginning if there is none.
+    ///
+    /// # Errors
+    /// [`LogError::UnknownTopic`]/[`LogError::UnknownPartition`], backend failures.
+    fn assign(&mut self, partitions: &[TopicPartition]) -> Result<(), LogError>;
+
+    /// Moves the position of an assigned partition.
+    ///
+    /// # Errors
+    /// [`LogError::NotAssigned`], backend failures.
+    fn seek(&mut self, partition: &TopicPartition, to: SeekTo) -> Result<(), LogError>;
+
+    /// The offset the next fetched record of `partition` will have at least
+    /// (past records, aborted data and transaction markers already passed).
+    ///
+    /// # Errors
+    /// [`LogError::NotAssigned`].
+    fn position(&self, partition: &TopicPartition) -> Result<Offset, LogError>;
+
+    /// The next committed records of the assigned partitions, waiting at most
+    /// `max_wait` for some to arrive. Records of one partition come in
+    /// offset order. An empty batch means nothing arrived in time.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn fetch(&mut self, max_wait: Duration) -> Result<Vec<FetchedRecord>, LogError>;
+
+    /// The read-committed end of `partition`: one past the last committed
+    /// record (Kafka's last stable offset).
+    ///
+    /// # Errors
+    /// Unknown topic or partition, backend failures.
+    fn end_offset(&mut self, partition: &TopicPartition) -> Result<Offset, LogError>;
+
+    /// The first readable offset of `partition` (after retention).
+    ///
+    /// # Errors
+    /// Unknown topic or partition, backend failures.
+    fn beginning_offset(&mut self, partition: &TopicPartition) -> Result<Offset, LogError>;
+}
+
+/// A transactional producer: per epoch, `begin`, any number of `send` and
+/// `send_offsets`, then `commit` or `abort`, which apply all of it or none.
+pub trait TransactionalProducer: Send + Debug {
+    /// Starts a transaction.
+    ///
+    /// # Errors
+    /// [`LogError::Fenced`], [`LogError::TransactionState`] if one is open.
+    fn begin(&mut self) -> Result<(), LogError>;
+
+    /// Adds a record for `partition` to the open transaction.
+    ///
+    /// # Errors
+    /// [`LogError::RecordTooLarge`] (abort), unknown topic/partition,
+    /// [`LogError::Fenced`], [`LogError::TransactionState`].
+    fn send(&mut self, partition: &TopicPartition, record: &Record) -> Result<(), LogError>;
+
+    /// Adds consumer-group offsets (with metadata) to the open transaction.
+    ///
+    /// # Errors
+    /// [`LogError::Fenced`], [`LogError::TransactionState`], backend failures.
+    fn send_offsets(
+        &mut self,
+        group: &str,
+        offsets: &[(TopicPartition, OffsetAndMetadata)],
+    ) -> Result<(), LogError>;
+
+    /// Makes the transaction's records and offsets visible, all at once and durably.
+    ///
+    /// # Errors
+    /// On error the transaction did not commit; [`LogError::kind`] says
+    /// whether to retry the commit, abort, or give up.
+    fn commit(&mut self) -> Result<(), LogError>;
+
+    /// Discards the transaction's records and offsets.
+    ///
+    /// # Errors
+    /// [`LogError::Fenced`], backend failures.
+    fn abort(&mut self) -> Result<(), LogError>;
+}
+
+/// What [`restore`] read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RestoreSummary {
+    /// Records delivered.
+    pub records: u64,
+    /// The end offset restored up to (exclusive).
+    pub end: Offset,
+}
+
+/// Reads `partition` from its beginning to its read-committed end offset as of
+/// the call (a changelog restore), handing each record to `apply`. The
+/// consumer is reassigned to `partition` alone.
+///
+/// # Errors
+/// Backend failures, or [`LogError::Timeout`] if no progress is made for `stall_timeout`.
+pub fn restore<C: Consumer + ?Sized>(
+    consumer: &mut C,
+    partition: &TopicPartition,
+    stall_timeout: Duration,
+    mut apply: impl FnMut(FetchedRecord),
+) -> Result<RestoreSummary, LogError> {
+    let end = consumer.end_offset(partition)?;
+    consumer.assign(std::slice::from_ref(partition))?;
+    consumer.seek(partition, SeekTo::Beginning)?;
+    let mut records = 0u64;
+    let mut last_progress = std::time::Instant::now();
+    while consumer.position(partition)? < end {
+        let batch = consumer.fetch(Duration::from_millis(100))?;
+        if batch.is_empty() {
+            if last_progress.elapsed() > stall_timeout {
+                return Err(LogError::Timeout {
+                    op: format!("restoring {partition} to offset {end}"),
+                    after_ms: u64::try_from(stall_timeout.as_millis()).unwrap_or(u64::MAX),
+                });
+            }
+            continue;
+        }
+        last_progress = std::time::Instant::now();
+        for r in batch {
+            if r.offset < end {
+                records += 1;
+                apply(r);
+            }
+        }
+    }
+    Ok(RestoreSummary { records, end })
+}

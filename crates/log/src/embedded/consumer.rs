@@ -1,0 +1,151 @@
+//! The embedded log's read-committed consumer.
+//!
+//! Owns: assignment and positions. Everything in a segment below the
+//! committed end is committed, so "read committed" is "read below the end".
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::Shared;
+use crate::broker::Consumer;
+use crate::error::LogError;
+use crate::types::{FetchedRecord, Offset, SeekTo, TopicPartition};
+
+/// Bytes read per partition per fetch.
+const FETCH_BYTES_PER_PARTITION: usize = 1 << 20;
+/// Bytes read per fetch.
+const FETCH_BYTES: usize = 4 << 20;
+
+/// A consumer of an [`EmbeddedLog`](super::EmbeddedLog).
+#[derive(Debug)]
+pub struct EmbeddedConsumer {
+    shared: Arc<Shared>,
+    group: String,
+    assigned: Vec<(TopicPartition, u64)>,
+    next_first: usize,
+}
+
+impl EmbeddedConsumer {
+    pub(crate) fn new(shared: Arc<Shared>, group: &str) -> Self {
+        EmbeddedConsumer {
+            shared,
+            group: group.to_owned(),
+            assigned: Vec::new(),
+            next_first: 0,
+        }
+    }
+
+    fn slot(&mut self, tp: &TopicPartition) -> Result<&mut u64, LogError> {
+        self.assigned
+            .iter_mut()
+            .find(|(t, _)| t == tp)
+            .map(|(_, pos)| pos)
+            .ok_or_else(|| LogError::NotAssigned {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+            })
+    }
+}
+
+impl Consumer for EmbeddedConsumer {
+    fn assign(&mut self, partitions: &[TopicPartition]) -> Result<(), LogError> {
+        let st = self.shared.lock_state();
+        let mut assigned = Vec::with_capacity(partitions.len());
+        for tp in partitions {
+            let part = st.partition(tp)?;
+            let pos = st
+                .meta
+                .offsets
+                .get(&(self.group.clone(), tp.clone()))
+                .map_or_else(|| part.start(), |om| om.offset.0);
+            assigned.push((tp.clone(), pos));
+        }
+        self.assigned = assigned;
+        self.next_first = 0;
+        Ok(())
+    }
+
+    fn seek(&mut self, tp: &TopicPartition, to: SeekTo) -> Result<(), LogError> {
+        let target = {
+            let st = self.shared.lock_state();
+            let part = st.partition(tp)?;
+            match to {
+                SeekTo::Beginning => part.start(),
+                SeekTo::End => st.end(tp)?,
+                SeekTo::Offset(o) => o.0,
+            }
+        };
+        *self.slot(tp)? = target;
+        Ok(())
+    }
+
+    fn position(&self, tp: &TopicPartition) -> Result<Offset, LogError> {
+        self.assigned
+            .iter()
+            .find(|(t, _)| t == tp)
+            .map(|(_, pos)| Offset(*pos))
+            .ok_or_else(|| LogError::NotAssigned {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+            })
+    }
+
+    fn fetch(&mut self, max_wait: Duration) -> Result<Vec<FetchedRecord>, LogError> {
+        let deadline = Instant::now() + max_wait;
+        let mut out = Vec::new();
+        let mut st = self.shared.lock_state();
+        loop {
+            let n = self.assigned.len();
+            let mut total = 0usize;
+            for i in 0..n {
+                let k = (self.next_first + i) % n;
+                let (tp, pos) = &self.assigned[k];
+                let end = st.end(tp)?;
+                if *pos >= end || total >= FETCH_BYTES {
+                    continue;
+                }
+                let before = out.len();
+                let mut buf = std::mem::take(&mut st.read_buf);
+                let next = st.partition(tp)?.read(
+                    *pos,
+                    end,
+                    FETCH_BYTES_PER_PARTITION,
+                    &mut buf,
+                    &mut out,
+                );
+                st.read_buf = buf;
+                let next = next?;
+                total += out[before..]
+                    .iter()
+                    .map(|r| r.record.value.as_ref().map_or(0, Vec::len) + 32)
+                    .sum::<usize>();
+                self.assigned[k].1 = next;
+            }
+            if n > 0 {
+                self.next_first = (self.next_first + 1) % n;
+            }
+            if !out.is_empty() {
+                return Ok(out);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(out);
+            }
+            st = self
+                .shared
+                .committed
+                .wait_timeout(st, deadline - now)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    fn end_offset(&mut self, tp: &TopicPartition) -> Result<Offset, LogError> {
+        self.shared.lock_state().end(tp).map(Offset)
+    }
+
+    fn beginning_offset(&mut self, tp: &TopicPartition) -> Result<Offset, LogError> {
+        let st = self.shared.lock_state();
+        Ok(Offset(st.partition(tp)?.start()))
+    }
+}

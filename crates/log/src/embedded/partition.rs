@@ -1,0 +1,464 @@
+//! One partition: an ordered list of segment files, each named by the first
+//! offset it may hold, with an in-memory index of its batches.
+//!
+//! Owns: appending committed batches, reading by offset, the recovery scan,
+//! truncation back to the committed end, compaction and retention. Knows
+//! nothing of transactions: the caller decides what is committed.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use super::format::{self, BatchBuilder, FrameAt};
+use super::storage::{self, Store};
+use crate::error::LogError;
+use crate::types::{CleanupPolicy, FetchedRecord, TopicPartition};
+
+/// Suffix of segment files; the stem is the 20-digit base offset.
+pub(crate) const SEGMENT_SUFFIX: &str = ".seg";
+/// Suffix of a compacted segment being written (removed on open).
+pub(crate) const CLEANED_SUFFIX: &str = ".seg.cleaned";
+
+#[derive(Debug)]
+pub(crate) struct Segment {
+    /// Smallest offset the segment may hold (its name).
+    pub(crate) base: u64,
+    pub(crate) path: PathBuf,
+    pub(crate) store: Store,
+    /// (first offset, byte position) of every batch, ascending.
+    pub(crate) index: Vec<(u64, u64)>,
+    /// Bytes of valid frames.
+    pub(crate) size: u64,
+    /// One past the last record's offset, or `base` when empty.
+    pub(crate) data_end: u64,
+    pub(crate) max_ts: i64,
+}
+
+/// What the recovery scan of a partition found.
+#[derive(Debug, Default)]
+pub(crate) struct Scan {
+    /// One past the last intact record.
+    pub(crate) data_end: u64,
+    /// A torn tail was found (and will be truncated).
+    pub(crate) torn: bool,
+}
+
+#[derive(Debug)]
+pub(crate) struct PartitionLog {
+    pub(crate) tp: TopicPartition,
+    /// `None` in memory mode.
+    pub(crate) dir: Option<PathBuf>,
+    pub(crate) segments: Vec<Segment>,
+}
+
+fn segment_name(base: u64) -> String {
+    format!("{base:020}{SEGMENT_SUFFIX}")
+}
+
+impl PartitionLog {
+    /// A new, empty partition (creates its directory and first segment).
+    pub(crate) fn create(tp: TopicPartition, dir: Option<PathBuf>) -> Result<Self, LogError> {
+        let mut p = PartitionLog {
+            tp,
+            dir,
+            segments: Vec::new(),
+        };
+        if let Some(d) = &p.dir {
+            storage::create_dir_all(d)?;
+        }
+        p.roll(0)?;
+        Ok(p)
+    }
+
+    /// Opens an existing partition directory and scans every segment,
+    /// indexing intact batches. Damage that is not a torn tail is an error.
+    pub(crate) fn open(
+        tp: TopicPartition,
+        dir: PathBuf,
+        committed_end: u64,
+    ) -> Result<(Self, Scan), LogError> {
+        storage::create_dir_all(&dir)?;
+        let mut segments = Vec::new();
+        for (name, path) in storage::list_dir(&dir)? {
+            if name.ends_with(CLEANED_SUFFIX) {
+                storage::remove_file(&path)?;
+                continue;
+            }
+            let Some(stem) = name.strip_suffix(SEGMENT_SUFFIX) else {
+                continue;
+            };
+            let Ok(base) = stem.parse::<u64>() else {
+                continue;
+            };
+            let store = Store::create_disk(&path)?;
+            segments.push(Segment {
+                base,
+                path,
+                store,
+                index: Vec::new(),
+                size: 0,
+                data_end: base,
+                max_ts: i64::MIN,
+            });
+        }
+        segments.sort_by_key(|s| s.base);
+        let mut p = PartitionLog {
+            tp,
+            dir: Some(dir),
+            segments,
+        };
+        let scan = p.scan(committed_end)?;
+        if p.segments.is_empty() {
+            p.roll(scan.data_end)?;
+        }
+        Ok((p, scan))
+    }
+
+    fn scan(&mut self, committed_end: u64) -> Result<Scan, LogError> {
+        let mut scan = Scan::default();
+        let mut stop = false;
+        for seg in &mut self.segments {
+            scan.data_end = scan.data_end.max(seg.base);
+            if stop {
+                // Everything after a torn tail is uncommitted.
+                seg.size = 0;
+                continue;
+            }
+            let data = seg.store.read_all(&seg.path)?;
+            let mut pos = 0usize;
+            loop {
+                match format::frame_at(&data, pos) {
+                    FrameAt::End => break,
+                    FrameAt::Valid { body, next } => {
+                        let corrupt = |reason: &str| LogError::Corrupt {
+                            file: seg.path.clone(),
+                            position: pos as u64,
+                            reason: reason.to_owned(),
+                        };
+                        let hdr = format::batch_header(body).map_err(|m| corrupt(m.0))?;
+                        let last = format::last_offset(body).map_err(|m| corrupt(m.0))?;
+                        seg.index.push((hdr.base, pos as u64));
+                        if let Some(last) = last {
+                            seg.data_end = last + 1;
+                        }
+                        seg.max_ts = seg.max_ts.max(hdr.max_ts);
+                        pos = next;
+                    }
+                    FrameAt::Torn => {
+                        scan.torn = true;
+                        stop = true;
+                        break;
+                    }
+                    FrameAt::Corrupt { .. } if seg.data_end.max(scan.data_end) >= committed_end => {
+                        // Past the committed end: an interrupted commit's
+                        // bytes, written back out of order. Not data.
+                        scan.torn = true;
+                        stop = true;
+                        break;
+                    }
+                    FrameAt::Corrupt { reason } => {
+                        return Err(LogError::Corrupt {
+                            file: seg.path.clone(),
+                            position: pos as u64,
+                            reason,
+                        });
+                    }
+                }
+            }
+            seg.size = pos as u64;
+            scan.data_end = scan.data_end.max(seg.data_end);
+        }
+        Ok(scan)
+    }
+
+    /// Drops everything at or after offset `end` (and torn bytes), keeping
+    /// at least one segment.
+    pub(crate) fn truncate_to(&mut self, end: u64) -> Result<(), LogError> {
+        let mut i = self.segments.len();
+        while i > 1 && self.segments[i - 1].base >= end {
+            i -= 1;
+            let seg = self.segments.pop().expect("segment exists");
+            if let Store::Disk(_) = seg.store {
+                storage::remove_file(&seg.path)?;
+            }
+        }
+        for seg in &mut self.segments {
+            if let Some(k) = seg.index.iter().position(|(first, _)| *first >= end) {
+                seg.size = seg.index[k].1;
+                seg.index.truncate(k);
+                seg.data_end = seg.base.max(end.min(seg.data_end));
+                if seg.index.is_empty() {
+                    seg.data_end = seg.base;
+                }
+            }
+            if seg.store.len(&seg.path)? > seg.size {
+                seg.store.truncate(seg.size, &seg.path)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One past the last record.
+    pub(crate) fn data_end(&self) -> u64 {
+        self.segments.last().map_or(0, |s| s.data_end)
+    }
+
+    /// First readable offset.
+    pub(crate) fn start(&self) -> u64 {
+        self.segments
+            .iter()
+            .find_map(|s| s.index.first().map(|(o, _)| *o))
+            .unwrap_or_else(|| self.data_end())
+    }
+
+    pub(crate) fn size_bytes(&self) -> u64 {
+        self.segments.iter().map(|s| s.size).sum()
+    }
+
+    /// Starts a new active segment at `base`.
+    pub(crate) fn roll(&mut self, base: u64) -> Result<(), LogError> {
+        let (path, store) = match &self.dir {
+            Some(d) => {
+                let path = d.join(segment_name(base));
+                let store = Store::create_disk(&path)?;
+                storage::sync_dir(d)?;
+                (path, store)
+            }
+            None => (
+                PathBuf::from(format!("memory:{}/{}", self.tp, segment_name(base))),
+                Store::Mem(Vec::new()),
+            ),
+        };
+        self.segments.push(Segment {
+            base,
+            path,
+            store,
+            index: Vec::new(),
+            size: 0,
+            data_end: base,
+            max_ts: i64::MIN,
+        });
+        Ok(())
+    }
+
+    /// Appends a finished batch frame (first offset `base`, `span` offsets)
+    /// to the active segment, without syncing.
+    pub(crate) fn append(
+        &mut self,
+        frame: &[u8],
+        base: u64,
+        span: u64,
+        max_ts: i64,
+    ) -> Result<(), LogError> {
+        let seg = self.segments.last_mut().expect("a partition has a segment");
+        seg.store.write_at(seg.size, frame, &seg.path)?;
+        seg.index.push((base, seg.size));
+        seg.size += frame.len() as u64;
+        seg.data_end = base + span;
+        seg.max_ts = seg.max_ts.max(max_ts);
+        Ok(())
+    }
+
+    pub(crate) fn sync_active(&self) -> Result<(), LogError> {
+        let seg = self.segments.last().expect("a partition has a segment");
+        seg.store.sync(&seg.path)
+    }
+
+    /// Reads records in `[from, to)`, stopping after about `max_bytes`.
+    /// Returns the offset to continue from.
+    pub(crate) fn read(
+        &self,
+        from: u64,
+        to: u64,
+        max_bytes: usize,
+        buf: &mut Vec<u8>,
+        out: &mut Vec<FetchedRecord>,
+    ) -> Result<u64, LogError> {
+        let mut next = from.max(self.start());
+        let mut read = 0usize;
+        let first_seg = self
+            .segments
+            .partition_point(|s| s.base <= next)
+            .saturating_sub(1);
+        for seg in &self.segments[first_seg..] {
+            if next >= to || read >= max_bytes {
+                break;
+            }
+            if seg.data_end <= next {
+                continue;
+            }
+            let k = seg
+                .index
+                .partition_point(|(o, _)| *o <= next)
+                .saturating_sub(1);
+            let Some(&(_, pos)) = seg.index.get(k) else {
+                continue;
+            };
+            let want = (seg.size - pos).min((max_bytes - read).max(64 * 1024) as u64) as usize;
+            seg.store.read_at(pos, want, buf, &seg.path)?;
+            let mut p = 0usize;
+            let mut progressed = false;
+            loop {
+                match format::frame_at(buf, p) {
+                    FrameAt::Valid { body, next: np } => {
+                        let before = out.len();
+                        format::fetched(body, &self.tp, next, to, out).map_err(|m| {
+                            LogError::Corrupt {
+                                file: seg.path.clone(),
+                                position: pos + p as u64,
+                                reason: m.0.to_owned(),
+                            }
+                        })?;
+                        if let Some(last) = out[before..].last() {
+                            next = last.offset.0 + 1;
+                        }
+                        read += np - p;
+                        p = np;
+                        progressed = true;
+                        if read >= max_bytes || next >= to {
+                            break;
+                        }
+                    }
+                    FrameAt::End | FrameAt::Torn if progressed => break,
+                    FrameAt::End | FrameAt::Torn => {
+                        // A batch larger than what was read: read it whole.
+                        let len = frame_len(buf).unwrap_or(0);
+                        if len == 0 || buf.len() >= len {
+                            return Err(LogError::Corrupt {
+                                file: seg.path.clone(),
+                                position: pos + p as u64,
+                                reason: "unreadable batch in the committed range".into(),
+                            });
+                        }
+                        seg.store.read_at(pos, len, buf, &seg.path)?;
+                    }
+                    FrameAt::Corrupt { reason } => {
+                        return Err(LogError::Corrupt {
+                            file: seg.path.clone(),
+                            position: pos + p as u64,
+                            reason,
+                        });
+                    }
+                }
+            }
+            if next < seg.data_end && read < max_bytes && next < to {
+                // Stopped mid-segment only because the read window ended.
+                return Ok(next);
+            }
+            next = next.max(seg.data_end.min(to));
+        }
+        Ok(next.min(to).max(from))
+    }
+
+    /// Compaction: rewrites every closed segment keeping, for each key, only
+    /// the partition's latest record. Offsets are kept (batches become sparse).
+    pub(crate) fn compact(&mut self, cleanup: CleanupPolicy) -> Result<u64, LogError> {
+        if cleanup != CleanupPolicy::Compact || self.segments.len() < 2 {
+            return Ok(0);
+        }
+        let end = self.data_end();
+        let mut latest: HashMap<Vec<u8>, u64> = HashMap::new();
+        let mut all = Vec::new();
+        let mut buf = Vec::new();
+        self.read(0, end, usize::MAX, &mut buf, &mut all)?;
+        for r in &all {
+            if let Some(k) = &r.record.key {
+                latest.insert(k.clone(), r.offset.0);
+            }
+        }
+        let closed = self.segments.len() - 1;
+        let mut removed = 0u64;
+        let mut it = all.into_iter().peekable();
+        for seg in &mut self.segments[..closed] {
+            let mut keep = Vec::new();
+            let mut count = 0u64;
+            while let Some(r) = it.peek() {
+                if r.offset.0 >= seg.data_end {
+                    break;
+                }
+                let r = it.next().expect("peeked");
+                count += 1;
+                let newest = r
+                    .record
+                    .key
+                    .as_ref()
+                    .is_none_or(|k| latest[k] == r.offset.0);
+                if newest {
+                    keep.push(r);
+                }
+            }
+            if keep.len() as u64 == count {
+                continue;
+            }
+            removed += count - keep.len() as u64;
+            let mut bytes = Vec::new();
+            let mut index = Vec::new();
+            let mut max_ts = i64::MIN;
+            for rs in keep.chunks(4096) {
+                let base = rs[0].offset.0;
+                let mut b = BatchBuilder::new(64 * 1024);
+                for r in rs {
+                    let delta = u32::try_from(r.offset.0 - base).unwrap_or(u32::MAX);
+                    b.push_with_delta(delta, &r.record);
+                }
+                max_ts = max_ts.max(b.max_ts());
+                index.push((base, bytes.len() as u64));
+                bytes.extend_from_slice(b.finish(base));
+            }
+            match (&self.dir, &mut seg.store) {
+                (Some(d), Store::Disk(_)) => {
+                    let tmp = d.join(format!("{:020}{CLEANED_SUFFIX}", seg.base));
+                    let mut s = Store::create_disk(&tmp)?;
+                    s.truncate(0, &tmp)?;
+                    s.write_at(0, &bytes, &tmp)?;
+                    s.sync(&tmp)?;
+                    std::fs::rename(&tmp, &seg.path)
+                        .map_err(|e| LogError::io("renaming", tmp.clone(), e))?;
+                    storage::sync_dir(d)?;
+                    seg.store = s;
+                }
+                (_, store) => *store = Store::Mem(bytes.clone()),
+            }
+            seg.index = index;
+            seg.size = bytes.len() as u64;
+            seg.max_ts = max_ts;
+        }
+        Ok(removed)
+    }
+
+    /// Retention: drops closed segments past the byte or time limit.
+    pub(crate) fn enforce_retention(
+        &mut self,
+        bytes: Option<u64>,
+        older_than_ms: Option<i64>,
+    ) -> Result<u64, LogError> {
+        let mut dropped = 0;
+        while self.segments.len() > 1 {
+            let over_size = bytes.is_some_and(|b| self.size_bytes() > b);
+            let too_old = older_than_ms.is_some_and(|t| self.segments[0].max_ts < t);
+            if !(over_size || too_old) {
+                break;
+            }
+            let seg = self.segments.remove(0);
+            if let Store::Disk(_) = seg.store {
+                storage::remove_file(&seg.path)?;
+            }
+            dropped += 1;
+        }
+        if dropped > 0
+            && let Some(d) = &self.dir
+        {
+            storage::sync_dir(d)?;
+        }
+        Ok(dropped)
+    }
+
+    pub(crate) fn active_size(&self) -> u64 {
+        self.segments.last().map_or(0, |s| s.size)
+    }
+}
+
+fn frame_len(buf: &[u8]) -> Option<usize> {
+    (buf.len() >= format::FRAME_HEADER).then(|| {
+        u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize + format::FRAME_HEADER
+    })
+}

@@ -1,0 +1,237 @@
+//! The embedded log's transactional producer.
+//!
+//! Owns: buffering one epoch's records and offsets in memory, and the
+//! commit protocol's steps 1–4 (see the module documentation of
+//! `embedded`). Fencing is by epoch: each new producer for a transactional
+//! id takes the next epoch, durably, and a commit from an older epoch fails.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use super::format::{self, BatchBuilder};
+use super::txlog::{CommitPart, Entry};
+use super::{Shared, State};
+use crate::broker::TransactionalProducer;
+use crate::error::LogError;
+use crate::types::{OffsetAndMetadata, Record, TopicPartition};
+
+/// Batches are cut at about this size so reads stay bounded.
+const BATCH_BYTES: usize = 1 << 20;
+
+/// A transactional producer of an [`EmbeddedLog`](super::EmbeddedLog).
+#[derive(Debug)]
+pub struct EmbeddedProducer {
+    shared: Arc<Shared>,
+    tid: String,
+    epoch: u32,
+    txn: Option<Pending>,
+    /// Partition counts seen, so `send` needs no lock.
+    known: HashMap<String, u32>,
+}
+
+#[derive(Debug, Default)]
+struct Pending {
+    batches: BTreeMap<TopicPartition, Vec<BatchBuilder>>,
+    offsets: Vec<(String, TopicPartition, OffsetAndMetadata)>,
+}
+
+impl EmbeddedProducer {
+    pub(crate) fn new(shared: Arc<Shared>, tid: &str, epoch: u32) -> Self {
+        EmbeddedProducer {
+            shared,
+            tid: tid.to_owned(),
+            epoch,
+            txn: None,
+            known: HashMap::new(),
+        }
+    }
+
+    /// This producer's epoch (fencing generation).
+    #[must_use]
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    fn check_epoch(&self, st: &State) -> Result<(), LogError> {
+        if st.meta.producers.get(&self.tid) == Some(&self.epoch) {
+            Ok(())
+        } else {
+            Err(LogError::Fenced {
+                transactional_id: self.tid.clone(),
+                epoch: self.epoch,
+            })
+        }
+    }
+
+    fn state_error(&self, reason: &'static str) -> LogError {
+        LogError::TransactionState {
+            transactional_id: self.tid.clone(),
+            reason,
+        }
+    }
+
+    fn check_partition(&mut self, tp: &TopicPartition) -> Result<(), LogError> {
+        let count = match self.known.get(&tp.topic) {
+            Some(c) => *c,
+            None => {
+                let st = self.shared.lock_state();
+                let Some(spec) = st.meta.topics.get(&tp.topic) else {
+                    return Err(LogError::UnknownTopic {
+                        topic: tp.topic.clone(),
+                    });
+                };
+                let c = spec.shape.partitions;
+                drop(st);
+                self.known.insert(tp.topic.clone(), c);
+                c
+            }
+        };
+        if tp.partition.0 >= count {
+            return Err(LogError::UnknownPartition {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+                partitions: count,
+            });
+        }
+        Ok(())
+    }
+
+    fn commit_locked(&self, st: &mut State, txn: &mut Pending) -> Result<(), LogError> {
+        let segment_bytes = self.shared.config.segment_bytes;
+        let mut parts = Vec::with_capacity(txn.batches.len());
+        // Steps 1 and 2: records, then fsync, partition by partition.
+        for (tp, batches) in &mut txn.batches {
+            let base = st.end(tp)?;
+            let part = st
+                .partitions
+                .get_mut(tp)
+                .expect("known partition has a log");
+            if part.active_size() >= segment_bytes {
+                part.roll(base)?;
+            }
+            let mut next = base;
+            for b in batches.iter_mut() {
+                let span = b.offset_span();
+                let max_ts = b.max_ts();
+                part.append(b.finish(next), next, span, max_ts)?;
+                next += span;
+            }
+            part.sync_active()?;
+            parts.push(CommitPart {
+                tp: tp.clone(),
+                base,
+                end: next,
+            });
+        }
+        // Steps 3 and 4: the commit point.
+        let entry = Entry::Commit {
+            txn: st.meta.next_txn,
+            tid: self.tid.clone(),
+            epoch: self.epoch,
+            parts,
+            offsets: std::mem::take(&mut txn.offsets),
+        };
+        st.txlog.append(&entry)?;
+        st.meta.apply(&entry);
+        Ok(())
+    }
+}
+
+impl TransactionalProducer for EmbeddedProducer {
+    fn begin(&mut self) -> Result<(), LogError> {
+        if self.txn.is_some() {
+            return Err(self.state_error("a transaction is already open"));
+        }
+        self.check_epoch(&self.shared.lock_state())?;
+        self.txn = Some(Pending::default());
+        Ok(())
+    }
+
+    fn send(&mut self, tp: &TopicPartition, record: &Record) -> Result<(), LogError> {
+        if self.txn.is_none() {
+            return Err(self.state_error("send outside a transaction"));
+        }
+        self.check_partition(tp)?;
+        let size = format::record_size(record);
+        let max = self.shared.config.max_record_bytes;
+        if size > max {
+            return Err(LogError::RecordTooLarge {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+                size,
+                max,
+            });
+        }
+        let txn = self.txn.as_mut().expect("checked above");
+        let batches = match txn.batches.get_mut(tp) {
+            Some(b) => b,
+            None => txn.batches.entry(tp.clone()).or_default(),
+        };
+        let need_new = batches
+            .last()
+            .is_none_or(|b| b.len() + size > BATCH_BYTES && b.count() > 0);
+        if need_new {
+            batches.push(BatchBuilder::new(
+                (size + 64).max(64 * 1024).min(BATCH_BYTES + size),
+            ));
+        }
+        batches.last_mut().expect("pushed above").push(record);
+        Ok(())
+    }
+
+    fn send_offsets(
+        &mut self,
+        group: &str,
+        offsets: &[(TopicPartition, OffsetAndMetadata)],
+    ) -> Result<(), LogError> {
+        let Some(txn) = self.txn.as_mut() else {
+            return Err(self.state_error("send_offsets outside a transaction"));
+        };
+        txn.offsets.extend(
+            offsets
+                .iter()
+                .map(|(tp, om)| (group.to_owned(), tp.clone(), om.clone())),
+        );
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<(), LogError> {
+        let Some(mut txn) = self.txn.take() else {
+            return Err(self.state_error("commit outside a transaction"));
+        };
+        let shared = Arc::clone(&self.shared);
+        let mut st = shared.lock_state();
+        self.check_epoch(&st)?;
+        if txn.batches.is_empty() && txn.offsets.is_empty() {
+            return Ok(());
+        }
+        for (_, tp, _) in &txn.offsets {
+            st.end(tp)?;
+        }
+        let before: Vec<(TopicPartition, u64)> = txn
+            .batches
+            .keys()
+            .map(|tp| st.end(tp).map(|e| (tp.clone(), e)))
+            .collect::<Result<_, _>>()?;
+        if let Err(e) = self.commit_locked(&mut st, &mut txn) {
+            // Nothing became visible; drop what step 1 wrote.
+            for (tp, end) in before {
+                if let Some(p) = st.partitions.get_mut(&tp) {
+                    let _ = p.truncate_to(end);
+                }
+            }
+            return Err(e);
+        }
+        if st.txlog.size > self.shared.config.txlog_rotate_bytes {
+            st.rotate_txlog()?;
+        }
+        drop(st);
+        self.shared.committed.notify_all();
+        Ok(())
+    }
+
+    fn abort(&mut self) -> Result<(), LogError> {
+        self.txn = None;
+        self.check_epoch(&self.shared.lock_state())
+    }
+}

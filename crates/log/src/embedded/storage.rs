@@ -1,0 +1,139 @@
+//! Where the embedded log's bytes live: a file on disk or a buffer in memory.
+//!
+//! Owns: [`Store`], the handful of positional file operations the log needs
+//! (append, read at, truncate, sync), and directory helpers. The in-memory
+//! mode runs the very same format and recovery code over buffers, which is
+//! why it is a variant here and not a second log.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use crate::error::LogError;
+
+/// One stored file.
+#[derive(Debug)]
+pub(crate) enum Store {
+    /// An open file on disk.
+    Disk(File),
+    /// A buffer (in-memory mode).
+    Mem(Vec<u8>),
+}
+
+impl Store {
+    pub(crate) fn create_disk(path: &Path) -> Result<Store, LogError> {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map(Store::Disk)
+            .map_err(|e| LogError::io("opening", path, e))
+    }
+
+    pub(crate) fn len(&self, path: &Path) -> Result<u64, LogError> {
+        match self {
+            Store::Disk(f) => f
+                .metadata()
+                .map(|m| m.len())
+                .map_err(|e| LogError::io("reading the size of", path, e)),
+            Store::Mem(v) => Ok(v.len() as u64),
+        }
+    }
+
+    pub(crate) fn write_at(&mut self, pos: u64, bytes: &[u8], path: &Path) -> Result<(), LogError> {
+        match self {
+            Store::Disk(f) => f
+                .write_all_at(bytes, pos)
+                .map_err(|e| LogError::io("writing", path, e)),
+            Store::Mem(v) => {
+                let pos = pos as usize;
+                v.truncate(pos);
+                v.extend_from_slice(bytes);
+                Ok(())
+            }
+        }
+    }
+
+    /// Reads `len` bytes at `pos` into `buf` (cleared first).
+    pub(crate) fn read_at(
+        &self,
+        pos: u64,
+        len: usize,
+        buf: &mut Vec<u8>,
+        path: &Path,
+    ) -> Result<(), LogError> {
+        buf.clear();
+        match self {
+            Store::Disk(f) => {
+                buf.resize(len, 0);
+                f.read_exact_at(buf, pos)
+                    .map_err(|e| LogError::io("reading", path, e))
+            }
+            Store::Mem(v) => {
+                let start = (pos as usize).min(v.len());
+                let end = (start + len).min(v.len());
+                buf.extend_from_slice(&v[start..end]);
+                Ok(())
+            }
+        }
+    }
+
+    /// The whole content (recovery scans).
+    pub(crate) fn read_all(&self, path: &Path) -> Result<Vec<u8>, LogError> {
+        let len = self.len(path)? as usize;
+        let mut buf = Vec::new();
+        self.read_at(0, len, &mut buf, path)?;
+        Ok(buf)
+    }
+
+    pub(crate) fn truncate(&mut self, len: u64, path: &Path) -> Result<(), LogError> {
+        match self {
+            Store::Disk(f) => f
+                .set_len(len)
+                .and_then(|()| f.sync_all())
+                .map_err(|e| LogError::io("truncating", path, e)),
+            Store::Mem(v) => {
+                v.truncate(len as usize);
+                Ok(())
+            }
+        }
+    }
+
+    pub(crate) fn sync(&self, path: &Path) -> Result<(), LogError> {
+        match self {
+            Store::Disk(f) => f.sync_data().map_err(|e| LogError::io("syncing", path, e)),
+            Store::Mem(_) => Ok(()),
+        }
+    }
+}
+
+/// Makes a directory's entries (created, renamed, removed files) durable.
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), LogError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| LogError::io("syncing directory", dir, e))
+}
+
+pub(crate) fn create_dir_all(dir: &Path) -> Result<(), LogError> {
+    std::fs::create_dir_all(dir).map_err(|e| LogError::io("creating directory", dir, e))
+}
+
+/// Entries of `dir` as (file name, path), sorted by name.
+pub(crate) fn list_dir(dir: &Path) -> Result<Vec<(String, PathBuf)>, LogError> {
+    let mut out = Vec::new();
+    let rd = std::fs::read_dir(dir).map_err(|e| LogError::io("listing", dir, e))?;
+    for entry in rd {
+        let entry = entry.map_err(|e| LogError::io("listing", dir, e))?;
+        if let Some(name) = entry.file_name().to_str() {
+            out.push((name.to_owned(), entry.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+pub(crate) fn remove_file(path: &Path) -> Result<(), LogError> {
+    std::fs::remove_file(path).map_err(|e| LogError::io("removing", path, e))
+}

@@ -1,0 +1,62 @@
+//! stoatflow-log: the engine's view of a partitioned, transactional log, and
+//! the embedded log, the default backend.
+//!
+//! A tour of the principal types:
+//!
+//! - [`Log`], [`Consumer`], [`TransactionalProducer`]: the broker interface.
+//!   Topics with a [`TopicShape`] (partitions, [`CleanupPolicy`]);
+//!   read-committed fetch of [`FetchedRecord`]s; one transaction per epoch
+//!   carrying records *and* consumer-group offsets ([`OffsetAndMetadata`]);
+//!   fencing of zombie producers by transactional id. [`restore`] reads a
+//!   partition from its beginning to its end (changelog restore).
+//! - [`LogError`] and [`ErrorKind`]: every failure, classified as retriable,
+//!   abort-the-transaction or fatal.
+//! - [`EmbeddedLog`]: segment files under a data directory, atomic and
+//!   durable commits, checksums, torn-tail recovery, compaction, retention, a
+//!   directory lock, and an in-memory mode.
+//! - [`offset_metadata`]: Kafka Streams' committed-offset metadata format,
+//!   which carries a partition's time with its offset.
+//!
+//! The Kafka backend lives in `stoatflow-kafka`. This crate knows nothing of
+//! streams, windows or watermarks, and nothing of rdkafka.
+//!
+//! ```
+//! use std::time::Duration;
+//! use stoatflow_log::{Consumer, EmbeddedLog, Log, OffsetAndMetadata, Offset};
+//! use stoatflow_log::{Record, Timestamp, TopicPartition, TopicSpec, TransactionalProducer};
+//!
+//! let log = EmbeddedLog::in_memory();
+//! log.ensure_topic(&TopicSpec::new("out", 1))?;
+//! log.ensure_topic(&TopicSpec::new("in", 1))?;
+//! let (out, input) = (TopicPartition::new("out", 0), TopicPartition::new("in", 0));
+//!
+//! let mut producer = log.transactional_producer("app-task-0")?;
+//! producer.begin()?;
+//! producer.send(&out, &Record::new(Some(b"key"), Some(b"result"), Timestamp(1_000)))?;
+//! producer.send_offsets("app", &[(input.clone(), OffsetAndMetadata { offset: Offset(42), metadata: String::new() })])?;
+//! producer.commit()?;   // the record and the offset become visible together
+//!
+//! let committed = log.committed_offsets("app", &[input])?;
+//! assert_eq!(committed[0].1.as_ref().map(|o| o.offset), Some(Offset(42)));
+//! let mut consumer = log.consumer("reader")?;
+//! consumer.assign(&[out])?;
+//! assert_eq!(consumer.fetch(Duration::from_millis(100))?.len(), 1);
+//! # Ok::<(), stoatflow_log::LogError>(())
+//! ```
+
+mod broker;
+pub mod contract;
+mod embedded;
+mod error;
+pub mod offset_metadata;
+mod types;
+
+pub use broker::{Consumer, Log, RestoreSummary, TransactionalProducer, restore};
+pub use embedded::{
+    EmbeddedConfig, EmbeddedConsumer, EmbeddedLog, EmbeddedProducer, MaintenanceReport,
+};
+pub use error::{ErrorKind, LogError};
+pub use types::{
+    CleanupPolicy, FetchedRecord, Header, Offset, OffsetAndMetadata, Partition, Record, Retention,
+    SeekTo, Timestamp, TopicPartition, TopicShape, TopicSpec,
+};

@@ -1,0 +1,161 @@
+//! What survives a reopen, compaction and retention.
+
+use std::time::Duration;
+
+use stoatflow_log::contract::read_to_end;
+use stoatflow_log::{
+    EmbeddedConfig, EmbeddedLog, Log, Offset, OffsetAndMetadata, Record, Retention, Timestamp,
+    TopicPartition, TopicSpec, TransactionalProducer,
+};
+
+fn commit(log: &EmbeddedLog, tid: &str, tp: &TopicPartition, records: &[Record]) {
+    let mut p = log.transactional_producer(tid).expect("producer");
+    p.begin().expect("begin");
+    for r in records {
+        p.send(tp, r).expect("send");
+    }
+    p.commit().expect("commit");
+}
+
+#[test]
+fn records_offsets_and_epochs_survive_reopen() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tp = TopicPartition::new("t", 0);
+    let src = TopicPartition::new("src", 0);
+    {
+        let log = EmbeddedLog::open(dir.path()).expect("open");
+        log.create_topic(&TopicSpec::new("t", 1)).expect("create");
+        log.create_topic(&TopicSpec::new("src", 1)).expect("create");
+        let mut p = log.transactional_producer("tx").expect("producer");
+        p.begin().expect("begin");
+        p.send(&tp, &Record::new(Some(b"k"), Some(b"v"), Timestamp(5)))
+            .expect("send");
+        p.send_offsets(
+            "app",
+            &[(
+                src.clone(),
+                OffsetAndMetadata {
+                    offset: Offset(9),
+                    metadata: "m".into(),
+                },
+            )],
+        )
+        .expect("offsets");
+        p.commit().expect("commit");
+        // An uncommitted epoch at "crash" time.
+        p.begin().expect("begin");
+        p.send(&tp, &Record::new(Some(b"k"), Some(b"lost"), Timestamp(6)))
+            .expect("send");
+    }
+    let log = EmbeddedLog::open(dir.path()).expect("reopen");
+    let mut c = log.consumer("reader").expect("consumer");
+    let got = read_to_end(&mut c, std::slice::from_ref(&tp));
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].record.value.as_deref(), Some(&b"v"[..]));
+    let committed = log.committed_offsets("app", &[src]).expect("committed");
+    assert_eq!(
+        committed[0]
+            .1
+            .as_ref()
+            .map(|o| (o.offset, o.metadata.as_str())),
+        Some((Offset(9), "m"))
+    );
+    // Epochs are durable: a producer from before the reopen is fenced by a new one,
+    // and the new one's epoch is past the old.
+    let p = log.transactional_producer("tx").expect("producer");
+    assert_eq!(p.epoch(), 1);
+}
+
+#[test]
+fn compaction_keeps_the_latest_value_of_each_key_and_offsets() {
+    let config = EmbeddedConfig {
+        segment_bytes: 256,
+        ..EmbeddedConfig::default()
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tp = TopicPartition::new("cl", 0);
+    let log = EmbeddedLog::open_with(dir.path(), config.clone()).expect("open");
+    log.create_topic(&TopicSpec::new("cl", 1).compacted())
+        .expect("create");
+    for round in 0..20u32 {
+        let recs: Vec<Record> = (0..5u32)
+            .map(|k| {
+                Record::new(
+                    Some(format!("k{k}").as_bytes()),
+                    Some(&round.to_be_bytes()),
+                    Timestamp(1),
+                )
+            })
+            .collect();
+        commit(&log, "tx", &tp, &recs);
+    }
+    let mut c = log.consumer("r").expect("consumer");
+    let before = read_to_end(&mut c, std::slice::from_ref(&tp));
+    assert_eq!(before.len(), 100);
+    let report = log.maintain(Timestamp(0)).expect("maintain");
+    assert!(report.compacted_records > 50, "{report:?}");
+    let after = read_to_end(&mut c, std::slice::from_ref(&tp));
+    assert!(after.len() < before.len());
+    // The latest record of each key is still there, at its original offset.
+    for k in 0..5u32 {
+        let key = format!("k{k}").into_bytes();
+        let last_before = before
+            .iter()
+            .rev()
+            .find(|r| r.record.key.as_ref() == Some(&key))
+            .expect("key");
+        let last_after = after
+            .iter()
+            .rev()
+            .find(|r| r.record.key.as_ref() == Some(&key))
+            .expect("key");
+        assert_eq!(last_before, last_after);
+    }
+    drop(c);
+    drop(log);
+    let log = EmbeddedLog::open_with(dir.path(), config).expect("reopen after compaction");
+    let mut c = log.consumer("r").expect("consumer");
+    assert_eq!(read_to_end(&mut c, std::slice::from_ref(&tp)), after);
+}
+
+#[test]
+fn retention_by_size_and_time_drops_closed_segments() {
+    let config = EmbeddedConfig {
+        segment_bytes: 200,
+        ..EmbeddedConfig::default()
+    };
+    let log = EmbeddedLog::in_memory_with(config);
+    let sized = TopicPartition::new("sized", 0);
+    let timed = TopicPartition::new("timed", 0);
+    log.create_topic(&TopicSpec::new("sized", 1).with_retention(Retention {
+        bytes: Some(1000),
+        time: None,
+    }))
+    .expect("create");
+    log.create_topic(&TopicSpec::new("timed", 1).with_retention(Retention {
+        bytes: None,
+        time: Some(Duration::from_secs(10)),
+    }))
+    .expect("create");
+    for i in 0..50i64 {
+        let r = Record::new(Some(b"k"), Some(&[0u8; 50]), Timestamp(i * 1000));
+        commit(&log, "tx", &sized, std::slice::from_ref(&r));
+        commit(&log, "tx", &timed, std::slice::from_ref(&r));
+    }
+    let report = log.maintain(Timestamp(50_000)).expect("maintain");
+    assert!(report.deleted_segments > 0, "{report:?}");
+    let mut c = log.consumer("r").expect("consumer");
+    let sized_left = read_to_end(&mut c, std::slice::from_ref(&sized));
+    assert!(sized_left.len() < 50 && !sized_left.is_empty());
+    assert_eq!(
+        sized_left.last().map(|r| r.offset),
+        Some(Offset(49)),
+        "the newest records stay"
+    );
+    let timed_left = read_to_end(&mut c, std::slice::from_ref(&timed));
+    assert!(
+        timed_left.iter().all(|r| r.record.timestamp.0 >= 35_000),
+        "older segments dropped"
+    );
+    assert!(timed_left.len() >= 10);
+}
