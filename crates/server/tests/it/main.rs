@@ -1,0 +1,3 @@
+//! Integration tests of stoatflow-server.
+
+mod watermarks_endpoint;
