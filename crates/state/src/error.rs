@@ -1,0 +1,144 @@
+//! The crate's one error type.
+//!
+//! Owns [`StateError`]: every failure a store, a restore or a store directory can report.
+//! Messages are lowercase and name the store, and where relevant the key, the changelog
+//! partition and offset, or the directory.
+
+use crate::changelog::{ChangelogOffset, ChangelogPartition};
+use crate::codec::CodecError;
+
+/// Everything that can go wrong in this crate.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateError {
+    /// A changelog record could not be applied during restoration: its key or value is
+    /// truncated or does not decode.
+    #[error(
+        "store {store}: corrupt changelog record at partition {partition} offset {offset}: {reason}"
+    )]
+    CorruptChangelogRecord {
+        /// The store being restored.
+        store: String,
+        /// The changelog partition the record came from.
+        partition: ChangelogPartition,
+        /// The record's offset in that partition.
+        offset: ChangelogOffset,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A store directory on disk was written by a different application id.
+    #[error(
+        "store {store}: directory {dir} belongs to application id {found:?}, not {expected:?}; refusing to open it"
+    )]
+    ForeignApplication {
+        /// The store being opened.
+        store: String,
+        /// The directory.
+        dir: String,
+        /// The application id found in the directory's metadata file.
+        found: String,
+        /// The application id of this application.
+        expected: String,
+    },
+    /// A store directory exists but its metadata file is missing or unreadable.
+    #[error(
+        "store {store}: directory {dir} has no valid store metadata: {reason}; refusing to open it"
+    )]
+    BadStoreDirectory {
+        /// The store being opened.
+        store: String,
+        /// The directory.
+        dir: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A stored key or value does not decode (persistent engine).
+    #[error("store {store}: cannot decode stored {what} for key {key}: {source}")]
+    Decode {
+        /// The store.
+        store: String,
+        /// "key" or "value".
+        what: &'static str,
+        /// The key's bytes, hex encoded.
+        key: String,
+        /// The codec's error.
+        #[source]
+        source: CodecError,
+    },
+    /// A file-system operation failed.
+    #[error("store {store}: i/o error on {path}: {source}")]
+    Io {
+        /// The store.
+        store: String,
+        /// The path involved.
+        path: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The persistent engine reported an error.
+    #[error("store {store}: persistent engine error: {detail}")]
+    Engine {
+        /// The store.
+        store: String,
+        /// The engine's message.
+        detail: String,
+    },
+    /// A configuration value is invalid.
+    #[error("store {store}: invalid configuration: {detail}")]
+    InvalidConfig {
+        /// The store.
+        store: String,
+        /// What is wrong.
+        detail: String,
+    },
+}
+
+/// Renders bytes as lowercase hex for error messages (at most 64 bytes, then an ellipsis).
+#[allow(dead_code)] // used by the persistent engine
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::with_capacity(bytes.len().min(64) * 2 + 3);
+    for b in bytes.iter().take(64) {
+        let _ = write!(s, "{b:02x}");
+    }
+    if bytes.len() > 64 {
+        s.push_str("...");
+    }
+    if s.is_empty() {
+        s.push_str("<empty>");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn corrupt_record_message_names_store_partition_and_offset() {
+        let e = StateError::CorruptChangelogRecord {
+            store: "counts".into(),
+            partition: ChangelogPartition(3),
+            offset: ChangelogOffset(42),
+            reason: "truncated key".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "store counts: corrupt changelog record at partition 3 offset 42: truncated key"
+        );
+    }
+
+    #[test]
+    fn hex_is_bounded() {
+        assert_eq!(hex(&[0xab, 0x01]), "ab01");
+        assert_eq!(hex(&[]), "<empty>");
+        assert!(hex(&[0u8; 100]).ends_with("..."));
+    }
+
+    #[test]
+    fn error_is_send_sync_static() {
+        fn check<T: Send + Sync + 'static>() {}
+        check::<StateError>();
+    }
+}

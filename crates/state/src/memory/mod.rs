@@ -1,0 +1,43 @@
+//! The in-memory engine: typed values in ordered maps.
+//!
+//! Owns [`InMemoryKeyValueStore`], [`InMemoryWindowStore`] and [`InMemorySessionStore`]. They
+//! hold `K` and `V` as they are; a write costs one or two B-tree operations, plus one more for
+//! dirty-key tracking when changelogging is on (the key is cloned only the first time it is
+//! written in an epoch). Keys and values are serialized only at
+//! [`flush_changelog`](crate::StateStore::flush_changelog) and decoded only at restore.
+//!
+//! Layouts follow Kafka Streams' in-memory stores: windows as segment → start → key → value,
+//! sessions as segment (of end) → key → (end, start) → value, so a whole segment drops with
+//! one `split_off`.
+//!
+//! This module never touches the disk.
+
+mod kv;
+mod session;
+mod window;
+
+pub use kv::InMemoryKeyValueStore;
+pub use session::InMemorySessionStore;
+pub use window::InMemoryWindowStore;
+
+use std::sync::Arc;
+
+use crate::changelog::ChangelogEntry;
+use crate::codec::Codec;
+use crate::error::StateError;
+
+/// A codec shared by a store's clones of itself.
+pub(crate) type SharedCodec<T> = Arc<dyn Codec<T>>;
+
+/// Decodes a restored key or value, mapping failure to a corrupt-record error.
+pub(crate) fn decode_entry<T>(
+    codec: &dyn Codec<T>,
+    bytes: &[u8],
+    what: &str,
+    store: &str,
+    entry: &ChangelogEntry,
+) -> Result<T, StateError> {
+    codec
+        .decode(bytes)
+        .map_err(|e| entry.corrupt(store, format!("{what} does not decode: {e}")))
+}

@@ -1,0 +1,356 @@
+//! In-memory window store.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use super::{SharedCodec, decode_entry};
+use crate::changelog::{ChangelogEntry, ChangelogRecord, decode_window_key, encode_window_key};
+use crate::codec::Codec;
+use crate::error::StateError;
+use crate::segments::SegmentedConfig;
+use crate::store::{Segmented, StateStore, StoreConfig, WindowStore};
+
+type Starts<K, V> = BTreeMap<i64, BTreeMap<K, V>>;
+
+/// A window store holding typed entries as segment → window start → key → value.
+pub struct InMemoryWindowStore<K, V> {
+    config: StoreConfig,
+    segmented: SegmentedConfig,
+    segments: BTreeMap<i64, Starts<K, V>>,
+    /// (window start, key) written since the last flush, with their last write's timestamp.
+    dirty: BTreeMap<i64, BTreeMap<K, i64>>,
+    dirty_count: usize,
+    entries: u64,
+    frontier: i64,
+    expired_writes: u64,
+    key_codec: SharedCodec<K>,
+    value_codec: SharedCodec<V>,
+}
+
+impl<K, V> fmt::Debug for InMemoryWindowStore<K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InMemoryWindowStore")
+            .field("name", &self.config.name())
+            .field("segmented", &self.segmented)
+            .field("segments", &self.segments.len())
+            .field("entries", &self.entries)
+            .field("dirty", &self.dirty_count)
+            .finish()
+    }
+}
+
+impl<K: Ord + Clone, V: Clone> InMemoryWindowStore<K, V> {
+    /// An empty store; the codecs are used only for the changelog.
+    pub fn new(
+        config: StoreConfig,
+        segmented: SegmentedConfig,
+        key_codec: impl Codec<K> + 'static,
+        value_codec: impl Codec<V> + 'static,
+    ) -> Self {
+        Self {
+            config,
+            segmented,
+            segments: BTreeMap::new(),
+            dirty: BTreeMap::new(),
+            dirty_count: 0,
+            entries: 0,
+            frontier: i64::MIN,
+            expired_writes: 0,
+            key_codec: Arc::new(key_codec),
+            value_codec: Arc::new(value_codec),
+        }
+    }
+
+    /// The retention configuration.
+    pub fn segmented_config(&self) -> SegmentedConfig {
+        self.segmented
+    }
+
+    fn mark_dirty(&mut self, key: &K, window_start: i64, timestamp: i64) {
+        if !self.config.changelog_enabled() {
+            return;
+        }
+        let keys = self.dirty.entry(window_start).or_default();
+        if let Some(ts) = keys.get_mut(key) {
+            *ts = timestamp;
+        } else {
+            keys.insert(key.clone(), timestamp);
+            self.dirty_count += 1;
+        }
+    }
+
+    fn insert_raw(&mut self, key: K, window_start: i64, value: V) {
+        let seg = self.segmented.segment_id(window_start);
+        let old = self
+            .segments
+            .entry(seg)
+            .or_default()
+            .entry(window_start)
+            .or_default()
+            .insert(key, value);
+        if old.is_none() {
+            self.entries += 1;
+        }
+    }
+
+    fn remove_raw(&mut self, key: &K, window_start: i64) -> Option<V> {
+        let seg_id = self.segmented.segment_id(window_start);
+        let seg = self.segments.get_mut(&seg_id)?;
+        let keys = seg.get_mut(&window_start)?;
+        let old = keys.remove(key);
+        if keys.is_empty() {
+            seg.remove(&window_start);
+            if seg.is_empty() {
+                self.segments.remove(&seg_id);
+            }
+        }
+        if old.is_some() {
+            self.entries -= 1;
+        }
+        old
+    }
+
+    fn get_raw(&self, key: &K, window_start: i64) -> Option<&V> {
+        self.segments
+            .get(&self.segmented.segment_id(window_start))?
+            .get(&window_start)?
+            .get(key)
+    }
+}
+
+impl<K: Ord + Clone, V: Clone> StateStore for InMemoryWindowStore<K, V> {
+    fn name(&self) -> &str {
+        self.config.name()
+    }
+
+    fn changelog_enabled(&self) -> bool {
+        self.config.changelog_enabled()
+    }
+
+    fn flush_changelog(&mut self, out: &mut Vec<ChangelogRecord>) -> Result<(), StateError> {
+        let dirty = std::mem::take(&mut self.dirty);
+        out.reserve(self.dirty_count);
+        self.dirty_count = 0;
+        let mut key_bytes = Vec::new();
+        for (start, keys) in dirty {
+            for (key, timestamp) in keys {
+                key_bytes.clear();
+                self.key_codec.encode(&key, &mut key_bytes);
+                let mut record_key = Vec::with_capacity(key_bytes.len() + 12);
+                encode_window_key(&key_bytes, start, 0, &mut record_key);
+                let value = self
+                    .get_raw(&key, start)
+                    .map(|v| self.value_codec.to_bytes(v));
+                out.push(ChangelogRecord {
+                    key: record_key,
+                    value,
+                    timestamp,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn dirty_keys(&self) -> usize {
+        self.dirty_count
+    }
+
+    fn apply_changelog(&mut self, entry: &ChangelogEntry) -> Result<(), StateError> {
+        let name = self.config.name();
+        let (key_bytes, start, _seqnum) = decode_window_key(&entry.key).ok_or_else(|| {
+            entry.corrupt(
+                name,
+                format!(
+                    "truncated windowed key: {} bytes, need at least 12",
+                    entry.key.len()
+                ),
+            )
+        })?;
+        let key = decode_entry(&*self.key_codec, key_bytes, "key", name, entry)?;
+        match &entry.value {
+            None => {
+                self.remove_raw(&key, start);
+            }
+            Some(bytes) => {
+                let value = decode_entry(&*self.value_codec, bytes, "value", name, entry)?;
+                if !self.segmented.is_expired(start, self.frontier) {
+                    self.insert_raw(key, start, value);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn approximate_num_entries(&self) -> u64 {
+        self.entries
+    }
+}
+
+impl<K: Ord + Clone, V: Clone> Segmented for InMemoryWindowStore<K, V> {
+    fn expire(&mut self, committed_frontier: i64) -> Result<usize, StateError> {
+        self.frontier = self.frontier.max(committed_frontier);
+        let first_live = self.segmented.first_live_segment(self.frontier);
+        let live = self.segments.split_off(&first_live);
+        let dropped = std::mem::replace(&mut self.segments, live);
+        for starts in dropped.values() {
+            for keys in starts.values() {
+                self.entries -= keys.len() as u64;
+            }
+        }
+        if !dropped.is_empty() {
+            tracing::debug!(
+                store = self.config.name(),
+                dropped = dropped.len(),
+                frontier = self.frontier,
+                "dropped expired window segments"
+            );
+        }
+        Ok(dropped.len())
+    }
+
+    fn segments(&self) -> usize {
+        self.segments.len()
+    }
+
+    fn expired_writes(&self) -> u64 {
+        self.expired_writes
+    }
+}
+
+impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for InMemoryWindowStore<K, V> {
+    fn put(
+        &mut self,
+        key: K,
+        window_start: i64,
+        value: V,
+        timestamp: i64,
+    ) -> Result<(), StateError> {
+        if self.segmented.is_expired(window_start, self.frontier) {
+            self.expired_writes += 1;
+            tracing::debug!(
+                store = self.config.name(),
+                window_start,
+                frontier = self.frontier,
+                "ignored write to an expired window"
+            );
+            return Ok(());
+        }
+        self.mark_dirty(&key, window_start, timestamp);
+        self.insert_raw(key, window_start, value);
+        Ok(())
+    }
+
+    fn fetch(&self, key: &K, window_start: i64) -> Result<Option<V>, StateError> {
+        Ok(self.get_raw(key, window_start).cloned())
+    }
+
+    fn fetch_key_range(
+        &self,
+        key: &K,
+        time_from: i64,
+        time_to: i64,
+    ) -> Result<Vec<(i64, V)>, StateError> {
+        let mut out = Vec::new();
+        if time_from > time_to {
+            return Ok(out);
+        }
+        let segs = self.segmented.segment_id(time_from)..=self.segmented.segment_id(time_to);
+        for starts in self.segments.range(segs).map(|(_, s)| s) {
+            for (start, keys) in starts.range(time_from..=time_to) {
+                if let Some(v) = keys.get(key) {
+                    out.push((*start, v.clone()));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn fetch_all(&self, time_from: i64, time_to: i64) -> Result<Vec<(i64, K, V)>, StateError> {
+        let mut out = Vec::new();
+        if time_from > time_to {
+            return Ok(out);
+        }
+        let segs = self.segmented.segment_id(time_from)..=self.segmented.segment_id(time_to);
+        for starts in self.segments.range(segs).map(|(_, s)| s) {
+            for (start, keys) in starts.range(time_from..=time_to) {
+                out.extend(keys.iter().map(|(k, v)| (*start, k.clone(), v.clone())));
+            }
+        }
+        Ok(out)
+    }
+
+    fn delete(&mut self, key: &K, window_start: i64, timestamp: i64) -> Result<(), StateError> {
+        self.mark_dirty(key, window_start, timestamp);
+        self.remove_raw(key, window_start);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::{I64Codec, U64Codec};
+
+    fn store() -> InMemoryWindowStore<u64, i64> {
+        InMemoryWindowStore::new(
+            StoreConfig::new("w"),
+            SegmentedConfig::new(100).with_segment_interval(50),
+            U64Codec,
+            I64Codec,
+        )
+    }
+
+    #[test]
+    fn fetch_all_orders_by_start_then_key() {
+        let mut s = store();
+        s.put(2, 10, 1, 0).unwrap();
+        s.put(1, 10, 2, 0).unwrap();
+        s.put(1, 0, 3, 0).unwrap();
+        s.put(3, 60, 4, 0).unwrap();
+        let got = s.fetch_all(0, 60).unwrap();
+        assert_eq!(got, vec![(0, 1, 3), (10, 1, 2), (10, 2, 1), (60, 3, 4)]);
+        assert_eq!(s.fetch_all(5, 59).unwrap().len(), 2);
+        assert_eq!(
+            s.fetch_key_range(&1, 0, 100).unwrap(),
+            vec![(0, 3), (10, 2)]
+        );
+        assert_eq!(s.segments(), 2);
+        assert_eq!(s.approximate_num_entries(), 4);
+    }
+
+    #[test]
+    fn changelog_key_uses_windowed_layout() {
+        let mut s = store();
+        s.put(7, 20, 5, 33).unwrap();
+        s.put(7, 20, 6, 34).unwrap();
+        let mut out = Vec::new();
+        s.flush_changelog(&mut out).unwrap();
+        assert_eq!(out.len(), 1);
+        let mut expected = Vec::new();
+        encode_window_key(&7u64.to_be_bytes(), 20, 0, &mut expected);
+        assert_eq!(out[0].key, expected);
+        assert_eq!(out[0].value, Some(6i64.to_be_bytes().to_vec()));
+        assert_eq!(out[0].timestamp, 34);
+    }
+
+    #[test]
+    fn delete_removes_empty_segments() {
+        let mut s = store();
+        s.put(1, 0, 1, 0).unwrap();
+        s.delete(&1, 0, 1).unwrap();
+        assert_eq!(s.segments(), 0);
+        assert_eq!(s.approximate_num_entries(), 0);
+        assert_eq!(s.dirty_keys(), 1);
+    }
+
+    #[test]
+    fn writes_to_expired_windows_are_ignored() {
+        let mut s = store();
+        s.put(1, 0, 1, 0).unwrap();
+        assert_eq!(s.expire(150).unwrap(), 1);
+        s.put(1, 0, 2, 0).unwrap();
+        assert_eq!(s.fetch(&1, 0).unwrap(), None);
+        assert_eq!(s.expired_writes(), 1);
+    }
+}

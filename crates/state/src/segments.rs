@@ -1,0 +1,155 @@
+//! Retention segments: which time falls in which segment, and when a segment may go.
+//!
+//! Owns [`SegmentedConfig`] (retention and segment interval) and the arithmetic both engines
+//! use. An entry's time is its window start (window stores) or its session end (session
+//! stores). An entry has expired at frontier `F` when `time + retention < F`; a segment may be
+//! dropped once its latest possible time has expired. With the default retentions of DESIGN
+//! 3.6 (size + grace, gap + grace) the strict comparison means nothing goes before its close
+//! (end + grace, end + gap + 1 + grace) is at or below the frontier.
+//!
+//! This module never knows where the frontier comes from.
+
+/// Retention and segment interval of a window or session store, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentedConfig {
+    retention_ms: i64,
+    segment_interval_ms: i64,
+}
+
+/// Kafka Streams keeps windowed changelog records this much longer than the store.
+pub const CHANGELOG_ADDITIONAL_RETENTION_MS: i64 = 24 * 60 * 60 * 1000;
+
+impl SegmentedConfig {
+    /// Retention `retention_ms` with Kafka Streams' default segment interval,
+    /// `max(retention / 2, 60 000)`.
+    ///
+    /// # Panics
+    /// If `retention_ms` is negative (a broken caller invariant).
+    pub fn new(retention_ms: i64) -> Self {
+        assert!(
+            retention_ms >= 0,
+            "retention must not be negative, got {retention_ms}"
+        );
+        Self {
+            retention_ms,
+            segment_interval_ms: (retention_ms / 2).max(60_000),
+        }
+    }
+
+    /// Overrides the segment interval.
+    ///
+    /// # Panics
+    /// If `interval_ms` is not positive.
+    #[must_use]
+    pub fn with_segment_interval(mut self, interval_ms: i64) -> Self {
+        assert!(
+            interval_ms > 0,
+            "segment interval must be positive, got {interval_ms}"
+        );
+        self.segment_interval_ms = interval_ms;
+        self
+    }
+
+    /// The retention.
+    pub fn retention_ms(&self) -> i64 {
+        self.retention_ms
+    }
+
+    /// The segment interval.
+    pub fn segment_interval_ms(&self) -> i64 {
+        self.segment_interval_ms
+    }
+
+    /// `retention.ms` for the store's changelog topic (Kafka Streams adds a day).
+    pub fn changelog_retention_ms(&self) -> i64 {
+        self.retention_ms
+            .saturating_add(CHANGELOG_ADDITIONAL_RETENTION_MS)
+    }
+
+    /// The segment holding entries of time `time`.
+    pub fn segment_id(&self, time: i64) -> i64 {
+        time.div_euclid(self.segment_interval_ms)
+    }
+
+    /// Whether an entry of time `time` has expired at `frontier`.
+    pub fn is_expired(&self, time: i64, frontier: i64) -> bool {
+        i128::from(time) + i128::from(self.retention_ms) < i128::from(frontier)
+    }
+
+    /// Whether every entry of segment `segment` has expired at `frontier`.
+    pub fn segment_expired(&self, segment: i64, frontier: i64) -> bool {
+        let last_time = (i128::from(segment) + 1) * i128::from(self.segment_interval_ms) - 1;
+        last_time + i128::from(self.retention_ms) < i128::from(frontier)
+    }
+
+    /// The first segment that is not expired at `frontier`: all segments below it may go.
+    pub fn first_live_segment(&self, frontier: i64) -> i64 {
+        // The smallest g with (g+1)*I - 1 + R >= F, i.e. g >= (F - R + 1)/I - 1.
+        let need = i128::from(frontier) - i128::from(self.retention_ms) + 1;
+        let interval = i128::from(self.segment_interval_ms);
+        let g = need.div_euclid(interval) + i128::from(need.rem_euclid(interval) != 0) - 1;
+        i64::try_from(g.clamp(i128::from(i64::MIN), i128::from(i64::MAX))).unwrap_or(i64::MIN)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_interval_follows_kafka_streams() {
+        assert_eq!(SegmentedConfig::new(10_000).segment_interval_ms(), 60_000);
+        assert_eq!(SegmentedConfig::new(600_000).segment_interval_ms(), 300_000);
+        assert_eq!(
+            SegmentedConfig::new(1).changelog_retention_ms(),
+            1 + CHANGELOG_ADDITIONAL_RETENTION_MS
+        );
+    }
+
+    #[test]
+    fn segment_ids_floor_negative_times() {
+        let c = SegmentedConfig::new(100).with_segment_interval(10);
+        assert_eq!(c.segment_id(0), 0);
+        assert_eq!(c.segment_id(9), 0);
+        assert_eq!(c.segment_id(10), 1);
+        assert_eq!(c.segment_id(-1), -1);
+    }
+
+    #[test]
+    fn expiry_is_strict() {
+        let c = SegmentedConfig::new(100).with_segment_interval(10);
+        assert!(!c.is_expired(0, 100));
+        assert!(c.is_expired(0, 101));
+        // Segment 0 holds times 0..=9; the last expires at 110.
+        assert!(!c.segment_expired(0, 109));
+        assert!(c.segment_expired(0, 110));
+    }
+
+    #[test]
+    fn first_live_segment_agrees_with_segment_expired() {
+        for interval in [1i64, 3, 10, 60_000] {
+            for retention in [0i64, 1, 7, 100] {
+                let c = SegmentedConfig::new(retention).with_segment_interval(interval);
+                for frontier in -50i64..250 {
+                    let g = c.first_live_segment(frontier);
+                    assert!(
+                        !c.segment_expired(g, frontier),
+                        "i={interval} r={retention} f={frontier}"
+                    );
+                    assert!(
+                        c.segment_expired(g - 1, frontier),
+                        "i={interval} r={retention} f={frontier}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn extreme_frontiers_do_not_overflow() {
+        let c = SegmentedConfig::new(i64::MAX).with_segment_interval(1);
+        assert!(!c.segment_expired(i64::MAX, i64::MAX));
+        let _ = c.first_live_segment(i64::MIN);
+        let _ = c.first_live_segment(i64::MAX);
+    }
+}

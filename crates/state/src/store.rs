@@ -1,0 +1,271 @@
+//! The store traits every engine implements.
+//!
+//! Owns [`StateStore`] (name, changelog flush, restore of one record, size), the typed
+//! [`KeyValueStore`], [`TimestampedKeyValueStore`], [`WindowStore`] and [`SessionStore`]
+//! traits, and [`StoreConfig`].
+//!
+//! Design: stores are typed. The in-memory engine holds `K` and `V` as they are (no
+//! serialization on the hot path); the persistent engine encodes them with a
+//! [`Codec`](crate::Codec). Both serialize a dirty key once per epoch for the changelog.
+//! Reads return owned values (`V: Clone`) and ranges return vectors, so every trait is
+//! dyn-compatible and both engines fit behind `Box<dyn KeyValueStore<K, V>>`.
+//!
+//! Times are plain epoch milliseconds (`i64`). Every write takes the timestamp of the
+//! record that caused it: it becomes the changelog record's timestamp.
+//!
+//! This module never knows about Kafka, threads, the DSL or how watermarks are generated; a
+//! windowed store only receives the committed frontier as a number, in `expire`.
+
+use std::ops::Bound;
+
+use crate::changelog::{ChangelogEntry, ChangelogRecord};
+use crate::codec::ValueAndTimestamp;
+use crate::error::StateError;
+
+/// Name and changelog setting of one store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreConfig {
+    name: String,
+    changelog_enabled: bool,
+}
+
+impl StoreConfig {
+    /// A changelogged store called `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            changelog_enabled: true,
+        }
+    }
+
+    /// Turns changelogging on or off (`stoatflow.changelog.enabled`). Without it the store
+    /// tracks no dirty keys and flushes nothing.
+    #[must_use]
+    pub fn with_changelog_enabled(mut self, enabled: bool) -> Self {
+        self.changelog_enabled = enabled;
+        self
+    }
+
+    /// The store name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether writes are changelogged.
+    pub fn changelog_enabled(&self) -> bool {
+        self.changelog_enabled
+    }
+}
+
+/// What every store can do, whatever its shape.
+pub trait StateStore: std::fmt::Debug {
+    /// The store name (its changelog is `<application.id>-<name>-changelog`).
+    fn name(&self) -> &str;
+
+    /// Whether writes are changelogged.
+    fn changelog_enabled(&self) -> bool;
+
+    /// Appends one changelog record per key written since the last flush (its current value,
+    /// or a tombstone if it is gone) and forgets those keys. Called at the barrier; the
+    /// records belong to the epoch's transaction. Does nothing if changelogging is off.
+    ///
+    /// # Errors
+    /// [`StateError::Engine`] if the persistent engine cannot read a dirty key back.
+    fn flush_changelog(&mut self, out: &mut Vec<ChangelogRecord>) -> Result<(), StateError>;
+
+    /// Number of keys written since the last flush.
+    fn dirty_keys(&self) -> usize;
+
+    /// Applies one committed changelog record (upsert or delete) without marking it dirty.
+    ///
+    /// # Errors
+    /// [`StateError::CorruptChangelogRecord`] naming the store, partition and offset if the
+    /// key or value does not decode.
+    fn apply_changelog(&mut self, entry: &ChangelogEntry) -> Result<(), StateError>;
+
+    /// Approximate number of entries (exact for the in-memory engine).
+    fn approximate_num_entries(&self) -> u64;
+}
+
+/// A key-value store.
+pub trait KeyValueStore<K, V>: StateStore {
+    /// Writes `value` under `key`; `timestamp` is the writing record's time.
+    ///
+    /// # Errors
+    /// [`StateError::Engine`] on a persistent-engine failure.
+    fn put(&mut self, key: K, value: V, timestamp: i64) -> Result<(), StateError>;
+
+    /// The value under `key`.
+    ///
+    /// # Errors
+    /// [`StateError::Engine`] or [`StateError::Decode`] on a persistent-engine failure.
+    fn get(&self, key: &K) -> Result<Option<V>, StateError>;
+
+    /// Removes `key`, returning the old value.
+    ///
+    /// # Errors
+    /// As [`KeyValueStore::put`].
+    fn delete(&mut self, key: &K, timestamp: i64) -> Result<Option<V>, StateError>;
+
+    /// Entries with keys within the bounds, in key order (the in-memory engine orders by
+    /// `K: Ord`, the persistent engine by encoded bytes; they agree for order-preserving
+    /// codecs).
+    ///
+    /// # Errors
+    /// As [`KeyValueStore::get`].
+    fn range(&self, from: Bound<&K>, to: Bound<&K>) -> Result<Vec<(K, V)>, StateError>;
+
+    /// Every entry, in key order.
+    ///
+    /// # Errors
+    /// As [`KeyValueStore::get`].
+    fn all(&self) -> Result<Vec<(K, V)>, StateError> {
+        self.range(Bound::Unbounded, Bound::Unbounded)
+    }
+}
+
+/// A key-value store whose values carry the timestamp of their last write (Kafka Streams'
+/// `TimestampedKeyValueStore`; changelog values are `[timestamp i64 BE][value]`).
+pub trait TimestampedKeyValueStore<K, V>: KeyValueStore<K, ValueAndTimestamp<V>> {
+    /// Writes `value` stamped with `timestamp` (which is also the changelog timestamp).
+    ///
+    /// # Errors
+    /// As [`KeyValueStore::put`].
+    fn put_timestamped(&mut self, key: K, value: V, timestamp: i64) -> Result<(), StateError> {
+        self.put(key, ValueAndTimestamp::new(value, timestamp), timestamp)
+    }
+}
+
+impl<K, V, S: KeyValueStore<K, ValueAndTimestamp<V>> + ?Sized> TimestampedKeyValueStore<K, V>
+    for S
+{
+}
+
+/// Retention shared by the segmented (window and session) stores.
+pub trait Segmented: StateStore {
+    /// Drops every segment whose entries have all expired at `committed_frontier`: an entry
+    /// expires when its time (window start, session end) plus the retention is strictly
+    /// below the frontier. Returns the number of segments dropped. Later writes to expired
+    /// times are ignored. Pass only the committed frontier, never a raw watermark.
+    ///
+    /// # Errors
+    /// [`StateError::Engine`] on a persistent-engine failure.
+    fn expire(&mut self, committed_frontier: i64) -> Result<usize, StateError>;
+
+    /// Number of live segments (the `store.segments` gauge).
+    fn segments(&self) -> usize;
+
+    /// Writes ignored because their time had already expired.
+    fn expired_writes(&self) -> u64;
+}
+
+/// A store of time windows, keyed by (key, window start).
+pub trait WindowStore<K, V>: Segmented {
+    /// Writes the window of `key` starting at `window_start`.
+    ///
+    /// # Errors
+    /// As [`KeyValueStore::put`].
+    fn put(
+        &mut self,
+        key: K,
+        window_start: i64,
+        value: V,
+        timestamp: i64,
+    ) -> Result<(), StateError>;
+
+    /// The window of `key` starting at `window_start`.
+    ///
+    /// # Errors
+    /// As [`KeyValueStore::get`].
+    fn fetch(&self, key: &K, window_start: i64) -> Result<Option<V>, StateError>;
+
+    /// The windows of `key` with start in `time_from..=time_to`, by start.
+    ///
+    /// # Errors
+    /// As [`KeyValueStore::get`].
+    fn fetch_key_range(
+        &self,
+        key: &K,
+        time_from: i64,
+        time_to: i64,
+    ) -> Result<Vec<(i64, V)>, StateError>;
+
+    /// Every window with start in `time_from..=time_to`, as (start, key, value), ordered by
+    /// start, then key.
+    ///
+    /// # Errors
+    /// As [`KeyValueStore::get`].
+    fn fetch_all(&self, time_from: i64, time_to: i64) -> Result<Vec<(i64, K, V)>, StateError>;
+
+    /// Removes the window of `key` starting at `window_start`.
+    ///
+    /// # Errors
+    /// As [`KeyValueStore::put`].
+    fn delete(&mut self, key: &K, window_start: i64, timestamp: i64) -> Result<(), StateError>;
+}
+
+/// A session's bounds, both inclusive (Kafka Streams' `SessionWindow`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SessionWindow {
+    /// Time of the session's first record.
+    pub start: i64,
+    /// Time of the session's last record.
+    pub end: i64,
+}
+
+impl SessionWindow {
+    /// A session from `start` to `end`.
+    pub fn new(start: i64, end: i64) -> Self {
+        Self { start, end }
+    }
+}
+
+/// A store of sessions, keyed by (key, start, end); segmented by session end.
+pub trait SessionStore<K, V>: Segmented {
+    /// Writes the session.
+    ///
+    /// # Errors
+    /// As [`KeyValueStore::put`].
+    fn put(
+        &mut self,
+        key: K,
+        window: SessionWindow,
+        value: V,
+        timestamp: i64,
+    ) -> Result<(), StateError>;
+
+    /// The value of exactly this session.
+    ///
+    /// # Errors
+    /// As [`KeyValueStore::get`].
+    fn fetch(&self, key: &K, window: SessionWindow) -> Result<Option<V>, StateError>;
+
+    /// Sessions of `key` with `end >= earliest_end` and `start <= latest_start`, ordered by
+    /// end, then start (the merge scan).
+    ///
+    /// # Errors
+    /// As [`KeyValueStore::get`].
+    fn find_sessions(
+        &self,
+        key: &K,
+        earliest_end: i64,
+        latest_start: i64,
+    ) -> Result<Vec<(SessionWindow, V)>, StateError>;
+
+    /// Every session with end in `end_from..=end_to`, ordered by end, then key, then start
+    /// (the emission pass).
+    ///
+    /// # Errors
+    /// As [`KeyValueStore::get`].
+    fn fetch_all_by_end(
+        &self,
+        end_from: i64,
+        end_to: i64,
+    ) -> Result<Vec<(SessionWindow, K, V)>, StateError>;
+
+    /// Removes the session.
+    ///
+    /// # Errors
+    /// As [`KeyValueStore::put`].
+    fn remove(&mut self, key: &K, window: SessionWindow, timestamp: i64) -> Result<(), StateError>;
+}

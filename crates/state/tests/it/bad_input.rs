@@ -1,0 +1,105 @@
+//! Bad input: corrupt and truncated changelog records.
+
+use stoatflow_state::{
+    ChangelogEntry, ChangelogOffset, ChangelogPartition, StateError, encode_window_key, restore,
+};
+
+use crate::engines::{ENGINES, Factory};
+
+fn entry(offset: u64, key: Vec<u8>, value: Option<Vec<u8>>) -> ChangelogEntry {
+    ChangelogEntry {
+        partition: ChangelogPartition(4),
+        offset: ChangelogOffset(offset),
+        key,
+        value,
+        timestamp: 0,
+    }
+}
+
+fn assert_corrupt(err: StateError, store: &str, offset: u64, reason_part: &str) {
+    let msg = err.to_string();
+    match err {
+        StateError::CorruptChangelogRecord {
+            store: s,
+            partition,
+            offset: o,
+            reason,
+        } => {
+            assert_eq!(s, store);
+            assert_eq!(partition, ChangelogPartition(4));
+            assert_eq!(o, ChangelogOffset(offset));
+            assert!(reason.contains(reason_part), "{reason}");
+            assert!(
+                msg.starts_with(&format!(
+                    "store {store}: corrupt changelog record at partition 4 offset {offset}:"
+                )),
+                "{msg}"
+            );
+        }
+        other => panic!("expected a corrupt-record error, got {other}"),
+    }
+}
+
+#[test]
+fn truncated_value_in_kv_changelog_names_store_partition_and_offset() {
+    for engine in ENGINES {
+        let mut f = Factory::new(engine);
+        let mut s = f.kv("counts");
+        let good = entry(0, b"a".to_vec(), Some(1i64.to_be_bytes().to_vec()));
+        let bad = entry(1, b"b".to_vec(), Some(vec![0, 0, 1]));
+        let err = restore(&mut *s, vec![good, bad], 2, &mut |_| {}).unwrap_err();
+        assert_corrupt(err, "counts", 1, "value does not decode");
+        // Everything before the bad record was applied.
+        assert_eq!(s.get(&"a".to_string()).unwrap(), Some(1));
+    }
+}
+
+#[test]
+fn invalid_key_bytes_are_corrupt() {
+    for engine in ENGINES {
+        let mut f = Factory::new(engine);
+        let mut s = f.kv("counts");
+        let bad = entry(9, vec![0xff, 0xfe], Some(1i64.to_be_bytes().to_vec()));
+        let err = restore(&mut *s, vec![bad], 1, &mut |_| {}).unwrap_err();
+        assert_corrupt(err, "counts", 9, "key does not decode");
+    }
+}
+
+#[test]
+fn truncated_windowed_key_is_corrupt() {
+    for engine in ENGINES {
+        let mut f = Factory::new(engine);
+        let mut w = f.window("windows");
+        let mut key = Vec::new();
+        encode_window_key(b"k", 10, 0, &mut key);
+        key.truncate(key.len() - 2);
+        let bad = entry(3, key, Some(1i64.to_be_bytes().to_vec()));
+        let err = restore(&mut *w, vec![bad], 1, &mut |_| {}).unwrap_err();
+        // 11 bytes: one key byte and a cut suffix decode as a 0-byte key?  No: 11 < 12.
+        assert_corrupt(err, "windows", 3, "truncated windowed key");
+    }
+}
+
+#[test]
+fn truncated_session_key_is_corrupt() {
+    for engine in ENGINES {
+        let mut f = Factory::new(engine);
+        let mut s = f.session("sessions");
+        let bad = entry(5, vec![1, 2, 3], None);
+        let err = restore(&mut *s, vec![bad], 1, &mut |_| {}).unwrap_err();
+        assert_corrupt(err, "sessions", 5, "truncated session key");
+    }
+}
+
+#[test]
+fn corrupt_window_value_is_reported() {
+    for engine in ENGINES {
+        let mut f = Factory::new(engine);
+        let mut w = f.window("windows");
+        let mut key = Vec::new();
+        encode_window_key(b"k", 10, 0, &mut key);
+        let bad = entry(7, key, Some(vec![1]));
+        let err = restore(&mut *w, vec![bad], 1, &mut |_| {}).unwrap_err();
+        assert_corrupt(err, "windows", 7, "value does not decode");
+    }
+}
