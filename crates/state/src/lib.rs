@@ -14,6 +14,8 @@
 //!   records idempotently.
 //! - [`SegmentedConfig`] and [`Segmented`]: retention segments of window and session stores,
 //!   dropped when the committed frontier passes them.
+//! - [`EmitFrontier`] (`<store>-emitfrontier`) and [`WatermarkStore`] (`stoatflow-watermark`):
+//!   the engine's own stores; [`WatermarkStore::seed`] applies the restart rule of DESIGN 3.6.
 //!
 //! # Architecture invariants
 //!
@@ -52,6 +54,7 @@
 
 mod changelog;
 mod codec;
+mod engine_stores;
 mod error;
 mod memory;
 mod segments;
@@ -65,6 +68,11 @@ pub use changelog::{
 pub use codec::{
     BytesCodec, Codec, CodecError, I32Codec, I64Codec, StringCodec, U64Codec, ValueAndTimestamp,
     ValueAndTimestampCodec,
+};
+pub use engine_stores::{
+    BarrierStamp, EmitFrontier, RETAINED_STAMPS, WATERMARK_STORE_NAME, WatermarkKey,
+    WatermarkKeyCodec, WatermarkSeed, WatermarkStore, emit_frontier_store_name,
+    in_memory_emit_frontier, in_memory_watermark_store,
 };
 pub use error::StateError;
 pub use memory::{InMemoryKeyValueStore, InMemorySessionStore, InMemoryWindowStore};

@@ -1,0 +1,359 @@
+//! The `stoatflow-watermark` store: barrier stamps and the graceful-flush marker.
+
+use std::fmt;
+use std::ops::Bound;
+
+use crate::codec::{Codec, CodecError, I64Codec};
+use crate::error::StateError;
+use crate::memory::InMemoryKeyValueStore;
+use crate::store::{KeyValueStore, StoreConfig};
+
+/// The store's name; its changelog is `<application.id>-stoatflow-watermark-changelog`, one
+/// compacted partition.
+pub const WATERMARK_STORE_NAME: &str = "stoatflow-watermark";
+
+/// How many of the newest stamps the store keeps (the crash rule needs the newest three).
+pub const RETAINED_STAMPS: usize = 4;
+
+/// The watermark stamped on a commit barrier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BarrierStamp {
+    /// The barrier's number (epochs count up from 1).
+    pub barrier: u64,
+    /// The global watermark fixed at that barrier, epoch ms (`i64::MIN` = none yet).
+    pub watermark: i64,
+}
+
+/// Keys of the watermark store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum WatermarkKey {
+    /// The stamp of this barrier; the value is the watermark.
+    Stamp(u64),
+    /// Present when the newest barrier was a graceful shutdown's flushing barrier; the value
+    /// is that barrier's number.
+    GracefulFlush,
+}
+
+/// Encodes [`WatermarkKey`]: `b's'` + barrier `u64` big-endian, or `b'g'`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WatermarkKeyCodec;
+
+impl Codec<WatermarkKey> for WatermarkKeyCodec {
+    fn encode(&self, value: &WatermarkKey, out: &mut Vec<u8>) {
+        match value {
+            WatermarkKey::Stamp(b) => {
+                out.push(b's');
+                out.extend_from_slice(&b.to_be_bytes());
+            }
+            WatermarkKey::GracefulFlush => out.push(b'g'),
+        }
+    }
+
+    fn decode(&self, bytes: &[u8]) -> Result<WatermarkKey, CodecError> {
+        match bytes {
+            [b'g'] => Ok(WatermarkKey::GracefulFlush),
+            [b's', rest @ ..] => {
+                let b: [u8; 8] = rest.try_into().map_err(|_| {
+                    CodecError::new(format!(
+                        "stamp key needs 8 barrier bytes, got {}",
+                        rest.len()
+                    ))
+                })?;
+                Ok(WatermarkKey::Stamp(u64::from_be_bytes(b)))
+            }
+            _ => Err(CodecError::new(format!(
+                "unknown watermark store key of {} bytes",
+                bytes.len()
+            ))),
+        }
+    }
+}
+
+/// What a restarted application seeds its lanes with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatermarkSeed {
+    /// Every record lane's floor (`i64::MIN` when there is none).
+    pub floor: i64,
+    /// Every punctuation lane's frontier (`i64::MIN` when there is none).
+    pub frontier: i64,
+    /// The stamps to seed the lanes' rings with, oldest first (after a crash, without the
+    /// newest committed one).
+    pub stamps: Vec<BarrierStamp>,
+    /// The newest committed barrier, so numbering continues after it.
+    pub last_barrier: Option<u64>,
+    /// Whether the last run ended with a graceful, flushing barrier.
+    pub graceful: bool,
+}
+
+/// The watermark store over any key-value store.
+pub struct WatermarkStore<S> {
+    store: S,
+}
+
+impl<S: fmt::Debug> fmt::Debug for WatermarkStore<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WatermarkStore")
+            .field("store", &self.store)
+            .finish()
+    }
+}
+
+impl<S: KeyValueStore<WatermarkKey, i64>> WatermarkStore<S> {
+    /// Wraps `store` (named [`WATERMARK_STORE_NAME`]).
+    pub fn new(store: S) -> Self {
+        Self { store }
+    }
+
+    /// The stamps held, oldest first.
+    ///
+    /// # Errors
+    /// Whatever the underlying store reports.
+    pub fn stamps(&self) -> Result<Vec<BarrierStamp>, StateError> {
+        let from = WatermarkKey::Stamp(0);
+        let to = WatermarkKey::Stamp(u64::MAX);
+        Ok(self
+            .store
+            .range(Bound::Included(&from), Bound::Included(&to))?
+            .into_iter()
+            .filter_map(|(k, watermark)| match k {
+                WatermarkKey::Stamp(barrier) => Some(BarrierStamp { barrier, watermark }),
+                WatermarkKey::GracefulFlush => None,
+            })
+            .collect())
+    }
+
+    /// Records barrier `stamp` (written before the epoch rotates, so it commits in the
+    /// barrier's transaction), keeps only the [`RETAINED_STAMPS`] newest, and clears the
+    /// graceful-flush marker: a new barrier supersedes it.
+    ///
+    /// # Errors
+    /// Whatever the underlying store reports.
+    pub fn record_stamp(&mut self, stamp: BarrierStamp, timestamp: i64) -> Result<(), StateError> {
+        self.store.put(
+            WatermarkKey::Stamp(stamp.barrier),
+            stamp.watermark,
+            timestamp,
+        )?;
+        let stamps = self.stamps()?;
+        let excess = stamps.len().saturating_sub(RETAINED_STAMPS);
+        for old in &stamps[..excess] {
+            self.store
+                .delete(&WatermarkKey::Stamp(old.barrier), timestamp)?;
+        }
+        if self.store.get(&WatermarkKey::GracefulFlush)?.is_some() {
+            self.store.delete(&WatermarkKey::GracefulFlush, timestamp)?;
+        }
+        Ok(())
+    }
+
+    /// Records that barrier `barrier` (already stamped) was a graceful shutdown's flushing
+    /// barrier: every window closing at or before its stamp has been emitted.
+    ///
+    /// # Errors
+    /// [`StateError::InvalidConfig`] if `barrier` is not the newest stamp held.
+    pub fn mark_graceful_flush(&mut self, barrier: u64, timestamp: i64) -> Result<(), StateError> {
+        let newest = self.stamps()?.last().map(|s| s.barrier);
+        if newest != Some(barrier) {
+            return Err(StateError::InvalidConfig {
+                store: self.store.name().to_string(),
+                detail: format!(
+                    "graceful flush of barrier {barrier} but the newest stamp is {newest:?}"
+                ),
+            });
+        }
+        let value = i64::try_from(barrier).unwrap_or(i64::MAX);
+        self.store
+            .put(WatermarkKey::GracefulFlush, value, timestamp)
+    }
+
+    /// The floor and frontier to seed after a restart, from the restored store (DESIGN 3.6).
+    ///
+    /// In steady state a record lane past barrier N has floor W(N) and the punctuation lane
+    /// has frontier W(N-1). Let c be the newest committed barrier.
+    /// - After a graceful shutdown (the marker names c) the final barrier flushed everything
+    ///   up to W(c): floor = frontier = W(c), and every stamp is kept.
+    /// - After a crash the newest stamp is left out: the emission pass barrier c triggered
+    ///   would only have committed with transaction c+1. Lanes resume as just before
+    ///   barrier c: floor = W(c-1), frontier = W(c-2), so the first barrier after the restart
+    ///   moves the frontier to W(c-1) and runs that pass again (the emit frontier prevents a
+    ///   second emission).
+    ///
+    /// Missing stamps read as `i64::MIN` (no floor, no emission pass).
+    ///
+    /// # Errors
+    /// Whatever the underlying store reports.
+    pub fn seed(&self) -> Result<WatermarkSeed, StateError> {
+        let mut stamps = self.stamps()?;
+        let last_barrier = stamps.last().map(|s| s.barrier);
+        let marker = self.store.get(&WatermarkKey::GracefulFlush)?;
+        let graceful = match (marker, last_barrier) {
+            (Some(m), Some(c)) => u64::try_from(m).ok() == Some(c),
+            _ => false,
+        };
+        let watermark_at = |stamps: &[BarrierStamp], back: usize| {
+            stamps
+                .len()
+                .checked_sub(back + 1)
+                .map_or(i64::MIN, |i| stamps[i].watermark)
+        };
+        let (floor, frontier) = if graceful {
+            let w = watermark_at(&stamps, 0);
+            (w, w)
+        } else {
+            stamps.pop();
+            (watermark_at(&stamps, 0), watermark_at(&stamps, 1))
+        };
+        Ok(WatermarkSeed {
+            floor,
+            frontier,
+            stamps,
+            last_barrier,
+            graceful,
+        })
+    }
+
+    /// The underlying store (to flush and restore it like any other).
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The underlying store, mutably.
+    pub fn store_mut(&mut self) -> &mut S {
+        &mut self.store
+    }
+
+    /// Gives the store back.
+    pub fn into_inner(self) -> S {
+        self.store
+    }
+}
+
+/// A watermark store in a fresh in-memory store, as the engine runs it.
+pub fn in_memory_watermark_store(
+    changelog_enabled: bool,
+) -> WatermarkStore<InMemoryKeyValueStore<WatermarkKey, i64>> {
+    let config = StoreConfig::new(WATERMARK_STORE_NAME).with_changelog_enabled(changelog_enabled);
+    WatermarkStore::new(InMemoryKeyValueStore::new(
+        config,
+        WatermarkKeyCodec,
+        I64Codec,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::changelog::{ChangelogEntry, ChangelogOffset, ChangelogPartition, restore};
+    use crate::store::StateStore;
+
+    fn stamp(barrier: u64, watermark: i64) -> BarrierStamp {
+        BarrierStamp { barrier, watermark }
+    }
+
+    fn restart(
+        ws: &mut WatermarkStore<InMemoryKeyValueStore<WatermarkKey, i64>>,
+        log: &mut Vec<ChangelogEntry>,
+    ) -> WatermarkSeed {
+        let mut out = Vec::new();
+        ws.store_mut().flush_changelog(&mut out).unwrap();
+        for r in out {
+            let off = ChangelogOffset(log.len() as u64);
+            log.push(ChangelogEntry::from_record(r, ChangelogPartition(0), off));
+        }
+        let mut fresh = in_memory_watermark_store(true);
+        restore(
+            fresh.store_mut(),
+            log.clone(),
+            log.len() as u64,
+            &mut |_| {},
+        )
+        .unwrap();
+        fresh.seed().unwrap()
+    }
+
+    #[test]
+    fn key_codec_round_trips_and_rejects_junk() {
+        let c = WatermarkKeyCodec;
+        for k in [WatermarkKey::Stamp(7), WatermarkKey::GracefulFlush] {
+            assert_eq!(c.decode(&c.to_bytes(&k)), Ok(k));
+        }
+        assert!(c.decode(b"s123").is_err());
+        assert!(c.decode(b"x").is_err());
+        assert!(c.decode(b"").is_err());
+    }
+
+    #[test]
+    fn keeps_only_the_newest_stamps() {
+        let mut ws = in_memory_watermark_store(true);
+        for b in 1..=10 {
+            ws.record_stamp(stamp(b, b as i64 * 100), 0).unwrap();
+        }
+        let held: Vec<u64> = ws.stamps().unwrap().iter().map(|s| s.barrier).collect();
+        assert_eq!(held, vec![7, 8, 9, 10]);
+    }
+
+    #[test]
+    fn after_a_crash_the_newest_stamp_is_left_out() {
+        let mut ws = in_memory_watermark_store(true);
+        let mut log = Vec::new();
+        for b in 1..=5 {
+            ws.record_stamp(stamp(b, b as i64 * 100), 0).unwrap();
+        }
+        let seed = restart(&mut ws, &mut log);
+        assert!(!seed.graceful);
+        assert_eq!(seed.last_barrier, Some(5));
+        assert_eq!(seed.floor, 400);
+        assert_eq!(seed.frontier, 300);
+        assert_eq!(seed.stamps.last(), Some(&stamp(4, 400)));
+    }
+
+    #[test]
+    fn after_a_graceful_shutdown_the_newest_stamp_is_kept() {
+        let mut ws = in_memory_watermark_store(true);
+        let mut log = Vec::new();
+        for b in 1..=5 {
+            ws.record_stamp(stamp(b, b as i64 * 100), 0).unwrap();
+        }
+        ws.mark_graceful_flush(5, 0).unwrap();
+        let seed = restart(&mut ws, &mut log);
+        assert!(seed.graceful);
+        assert_eq!((seed.floor, seed.frontier), (500, 500));
+        assert_eq!(seed.stamps.len(), 4);
+        // The next run's first barrier clears the marker: a crash after it is a crash.
+        ws.record_stamp(stamp(6, 650), 0).unwrap();
+        let seed = restart(&mut ws, &mut log);
+        assert!(!seed.graceful);
+        assert_eq!((seed.floor, seed.frontier), (500, 400));
+    }
+
+    #[test]
+    fn few_stamps_seed_min() {
+        let empty = in_memory_watermark_store(true);
+        let seed = empty.seed().unwrap();
+        assert_eq!(
+            (seed.floor, seed.frontier, seed.last_barrier),
+            (i64::MIN, i64::MIN, None)
+        );
+        let mut one = in_memory_watermark_store(true);
+        one.record_stamp(stamp(1, 10), 0).unwrap();
+        let seed = one.seed().unwrap();
+        assert_eq!((seed.floor, seed.frontier), (i64::MIN, i64::MIN));
+        one.record_stamp(stamp(2, 20), 0).unwrap();
+        let seed = one.seed().unwrap();
+        assert_eq!((seed.floor, seed.frontier), (10, i64::MIN));
+    }
+
+    #[test]
+    fn graceful_flush_must_name_the_newest_barrier() {
+        let mut ws = in_memory_watermark_store(true);
+        ws.record_stamp(stamp(1, 10), 0).unwrap();
+        ws.record_stamp(stamp(2, 20), 0).unwrap();
+        let err = ws.mark_graceful_flush(1, 0).unwrap_err().to_string();
+        assert!(
+            err.starts_with(
+                "store stoatflow-watermark: invalid configuration: graceful flush of barrier 1"
+            ),
+            "{err}"
+        );
+    }
+}
