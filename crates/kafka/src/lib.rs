@@ -1,0 +1,37 @@
+//! stoatflow-kafka: the stoatflow-log broker interface over Apache Kafka,
+//! through rdkafka (bundled librdkafka). The only crate that names rdkafka.
+//!
+//! A tour:
+//!
+//! - [`KafkaLog`]: implements [`stoatflow_log::Log`]; creates and checks
+//!   topics, hands out consumers and producers, reads committed offsets.
+//! - [`KafkaConsumer`]: read-committed, never auto-commits.
+//! - [`KafkaProducer`]: one Kafka transaction per epoch, with source
+//!   offsets (and their metadata) added to it.
+//! - [`KafkaConfig`]: typed configuration; the properties stoatflow's
+//!   semantics depend on cannot be overridden, and pass-through
+//!   [`ClientProperties`] never show their values.
+//!
+//! Knows nothing of streams, windows or watermarks. The contract it
+//! fulfils is `stoatflow_log::contract`, run against a real broker in this
+//! crate's tests.
+//!
+//! ```no_run
+//! use stoatflow_kafka::{KafkaConfig, KafkaLog};
+//! use stoatflow_log::{Log, TopicSpec};
+//! let log = KafkaLog::connect(KafkaConfig::new("127.0.0.1:9092"))?;
+//! log.ensure_topic(&TopicSpec::new("orders", 4))?;
+//! # Ok::<(), stoatflow_log::LogError>(())
+//! ```
+
+mod block_on;
+mod config;
+mod consumer;
+mod errors;
+mod log;
+mod producer;
+
+pub use config::{ClientProperties, KafkaConfig, PROTECTED_KEYS};
+pub use consumer::KafkaConsumer;
+pub use log::KafkaLog;
+pub use producer::KafkaProducer;

@@ -1,0 +1,281 @@
+//! [`KafkaLog`]: topics, clients and committed offsets over a Kafka cluster.
+//!
+//! Owns: the admin client (create and describe topics) and the creation of
+//! consumers and transactional producers with the properties our semantics
+//! need. Knows nothing of streams, windows or watermarks.
+
+use std::time::Duration;
+
+use rdkafka::ClientConfig;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer as _};
+use rdkafka::error::RDKafkaErrorCode;
+use rdkafka::{Offset as KOffset, TopicPartitionList};
+use stoatflow_log::{
+    CleanupPolicy, Log, LogError, Offset, OffsetAndMetadata, TopicPartition, TopicShape, TopicSpec,
+};
+
+use crate::block_on::block_on;
+use crate::config::KafkaConfig;
+use crate::consumer::KafkaConsumer;
+use crate::errors::map;
+use crate::producer::KafkaProducer;
+
+/// A Kafka cluster seen through the broker interface.
+pub struct KafkaLog {
+    config: KafkaConfig,
+    admin: AdminClient<DefaultClientContext>,
+    meta: BaseConsumer,
+}
+
+impl std::fmt::Debug for KafkaLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaLog")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KafkaLog {
+    /// Connects, checking that the cluster answers within the request timeout.
+    ///
+    /// # Errors
+    /// [`LogError::Config`] for invalid configuration, [`LogError::Unreachable`]
+    /// if no broker answers.
+    pub fn connect(config: KafkaConfig) -> Result<Self, LogError> {
+        config.validate()?;
+        let admin: AdminClient<DefaultClientContext> = config
+            .client_config("admin")
+            .create()
+            .map_err(|e| map(&e, "creating the admin client", None))?;
+        let meta: BaseConsumer = config
+            .client_config("metadata")
+            .set("allow.auto.create.topics", "false")
+            .create()
+            .map_err(|e| map(&e, "creating the metadata client", None))?;
+        meta.fetch_metadata(None, config.request_timeout)
+            .map_err(|e| LogError::Unreachable {
+                bootstrap: config.bootstrap_servers.clone(),
+                reason: e.to_string(),
+            })?;
+        Ok(KafkaLog {
+            config,
+            admin,
+            meta,
+        })
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &KafkaConfig {
+        &self.config
+    }
+
+    fn admin_options(&self) -> AdminOptions {
+        AdminOptions::new().operation_timeout(Some(self.config.request_timeout))
+    }
+
+    fn admin_wait<T>(&self, op: &str, fut: impl Future<Output = T>) -> Result<T, LogError> {
+        block_on(fut, self.config.request_timeout + Duration::from_secs(5)).ok_or_else(|| {
+            LogError::Timeout {
+                op: op.to_owned(),
+                after_ms: self.config.timeout_ms(),
+            }
+        })
+    }
+}
+
+impl KafkaConfig {
+    /// librdkafka properties common to every client.
+    pub(crate) fn client_config(&self, role: &str) -> ClientConfig {
+        let mut c = ClientConfig::new();
+        for (k, v) in self.properties.iter() {
+            c.set(k, v);
+        }
+        c.set("bootstrap.servers", &self.bootstrap_servers)
+            .set("client.id", format!("{}-{role}", self.client_id))
+            .set(
+                "message.max.bytes",
+                (self.max_record_bytes + 4096).to_string(),
+            )
+            .set("socket.timeout.ms", self.timeout_ms().to_string());
+        c
+    }
+}
+
+impl Log for KafkaLog {
+    type Consumer = KafkaConsumer;
+    type Producer = KafkaProducer;
+
+    fn create_topic(&self, spec: &TopicSpec) -> Result<(), LogError> {
+        let partitions = i32::try_from(spec.shape.partitions).map_err(|_| LogError::Config {
+            key: format!("topic {:?} partitions", spec.name),
+            reason: "too many partitions".into(),
+        })?;
+        let mut topic = NewTopic::new(
+            &spec.name,
+            partitions,
+            TopicReplication::Fixed(self.config.replication_factor.unwrap_or(-1)),
+        )
+        .set("cleanup.policy", spec.shape.cleanup.as_kafka_str());
+        let bytes = spec.retention.bytes.map(|b| b.to_string());
+        let ms = spec.retention.time.map(|t| t.as_millis().to_string());
+        if let Some(b) = &bytes {
+            topic = topic.set("retention.bytes", b);
+        }
+        if let Some(ms) = &ms {
+            topic = topic.set("retention.ms", ms);
+        }
+        let op = format!("creating topic {:?}", spec.name);
+        let results = self
+            .admin_wait(
+                &op,
+                self.admin.create_topics([&topic], &self.admin_options()),
+            )?
+            .map_err(|e| map(&e, op.clone(), None))?;
+        for r in results {
+            match r {
+                Ok(_) => {}
+                Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {
+                    return Err(LogError::TopicExists {
+                        topic: spec.name.clone(),
+                    });
+                }
+                Err((_, code)) => {
+                    return Err(LogError::Broker {
+                        op,
+                        message: code.to_string(),
+                        kind: stoatflow_log::ErrorKind::Fatal,
+                    });
+                }
+            }
+        }
+        // Wait (bounded) until the topic's partitions are visible in metadata.
+        let deadline = std::time::Instant::now() + self.config.request_timeout;
+        while std::time::Instant::now() < deadline {
+            if self.describe_partitions(&spec.name)? == Some(spec.shape.partitions) {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Err(LogError::Timeout {
+            op: format!("waiting for topic {:?} to appear", spec.name),
+            after_ms: self.config.timeout_ms(),
+        })
+    }
+
+    fn describe_topic(&self, topic: &str) -> Result<Option<TopicShape>, LogError> {
+        let Some(partitions) = self.describe_partitions(topic)? else {
+            return Ok(None);
+        };
+        let op = format!("describing the configuration of topic {topic:?}");
+        let results = self
+            .admin_wait(
+                &op,
+                self.admin
+                    .describe_configs([&ResourceSpecifier::Topic(topic)], &self.admin_options()),
+            )?
+            .map_err(|e| map(&e, op.clone(), None))?;
+        let mut cleanup = CleanupPolicy::Delete;
+        for r in results {
+            let resource = r.map_err(|code| LogError::Broker {
+                op: op.clone(),
+                message: code.to_string(),
+                kind: stoatflow_log::ErrorKind::Fatal,
+            })?;
+            if let Some(entry) = resource.get("cleanup.policy")
+                && entry
+                    .value
+                    .as_deref()
+                    .is_some_and(|v| v.split(',').any(|p| p.trim() == "compact"))
+            {
+                cleanup = CleanupPolicy::Compact;
+            }
+        }
+        Ok(Some(TopicShape::new(partitions, cleanup)))
+    }
+
+    fn consumer(&self, group: &str) -> Result<KafkaConsumer, LogError> {
+        KafkaConsumer::new(&self.config, group)
+    }
+
+    fn transactional_producer(&self, transactional_id: &str) -> Result<KafkaProducer, LogError> {
+        KafkaProducer::new(&self.config, transactional_id)
+    }
+
+    fn committed_offsets(
+        &self,
+        group: &str,
+        partitions: &[TopicPartition],
+    ) -> Result<Vec<(TopicPartition, Option<OffsetAndMetadata>)>, LogError> {
+        let c: BaseConsumer = self
+            .config
+            .client_config("offsets")
+            .set("group.id", group)
+            .set("enable.auto.commit", "false")
+            .set("isolation.level", "read_committed")
+            .create()
+            .map_err(|e| map(&e, "creating an offsets client", None))?;
+        committed(&c, partitions, self.config.request_timeout, group)
+    }
+}
+
+impl KafkaLog {
+    fn describe_partitions(&self, topic: &str) -> Result<Option<u32>, LogError> {
+        let md = self
+            .meta
+            .fetch_metadata(Some(topic), self.config.request_timeout)
+            .map_err(|e| map(&e, format!("fetching metadata of topic {topic:?}"), None))?;
+        let Some(t) = md.topics().iter().find(|t| t.name() == topic) else {
+            return Ok(None);
+        };
+        if let Some(err) = t.error() {
+            let code: RDKafkaErrorCode = err.into();
+            if code == RDKafkaErrorCode::UnknownTopicOrPartition {
+                return Ok(None);
+            }
+            return Err(LogError::Broker {
+                op: format!("fetching metadata of topic {topic:?}"),
+                message: code.to_string(),
+                kind: stoatflow_log::ErrorKind::Retriable,
+            });
+        }
+        Ok(Some(t.partitions().len() as u32))
+    }
+}
+
+/// The committed offsets of `group` for `partitions`, through `consumer`.
+pub(crate) fn committed(
+    consumer: &BaseConsumer,
+    partitions: &[TopicPartition],
+    timeout: Duration,
+    group: &str,
+) -> Result<Vec<(TopicPartition, Option<OffsetAndMetadata>)>, LogError> {
+    let mut tpl = TopicPartitionList::new();
+    for tp in partitions {
+        tpl.add_partition(&tp.topic, tp.partition.0 as i32);
+    }
+    let got = consumer.committed_offsets(tpl, timeout).map_err(|e| {
+        map(
+            &e,
+            format!("fetching committed offsets of group {group:?}"),
+            None,
+        )
+    })?;
+    Ok(partitions
+        .iter()
+        .map(|tp| {
+            let om = got
+                .find_partition(&tp.topic, tp.partition.0 as i32)
+                .and_then(|e| match e.offset() {
+                    KOffset::Offset(o) if o >= 0 => Some(OffsetAndMetadata {
+                        offset: Offset(o as u64),
+                        metadata: e.metadata().to_owned(),
+                    }),
+                    _ => None,
+                });
+            (tp.clone(), om)
+        })
+        .collect())
+}

@@ -1,0 +1,237 @@
+//! [`KafkaProducer`]: a transactional producer (one Kafka transaction per epoch).
+//!
+//! Owns: the transaction lifecycle over librdkafka's transactional API and
+//! the consumer-group metadata needed to add offsets to a transaction.
+//! Creating one calls `init_transactions`, which fences older producers with
+//! the same transactional id.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use rdkafka::consumer::{BaseConsumer, Consumer as _, ConsumerGroupMetadata};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Header as KHeader, OwnedHeaders};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer as _};
+use rdkafka::{Offset as KOffset, TopicPartitionList};
+use stoatflow_log::{LogError, OffsetAndMetadata, Record, TopicPartition, TransactionalProducer};
+
+use crate::config::KafkaConfig;
+use crate::errors::map;
+
+/// A transactional Kafka producer.
+pub struct KafkaProducer {
+    producer: BaseProducer,
+    config: KafkaConfig,
+    tid: String,
+    /// librdkafka does not expose the epoch; this counts our own instances.
+    epoch: u32,
+    groups: HashMap<String, (BaseConsumer, ConsumerGroupMetadata)>,
+    open: bool,
+}
+
+impl std::fmt::Debug for KafkaProducer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaProducer")
+            .field("transactional_id", &self.tid)
+            .field("open", &self.open)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KafkaProducer {
+    pub(crate) fn new(config: &KafkaConfig, tid: &str) -> Result<Self, LogError> {
+        let producer: BaseProducer = config
+            .client_config("producer")
+            .set("transactional.id", tid)
+            .set("enable.idempotence", "true")
+            .set(
+                "transaction.timeout.ms",
+                config.transaction_timeout.as_millis().to_string(),
+            )
+            .set("linger.ms", "5")
+            .create()
+            .map_err(|e| map(&e, format!("creating producer {tid:?}"), None))?;
+        producer
+            .init_transactions(config.request_timeout)
+            .map_err(|e| {
+                map(
+                    &e,
+                    format!("initializing transactions of {tid:?}"),
+                    Some((tid, 0)),
+                )
+            })?;
+        Ok(KafkaProducer {
+            producer,
+            config: config.clone(),
+            tid: tid.to_owned(),
+            epoch: 0,
+            groups: HashMap::new(),
+            open: false,
+        })
+    }
+
+    fn err(&self, e: &KafkaError, op: String) -> LogError {
+        map(e, op, Some((&self.tid, self.epoch)))
+    }
+
+    fn state_error(&self, reason: &'static str) -> LogError {
+        LogError::TransactionState {
+            transactional_id: self.tid.clone(),
+            reason,
+        }
+    }
+
+    fn group_metadata(&mut self, group: &str) -> Result<(), LogError> {
+        if !self.groups.contains_key(group) {
+            let c: BaseConsumer = self
+                .config
+                .client_config("group-metadata")
+                .set("group.id", group)
+                .set("enable.auto.commit", "false")
+                .create()
+                .map_err(|e| self.err(&e, format!("creating a client for group {group:?}")))?;
+            let md = c.group_metadata().ok_or_else(|| LogError::Broker {
+                op: format!("reading the metadata of group {group:?}"),
+                message: "no group metadata".into(),
+                kind: stoatflow_log::ErrorKind::Fatal,
+            })?;
+            self.groups.insert(group.to_owned(), (c, md));
+        }
+        Ok(())
+    }
+}
+
+impl TransactionalProducer for KafkaProducer {
+    fn begin(&mut self) -> Result<(), LogError> {
+        if self.open {
+            return Err(self.state_error("a transaction is already open"));
+        }
+        self.producer
+            .begin_transaction()
+            .map_err(|e| self.err(&e, format!("beginning a transaction of {:?}", self.tid)))?;
+        self.open = true;
+        Ok(())
+    }
+
+    fn send(&mut self, tp: &TopicPartition, record: &Record) -> Result<(), LogError> {
+        if !self.open {
+            return Err(self.state_error("send outside a transaction"));
+        }
+        let size = record.key.as_ref().map_or(0, Vec::len)
+            + record.value.as_ref().map_or(0, Vec::len)
+            + record
+                .headers
+                .iter()
+                .map(|h| h.key.len() + h.value.as_ref().map_or(0, Vec::len))
+                .sum::<usize>();
+        if size > self.config.max_record_bytes {
+            return Err(LogError::RecordTooLarge {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+                size,
+                max: self.config.max_record_bytes,
+            });
+        }
+        let mut headers = OwnedHeaders::new_with_capacity(record.headers.len());
+        for h in &record.headers {
+            headers = headers.insert(KHeader {
+                key: &h.key,
+                value: h.value.as_deref(),
+            });
+        }
+        let mut rec: BaseRecord<'_, [u8], [u8]> = BaseRecord::to(&tp.topic)
+            .partition(tp.partition.0 as i32)
+            .timestamp(record.timestamp.0)
+            .headers(headers);
+        if let Some(k) = &record.key {
+            rec = rec.key(k.as_slice());
+        }
+        if let Some(v) = &record.value {
+            rec = rec.payload(v.as_slice());
+        }
+        let deadline = std::time::Instant::now() + self.config.request_timeout;
+        loop {
+            match self.producer.send(rec) {
+                Ok(()) => return Ok(()),
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back))
+                    if std::time::Instant::now() < deadline =>
+                {
+                    self.producer.poll(Duration::from_millis(10));
+                    rec = back;
+                }
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::MessageSizeTooLarge), _)) => {
+                    return Err(LogError::RecordTooLarge {
+                        topic: tp.topic.clone(),
+                        partition: tp.partition,
+                        size,
+                        max: self.config.max_record_bytes,
+                    });
+                }
+                Err((e, _)) => return Err(self.err(&e, format!("sending to {tp}"))),
+            }
+        }
+    }
+
+    fn send_offsets(
+        &mut self,
+        group: &str,
+        offsets: &[(TopicPartition, OffsetAndMetadata)],
+    ) -> Result<(), LogError> {
+        if !self.open {
+            return Err(self.state_error("send_offsets outside a transaction"));
+        }
+        let mut tpl = TopicPartitionList::new();
+        for (tp, om) in offsets {
+            let mut e = tpl.add_partition(&tp.topic, tp.partition.0 as i32);
+            e.set_offset(KOffset::Offset(om.offset.0 as i64))
+                .map_err(|err| self.err(&err, format!("adding the offset of {tp}")))?;
+            e.set_metadata(om.metadata.clone());
+        }
+        let timeout = self.config.request_timeout;
+        let tid = self.tid.clone();
+        let epoch = self.epoch;
+        self.group_metadata(group)?;
+        let cgm = &self.groups[group].1;
+        self.producer
+            .send_offsets_to_transaction(&tpl, cgm, timeout)
+            .map_err(|e| {
+                map(
+                    &e,
+                    format!("adding offsets of group {group:?} to the transaction of {tid:?}"),
+                    Some((&tid, epoch)),
+                )
+            })
+    }
+
+    fn commit(&mut self) -> Result<(), LogError> {
+        if !self.open {
+            return Err(self.state_error("commit outside a transaction"));
+        }
+        let r = self
+            .producer
+            .commit_transaction(self.config.request_timeout);
+        match r {
+            Ok(()) => {
+                self.open = false;
+                Ok(())
+            }
+            Err(e) => {
+                let err = self.err(&e, format!("committing the transaction of {:?}", self.tid));
+                if err.kind() != stoatflow_log::ErrorKind::Retriable {
+                    // Not retriable: the caller aborts (or the producer is dead).
+                    self.open = err.kind() == stoatflow_log::ErrorKind::AbortTransaction;
+                }
+                Err(err)
+            }
+        }
+    }
+
+    fn abort(&mut self) -> Result<(), LogError> {
+        // librdkafka's abort needs the delivery reports served first; their
+        // outcome does not matter, the records are being discarded.
+        let _ = self.producer.flush(self.config.request_timeout);
+        let r = self.producer.abort_transaction(self.config.request_timeout);
+        self.open = false;
+        r.map_err(|e| self.err(&e, format!("aborting the transaction of {:?}", self.tid)))
+    }
+}

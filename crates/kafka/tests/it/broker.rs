@@ -1,0 +1,142 @@
+//! A real Kafka-protocol broker for tests: `noida-db`, spawned on a free
+//! loopback port with its own data directory, killed (by PID) on drop.
+//!
+//! Without the binary: if `STOATFLOW_HEAVY_TESTS=1` (CI) the test fails
+//! loudly; otherwise it prints why it did not run and returns.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use stoatflow_kafka::{KafkaConfig, KafkaLog};
+
+const BINARY: &str = "noida-db";
+const READY_WITHIN: Duration = Duration::from_secs(60);
+
+#[derive(Debug)]
+pub struct TestBroker {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+fn find_binary() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("STOATFLOW_NOIDA_DB") {
+        return Some(PathBuf::from(p));
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(BINARY))
+        .find(|p| p.is_file())
+}
+
+fn heavy() -> bool {
+    std::env::var("STOATFLOW_HEAVY_TESTS").is_ok_and(|v| v == "1")
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("bind a loopback port")
+}
+
+impl TestBroker {
+    /// Starts a broker, or returns `None` (having said why) when noida-db is
+    /// missing and heavy tests are not required.
+    ///
+    /// # Panics
+    /// If noida-db is missing under `STOATFLOW_HEAVY_TESTS=1`, or does not
+    /// become ready in time.
+    pub fn start(test: &str) -> Option<TestBroker> {
+        let Some(bin) = find_binary() else {
+            assert!(
+                !heavy(),
+                "STOATFLOW_HEAVY_TESTS=1 but `{BINARY}` is not on PATH: the Kafka contract tests \
+                 cannot run (install it with `pip install noida-db`)"
+            );
+            eprintln!(
+                "stoatflow-kafka: {test}: NOT RUN: `{BINARY}` not found on PATH \
+                 (pip install noida-db; STOATFLOW_HEAVY_TESTS=1 makes this a failure)"
+            );
+            return None;
+        };
+        let mut last_err = String::new();
+        for _attempt in 0..3 {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let port = free_port();
+            let child = Command::new(&bin)
+                .args([
+                    "start",
+                    "--only",
+                    "kafka",
+                    "--kafka-port",
+                    &port.to_string(),
+                ])
+                .args(["--host", "127.0.0.1", "--data-dir"])
+                .arg(dir.path())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("spawning {}: {e}", bin.display()));
+            let mut broker = TestBroker {
+                child,
+                port,
+                _dir: dir,
+            };
+            match broker.wait_ready() {
+                Ok(()) => return Some(broker),
+                Err(e) => last_err = e,
+            }
+        }
+        panic!("{BINARY} did not become ready: {last_err}");
+    }
+
+    fn wait_ready(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + READY_WITHIN;
+        let addr: SocketAddr = ([127, 0, 0, 1], self.port).into();
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!("{BINARY} exited early with {status}"));
+            }
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+                && KafkaLog::connect(self.config().with_request_timeout(Duration::from_secs(5)))
+                    .is_ok()
+            {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "not answering on port {} after {READY_WITHIN:?}",
+                    self.port
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn bootstrap(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// A configuration for this broker. noida-db ignores `fetch.max.bytes`,
+    /// so the receive limit is raised to match.
+    pub fn config(&self) -> KafkaConfig {
+        KafkaConfig::new(self.bootstrap())
+            .with_request_timeout(Duration::from_secs(30))
+            .with_property("receive.message.max.bytes", "200000000")
+            .expect("not a protected key")
+    }
+
+    pub fn log(&self) -> KafkaLog {
+        KafkaLog::connect(self.config()).expect("connect to the test broker")
+    }
+}
+
+impl Drop for TestBroker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,6 @@
+//! Integration tests of stoatflow-kafka against a real broker (noida-db),
+//! started by the tests themselves on a free loopback port.
+
+mod bad_input;
+mod broker;
+mod contract;
