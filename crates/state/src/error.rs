@@ -95,7 +95,6 @@ pub enum StateError {
 }
 
 /// Renders bytes as lowercase hex for error messages (at most 64 bytes, then an ellipsis).
-#[allow(dead_code)] // used by the persistent engine
 pub(crate) fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
     let mut s = String::with_capacity(bytes.len().min(64) * 2 + 3);

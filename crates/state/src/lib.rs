@@ -5,7 +5,9 @@
 //! - [`StateStore`], [`KeyValueStore`], [`TimestampedKeyValueStore`], [`WindowStore`] and
 //!   [`SessionStore`]: the store traits the processors use. Stores are typed; the in-memory
 //!   engine ([`InMemoryKeyValueStore`], [`InMemoryWindowStore`], [`InMemorySessionStore`])
-//!   holds values as they are.
+//!   holds values as they are; the persistent engine ([`PersistentKeyValueStore`],
+//!   [`PersistentWindowStore`], [`PersistentSessionStore`]) keeps encoded entries on local
+//!   disk (fjall), one [`StoreDirectory`] per store, owned by one application id.
 //! - [`Codec`]: how keys and values become bytes, for the changelog and the persistent
 //!   engine. The streams crate adapts its serdes to it.
 //! - [`ChangelogRecord`], [`ChangelogEntry`], [`restore`]: every write marks its key dirty;
@@ -57,6 +59,7 @@ mod codec;
 mod engine_stores;
 mod error;
 mod memory;
+mod persistent;
 mod segments;
 mod store;
 
@@ -76,6 +79,10 @@ pub use engine_stores::{
 };
 pub use error::StateError;
 pub use memory::{InMemoryKeyValueStore, InMemorySessionStore, InMemoryWindowStore};
+pub use persistent::{
+    PersistentConfig, PersistentKeyValueStore, PersistentSessionStore, PersistentWindowStore,
+    STORE_METADATA_FILE, StoreDirectory,
+};
 pub use segments::{CHANGELOG_ADDITIONAL_RETENTION_MS, SegmentedConfig};
 pub use store::{
     KeyValueStore, Segmented, SessionStore, SessionWindow, StateStore, StoreConfig,

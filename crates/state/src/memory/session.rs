@@ -179,7 +179,10 @@ impl<K: Ord + Clone, V: Clone> StateStore for InMemorySessionStore<K, V> {
             }
             Some(bytes) => {
                 let value = decode_entry(&*self.value_codec, bytes, "value", name, entry)?;
-                if !self.segmented.is_expired(end, self.frontier) {
+                // Only a whole expired segment is skipped: an entry of a live segment
+                // existed in the committed state even if its own time has expired.
+                let segment = self.segmented.segment_id(end);
+                if !self.segmented.segment_expired(segment, self.frontier) {
                     self.insert_raw(key, window, value);
                 }
             }

@@ -174,7 +174,10 @@ impl<K: Ord + Clone, V: Clone> StateStore for InMemoryWindowStore<K, V> {
             }
             Some(bytes) => {
                 let value = decode_entry(&*self.value_codec, bytes, "value", name, entry)?;
-                if !self.segmented.is_expired(start, self.frontier) {
+                // Only a whole expired segment is skipped: an entry of a live segment
+                // existed in the committed state even if its own time has expired.
+                let segment = self.segmented.segment_id(start);
+                if !self.segmented.segment_expired(segment, self.frontier) {
                     self.insert_raw(key, start, value);
                 }
             }

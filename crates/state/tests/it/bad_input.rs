@@ -103,3 +103,66 @@ fn corrupt_window_value_is_reported() {
         assert_corrupt(err, "windows", 7, "value does not decode");
     }
 }
+
+#[test]
+fn a_store_directory_of_another_application_id_is_refused() {
+    use stoatflow_state::{
+        I64Codec, KeyValueStore, PersistentConfig, PersistentKeyValueStore, PersistentWindowStore,
+        SegmentedConfig, StoreConfig, StringCodec,
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let mut s = PersistentKeyValueStore::open(
+            &PersistentConfig::new(tmp.path(), "orders-app"),
+            StoreConfig::new("counts"),
+            StringCodec,
+            I64Codec,
+        )
+        .unwrap();
+        s.put("a".into(), 1, 0).unwrap();
+    }
+    let other = PersistentConfig::new(tmp.path(), "billing-app");
+    let err = PersistentKeyValueStore::<String, i64>::open(
+        &other,
+        StoreConfig::new("counts"),
+        StringCodec,
+        I64Codec,
+    )
+    .unwrap_err();
+    match &err {
+        StateError::ForeignApplication {
+            store,
+            found,
+            expected,
+            ..
+        } => {
+            assert_eq!(store, "counts");
+            assert_eq!(found, "orders-app");
+            assert_eq!(expected, "billing-app");
+        }
+        other => panic!("expected a foreign-application error, got {other}"),
+    }
+    assert!(
+        err.to_string()
+            .contains("belongs to application id \"orders-app\", not \"billing-app\"")
+    );
+    // The same refusal for a windowed store, and the data is untouched for its owner.
+    assert!(
+        PersistentWindowStore::<String, i64>::open(
+            &other,
+            StoreConfig::new("counts"),
+            SegmentedConfig::new(10),
+            StringCodec,
+            I64Codec,
+        )
+        .is_err()
+    );
+    let mine = PersistentKeyValueStore::<String, i64>::open(
+        &PersistentConfig::new(tmp.path(), "orders-app"),
+        StoreConfig::new("counts"),
+        StringCodec,
+        I64Codec,
+    )
+    .unwrap();
+    assert_eq!(mine.get(&"a".into()).unwrap(), Some(1));
+}

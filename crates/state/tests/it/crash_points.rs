@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use stoatflow_state::{SessionWindow, StateStore};
 
 use crate::engines::{
-    Changelog, ENGINES, Factory, kv_state, restore_from, session_state, window_state,
+    Changelog, Engine, Factory, kv_state, restore_from, session_state, window_state,
 };
 use crate::roundtrip::{KvOp, SesOp, WinOp, key, kv_ops, ses_ops, win_ops};
 
@@ -19,16 +19,25 @@ struct Run<T> {
     snapshots: Vec<(Vec<T>, i64)>,
 }
 
+/// Restores every prefix's committed records into fresh stores and compares. Prefixes that
+/// see the same committed epochs get the same input; `every_prefix` false restores once per
+/// distinct committed set (for the slower on-disk engine).
 fn check_every_prefix<S, T: PartialEq + Debug + Clone>(
     run: &Run<T>,
+    every_prefix: bool,
     mut make: impl FnMut() -> S,
     as_store: fn(&mut S) -> &mut dyn StateStore,
     state: impl Fn(&mut S, i64) -> Vec<T>,
 ) -> Result<(), TestCaseError> {
     let mut resumed = make();
     let mut resumed_epochs = 0;
+    let mut checked_epochs = None;
     for prefix in 0..=run.log.entries.len() {
         let (committed, epochs) = run.log.committed_prefix(prefix);
+        if !every_prefix && checked_epochs == Some(epochs) {
+            continue;
+        }
+        checked_epochs = Some(epochs);
         let (expected, frontier) = if epochs == 0 {
             (Vec::new(), i64::MIN)
         } else {
@@ -37,103 +46,158 @@ fn check_every_prefix<S, T: PartialEq + Debug + Clone>(
         };
         let mut fresh = make();
         restore_from(as_store(&mut fresh), committed);
-        let got = state(&mut fresh, frontier);
-        prop_assert_eq!(&got, &expected, "prefix {}", prefix);
+        prop_assert_eq!(&state(&mut fresh, frontier), &expected, "prefix {}", prefix);
         // Idempotent: the same records again change nothing.
         restore_from(as_store(&mut fresh), committed);
-        prop_assert_eq!(&state(&mut fresh, frontier), &expected);
+        prop_assert_eq!(&state(&mut fresh, frontier), &expected, "prefix {}", prefix);
         // Resuming: a store restored to an earlier commit, then restored from the start to
         // this one, equals a fresh restore.
         if epochs > resumed_epochs {
             restore_from(as_store(&mut resumed), committed);
             resumed_epochs = epochs;
         }
-        prop_assert_eq!(&state(&mut resumed, frontier), &expected);
+        prop_assert_eq!(
+            &state(&mut resumed, frontier),
+            &expected,
+            "prefix {}",
+            prefix
+        );
     }
     Ok(())
 }
 
+fn kv_crash(engine: Engine, ops: &[KvOp]) -> Result<(), TestCaseError> {
+    let mut f = Factory::new(engine);
+    let mut s = f.kv("kv");
+    let mut run = Run {
+        log: Changelog::default(),
+        snapshots: Vec::new(),
+    };
+    for (t, op) in ops.iter().enumerate() {
+        match *op {
+            KvOp::Put(k, v) => s.put(key(k), v, t as i64).unwrap(),
+            KvOp::Delete(k) => {
+                s.delete(&key(k), t as i64).unwrap();
+            }
+            KvOp::Barrier => {
+                run.log.commit(&mut *s);
+                run.snapshots.push((kv_state(&s), i64::MIN));
+            }
+        }
+    }
+    // The last epoch never commits: the crash. Its writes never reach the changelog.
+    let every = matches!(engine, Engine::InMemory);
+    check_every_prefix(&run, every, || f.kv("kv"), |s| &mut **s, |s, _| kv_state(s))
+}
+
+fn window_crash(engine: Engine, ops: &[WinOp]) -> Result<(), TestCaseError> {
+    let mut f = Factory::new(engine);
+    let mut s = f.window("win");
+    let mut run = Run {
+        log: Changelog::default(),
+        snapshots: Vec::new(),
+    };
+    let mut frontier = i64::MIN;
+    for (t, op) in ops.iter().enumerate() {
+        match *op {
+            WinOp::Put(k, st, v) => s.put(key(k), st, v, t as i64).unwrap(),
+            WinOp::Delete(k, st) => s.delete(&key(k), st, t as i64).unwrap(),
+            WinOp::Expire(d) => {
+                frontier = frontier.max(0) + d;
+                s.expire(frontier).unwrap();
+            }
+            WinOp::Barrier => {
+                run.log.commit(&mut *s);
+                run.snapshots.push((window_state(&s), frontier));
+            }
+        }
+    }
+    let every = matches!(engine, Engine::InMemory);
+    check_every_prefix(
+        &run,
+        every,
+        || f.window("win"),
+        |s| &mut **s,
+        |s, frontier| {
+            s.expire(frontier).unwrap();
+            window_state(s)
+        },
+    )
+}
+
+fn session_crash(engine: Engine, ops: &[SesOp]) -> Result<(), TestCaseError> {
+    let mut f = Factory::new(engine);
+    let mut s = f.session("ses");
+    let mut run = Run {
+        log: Changelog::default(),
+        snapshots: Vec::new(),
+    };
+    let mut frontier = i64::MIN;
+    for (t, op) in ops.iter().enumerate() {
+        match *op {
+            SesOp::Put(k, st, e, v) => s
+                .put(key(k), SessionWindow::new(st, e), v, t as i64)
+                .unwrap(),
+            SesOp::Remove(k, st, e) => s
+                .remove(&key(k), SessionWindow::new(st, e), t as i64)
+                .unwrap(),
+            SesOp::Expire(d) => {
+                frontier = frontier.max(0) + d;
+                s.expire(frontier).unwrap();
+            }
+            SesOp::Barrier => {
+                run.log.commit(&mut *s);
+                run.snapshots.push((session_state(&s), frontier));
+            }
+        }
+    }
+    let every = matches!(engine, Engine::InMemory);
+    check_every_prefix(
+        &run,
+        every,
+        || f.session("ses"),
+        |s| &mut **s,
+        |s, frontier| {
+            s.expire(frontier).unwrap();
+            session_state(s)
+        },
+    )
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+    #![proptest_config(ProptestConfig::with_cases(48))]
 
     #[test]
-    fn kv_restore_at_every_crash_point_yields_a_committed_state(ops in kv_ops()) {
-        for engine in ENGINES {
-            let mut f = Factory::new(engine);
-            let mut s = f.kv("kv");
-            let mut run = Run { log: Changelog::default(), snapshots: Vec::new() };
-            for (t, op) in ops.iter().enumerate() {
-                match *op {
-                    KvOp::Put(k, v) => s.put(key(k), v, t as i64).unwrap(),
-                    KvOp::Delete(k) => { s.delete(&key(k), t as i64).unwrap(); }
-                    KvOp::Barrier => {
-                        run.log.commit(&mut *s);
-                        run.snapshots.push((kv_state(&s), i64::MIN));
-                    }
-                }
-            }
-            // The last epoch never commits: the crash.
-            check_every_prefix(&run, || f.kv("kv"), |s| &mut **s, |s, _| kv_state(s))?;
-        }
+    fn in_memory_kv_restore_at_every_crash_point_yields_a_committed_state(ops in kv_ops()) {
+        kv_crash(Engine::InMemory, &ops)?;
     }
 
     #[test]
-    fn window_restore_at_every_crash_point_yields_a_committed_state(ops in win_ops()) {
-        for engine in ENGINES {
-            let mut f = Factory::new(engine);
-            let mut s = f.window("win");
-            let mut run = Run { log: Changelog::default(), snapshots: Vec::new() };
-            let mut frontier = i64::MIN;
-            for (t, op) in ops.iter().enumerate() {
-                match *op {
-                    WinOp::Put(k, st, v) => s.put(key(k), st, v, t as i64).unwrap(),
-                    WinOp::Delete(k, st) => s.delete(&key(k), st, t as i64).unwrap(),
-                    WinOp::Expire(d) => {
-                        frontier = frontier.max(0) + d;
-                        s.expire(frontier).unwrap();
-                    }
-                    WinOp::Barrier => {
-                        run.log.commit(&mut *s);
-                        run.snapshots.push((window_state(&s), frontier));
-                    }
-                }
-            }
-            check_every_prefix(&run, || f.window("win"), |s| &mut **s, |s, frontier| {
-                s.expire(frontier).unwrap();
-                window_state(s)
-            })?;
-        }
+    fn in_memory_window_restore_at_every_crash_point_yields_a_committed_state(ops in win_ops()) {
+        window_crash(Engine::InMemory, &ops)?;
     }
 
     #[test]
-    fn session_restore_at_every_crash_point_yields_a_committed_state(ops in ses_ops()) {
-        for engine in ENGINES {
-            let mut f = Factory::new(engine);
-            let mut s = f.session("ses");
-            let mut run = Run { log: Changelog::default(), snapshots: Vec::new() };
-            let mut frontier = i64::MIN;
-            for (t, op) in ops.iter().enumerate() {
-                match *op {
-                    SesOp::Put(k, st, e, v) => {
-                        s.put(key(k), SessionWindow::new(st, e), v, t as i64).unwrap()
-                    }
-                    SesOp::Remove(k, st, e) => {
-                        s.remove(&key(k), SessionWindow::new(st, e), t as i64).unwrap()
-                    }
-                    SesOp::Expire(d) => {
-                        frontier = frontier.max(0) + d;
-                        s.expire(frontier).unwrap();
-                    }
-                    SesOp::Barrier => {
-                        run.log.commit(&mut *s);
-                        run.snapshots.push((session_state(&s), frontier));
-                    }
-                }
-            }
-            check_every_prefix(&run, || f.session("ses"), |s| &mut **s, |s, frontier| {
-                s.expire(frontier).unwrap();
-                session_state(s)
-            })?;
-        }
+    fn in_memory_session_restore_at_every_crash_point_yields_a_committed_state(ops in ses_ops()) {
+        session_crash(Engine::InMemory, &ops)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4))]
+
+    #[test]
+    fn persistent_kv_restore_at_every_crash_point_yields_a_committed_state(ops in kv_ops()) {
+        kv_crash(Engine::Persistent, &ops)?;
+    }
+
+    #[test]
+    fn persistent_window_restore_at_every_crash_point_yields_a_committed_state(ops in win_ops()) {
+        window_crash(Engine::Persistent, &ops)?;
+    }
+
+    #[test]
+    fn persistent_session_restore_at_every_crash_point_yields_a_committed_state(ops in ses_ops()) {
+        session_crash(Engine::Persistent, &ops)?;
     }
 }

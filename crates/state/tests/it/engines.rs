@@ -3,6 +3,7 @@
 use stoatflow_state::{
     ChangelogEntry, ChangelogOffset, ChangelogPartition, ChangelogRecord, I64Codec,
     InMemoryKeyValueStore, InMemorySessionStore, InMemoryWindowStore, KeyValueStore,
+    PersistentConfig, PersistentKeyValueStore, PersistentSessionStore, PersistentWindowStore,
     SegmentedConfig, SessionStore, StateStore, StoreConfig, StringCodec, WindowStore, restore,
 };
 
@@ -14,9 +15,10 @@ pub type Ses = Box<dyn SessionStore<String, i64>>;
 #[derive(Debug, Clone, Copy)]
 pub enum Engine {
     InMemory,
+    Persistent,
 }
 
-pub const ENGINES: [Engine; 1] = [Engine::InMemory];
+pub const ENGINES: [Engine; 2] = [Engine::InMemory, Engine::Persistent];
 
 pub fn segmented() -> SegmentedConfig {
     SegmentedConfig::new(40).with_segment_interval(20)
@@ -26,11 +28,23 @@ pub fn segmented() -> SegmentedConfig {
 #[derive(Debug)]
 pub struct Factory {
     engine: Engine,
+    tmp: tempfile::TempDir,
+    created: usize,
 }
 
 impl Factory {
     pub fn new(engine: Engine) -> Self {
-        Self { engine }
+        Self {
+            engine,
+            tmp: tempfile::tempdir().expect("tempdir"),
+            created: 0,
+        }
+    }
+
+    /// A fresh state directory per store, so a rebuilt store never sees the original's files.
+    fn persistent(&mut self) -> PersistentConfig {
+        self.created += 1;
+        PersistentConfig::new(self.tmp.path().join(self.created.to_string()), "it-app")
     }
 
     pub fn kv(&mut self, name: &str) -> Kv {
@@ -40,6 +54,15 @@ impl Factory {
                 StringCodec,
                 I64Codec,
             )),
+            Engine::Persistent => Box::new(
+                PersistentKeyValueStore::open(
+                    &self.persistent(),
+                    StoreConfig::new(name),
+                    StringCodec,
+                    I64Codec,
+                )
+                .expect("open"),
+            ),
         }
     }
 
@@ -51,6 +74,16 @@ impl Factory {
                 StringCodec,
                 I64Codec,
             )),
+            Engine::Persistent => Box::new(
+                PersistentWindowStore::open(
+                    &self.persistent(),
+                    StoreConfig::new(name),
+                    segmented(),
+                    StringCodec,
+                    I64Codec,
+                )
+                .expect("open"),
+            ),
         }
     }
 
@@ -62,6 +95,16 @@ impl Factory {
                 StringCodec,
                 I64Codec,
             )),
+            Engine::Persistent => Box::new(
+                PersistentSessionStore::open(
+                    &self.persistent(),
+                    StoreConfig::new(name),
+                    segmented(),
+                    StringCodec,
+                    I64Codec,
+                )
+                .expect("open"),
+            ),
         }
     }
 }

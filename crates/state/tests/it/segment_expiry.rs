@@ -7,7 +7,7 @@ use stoatflow_state::SessionWindow;
 use crate::engines::{ENGINES, Factory, segmented, session_state, window_state};
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
+    #![proptest_config(ProptestConfig::with_cases(24))]
 
     /// With retention = size + grace, no window whose close (start + size + grace) is above
     /// the frontier is ever expired, and every window whose start + retention is below it is.

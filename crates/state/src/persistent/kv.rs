@@ -1,0 +1,230 @@
+//! Persistent key-value store.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use super::{
+    PersistentConfig, StoreDirectory, bounds_empty, decode_stored, engine_err, open_database,
+    validate_entry,
+};
+use crate::changelog::{ChangelogEntry, ChangelogRecord};
+use crate::codec::Codec;
+use crate::error::StateError;
+use crate::store::{KeyValueStore, StateStore, StoreConfig};
+
+/// A key-value store on disk: encoded keys and values in one fjall keyspace.
+pub struct PersistentKeyValueStore<K, V> {
+    config: StoreConfig,
+    dir: StoreDirectory,
+    _db: fjall::Database,
+    ks: fjall::Keyspace,
+    /// Encoded keys written since the last flush, with their last write's timestamp.
+    dirty: BTreeMap<Vec<u8>, i64>,
+    key_codec: Arc<dyn Codec<K>>,
+    value_codec: Arc<dyn Codec<V>>,
+}
+
+impl<K, V> fmt::Debug for PersistentKeyValueStore<K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PersistentKeyValueStore")
+            .field("name", &self.config.name())
+            .field("dir", &self.dir.path())
+            .field("dirty", &self.dirty.len())
+            .finish()
+    }
+}
+
+impl<K, V> PersistentKeyValueStore<K, V> {
+    /// Opens the store in `<state dir>/<name>/`, creating it if needed.
+    ///
+    /// # Errors
+    /// As [`StoreDirectory::open`], or [`StateError::Engine`] if the engine cannot open.
+    pub fn open(
+        persistent: &PersistentConfig,
+        config: StoreConfig,
+        key_codec: impl Codec<K> + 'static,
+        value_codec: impl Codec<V> + 'static,
+    ) -> Result<Self, StateError> {
+        let dir = StoreDirectory::open(persistent, config.name())?;
+        let db = open_database(&dir)?;
+        let ks = db
+            .keyspace("kv", fjall::KeyspaceCreateOptions::default)
+            .map_err(engine_err(config.name()))?;
+        Ok(Self {
+            config,
+            dir,
+            _db: db,
+            ks,
+            dirty: BTreeMap::new(),
+            key_codec: Arc::new(key_codec),
+            value_codec: Arc::new(value_codec),
+        })
+    }
+
+    fn mark_dirty(&mut self, key: &[u8], timestamp: i64) {
+        if !self.config.changelog_enabled() {
+            return;
+        }
+        if let Some(ts) = self.dirty.get_mut(key) {
+            *ts = timestamp;
+        } else {
+            self.dirty.insert(key.to_vec(), timestamp);
+        }
+    }
+
+    fn decode_value(&self, key: &[u8], bytes: &[u8]) -> Result<V, StateError> {
+        decode_stored(&*self.value_codec, bytes, "value", self.config.name(), key)
+    }
+}
+
+impl<K, V> StateStore for PersistentKeyValueStore<K, V> {
+    fn name(&self) -> &str {
+        self.config.name()
+    }
+
+    fn changelog_enabled(&self) -> bool {
+        self.config.changelog_enabled()
+    }
+
+    fn flush_changelog(&mut self, out: &mut Vec<ChangelogRecord>) -> Result<(), StateError> {
+        let dirty = std::mem::take(&mut self.dirty);
+        out.reserve(dirty.len());
+        for (key, timestamp) in dirty {
+            let value = self
+                .ks
+                .get(&key)
+                .map_err(engine_err(self.config.name()))?
+                .map(|v| v.to_vec());
+            out.push(ChangelogRecord {
+                key,
+                value,
+                timestamp,
+            });
+        }
+        Ok(())
+    }
+
+    fn dirty_keys(&self) -> usize {
+        self.dirty.len()
+    }
+
+    fn apply_changelog(&mut self, entry: &ChangelogEntry) -> Result<(), StateError> {
+        let name = self.config.name();
+        validate_entry(&*self.key_codec, &entry.key, "key", name, entry)?;
+        match &entry.value {
+            None => self.ks.remove(entry.key.as_slice()),
+            Some(v) => {
+                validate_entry(&*self.value_codec, v, "value", name, entry)?;
+                self.ks.insert(entry.key.as_slice(), v.as_slice())
+            }
+        }
+        .map_err(engine_err(name))
+    }
+
+    fn approximate_num_entries(&self) -> u64 {
+        self.ks.approximate_len() as u64
+    }
+}
+
+impl<K, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
+    fn put(&mut self, key: K, value: V, timestamp: i64) -> Result<(), StateError> {
+        let k = self.key_codec.to_bytes(&key);
+        let v = self.value_codec.to_bytes(&value);
+        self.ks
+            .insert(k.as_slice(), v)
+            .map_err(engine_err(self.config.name()))?;
+        self.mark_dirty(&k, timestamp);
+        Ok(())
+    }
+
+    fn get(&self, key: &K) -> Result<Option<V>, StateError> {
+        let k = self.key_codec.to_bytes(key);
+        match self.ks.get(&k).map_err(engine_err(self.config.name()))? {
+            None => Ok(None),
+            Some(v) => self.decode_value(&k, &v).map(Some),
+        }
+    }
+
+    fn delete(&mut self, key: &K, timestamp: i64) -> Result<Option<V>, StateError> {
+        let k = self.key_codec.to_bytes(key);
+        let name = self.config.name();
+        let old = match self.ks.get(&k).map_err(engine_err(name))? {
+            None => None,
+            Some(v) => Some(self.decode_value(&k, &v)?),
+        };
+        self.ks
+            .remove(k.as_slice())
+            .map_err(engine_err(self.config.name()))?;
+        self.mark_dirty(&k, timestamp);
+        Ok(old)
+    }
+
+    fn range(&self, from: Bound<&K>, to: Bound<&K>) -> Result<Vec<(K, V)>, StateError> {
+        let enc = |b: Bound<&K>| b.map(|k| self.key_codec.to_bytes(k));
+        let (from, to) = (enc(from), enc(to));
+        if bounds_empty(
+            from.as_ref().map(Vec::as_slice),
+            to.as_ref().map(Vec::as_slice),
+        ) {
+            return Ok(Vec::new());
+        }
+        let name = self.config.name();
+        let mut out = Vec::new();
+        for guard in self.ks.range::<Vec<u8>, _>((from, to)) {
+            let (k, v) = guard.into_inner().map_err(engine_err(name))?;
+            let key = decode_stored(&*self.key_codec, &k, "key", name, &k)?;
+            out.push((key, self.decode_value(&k, &v)?));
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::{I64Codec, StringCodec};
+
+    #[test]
+    fn survives_reopen_and_flushes_one_record_per_key() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = PersistentConfig::new(tmp.path(), "app");
+        {
+            let mut s =
+                PersistentKeyValueStore::open(&cfg, StoreConfig::new("kv"), StringCodec, I64Codec)
+                    .unwrap();
+            for i in 0..5 {
+                s.put("a".to_string(), i, i).unwrap();
+            }
+            assert_eq!(s.delete(&"zz".to_string(), 9).unwrap(), None);
+            let mut out = Vec::new();
+            s.flush_changelog(&mut out).unwrap();
+            assert_eq!(out.len(), 2);
+            assert_eq!(out[0].value, Some(4i64.to_be_bytes().to_vec()));
+            assert_eq!(out[1].value, None);
+        }
+        let s = PersistentKeyValueStore::open(&cfg, StoreConfig::new("kv"), StringCodec, I64Codec)
+            .unwrap();
+        assert_eq!(s.get(&"a".to_string()).unwrap(), Some(4));
+    }
+
+    #[test]
+    fn undecodable_stored_value_names_the_key() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = PersistentConfig::new(tmp.path(), "app");
+        let s = PersistentKeyValueStore::<String, i64>::open(
+            &cfg,
+            StoreConfig::new("kv"),
+            StringCodec,
+            I64Codec,
+        )
+        .unwrap();
+        s.ks.insert("k", [1u8, 2]).unwrap();
+        let err = s.get(&"k".to_string()).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "store kv: cannot decode stored value for key 6b: i64 needs exactly 8 bytes, got 2"
+        );
+    }
+}

@@ -1,0 +1,226 @@
+//! The persistent engine: encoded entries in an LSM tree on local disk (fjall).
+//!
+//! Owns [`PersistentKeyValueStore`], [`PersistentWindowStore`] and
+//! [`PersistentSessionStore`], the store directory with its metadata file
+//! ([`StoreDirectory`]), and the on-disk key layouts. Each store has its own directory
+//! `<state dir>/<store name>/` holding a metadata file that names the application id (a
+//! directory left by another application id is refused) and one fjall database; a segmented
+//! store keeps one keyspace per segment, so dropping a segment drops a keyspace.
+//!
+//! On-disk layouts (times are sign-flipped big-endian so that byte order is time order):
+//! key-value `[key]`; window `[key][start]`; session `[key][end][start]`. Per-key scans
+//! filter out longer keys that share the prefix, as Kafka Streams' key schemas do. The
+//! changelog uses Kafka Streams' layouts instead (see [`crate::encode_window_key`]).
+//!
+//! Durability comes from the changelog, not from this engine: the journal is not synced on
+//! every write. After an unclean shutdown under exactly-once the caller wipes the directory
+//! ([`StoreDirectory::wipe`]) and restores from the changelog.
+//!
+//! This module never knows about Kafka, threads beyond the engine's own background worker,
+//! or the DSL.
+
+mod dir;
+mod kv;
+mod session;
+mod window;
+
+pub use dir::{PersistentConfig, STORE_METADATA_FILE, StoreDirectory};
+pub use kv::PersistentKeyValueStore;
+pub use session::PersistentSessionStore;
+pub use window::PersistentWindowStore;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Bound;
+
+use crate::changelog::ChangelogEntry;
+use crate::codec::Codec;
+use crate::error::{StateError, hex};
+
+/// Maps an engine error to a [`StateError`] naming the store.
+pub(crate) fn engine_err(store: &str) -> impl Fn(fjall::Error) -> StateError + '_ {
+    move |e| StateError::Engine {
+        store: store.to_string(),
+        detail: e.to_string(),
+    }
+}
+
+/// Opens the fjall database of a store directory.
+pub(crate) fn open_database(dir: &StoreDirectory) -> Result<fjall::Database, StateError> {
+    fjall::Database::builder(dir.data_path())
+        .worker_threads(1)
+        .manual_journal_persist(true)
+        .open()
+        .map_err(engine_err(dir.store()))
+}
+
+/// A time as 8 bytes whose byte order is numeric order.
+pub(crate) fn time_bytes(t: i64) -> [u8; 8] {
+    ((t as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+/// The inverse of [`time_bytes`].
+pub(crate) fn time_from(bytes: &[u8]) -> i64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&bytes[..8]);
+    (u64::from_be_bytes(b) ^ (1 << 63)) as i64
+}
+
+/// Decodes a stored key or value, naming the store and key on failure.
+pub(crate) fn decode_stored<T>(
+    codec: &dyn Codec<T>,
+    bytes: &[u8],
+    what: &'static str,
+    store: &str,
+    key: &[u8],
+) -> Result<T, StateError> {
+    codec.decode(bytes).map_err(|source| StateError::Decode {
+        store: store.to_string(),
+        what,
+        key: hex(key),
+        source,
+    })
+}
+
+/// Checks a restored key or value decodes, mapping failure to a corrupt-record error.
+pub(crate) fn validate_entry<T>(
+    codec: &dyn Codec<T>,
+    bytes: &[u8],
+    what: &str,
+    store: &str,
+    entry: &ChangelogEntry,
+) -> Result<(), StateError> {
+    codec
+        .decode(bytes)
+        .map(|_| ())
+        .map_err(|e| entry.corrupt(store, format!("{what} does not decode: {e}")))
+}
+
+/// Whether a key range is empty by its bounds alone.
+pub(crate) fn bounds_empty(from: Bound<&[u8]>, to: Bound<&[u8]>) -> bool {
+    match (from, to) {
+        (Bound::Included(a), Bound::Included(b)) => a > b,
+        (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => {
+            a >= b
+        }
+        _ => false,
+    }
+}
+
+/// The keyspaces of a segmented store, one per segment, named `seg<id>`.
+pub(crate) struct SegmentSet {
+    store: String,
+    db: fjall::Database,
+    keyspaces: BTreeMap<i64, fjall::Keyspace>,
+}
+
+impl fmt::Debug for SegmentSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SegmentSet")
+            .field("store", &self.store)
+            .field("segments", &self.keyspaces.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl SegmentSet {
+    /// Opens the segments already in `db`.
+    pub(crate) fn open(store: &str, db: fjall::Database) -> Result<Self, StateError> {
+        let mut keyspaces = BTreeMap::new();
+        for name in db.list_keyspace_names() {
+            let name: &str = &name;
+            if let Some(id) = name.strip_prefix("seg").and_then(|s| s.parse::<i64>().ok()) {
+                let ks = db
+                    .keyspace(name, fjall::KeyspaceCreateOptions::default)
+                    .map_err(engine_err(store))?;
+                keyspaces.insert(id, ks);
+            }
+        }
+        Ok(Self {
+            store: store.to_string(),
+            db,
+            keyspaces,
+        })
+    }
+
+    pub(crate) fn get(&self, segment: i64) -> Option<&fjall::Keyspace> {
+        self.keyspaces.get(&segment)
+    }
+
+    pub(crate) fn get_or_create(&mut self, segment: i64) -> Result<&fjall::Keyspace, StateError> {
+        if !self.keyspaces.contains_key(&segment) {
+            let ks = self
+                .db
+                .keyspace(
+                    &format!("seg{segment}"),
+                    fjall::KeyspaceCreateOptions::default,
+                )
+                .map_err(engine_err(&self.store))?;
+            self.keyspaces.insert(segment, ks);
+        }
+        Ok(&self.keyspaces[&segment])
+    }
+
+    pub(crate) fn range(
+        &self,
+        segments: impl std::ops::RangeBounds<i64>,
+    ) -> impl Iterator<Item = (&i64, &fjall::Keyspace)> {
+        self.keyspaces.range(segments)
+    }
+
+    /// Drops every segment below `first_live`; returns how many held entries.
+    pub(crate) fn drop_below(&mut self, first_live: i64) -> Result<usize, StateError> {
+        let live = self.keyspaces.split_off(&first_live);
+        let dropped = std::mem::replace(&mut self.keyspaces, live);
+        let mut non_empty = 0;
+        for (_, ks) in dropped {
+            if !ks.is_empty().map_err(engine_err(&self.store))? {
+                non_empty += 1;
+            }
+            self.db
+                .delete_keyspace(ks)
+                .map_err(engine_err(&self.store))?;
+        }
+        Ok(non_empty)
+    }
+
+    /// Segments holding at least one entry.
+    pub(crate) fn non_empty(&self) -> usize {
+        self.keyspaces
+            .values()
+            .filter(|ks| !ks.is_empty().unwrap_or(true))
+            .count()
+    }
+
+    pub(crate) fn approximate_len(&self) -> u64 {
+        self.keyspaces
+            .values()
+            .map(|ks| ks.approximate_len() as u64)
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_bytes_preserve_order() {
+        let times = [i64::MIN, -1000, -1, 0, 1, 1000, i64::MAX];
+        for w in times.windows(2) {
+            assert!(time_bytes(w[0]) < time_bytes(w[1]));
+        }
+        for t in times {
+            assert_eq!(time_from(&time_bytes(t)), t);
+        }
+    }
+
+    #[test]
+    fn empty_bounds() {
+        use Bound::*;
+        assert!(bounds_empty(Included(b"b"), Included(b"a")));
+        assert!(!bounds_empty(Included(b"a"), Included(b"a")));
+        assert!(bounds_empty(Included(b"a"), Excluded(b"a")));
+        assert!(!bounds_empty(Unbounded, Excluded(b"a")));
+    }
+}
