@@ -1,0 +1,108 @@
+//! [`StreamsConfig`]: the settings a topology is built and run with.
+//!
+//! Typed, validated at construction; the YAML front end maps onto it.
+
+use std::time::Duration;
+
+/// `stoatflow.processing.timestamp-coordination-mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CoordinationMode {
+    /// Track watermarks only when the topology needs them.
+    #[default]
+    Auto,
+    /// Always track.
+    Enabled,
+    /// Never track; refused for a topology with anything a watermark drives.
+    Disabled,
+}
+
+/// How records reach processors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DispatchMode {
+    /// LANE for event time, DIRECT otherwise.
+    #[default]
+    Auto,
+    /// Ordered dispatch through key-affinity lanes.
+    Lane,
+    /// The processing-time fast path: no watermarks.
+    Direct,
+}
+
+/// What happens to a record whose key or value does not deserialize
+/// (Kafka Streams' `default.deserialization.exception.handler`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DeserializationHandler {
+    /// Stop with an error naming topic, position and serde.
+    #[default]
+    LogAndFail,
+    /// Log, count `dropped.records.total{reason="deserialization_error"}` and go on.
+    LogAndContinue,
+}
+
+/// Settings of one application.
+#[derive(Debug, Clone)]
+pub struct StreamsConfig {
+    /// `application.id`: prefixes internal topics and changelogs.
+    pub application_id: String,
+    /// `timestamp-coordination-mode`.
+    pub coordination: CoordinationMode,
+    /// Dispatch mode.
+    pub dispatch: DispatchMode,
+    /// The deserialization handler.
+    pub deserialization_handler: DeserializationHandler,
+    /// `stoatflow.changelog.enabled`.
+    pub changelog_enabled: bool,
+    /// `stoatflow.watermark.max-out-of-orderness-ms`, for sources without a strategy.
+    pub max_out_of_orderness: Duration,
+}
+
+impl Default for StreamsConfig {
+    fn default() -> Self {
+        StreamsConfig {
+            application_id: "stoatflow-app".into(),
+            coordination: CoordinationMode::Auto,
+            dispatch: DispatchMode::Auto,
+            deserialization_handler: DeserializationHandler::LogAndFail,
+            changelog_enabled: true,
+            max_out_of_orderness: Duration::from_millis(10_000),
+        }
+    }
+}
+
+impl StreamsConfig {
+    /// Defaults with an application id.
+    pub fn new(application_id: impl Into<String>) -> Self {
+        StreamsConfig {
+            application_id: application_id.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the deserialization handler.
+    #[must_use]
+    pub fn with_deserialization_handler(mut self, h: DeserializationHandler) -> Self {
+        self.deserialization_handler = h;
+        self
+    }
+
+    /// Sets the coordination mode.
+    #[must_use]
+    pub fn with_coordination(mut self, mode: CoordinationMode) -> Self {
+        self.coordination = mode;
+        self
+    }
+
+    /// Sets the dispatch mode.
+    #[must_use]
+    pub fn with_dispatch(mut self, mode: DispatchMode) -> Self {
+        self.dispatch = mode;
+        self
+    }
+
+    /// Turns changelogs on or off.
+    #[must_use]
+    pub fn with_changelog(mut self, enabled: bool) -> Self {
+        self.changelog_enabled = enabled;
+        self
+    }
+}

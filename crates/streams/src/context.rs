@@ -1,0 +1,149 @@
+//! [`TaskContext`]: what every processor sees while it runs: the lane floor,
+//! the current watermark, the record's metadata, the epoch's pending output
+//! and the task's counters.
+//!
+//! It is owned by one task and passed by `&mut` down the processor chain; it
+//! knows nothing of threads or brokers.
+
+use std::sync::Arc;
+
+use stoatflow_time::Watermark;
+
+use crate::record::Headers;
+
+/// Why a record was dropped (`stoatflow.dropped.records.total{reason}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum DropReason {
+    /// Its window had closed (DESIGN 3.4).
+    LateWindow,
+    /// Its session had closed.
+    LateSession,
+    /// Its key or value could not be deserialized and the handler continued.
+    DeserializationError,
+    /// A null key reached an aggregation or join.
+    NullKey,
+}
+
+impl DropReason {
+    /// All reasons, in label order.
+    pub const ALL: [DropReason; 4] = [
+        DropReason::LateWindow,
+        DropReason::LateSession,
+        DropReason::DeserializationError,
+        DropReason::NullKey,
+    ];
+
+    /// The Prometheus label value.
+    pub fn label(self) -> &'static str {
+        match self {
+            DropReason::LateWindow => "late_window",
+            DropReason::LateSession => "late_session",
+            DropReason::DeserializationError => "deserialization_error",
+            DropReason::NullKey => "null_key",
+        }
+    }
+}
+
+/// The task's counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskMetrics {
+    dropped: [u64; 4],
+    /// Records that entered through a source.
+    pub records_in: u64,
+    /// Records that left through a sink.
+    pub records_out: u64,
+    /// Early emissions of eager suppress buffers that were full.
+    pub suppress_early_emits: u64,
+}
+
+impl TaskMetrics {
+    /// `dropped.records.total{reason}`.
+    pub fn dropped(&self, reason: DropReason) -> u64 {
+        self.dropped[reason as usize]
+    }
+
+    pub(crate) fn drop_record(&mut self, reason: DropReason) {
+        self.dropped[reason as usize] += 1;
+    }
+
+    /// Adds another task's counters.
+    pub fn merge(&mut self, other: &TaskMetrics) {
+        for (a, b) in self.dropped.iter_mut().zip(other.dropped) {
+            *a += b;
+        }
+        self.records_in += other.records_in;
+        self.records_out += other.records_out;
+        self.suppress_early_emits += other.suppress_early_emits;
+    }
+}
+
+/// A record leaving through a sink, serialized.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputRecord {
+    /// Destination topic.
+    pub topic: Arc<str>,
+    /// Key bytes (`None` = null).
+    pub key: Option<Vec<u8>>,
+    /// Value bytes (`None` = null, a tombstone).
+    pub value: Option<Vec<u8>>,
+    /// Timestamp, ms.
+    pub timestamp: i64,
+    /// Headers.
+    pub headers: Headers,
+}
+
+/// Where the record being processed came from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordMetadata {
+    /// Source topic (empty for records a punctuator or emission pass created).
+    pub topic: Arc<str>,
+    /// Partition, if from a log.
+    pub partition: Option<i32>,
+    /// Offset, if from a log.
+    pub offset: Option<i64>,
+}
+
+/// Per-task state every processor can read.
+#[derive(Debug)]
+pub struct TaskContext {
+    pub(crate) floor: Watermark,
+    pub(crate) watermark: Watermark,
+    pub(crate) outputs: Vec<OutputRecord>,
+    pub(crate) metrics: TaskMetrics,
+    pub(crate) meta: RecordMetadata,
+}
+
+impl Default for TaskContext {
+    fn default() -> Self {
+        TaskContext {
+            floor: Watermark::MIN,
+            watermark: Watermark::MIN,
+            outputs: Vec::new(),
+            metrics: TaskMetrics::default(),
+            meta: RecordMetadata::default(),
+        }
+    }
+}
+
+impl TaskContext {
+    /// The floor the current record is judged against (DESIGN 3.3, 3.4).
+    pub fn floor(&self) -> Watermark {
+        self.floor
+    }
+
+    /// The application-wide watermark (`current_watermark_ms`).
+    pub fn watermark(&self) -> Watermark {
+        self.watermark
+    }
+
+    /// The current record's source metadata.
+    pub fn metadata(&self) -> &RecordMetadata {
+        &self.meta
+    }
+
+    /// The task's counters.
+    pub fn metrics(&self) -> &TaskMetrics {
+        &self.metrics
+    }
+}

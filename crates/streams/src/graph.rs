@@ -1,0 +1,267 @@
+//! The topology graph: typed nodes stored type-erased, and their
+//! instantiation into a chain of typed processors.
+//!
+//! At build time every node keeps a factory. Instantiating a sub-topology
+//! walks its nodes children-first; each factory receives its children's
+//! input ports (downcast once, here, never per record) and returns its own.
+//! Records then flow typed from processor to processor through
+//! [`Port`]s: one dynamic call per hop, no serialization, no boxing.
+//!
+//! This module owns the graph's shape and the instantiation protocol; it
+//! knows nothing of what any operator does.
+
+use std::any::Any;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use stoatflow_state::StateStore;
+use stoatflow_time::{SourceTimePolicy, Watermark};
+
+use crate::config::StreamsConfig;
+use crate::context::TaskContext;
+use crate::error::ProcessError;
+use crate::record::{Headers, Record};
+
+/// A node's position in the graph (creation order, which is a topological order).
+pub(crate) type NodeId = usize;
+
+/// Receives typed records.
+pub(crate) trait Push<K, V> {
+    fn push(&mut self, cx: &mut TaskContext, rec: Record<K, V>) -> Result<(), ProcessError>;
+}
+
+/// A shared input of an instantiated node.
+pub(crate) type Port<K, V> = Rc<RefCell<dyn Push<K, V>>>;
+
+/// The children of a node, to which it forwards.
+pub(crate) struct Downstream<K, V> {
+    ports: Vec<Port<K, V>>,
+}
+
+impl<K: 'static, V: 'static> Downstream<K, V> {
+    pub(crate) fn from_children(children: Vec<Box<dyn Any>>) -> Self {
+        let ports = children
+            .into_iter()
+            .map(|c| {
+                *c.downcast::<Port<K, V>>()
+                    .expect("a child's port has its parent's output types")
+            })
+            .collect();
+        Downstream { ports }
+    }
+}
+
+impl<K: Clone, V: Clone> Downstream<K, V> {
+    /// Forwards to every child (cloning for all but the last).
+    #[inline]
+    pub(crate) fn forward(
+        &self,
+        cx: &mut TaskContext,
+        rec: Record<K, V>,
+    ) -> Result<(), ProcessError> {
+        match self.ports.as_slice() {
+            [] => Ok(()),
+            [only] => only.borrow_mut().push(cx, rec),
+            [rest @ .., last] => {
+                for p in rest {
+                    p.borrow_mut().push(cx, rec.clone())?;
+                }
+                last.borrow_mut().push(cx, rec)
+            }
+        }
+    }
+
+    /// Forwards to one child by position.
+    pub(crate) fn forward_to(
+        &self,
+        i: usize,
+        cx: &mut TaskContext,
+        rec: Record<K, V>,
+    ) -> Result<(), ProcessError> {
+        match self.ports.get(i) {
+            Some(p) => p.borrow_mut().push(cx, rec),
+            None => Ok(()),
+        }
+    }
+}
+
+/// An instantiated node's input, handed to each of its parents (a merge
+/// node has several) as a boxed `Port<K, V>`.
+pub(crate) struct PortHandle(Option<Rc<dyn Fn() -> Box<dyn Any>>>);
+
+impl PortHandle {
+    pub(crate) fn of<K: 'static, V: 'static>(port: Port<K, V>) -> Self {
+        PortHandle(Some(Rc::new(move || {
+            Box::new(port.clone()) as Box<dyn Any>
+        })))
+    }
+
+    /// For nodes nothing pushes into (sources).
+    pub(crate) fn none() -> Self {
+        PortHandle(None)
+    }
+
+    /// A fresh handle to the port, for one parent.
+    ///
+    /// # Panics
+    /// If the node is a source: nothing can be its child.
+    pub(crate) fn get(&self) -> Box<dyn Any> {
+        (self.0.as_ref().expect("a source is never a child"))()
+    }
+}
+
+/// Wraps a processor as a port.
+pub(crate) fn port<K: 'static, V: 'static, P: Push<K, V> + 'static>(p: P) -> PortHandle {
+    let port: Port<K, V> = Rc::new(RefCell::new(p));
+    PortHandle::of(port)
+}
+
+/// An operator that acts when the committed frontier moves: the emission
+/// pass (on-window-close, suppress, join null sides) and store expiry.
+pub(crate) trait FrontierOperator {
+    fn on_frontier(
+        &mut self,
+        cx: &mut TaskContext,
+        frontier: Watermark,
+    ) -> Result<(), ProcessError>;
+
+    /// At a barrier, for until-barrier suppress: release the epoch's buffer.
+    fn on_barrier(&mut self, _cx: &mut TaskContext) -> Result<(), ProcessError> {
+        Ok(())
+    }
+}
+
+/// Entry of a source: bytes in, typed records out.
+pub(crate) trait SourceInput {
+    /// Deserializes, assigns event time and pushes. Returns the record's
+    /// event time, or `None` if a handler skipped it.
+    fn process_bytes(
+        &mut self,
+        cx: &mut TaskContext,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        timestamp: i64,
+        headers: Headers,
+    ) -> Result<Option<i64>, ProcessError>;
+
+    /// The typed entry, for benchmarks and typed test inputs: a `Port<K, V>` boxed.
+    fn typed_port(&self) -> Box<dyn Any>;
+}
+
+/// A store registered by an instantiated node.
+pub(crate) struct StoreHandle {
+    /// `Rc<RefCell<S>>` for the concrete store type, for typed inspection.
+    pub(crate) typed: Rc<dyn Any>,
+    /// The same store as a [`StateStore`], for changelog flushes.
+    pub(crate) state: Rc<RefCell<dyn StateStore>>,
+}
+
+/// What instantiating a sub-topology collects.
+pub(crate) struct Instantiation {
+    pub(crate) config: Arc<StreamsConfig>,
+    pub(crate) current: NodeId,
+    pub(crate) sources: HashMap<String, Rc<RefCell<dyn SourceInput>>>,
+    pub(crate) frontier_ops: BTreeMap<NodeId, Rc<RefCell<dyn FrontierOperator>>>,
+    pub(crate) stores: BTreeMap<String, StoreHandle>,
+}
+
+impl Instantiation {
+    pub(crate) fn add_frontier_op(&mut self, op: Rc<RefCell<dyn FrontierOperator>>) {
+        self.frontier_ops.insert(self.current, op);
+    }
+
+    pub(crate) fn add_store<S: StateStore + 'static>(&mut self, name: &str, store: Rc<RefCell<S>>) {
+        let state: Rc<RefCell<dyn StateStore>> = store.clone();
+        self.stores.insert(
+            name.to_owned(),
+            StoreHandle {
+                typed: store,
+                state,
+            },
+        );
+    }
+}
+
+/// Builds a node's instance from its children's ports.
+pub(crate) type Factory =
+    Arc<dyn Fn(&mut Instantiation, Vec<Box<dyn Any>>) -> PortHandle + Send + Sync>;
+
+/// What kind of node, for `describe()` and validation.
+#[derive(Clone, Debug)]
+pub(crate) enum NodeKind {
+    Source {
+        topics: Vec<String>,
+        time: SourceTime,
+    },
+    Processor,
+    Sink {
+        topic: String,
+    },
+}
+
+/// A source's time settings, for the runtime's tracker and for validation.
+#[derive(Clone, Debug)]
+pub(crate) struct SourceTime {
+    /// `None`: the source declared no strategy (the configured default applies).
+    pub(crate) policy: Option<SourceTimePolicy>,
+}
+
+impl SourceTime {
+    pub(crate) fn no_watermarks(&self) -> bool {
+        self.policy
+            .as_ref()
+            .is_some_and(|p| !p.generator().produces_watermarks())
+    }
+}
+
+/// A node of the topology.
+#[derive(Clone)]
+pub(crate) struct NodeDef {
+    pub(crate) name: String,
+    pub(crate) kind: NodeKind,
+    pub(crate) parents: Vec<NodeId>,
+    pub(crate) stores: Vec<String>,
+    /// What the watermark drives here, if anything (DESIGN 3.7).
+    pub(crate) watermark_driven: Option<&'static str>,
+    /// Internal topics (repartition) this node writes or reads.
+    pub(crate) internal: bool,
+    pub(crate) factory: Factory,
+}
+
+impl std::fmt::Debug for NodeDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeDef")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .field("parents", &self.parents)
+            .finish()
+    }
+}
+
+/// The graph under construction, shared by every handle of one builder.
+#[derive(Debug, Default)]
+pub(crate) struct GraphBuilder {
+    pub(crate) nodes: Vec<NodeDef>,
+    pub(crate) errors: Vec<crate::error::TopologyError>,
+    /// Stores that lack a serde their changelog would need: (store, "key" | "value").
+    pub(crate) missing_serdes: Vec<(String, &'static str)>,
+    counter: usize,
+}
+
+impl GraphBuilder {
+    /// Kafka Streams-style generated names: `KSTREAM-FILTER-0000000001`.
+    pub(crate) fn next_name(&mut self, prefix: &str) -> String {
+        let n = self.counter;
+        self.counter += 1;
+        format!("{prefix}-{n:010}")
+    }
+
+    pub(crate) fn add(&mut self, node: NodeDef) -> NodeId {
+        self.nodes.push(node);
+        self.nodes.len() - 1
+    }
+}
+
+pub(crate) type SharedGraph = Rc<RefCell<GraphBuilder>>;

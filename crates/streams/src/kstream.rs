@@ -1,0 +1,546 @@
+//! [`KStream`]: a typed record stream in the DSL, and its stateless operators.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::builder::add_source;
+use crate::graph::{
+    Downstream, Factory, Instantiation, NodeDef, NodeId, NodeKind, SharedGraph, port,
+};
+use crate::grouped::KGroupedStream;
+use crate::ktable::KTable;
+use crate::materialized::{Grouped, Produced};
+use crate::processors::sink::Sink;
+use crate::processors::stateless::{
+    Branch, Filter, FlatMap, FlatMapValues, Map, MapValues, PassThrough, Peek, Pred,
+};
+use crate::serde::SerdeRef;
+
+/// A stream of typed records, as Kafka Streams' `KStream<K, V>`.
+#[must_use = "a stream does nothing until it reaches a sink or an aggregation"]
+pub struct KStream<K, V> {
+    pub(crate) graph: SharedGraph,
+    pub(crate) node: NodeId,
+    pub(crate) key_serde: Option<SerdeRef<K>>,
+    pub(crate) value_serde: Option<SerdeRef<V>>,
+    /// The key changed since the last repartition (Kafka Streams' `repartitionRequired`).
+    pub(crate) repartition_required: bool,
+    _p: PhantomData<fn() -> (K, V)>,
+}
+
+impl<K, V> Clone for KStream<K, V> {
+    fn clone(&self) -> Self {
+        KStream {
+            graph: self.graph.clone(),
+            node: self.node,
+            key_serde: self.key_serde.clone(),
+            value_serde: self.value_serde.clone(),
+            repartition_required: self.repartition_required,
+            _p: PhantomData,
+        }
+    }
+}
+
+impl<K, V> std::fmt::Debug for KStream<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KStream")
+            .field("node", &self.graph.borrow().nodes[self.node].name)
+            .finish()
+    }
+}
+
+/// Adds a processor node under `parents` and returns its id.
+pub(crate) fn add_processor(
+    graph: &SharedGraph,
+    prefix: &str,
+    parents: Vec<NodeId>,
+    stores: Vec<String>,
+    watermark_driven: Option<&'static str>,
+    factory: Factory,
+) -> (NodeId, String) {
+    let mut g = graph.borrow_mut();
+    let name = g.next_name(prefix);
+    let id = g.add(NodeDef {
+        name: name.clone(),
+        kind: NodeKind::Processor,
+        parents,
+        stores,
+        watermark_driven,
+        internal: false,
+        factory,
+    });
+    (id, name)
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
+    pub(crate) fn new(
+        graph: SharedGraph,
+        node: NodeId,
+        key_serde: Option<SerdeRef<K>>,
+        value_serde: Option<SerdeRef<V>>,
+    ) -> Self {
+        KStream {
+            graph,
+            node,
+            key_serde,
+            value_serde,
+            repartition_required: false,
+            _p: PhantomData,
+        }
+    }
+
+    fn child<K2: Clone + 'static, V2: Clone + 'static>(
+        &self,
+        prefix: &str,
+        key_serde: Option<SerdeRef<K2>>,
+        value_serde: Option<SerdeRef<V2>>,
+        repartition_required: bool,
+        factory: Factory,
+    ) -> KStream<K2, V2> {
+        let (id, _) = add_processor(&self.graph, prefix, vec![self.node], vec![], None, factory);
+        KStream {
+            graph: self.graph.clone(),
+            node: id,
+            key_serde,
+            value_serde,
+            repartition_required,
+            _p: PhantomData,
+        }
+    }
+
+    fn filtered(
+        &self,
+        prefix: &str,
+        pred: impl Fn(&K, &V) -> bool + Send + Sync + 'static,
+        keep: bool,
+    ) -> Self {
+        let pred: Pred<K, V> = Arc::new(pred);
+        self.child(
+            prefix,
+            self.key_serde.clone(),
+            self.value_serde.clone(),
+            self.repartition_required,
+            Arc::new(move |_: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
+                port::<K, V, _>(Filter {
+                    pred: pred.clone(),
+                    keep,
+                    down: Downstream::from_children(ch),
+                })
+            }),
+        )
+    }
+
+    /// Keeps records for which `pred` holds.
+    pub fn filter(&self, pred: impl Fn(&K, &V) -> bool + Send + Sync + 'static) -> Self {
+        self.filtered("KSTREAM-FILTER", pred, true)
+    }
+
+    /// Keeps records for which `pred` does not hold.
+    pub fn filter_not(&self, pred: impl Fn(&K, &V) -> bool + Send + Sync + 'static) -> Self {
+        self.filtered("KSTREAM-FILTER", pred, false)
+    }
+
+    /// Maps key and value; the key may change, so a later grouping repartitions.
+    pub fn map<K2: Clone + 'static, V2: Clone + 'static>(
+        &self,
+        f: impl Fn(K, V) -> (K2, V2) + Send + Sync + 'static,
+    ) -> KStream<K2, V2> {
+        let f: Arc<dyn Fn(K, V) -> (K2, V2) + Send + Sync> = Arc::new(f);
+        self.child(
+            "KSTREAM-MAP",
+            None,
+            None,
+            true,
+            Arc::new(move |_: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
+                port::<K, V, _>(Map {
+                    f: f.clone(),
+                    down: Downstream::from_children(ch),
+                })
+            }),
+        )
+    }
+
+    /// Maps the value; the key is kept.
+    pub fn map_values<V2: Clone + 'static>(
+        &self,
+        f: impl Fn(&K, V) -> V2 + Send + Sync + 'static,
+    ) -> KStream<K, V2> {
+        let f: Arc<dyn Fn(&K, V) -> V2 + Send + Sync> = Arc::new(f);
+        self.child(
+            "KSTREAM-MAPVALUES",
+            self.key_serde.clone(),
+            None,
+            self.repartition_required,
+            Arc::new(move |_: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
+                port::<K, V, _>(MapValues {
+                    f: f.clone(),
+                    down: Downstream::from_children(ch),
+                })
+            }),
+        )
+    }
+
+    /// Zero or more records per record; keys may change.
+    pub fn flat_map<K2: Clone + 'static, V2: Clone + 'static>(
+        &self,
+        f: impl Fn(K, V) -> Vec<(K2, V2)> + Send + Sync + 'static,
+    ) -> KStream<K2, V2> {
+        let f: Arc<dyn Fn(K, V) -> Vec<(K2, V2)> + Send + Sync> = Arc::new(f);
+        self.child(
+            "KSTREAM-FLATMAP",
+            None,
+            None,
+            true,
+            Arc::new(move |_: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
+                port::<K, V, _>(FlatMap {
+                    f: f.clone(),
+                    down: Downstream::from_children(ch),
+                })
+            }),
+        )
+    }
+
+    /// Zero or more values per record; the key is kept.
+    pub fn flat_map_values<V2: Clone + 'static>(
+        &self,
+        f: impl Fn(&K, V) -> Vec<V2> + Send + Sync + 'static,
+    ) -> KStream<K, V2> {
+        let f: Arc<dyn Fn(&K, V) -> Vec<V2> + Send + Sync> = Arc::new(f);
+        self.child(
+            "KSTREAM-FLATMAPVALUES",
+            self.key_serde.clone(),
+            None,
+            self.repartition_required,
+            Arc::new(move |_: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
+                port::<K, V, _>(FlatMapValues {
+                    f: f.clone(),
+                    down: Downstream::from_children(ch),
+                })
+            }),
+        )
+    }
+
+    /// A new key computed from key and value.
+    pub fn select_key<K2: Clone + 'static>(
+        &self,
+        f: impl Fn(&K, &V) -> K2 + Send + Sync + 'static,
+    ) -> KStream<K2, V> {
+        let f: Arc<dyn Fn(K, V) -> (K2, V) + Send + Sync> = Arc::new(move |k, v| (f(&k, &v), v));
+        self.child(
+            "KSTREAM-KEY-SELECT",
+            None,
+            self.value_serde.clone(),
+            true,
+            Arc::new(move |_: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
+                port::<K, V, _>(Map {
+                    f: f.clone(),
+                    down: Downstream::from_children(ch),
+                })
+            }),
+        )
+    }
+
+    /// Observes each record and passes it on.
+    pub fn peek(&self, f: impl Fn(&K, &V) + Send + Sync + 'static) -> Self {
+        let f: Arc<dyn Fn(&K, &V) + Send + Sync> = Arc::new(f);
+        self.child(
+            "KSTREAM-PEEK",
+            self.key_serde.clone(),
+            self.value_serde.clone(),
+            self.repartition_required,
+            Arc::new(move |_: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
+                port::<K, V, _>(Peek {
+                    f: f.clone(),
+                    down: Downstream::from_children(ch),
+                })
+            }),
+        )
+    }
+
+    /// A terminal action per record.
+    pub fn foreach(&self, f: impl Fn(&K, &V) + Send + Sync + 'static) {
+        let f: Arc<dyn Fn(&K, &V) + Send + Sync> = Arc::new(f);
+        let _: KStream<K, V> = self.child(
+            "KSTREAM-FOREACH",
+            None,
+            None,
+            false,
+            Arc::new(move |_: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
+                port::<K, V, _>(Peek {
+                    f: f.clone(),
+                    down: Downstream::from_children(ch),
+                })
+            }),
+        );
+    }
+
+    /// Splits the stream: each record goes to the first branch whose predicate holds.
+    pub fn split(&self) -> BranchedKStream<K, V> {
+        BranchedKStream {
+            parent: self.clone(),
+            prefix: "KSTREAM-BRANCH-".into(),
+            branches: Vec::new(),
+            default: None,
+        }
+    }
+
+    /// Records of both streams, in arrival order.
+    pub fn merge(&self, other: &KStream<K, V>) -> Self {
+        let (id, _) = add_processor(
+            &self.graph,
+            "KSTREAM-MERGE",
+            vec![self.node, other.node],
+            vec![],
+            None,
+            Arc::new(|_: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
+                port::<K, V, _>(PassThrough {
+                    down: Downstream::from_children(ch),
+                })
+            }),
+        );
+        KStream {
+            graph: self.graph.clone(),
+            node: id,
+            key_serde: self.key_serde.clone(),
+            value_serde: self.value_serde.clone(),
+            repartition_required: self.repartition_required || other.repartition_required,
+            _p: PhantomData,
+        }
+    }
+
+    /// Writes the stream to `topic`.
+    pub fn to(&self, topic: &str, produced: Produced<K, V>) {
+        let topic: Arc<str> = topic.into();
+        let mut g = self.graph.borrow_mut();
+        let name = g.next_name("KSTREAM-SINK");
+        let t = topic.clone();
+        let factory: Factory = Arc::new(move |_: &mut Instantiation, _: Vec<Box<dyn Any>>| {
+            port::<K, V, _>(Sink {
+                topic: t.clone(),
+                key_serde: produced.key_serde.clone(),
+                value_serde: produced.value_serde.clone(),
+            })
+        });
+        g.add(NodeDef {
+            name,
+            kind: NodeKind::Sink {
+                topic: topic.to_string(),
+            },
+            parents: vec![self.node],
+            stores: vec![],
+            watermark_driven: None,
+            internal: false,
+            factory,
+        });
+    }
+
+    /// Through an internal repartition topic (`<application.id>-<name>-repartition`),
+    /// which splits the topology into sub-topologies there.
+    pub fn repartition(&self, grouped: Grouped<K, V>) -> Self {
+        let key_serde = grouped.key_serde.or_else(|| self.key_serde.clone());
+        let value_serde = grouped.value_serde.or_else(|| self.value_serde.clone());
+        let (Some(ks), Some(vs)) = (key_serde, value_serde) else {
+            let node = self.graph.borrow().nodes[self.node].name.clone();
+            self.graph
+                .borrow_mut()
+                .errors
+                .push(crate::error::TopologyError::InvalidArgument {
+                    node,
+                    reason: "repartition needs key and value serdes: give them with Grouped::with"
+                        .into(),
+                });
+            return self.clone();
+        };
+        let base = {
+            let mut g = self.graph.borrow_mut();
+            grouped
+                .name
+                .unwrap_or_else(|| g.next_name("KSTREAM-REPARTITION"))
+        };
+        let topic = format!("{base}-repartition");
+        {
+            let mut g = self.graph.borrow_mut();
+            let name = format!("{base}-repartition-sink");
+            let t: Arc<str> = topic.as_str().into();
+            let (k2, v2) = (ks.clone(), vs.clone());
+            let factory: Factory = Arc::new(move |_: &mut Instantiation, _: Vec<Box<dyn Any>>| {
+                port::<K, V, _>(Sink {
+                    topic: t.clone(),
+                    key_serde: k2.clone(),
+                    value_serde: v2.clone(),
+                })
+            });
+            g.add(NodeDef {
+                name,
+                kind: NodeKind::Sink {
+                    topic: topic.clone(),
+                },
+                parents: vec![self.node],
+                stores: vec![],
+                watermark_driven: None,
+                internal: true,
+                factory,
+            });
+        }
+        let node = add_source::<K, V>(
+            &self.graph,
+            &topic,
+            ks.clone(),
+            vs.clone(),
+            None,
+            Some(format!("{base}-repartition-source")),
+            true,
+        );
+        KStream::new(self.graph.clone(), node, Some(ks), Some(vs))
+    }
+
+    /// Groups by the current key (repartitioning first if the key changed).
+    pub fn group_by_key(&self) -> KGroupedStream<K, V>
+    where
+        K: Ord + std::fmt::Debug,
+    {
+        self.group_by_key_with(Grouped::default())
+    }
+
+    /// Groups by the current key with serdes / a name.
+    pub fn group_by_key_with(&self, grouped: Grouped<K, V>) -> KGroupedStream<K, V>
+    where
+        K: Ord + std::fmt::Debug,
+    {
+        let stream = if self.repartition_required {
+            self.repartition(grouped)
+        } else {
+            self.with_serdes(grouped)
+        };
+        KGroupedStream::new(stream)
+    }
+
+    /// Groups by a new key, through a repartition topic.
+    pub fn group_by<K2>(
+        &self,
+        f: impl Fn(&K, &V) -> K2 + Send + Sync + 'static,
+        grouped: Grouped<K2, V>,
+    ) -> KGroupedStream<K2, V>
+    where
+        K2: Ord + Clone + std::fmt::Debug + 'static,
+    {
+        self.select_key(f).group_by_key_with(grouped)
+    }
+
+    fn with_serdes(&self, grouped: Grouped<K, V>) -> Self {
+        let mut s = self.clone();
+        if grouped.key_serde.is_some() {
+            s.key_serde = grouped.key_serde;
+        }
+        if grouped.value_serde.is_some() {
+            s.value_serde = grouped.value_serde;
+        }
+        s
+    }
+
+    pub(crate) fn to_table_named(&self, store: &str) -> KTable<K, V>
+    where
+        K: Ord,
+    {
+        crate::ktable::table_from_stream(self, store)
+    }
+}
+
+/// The branches of a [`KStream::split`], as Kafka Streams' `BranchedKStream`.
+pub struct BranchedKStream<K, V> {
+    parent: KStream<K, V>,
+    prefix: String,
+    branches: Vec<(String, Pred<K, V>)>,
+    default: Option<String>,
+}
+
+impl<K, V> std::fmt::Debug for BranchedKStream<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BranchedKStream")
+            .field("branches", &self.branches.len())
+            .finish()
+    }
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> BranchedKStream<K, V> {
+    /// Names the branches `prefix` + branch name (or number).
+    #[must_use]
+    pub fn named(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// A branch for records where `pred` holds (and no earlier branch's did).
+    #[must_use]
+    pub fn branch(
+        mut self,
+        pred: impl Fn(&K, &V) -> bool + Send + Sync + 'static,
+        name: Option<&str>,
+    ) -> Self {
+        let name = name.map_or_else(
+            || format!("{}{}", self.prefix, self.branches.len() + 1),
+            |n| format!("{}{}", self.prefix, n),
+        );
+        self.branches.push((name, Arc::new(pred)));
+        self
+    }
+
+    /// The remaining records, and the branches by name.
+    pub fn default_branch(mut self) -> BTreeMap<String, KStream<K, V>> {
+        self.default = Some(format!("{}0", self.prefix));
+        self.finish()
+    }
+
+    /// The branches by name; records matching none are dropped.
+    pub fn no_default_branch(self) -> BTreeMap<String, KStream<K, V>> {
+        self.finish()
+    }
+
+    fn finish(mut self) -> BTreeMap<String, KStream<K, V>> {
+        if let Some(d) = self.default.take() {
+            self.branches.push((d, Arc::new(|_: &K, _: &V| true)));
+        }
+        let preds: Vec<Pred<K, V>> = self.branches.iter().map(|(_, p)| p.clone()).collect();
+        let n = preds.len();
+        let (branch_node, _) = add_processor(
+            &self.parent.graph,
+            "KSTREAM-BRANCH",
+            vec![self.parent.node],
+            vec![],
+            None,
+            Arc::new(move |_: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
+                port::<K, V, _>(Branch {
+                    preds: preds.clone(),
+                    down: Downstream::from_children(ch),
+                    child_of_branch: (0..n).map(Some).collect(),
+                })
+            }),
+        );
+        let mut out = BTreeMap::new();
+        for (name, _) in self.branches {
+            let (id, _) = add_processor(
+                &self.parent.graph,
+                "KSTREAM-BRANCHCHILD",
+                vec![branch_node],
+                vec![],
+                None,
+                Arc::new(|_: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
+                    port::<K, V, _>(PassThrough {
+                        down: Downstream::from_children(ch),
+                    })
+                }),
+            );
+            let mut s = KStream::new(
+                self.parent.graph.clone(),
+                id,
+                self.parent.key_serde.clone(),
+                self.parent.value_serde.clone(),
+            );
+            s.repartition_required = self.parent.repartition_required;
+            out.insert(name, s);
+        }
+        out
+    }
+}

@@ -1,0 +1,90 @@
+//! # stoatflow-streams
+//!
+//! The DSL a Kafka Streams user writes, the topology it builds, the
+//! processors, and the single-threaded task that runs one sub-topology.
+//!
+//! A short tour:
+//! - [`StreamsBuilder`] → [`KStream`] / [`KTable`] → [`KGroupedStream`] →
+//!   [`TimeWindowedKStream`]: the DSL, with [`Consumed`], [`Produced`],
+//!   [`Grouped`] and [`Materialized`] as in Kafka Streams.
+//! - [`TimeWindows`] and [`EmitStrategy`]: windows close at `end + grace`
+//!   (DESIGN 3.4); a record is dropped when its window's close is at or
+//!   before the floor of the lane processing it.
+//! - [`Topology`]: sub-topologies, `describe()`, and validation (DESIGN 3.7).
+//! - [`StreamTask`]: applies records, watermark events and barriers. The test
+//!   driver and the runtime both call it: there is one implementation of the
+//!   late rule and of the emission pass.
+//! - [`Serde`] and [`Serdes`]: bytes appear only at sources, sinks,
+//!   repartition topics and changelogs.
+//!
+//! ```
+//! use std::time::Duration;
+//! use stoatflow_streams::*;
+//! use stoatflow_time::Watermark;
+//!
+//! let mut builder = StreamsBuilder::new();
+//! builder
+//!     .stream("orders", Consumed::with(Serdes::string(), Serdes::i64()))
+//!     .group_by_key()
+//!     .windowed_by(TimeWindows::of_size_and_grace(Duration::from_millis(10), Duration::ZERO))
+//!     .emit_strategy(EmitStrategy::on_window_close())
+//!     .count()
+//!     .to_stream()
+//!     .to("counts", Produced::with(Serdes::time_windowed(Serdes::string(), 10), Serdes::i64()));
+//! let topology = builder.build()?;
+//! let config = std::sync::Arc::new(StreamsConfig::new("app"));
+//! topology.validate(&config)?;
+//! let mut task = topology.instantiate(0, &config);
+//! for ts in [1, 5, 12] {
+//!     task.set_floor(Watermark::from_millis(ts));
+//!     task.process("orders", Some(0), None, Some(b"k"), Some(&7i64.to_be_bytes()), ts, Headers::empty())?;
+//! }
+//! task.advance_frontier(Watermark::from_millis(12))?;
+//! let commit = task.commit()?;
+//! assert_eq!(commit.outputs.len(), 1); // window [0, 10) closed at 10: count 2
+//! assert_eq!(commit.outputs[0].value.as_deref(), Some(&2i64.to_be_bytes()[..]));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod builder;
+mod config;
+mod context;
+mod error;
+mod graph;
+mod grouped;
+mod kstream;
+mod ktable;
+mod materialized;
+mod processors;
+mod record;
+mod serde;
+mod task;
+mod topology;
+mod windows;
+
+pub use builder::StreamsBuilder;
+pub use config::{CoordinationMode, DeserializationHandler, DispatchMode, StreamsConfig};
+pub use context::{DropReason, OutputRecord, RecordMetadata, TaskContext, TaskMetrics};
+pub use error::{ProcessError, TopologyError};
+pub use grouped::{KGroupedStream, TimeWindowedKStream};
+pub use kstream::{BranchedKStream, KStream};
+pub use ktable::KTable;
+pub use materialized::{Consumed, Grouped, Materialized, Produced};
+pub use record::{Headers, Record, Window, Windowed};
+pub use serde::{
+    BytesSerde, F64Serde, I32Serde, I64Serde, JsonSerde, NullableSerde, Serde, SerdeError,
+    SerdeRef, Serdes, SessionWindowedSerde, StringSerde, TimeWindowedSerde, UnitSerde,
+};
+pub use task::{EpochCommit, StreamTask, TypedInput};
+pub use topology::{SourceDescription, Topology};
+pub use windows::{EmitStrategy, TimeWindows};
+
+/// The in-memory window store behind a windowed aggregation named `store`
+/// (for typed inspection: `task.store::<WindowStoreOf<K, A>>(name)`).
+pub type WindowStoreOf<K, A> =
+    stoatflow_state::InMemoryWindowStore<K, stoatflow_state::ValueAndTimestamp<A>>;
+/// The in-memory store behind a non-windowed aggregation or table.
+pub type KeyValueStoreOf<K, A> =
+    stoatflow_state::InMemoryKeyValueStore<K, stoatflow_state::ValueAndTimestamp<A>>;
+/// The emit-frontier companion store `<store>-emitfrontier`.
+pub type EmitFrontierStore = stoatflow_state::InMemoryKeyValueStore<String, i64>;

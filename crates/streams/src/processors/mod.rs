@@ -1,0 +1,7 @@
+//! The processors: one operator (or one family of trivial ones) per file.
+
+pub(crate) mod sink;
+pub(crate) mod source;
+pub(crate) mod stateless;
+pub(crate) mod table_aggregate;
+pub(crate) mod window_aggregate;

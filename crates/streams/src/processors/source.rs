@@ -1,0 +1,107 @@
+//! The source processor: deserializes, assigns event time, pushes.
+
+use std::any::Any;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use stoatflow_time::WatermarkStrategy;
+
+use crate::config::DeserializationHandler;
+use crate::context::{DropReason, TaskContext};
+use crate::error::{ProcessError, position};
+use crate::graph::{Downstream, Port, Push, SourceInput};
+use crate::record::{Headers, Record};
+use crate::serde::SerdeRef;
+
+pub(crate) struct Source<K, V> {
+    pub(crate) topic: String,
+    pub(crate) key_serde: SerdeRef<K>,
+    pub(crate) value_serde: SerdeRef<V>,
+    pub(crate) strategy: Option<WatermarkStrategy<K, V>>,
+    pub(crate) handler: DeserializationHandler,
+    pub(crate) down: Rc<Downstream<K, V>>,
+    pub(crate) partition_time: Option<stoatflow_time::EventTime>,
+}
+
+/// The typed entry of a source: forwards to the source's children.
+struct TypedEntry<K, V>(Rc<Downstream<K, V>>);
+
+impl<K: Clone, V: Clone> Push<K, V> for TypedEntry<K, V> {
+    fn push(&mut self, cx: &mut TaskContext, rec: Record<K, V>) -> Result<(), ProcessError> {
+        cx.metrics.records_in += 1;
+        self.0.forward(cx, rec)
+    }
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> Source<K, V> {
+    fn fail_or_skip(
+        &self,
+        cx: &mut TaskContext,
+        part: &'static str,
+        e: crate::serde::SerdeError,
+    ) -> Result<Option<i64>, ProcessError> {
+        let pos = position(cx.meta.partition, cx.meta.offset);
+        match self.handler {
+            DeserializationHandler::LogAndFail => Err(ProcessError::Deserialization {
+                part,
+                topic: self.topic.clone(),
+                position: pos,
+                source: Box::new(e),
+            }),
+            DeserializationHandler::LogAndContinue => {
+                tracing::warn!(topic = %self.topic, position = %pos, error = %e, "skipping a record whose {part} does not deserialize");
+                cx.metrics.drop_record(DropReason::DeserializationError);
+                Ok(None)
+            }
+        }
+    }
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> SourceInput for Source<K, V> {
+    fn process_bytes(
+        &mut self,
+        cx: &mut TaskContext,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        timestamp: i64,
+        headers: Headers,
+    ) -> Result<Option<i64>, ProcessError> {
+        let k = match self.key_serde.deserialize_nullable(&self.topic, key) {
+            Ok(k) => k,
+            Err(e) => return self.fail_or_skip(cx, "key", e),
+        };
+        let v = match self.value_serde.deserialize_nullable(&self.topic, value) {
+            Ok(v) => v,
+            Err(e) => return self.fail_or_skip(cx, "value", e),
+        };
+        let ts = match &self.strategy {
+            Some(s) => s.assign(&k, &v, timestamp, self.partition_time),
+            None => stoatflow_time::EventTime::new(timestamp),
+        }
+        .map_err(|source| ProcessError::InvalidTimestamp {
+            topic: self.topic.clone(),
+            position: position(cx.meta.partition, cx.meta.offset),
+            source,
+        })?;
+        if self.partition_time.is_none_or(|p| ts > p) {
+            self.partition_time = Some(ts);
+        }
+        cx.metrics.records_in += 1;
+        let t = ts.as_millis();
+        self.down.forward(
+            cx,
+            Record {
+                key: k,
+                value: v,
+                timestamp: t,
+                headers,
+            },
+        )?;
+        Ok(Some(t))
+    }
+
+    fn typed_port(&self) -> Box<dyn Any> {
+        let port: Port<K, V> = Rc::new(RefCell::new(TypedEntry(self.down.clone())));
+        Box::new(port)
+    }
+}

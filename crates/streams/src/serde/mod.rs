@@ -1,0 +1,193 @@
+//! Serdes: how keys and values become bytes at sources, sinks, repartition
+//! topics and changelogs — and nowhere else (records between processors stay
+//! typed).
+//!
+//! [`Serde`] is the trait; [`Serdes`] builds the standard ones (string, bytes,
+//! i32, i64, f64 in Kafka's big-endian layouts, JSON over serde types,
+//! nullable wrappers) and the windowed-key serdes whose layout matches Kafka
+//! Streams' time-windowed (`[key][start: i64 BE]`) and session-windowed
+//! (`[key][end: i64 BE][start: i64 BE]`) serdes.
+
+mod primitive;
+mod windowed;
+
+use std::fmt;
+use std::sync::Arc;
+
+pub use primitive::{
+    BytesSerde, F64Serde, I32Serde, I64Serde, JsonSerde, NullableSerde, StringSerde, UnitSerde,
+};
+pub use windowed::{SessionWindowedSerde, TimeWindowedSerde};
+
+/// Why bytes could not become a value, or a value bytes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SerdeError {
+    /// Bytes that are not a valid encoding.
+    #[error("serde {serde} cannot read {len} bytes from topic {topic}: {reason}")]
+    Malformed {
+        /// The serde's name.
+        serde: String,
+        /// The topic.
+        topic: String,
+        /// Length of the input.
+        len: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A null key or value given to a serde that cannot represent null.
+    #[error(
+        "serde {serde} got a null on topic {topic}; wrap it in Serdes::nullable to accept nulls"
+    )]
+    Null {
+        /// The serde's name.
+        serde: String,
+        /// The topic.
+        topic: String,
+    },
+    /// A value the serde could not encode.
+    #[error("serde {serde} cannot write a value to topic {topic}: {reason}")]
+    Unwritable {
+        /// The serde's name.
+        serde: String,
+        /// The topic.
+        topic: String,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// Serializes and deserializes one type, as Kafka's `Serde<T>`.
+pub trait Serde<T>: Send + Sync + fmt::Debug {
+    /// A short name for error messages, e.g. `string`.
+    fn name(&self) -> &str;
+
+    /// Appends the encoding of `value` to `out`.
+    fn serialize(&self, topic: &str, value: &T, out: &mut Vec<u8>) -> Result<(), SerdeError>;
+
+    /// Decodes a whole buffer.
+    fn deserialize(&self, topic: &str, bytes: &[u8]) -> Result<T, SerdeError>;
+
+    /// Encodes to optional bytes; `None` is a null (only nullable serdes produce it).
+    fn serialize_nullable(&self, topic: &str, value: &T) -> Result<Option<Vec<u8>>, SerdeError> {
+        let mut out = Vec::new();
+        self.serialize(topic, value, &mut out)?;
+        Ok(Some(out))
+    }
+
+    /// Decodes optional bytes; a null is an error unless the serde is nullable.
+    fn deserialize_nullable(&self, topic: &str, bytes: Option<&[u8]>) -> Result<T, SerdeError> {
+        match bytes {
+            Some(b) => self.deserialize(topic, b),
+            None => Err(SerdeError::Null {
+                serde: self.name().to_owned(),
+                topic: topic.to_owned(),
+            }),
+        }
+    }
+}
+
+/// A shared, type-erased serde.
+pub type SerdeRef<T> = Arc<dyn Serde<T>>;
+
+/// Constructors of the standard serdes, named as in Kafka's `Serdes`.
+#[derive(Debug, Clone, Copy)]
+pub struct Serdes;
+
+impl Serdes {
+    /// UTF-8 strings.
+    pub fn string() -> StringSerde {
+        StringSerde
+    }
+    /// Raw bytes.
+    pub fn bytes() -> BytesSerde {
+        BytesSerde
+    }
+    /// 4-byte big-endian integers.
+    pub fn i32() -> I32Serde {
+        I32Serde
+    }
+    /// 8-byte big-endian integers (Kafka's `Serdes.Long()`).
+    pub fn i64() -> I64Serde {
+        I64Serde
+    }
+    /// 8-byte big-endian IEEE-754 doubles.
+    pub fn f64() -> F64Serde {
+        F64Serde
+    }
+    /// `()`: written as zero bytes, reads anything including null (Kafka's `Void`-like key).
+    pub fn unit() -> UnitSerde {
+        UnitSerde
+    }
+    /// JSON through `serde`.
+    pub fn json<T>() -> JsonSerde<T> {
+        JsonSerde::new()
+    }
+    /// `Option<T>` where `None` is a null key or value.
+    pub fn nullable<T, S: Serde<T>>(inner: S) -> NullableSerde<T, S> {
+        NullableSerde::new(inner)
+    }
+    /// Kafka Streams' time-windowed key layout, `[key][start i64 BE]`; the
+    /// window size restores the end on read.
+    pub fn time_windowed<K, S: Serde<K> + 'static>(
+        inner: S,
+        window_size_ms: i64,
+    ) -> TimeWindowedSerde<K> {
+        TimeWindowedSerde::new(Arc::new(inner), window_size_ms)
+    }
+    /// Kafka Streams' session-windowed key layout, `[key][end i64 BE][start i64 BE]`.
+    pub fn session_windowed<K, S: Serde<K> + 'static>(inner: S) -> SessionWindowedSerde<K> {
+        SessionWindowedSerde::new(Arc::new(inner))
+    }
+}
+
+/// Adapts a serde to the state crate's codec, for changelogs.
+pub(crate) struct SerdeCodec<T> {
+    serde: SerdeRef<T>,
+    topic: String,
+}
+
+impl<T> SerdeCodec<T> {
+    pub(crate) fn new(serde: SerdeRef<T>, topic: impl Into<String>) -> Self {
+        SerdeCodec {
+            serde,
+            topic: topic.into(),
+        }
+    }
+}
+
+impl<T: 'static> stoatflow_state::Codec<T> for SerdeCodec<T> {
+    /// # Panics
+    /// If the serde refuses a value it produced itself (a broken serde).
+    fn encode(&self, value: &T, out: &mut Vec<u8>) {
+        self.serde
+            .serialize(&self.topic, value, out)
+            .unwrap_or_else(|e| panic!("a state value the serde cannot write: {e}"));
+    }
+
+    fn decode(&self, bytes: &[u8]) -> Result<T, stoatflow_state::CodecError> {
+        self.serde
+            .deserialize(&self.topic, bytes)
+            .map_err(|e| stoatflow_state::CodecError::new(e.to_string()))
+    }
+}
+
+pub(crate) fn malformed(
+    serde: &str,
+    topic: &str,
+    len: usize,
+    reason: impl Into<String>,
+) -> SerdeError {
+    SerdeError::Malformed {
+        serde: serde.into(),
+        topic: topic.into(),
+        len,
+        reason: reason.into(),
+    }
+}
+
+impl<T> std::fmt::Debug for SerdeCodec<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SerdeCodec")
+    }
+}

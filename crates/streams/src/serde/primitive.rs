@@ -1,0 +1,280 @@
+//! The standard serdes: string, bytes, i32, i64, f64, unit, JSON, nullable.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use super::{Serde, SerdeError, malformed};
+
+/// UTF-8 strings.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StringSerde;
+
+impl Serde<String> for StringSerde {
+    fn name(&self) -> &str {
+        "string"
+    }
+    fn serialize(&self, _: &str, v: &String, out: &mut Vec<u8>) -> Result<(), SerdeError> {
+        out.extend_from_slice(v.as_bytes());
+        Ok(())
+    }
+    fn deserialize(&self, topic: &str, b: &[u8]) -> Result<String, SerdeError> {
+        String::from_utf8(b.to_vec())
+            .map_err(|e| malformed("string", topic, b.len(), e.to_string()))
+    }
+}
+
+/// Raw bytes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BytesSerde;
+
+impl Serde<Vec<u8>> for BytesSerde {
+    fn name(&self) -> &str {
+        "bytes"
+    }
+    fn serialize(&self, _: &str, v: &Vec<u8>, out: &mut Vec<u8>) -> Result<(), SerdeError> {
+        out.extend_from_slice(v);
+        Ok(())
+    }
+    fn deserialize(&self, _: &str, b: &[u8]) -> Result<Vec<u8>, SerdeError> {
+        Ok(b.to_vec())
+    }
+}
+
+macro_rules! fixed_serde {
+    ($name:ident, $t:ty, $n:expr, $label:expr, $doc:expr) => {
+        #[doc = $doc]
+        #[derive(Debug, Clone, Copy, Default)]
+        pub struct $name;
+
+        impl Serde<$t> for $name {
+            fn name(&self) -> &str {
+                $label
+            }
+            fn serialize(&self, _: &str, v: &$t, out: &mut Vec<u8>) -> Result<(), SerdeError> {
+                out.extend_from_slice(&v.to_be_bytes());
+                Ok(())
+            }
+            fn deserialize(&self, topic: &str, b: &[u8]) -> Result<$t, SerdeError> {
+                let arr: [u8; $n] = b.try_into().map_err(|_| {
+                    malformed(
+                        $label,
+                        topic,
+                        b.len(),
+                        concat!("expected exactly ", $n, " bytes"),
+                    )
+                })?;
+                Ok(<$t>::from_be_bytes(arr))
+            }
+        }
+    };
+}
+
+fixed_serde!(
+    I32Serde,
+    i32,
+    4,
+    "i32",
+    "4-byte big-endian integers (Kafka's `IntegerSerde`)."
+);
+fixed_serde!(
+    I64Serde,
+    i64,
+    8,
+    "i64",
+    "8-byte big-endian integers (Kafka's `LongSerde`)."
+);
+fixed_serde!(
+    F64Serde,
+    f64,
+    8,
+    "f64",
+    "8-byte big-endian IEEE-754 doubles (Kafka's `DoubleSerde`)."
+);
+
+/// `()`: zero bytes; reads any bytes or a null.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UnitSerde;
+
+impl Serde<()> for UnitSerde {
+    fn name(&self) -> &str {
+        "unit"
+    }
+    fn serialize(&self, _: &str, _: &(), _: &mut Vec<u8>) -> Result<(), SerdeError> {
+        Ok(())
+    }
+    fn deserialize(&self, _: &str, _: &[u8]) -> Result<(), SerdeError> {
+        Ok(())
+    }
+    fn serialize_nullable(&self, _: &str, _: &()) -> Result<Option<Vec<u8>>, SerdeError> {
+        Ok(None)
+    }
+    fn deserialize_nullable(&self, _: &str, _: Option<&[u8]>) -> Result<(), SerdeError> {
+        Ok(())
+    }
+}
+
+/// JSON over `serde` types.
+pub struct JsonSerde<T>(PhantomData<fn() -> T>);
+
+impl<T> JsonSerde<T> {
+    /// A JSON serde for `T`.
+    pub fn new() -> Self {
+        JsonSerde(PhantomData)
+    }
+}
+
+impl<T> Default for JsonSerde<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Clone for JsonSerde<T> {
+    fn clone(&self) -> Self {
+        Self::new()
+    }
+}
+
+impl<T> fmt::Debug for JsonSerde<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "JsonSerde<{}>", std::any::type_name::<T>())
+    }
+}
+
+impl<T: serde::Serialize + serde::de::DeserializeOwned> Serde<T> for JsonSerde<T> {
+    fn name(&self) -> &str {
+        "json"
+    }
+    fn serialize(&self, topic: &str, v: &T, out: &mut Vec<u8>) -> Result<(), SerdeError> {
+        serde_json::to_writer(out, v).map_err(|e| SerdeError::Unwritable {
+            serde: "json".into(),
+            topic: topic.into(),
+            reason: e.to_string(),
+        })
+    }
+    fn deserialize(&self, topic: &str, b: &[u8]) -> Result<T, SerdeError> {
+        serde_json::from_slice(b).map_err(|e| malformed("json", topic, b.len(), e.to_string()))
+    }
+}
+
+/// `Option<T>` with `None` as a null.
+pub struct NullableSerde<T, S> {
+    inner: S,
+    name: String,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T, S: Serde<T>> NullableSerde<T, S> {
+    /// Wraps `inner`.
+    pub fn new(inner: S) -> Self {
+        let name = format!("nullable({})", inner.name());
+        NullableSerde {
+            inner,
+            name,
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T, S: fmt::Debug> fmt::Debug for NullableSerde<T, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("NullableSerde").field(&self.inner).finish()
+    }
+}
+
+impl<T, S: Serde<T>> Serde<Option<T>> for NullableSerde<T, S> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn serialize(&self, topic: &str, v: &Option<T>, out: &mut Vec<u8>) -> Result<(), SerdeError> {
+        match v {
+            Some(v) => self.inner.serialize(topic, v, out),
+            None => Ok(()),
+        }
+    }
+    fn deserialize(&self, topic: &str, b: &[u8]) -> Result<Option<T>, SerdeError> {
+        self.inner.deserialize(topic, b).map(Some)
+    }
+    fn serialize_nullable(
+        &self,
+        topic: &str,
+        v: &Option<T>,
+    ) -> Result<Option<Vec<u8>>, SerdeError> {
+        match v {
+            Some(v) => self.inner.serialize_nullable(topic, v),
+            None => Ok(None),
+        }
+    }
+    fn deserialize_nullable(&self, topic: &str, b: Option<&[u8]>) -> Result<Option<T>, SerdeError> {
+        match b {
+            Some(b) => self.inner.deserialize(topic, b).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip<T: PartialEq + fmt::Debug>(s: &dyn Serde<T>, v: T) -> Vec<u8> {
+        let mut out = Vec::new();
+        s.serialize("t", &v, &mut out).unwrap();
+        assert_eq!(s.deserialize("t", &out).unwrap(), v);
+        out
+    }
+
+    #[test]
+    fn numbers_use_kafkas_big_endian_layouts() {
+        assert_eq!(round_trip(&I64Serde, 1), [0, 0, 0, 0, 0, 0, 0, 1]);
+        assert_eq!(round_trip(&I32Serde, -2), [0xff, 0xff, 0xff, 0xfe]);
+        assert_eq!(round_trip(&F64Serde, 1.5), 1.5f64.to_be_bytes());
+        round_trip(&StringSerde, "héllo".to_string());
+    }
+
+    #[test]
+    fn malformed_input_names_the_serde_and_topic() {
+        let err = I64Serde.deserialize("orders", &[1, 2, 3]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "serde i64 cannot read 3 bytes from topic orders: expected exactly 8 bytes"
+        );
+        let err = StringSerde.deserialize("orders", &[0xff]).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("serde string cannot read 1 bytes from topic orders")
+        );
+    }
+
+    #[test]
+    fn null_is_refused_unless_nullable() {
+        let err = StringSerde
+            .deserialize_nullable("orders", None)
+            .unwrap_err();
+        assert!(err.to_string().contains("Serdes::nullable"));
+        let n = NullableSerde::new(StringSerde);
+        assert_eq!(n.deserialize_nullable("orders", None).unwrap(), None);
+        assert_eq!(n.serialize_nullable("orders", &None).unwrap(), None);
+        assert_eq!(
+            n.serialize_nullable("orders", &Some("a".into())).unwrap(),
+            Some(b"a".to_vec())
+        );
+    }
+
+    #[test]
+    fn json_round_trips_serde_types() {
+        #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+        struct Order {
+            id: u32,
+            placed_at: i64,
+        }
+        let out = round_trip(
+            &JsonSerde::<Order>::new(),
+            Order {
+                id: 7,
+                placed_at: 9,
+            },
+        );
+        assert_eq!(out, br#"{"id":7,"placed_at":9}"#);
+    }
+}

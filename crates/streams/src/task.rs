@@ -1,0 +1,287 @@
+//! [`StreamTask`]: applies records, watermark events and barriers to one
+//! sub-topology, on one thread.
+//!
+//! The task owns the two clocks a sub-topology reads (DESIGN 3.3): the
+//! **floor** records are judged against, and the **frontier** final results
+//! are emitted against. It holds the epoch's pending output and the stores'
+//! dirty changelog entries until a barrier takes them. It knows nothing of
+//! threads, brokers or how the clocks were computed: the test driver feeds it
+//! its one-number clock, the runtime feeds it barrier stamps.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::rc::Rc;
+
+use stoatflow_state::{ChangelogRecord, StateStore};
+use stoatflow_time::Watermark;
+
+use crate::context::{OutputRecord, RecordMetadata, TaskContext, TaskMetrics};
+use crate::error::ProcessError;
+use crate::graph::{FrontierOperator, Instantiation, Port, SourceInput, StoreHandle};
+use crate::record::{Headers, Record};
+
+/// What one epoch commits: its output records and its changelog writes.
+#[derive(Debug, Default)]
+pub struct EpochCommit {
+    /// The epoch (barrier number) this commit closes.
+    pub epoch: u64,
+    /// Records for sink and repartition topics.
+    pub outputs: Vec<OutputRecord>,
+    /// Changelog records per store, one per dirty key.
+    pub changelogs: Vec<(String, Vec<ChangelogRecord>)>,
+}
+
+/// The task running one sub-topology.
+pub struct StreamTask {
+    subtopology: usize,
+    cx: TaskContext,
+    sources: HashMap<String, Rc<RefCell<dyn SourceInput>>>,
+    frontier_ops: Vec<Rc<RefCell<dyn FrontierOperator>>>,
+    stores: BTreeMap<String, StoreHandle>,
+    frontier: Watermark,
+    /// The last few barrier stamps, newest last.
+    stamps: VecDeque<Watermark>,
+    epoch: u64,
+}
+
+impl std::fmt::Debug for StreamTask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamTask")
+            .field("subtopology", &self.subtopology)
+            .field("floor", &self.cx.floor)
+            .field("frontier", &self.frontier)
+            .field("epoch", &self.epoch)
+            .finish()
+    }
+}
+
+const STAMPS_KEPT: usize = 4;
+
+impl StreamTask {
+    pub(crate) fn new(subtopology: usize, cx: Instantiation) -> Self {
+        StreamTask {
+            subtopology,
+            cx: TaskContext::default(),
+            sources: cx.sources,
+            frontier_ops: cx.frontier_ops.into_values().collect(),
+            stores: cx.stores,
+            frontier: Watermark::MIN,
+            stamps: VecDeque::new(),
+            epoch: 0,
+        }
+    }
+
+    /// The sub-topology this task runs.
+    pub fn subtopology(&self) -> usize {
+        self.subtopology
+    }
+
+    /// The topics this task reads.
+    pub fn source_topics(&self) -> impl Iterator<Item = &str> {
+        self.sources.keys().map(String::as_str)
+    }
+
+    /// Whether this task reads `topic`.
+    pub fn reads(&self, topic: &str) -> bool {
+        self.sources.contains_key(topic)
+    }
+
+    /// The floor the next record is judged against.
+    pub fn floor(&self) -> Watermark {
+        self.cx.floor
+    }
+
+    /// The frontier final results were last emitted against.
+    pub fn frontier(&self) -> Watermark {
+        self.frontier
+    }
+
+    /// Sets the floor (never lowers it).
+    pub fn set_floor(&mut self, floor: Watermark) {
+        self.cx.floor.advance_to(floor);
+    }
+
+    /// Delivers a watermark event: what `current_watermark_ms()` returns.
+    pub fn on_watermark(&mut self, watermark: Watermark) {
+        self.cx.watermark.advance_to(watermark);
+    }
+
+    /// Applies one record from `topic` in serialized form. Returns its event
+    /// time, or `None` when the deserialization handler skipped it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn process(
+        &mut self,
+        topic: &str,
+        partition: Option<i32>,
+        offset: Option<i64>,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        timestamp: i64,
+        headers: Headers,
+    ) -> Result<Option<i64>, ProcessError> {
+        let source = self
+            .sources
+            .get(topic)
+            .ok_or_else(|| ProcessError::UnknownTopic {
+                topic: topic.into(),
+            })?
+            .clone();
+        if &*self.cx.meta.topic != topic {
+            self.cx.meta.topic = topic.into();
+        }
+        self.cx.meta.partition = partition;
+        self.cx.meta.offset = offset;
+        source
+            .borrow_mut()
+            .process_bytes(&mut self.cx, key, value, timestamp, headers)
+    }
+
+    /// The typed entry of `topic`'s source, for typed inputs and benchmarks.
+    pub fn typed_input<K: 'static, V: 'static>(&self, topic: &str) -> Option<TypedInput<K, V>> {
+        let port = self.sources.get(topic)?.borrow().typed_port();
+        port.downcast::<Port<K, V>>()
+            .ok()
+            .map(|p| TypedInput { port: *p })
+    }
+
+    /// Pushes a typed record through `input` (the source's event time is the
+    /// record's timestamp; no assigner runs).
+    pub fn push_typed<K, V>(
+        &mut self,
+        input: &TypedInput<K, V>,
+        key: K,
+        value: V,
+        timestamp: i64,
+    ) -> Result<(), ProcessError> {
+        input
+            .port
+            .borrow_mut()
+            .push(&mut self.cx, Record::new(key, value, timestamp))
+    }
+
+    /// Runs the emission pass if `frontier` moved past the last one: every
+    /// watermark-aware operator, in topological order, emits what closes at
+    /// or before it. Output joins the current epoch.
+    pub fn advance_frontier(&mut self, frontier: Watermark) -> Result<bool, ProcessError> {
+        if !self.frontier.advance_to(frontier) {
+            return Ok(false);
+        }
+        self.cx.meta = RecordMetadata::default();
+        for op in &self.frontier_ops {
+            op.borrow_mut().on_frontier(&mut self.cx, frontier)?;
+        }
+        Ok(true)
+    }
+
+    /// A commit barrier in the test driver's form: barrier-gated operators
+    /// release, then the epoch's output and changelog are taken.
+    pub fn commit(&mut self) -> Result<EpochCommit, ProcessError> {
+        for op in &self.frontier_ops {
+            op.borrow_mut().on_barrier(&mut self.cx)?;
+        }
+        self.take_epoch()
+    }
+
+    fn take_epoch(&mut self) -> Result<EpochCommit, ProcessError> {
+        self.epoch += 1;
+        let mut changelogs = Vec::new();
+        for (name, store) in &self.stores {
+            let mut s = store.state.borrow_mut();
+            if s.changelog_enabled() && s.dirty_keys() > 0 {
+                let mut records = Vec::new();
+                s.flush_changelog(&mut records)
+                    .map_err(|source| ProcessError::State {
+                        store: name.clone(),
+                        source: Box::new(source),
+                    })?;
+                changelogs.push((name.clone(), records));
+            }
+        }
+        Ok(EpochCommit {
+            epoch: self.epoch,
+            outputs: std::mem::take(&mut self.cx.outputs),
+            changelogs,
+        })
+    }
+
+    /// Barrier `n` stamped `stamp`, once every record of epoch `n` has been
+    /// processed (DESIGN 3.3): the epoch's output is taken, the floor becomes
+    /// `W(n)`, and the emission pass runs on the frontier `W(n−1)` — its
+    /// records belong to the next epoch.
+    pub fn on_barrier(&mut self, stamp: Watermark) -> Result<EpochCommit, ProcessError> {
+        for op in &self.frontier_ops {
+            op.borrow_mut().on_barrier(&mut self.cx)?;
+        }
+        let commit = self.take_epoch()?;
+        let previous = self.stamps.back().copied();
+        self.stamps.push_back(stamp);
+        if self.stamps.len() > STAMPS_KEPT {
+            self.stamps.pop_front();
+        }
+        self.set_floor(stamp);
+        if let Some(prev) = previous {
+            self.advance_frontier(prev)?;
+        }
+        Ok(commit)
+    }
+
+    /// Seeds floor and frontier after a restart (DESIGN 3.6).
+    pub fn seed(&mut self, floor: Watermark, frontier: Watermark) {
+        self.set_floor(floor);
+        self.stamps.clear();
+        self.stamps.push_back(frontier);
+        self.stamps.push_back(floor);
+        self.frontier = frontier;
+    }
+
+    /// Output produced since the last commit (not yet committed).
+    pub fn pending_output(&self) -> &[OutputRecord] {
+        &self.cx.outputs
+    }
+
+    /// Takes output of internal topics produced since the last commit, so
+    /// the driver can feed repartition topics synchronously.
+    pub fn take_outputs_for(&mut self, is_internal: impl Fn(&str) -> bool) -> Vec<OutputRecord> {
+        let (internal, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.cx.outputs)
+            .into_iter()
+            .partition(|o| is_internal(&o.topic));
+        self.cx.outputs = rest;
+        internal
+    }
+
+    /// The task's counters.
+    pub fn metrics(&self) -> &TaskMetrics {
+        &self.cx.metrics
+    }
+
+    /// A store by name, typed: `S` is the concrete store type.
+    pub fn store<S: 'static>(&self, name: &str) -> Option<Rc<RefCell<S>>> {
+        self.stores
+            .get(name)?
+            .typed
+            .clone()
+            .downcast::<RefCell<S>>()
+            .ok()
+    }
+
+    /// Names of this task's stores.
+    pub fn store_names(&self) -> impl Iterator<Item = &str> {
+        self.stores.keys().map(String::as_str)
+    }
+
+    /// A store as a [`StateStore`] (for restore).
+    pub fn state_store(&self, name: &str) -> Option<Rc<RefCell<dyn StateStore>>> {
+        self.stores.get(name).map(|s| s.state.clone())
+    }
+}
+
+/// The typed entry of a source.
+pub struct TypedInput<K, V> {
+    port: Port<K, V>,
+}
+
+impl<K, V> std::fmt::Debug for TypedInput<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TypedInput")
+    }
+}

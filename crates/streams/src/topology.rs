@@ -1,0 +1,275 @@
+//! [`Topology`]: the built graph, its sub-topologies, `describe()`, and the
+//! validation of DESIGN 3.7.
+//!
+//! Sub-topologies are the connected components of the graph once it is cut
+//! at repartition topics (nodes sharing a store stay together). Each is run
+//! by one [`StreamTask`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use stoatflow_time::SourceTimePolicy;
+
+use crate::config::{CoordinationMode, DispatchMode, StreamsConfig};
+use crate::error::TopologyError;
+use crate::graph::{Instantiation, NodeDef, NodeId, NodeKind};
+use crate::task::StreamTask;
+
+/// A source topic and the time policy its partitions run.
+#[derive(Debug, Clone)]
+pub struct SourceDescription {
+    /// The topic.
+    pub topic: String,
+    /// The source node.
+    pub node: String,
+    /// `None`: no strategy declared, the configured default applies.
+    pub policy: Option<SourceTimePolicy>,
+    /// An internal (repartition) topic.
+    pub internal: bool,
+    /// Its sub-topology.
+    pub subtopology: usize,
+}
+
+/// A built topology.
+#[derive(Debug, Clone)]
+pub struct Topology {
+    nodes: Vec<NodeDef>,
+    missing_serdes: Vec<(String, &'static str)>,
+    /// Sub-topology of each node.
+    subtopology_of: Vec<usize>,
+    subtopologies: usize,
+}
+
+fn find(parent: &mut [usize], mut x: usize) -> usize {
+    while parent[x] != x {
+        parent[x] = parent[parent[x]];
+        x = parent[x];
+    }
+    x
+}
+
+impl Topology {
+    pub(crate) fn new(
+        nodes: Vec<NodeDef>,
+        missing_serdes: Vec<(String, &'static str)>,
+    ) -> Result<Self, TopologyError> {
+        let n = nodes.len();
+        let mut parent: Vec<usize> = (0..n).collect();
+        let mut store_owner: HashMap<&str, usize> = HashMap::new();
+        for (i, node) in nodes.iter().enumerate() {
+            for &p in &node.parents {
+                let (a, b) = (find(&mut parent, i), find(&mut parent, p));
+                parent[a.max(b)] = a.min(b);
+            }
+            for s in &node.stores {
+                if let Some(&other) = store_owner.get(s.as_str()) {
+                    let (a, b) = (find(&mut parent, i), find(&mut parent, other));
+                    parent[a.max(b)] = a.min(b);
+                } else {
+                    store_owner.insert(s, i);
+                }
+            }
+        }
+        let mut index: BTreeMap<usize, usize> = BTreeMap::new();
+        let mut subtopology_of = vec![0; n];
+        for (i, st) in subtopology_of.iter_mut().enumerate() {
+            let root = find(&mut parent, i);
+            let next = index.len();
+            *st = *index.entry(root).or_insert(next);
+        }
+        Ok(Topology {
+            nodes,
+            missing_serdes,
+            subtopology_of,
+            subtopologies: index.len(),
+        })
+    }
+
+    /// Number of sub-topologies.
+    pub fn subtopology_count(&self) -> usize {
+        self.subtopologies
+    }
+
+    /// The source topics with their time policies.
+    pub fn sources(&self) -> Vec<SourceDescription> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| match &n.kind {
+                NodeKind::Source { topics, time } => {
+                    Some(topics.iter().map(move |t| SourceDescription {
+                        topic: t.clone(),
+                        node: n.name.clone(),
+                        policy: time.policy.clone(),
+                        internal: n.internal,
+                        subtopology: self.subtopology_of[i],
+                    }))
+                }
+                _ => None,
+            })
+            .flatten()
+            .collect()
+    }
+
+    /// Whether the topology needs watermark tracking under `AUTO`: a
+    /// watermark-driven processor, or a source with an explicit strategy.
+    pub fn needs_event_time(&self) -> bool {
+        self.nodes.iter().any(|n| {
+            n.watermark_driven.is_some()
+                || matches!(&n.kind, NodeKind::Source { time, .. } if time.policy.is_some())
+        })
+    }
+
+    /// Refuses what DESIGN 3.7 lists, naming the node and the source.
+    pub fn validate(&self, config: &StreamsConfig) -> Result<(), TopologyError> {
+        let external: Vec<(&NodeDef, &crate::graph::SourceTime, &str)> = self
+            .nodes
+            .iter()
+            .filter(|n| !n.internal)
+            .filter_map(|n| match &n.kind {
+                NodeKind::Source { topics, time } => Some((n, time, topics[0].as_str())),
+                _ => None,
+            })
+            .collect();
+        for node in self.nodes.iter().filter(|n| n.watermark_driven.is_some()) {
+            let what = node.watermark_driven.expect("filtered");
+            let Some(&(first, _, topic)) = external.first() else {
+                return Err(TopologyError::NoSourceTopic {
+                    node: node.name.clone(),
+                    what,
+                });
+            };
+            if let Some((src, _, topic)) = external.iter().find(|(_, t, _)| t.no_watermarks()) {
+                return Err(TopologyError::NoWatermarksSource {
+                    node: node.name.clone(),
+                    what,
+                    source_node: format!("{} (topic {topic})", src.name),
+                });
+            }
+            let source_node = format!("{} (topic {topic})", first.name);
+            if config.coordination == CoordinationMode::Disabled {
+                return Err(TopologyError::CoordinationDisabled {
+                    node: node.name.clone(),
+                    what,
+                    source_node,
+                });
+            }
+            if config.dispatch == DispatchMode::Direct {
+                return Err(TopologyError::DirectDispatch {
+                    node: node.name.clone(),
+                    what,
+                    source_node,
+                });
+            }
+        }
+        if config.changelog_enabled
+            && let Some((store, what)) = self.missing_serdes.first()
+        {
+            return Err(TopologyError::MissingSerde {
+                store: store.clone(),
+                what,
+            });
+        }
+        Ok(())
+    }
+
+    /// Kafka Streams-style description.
+    pub fn describe(&self) -> String {
+        let mut out = String::from("Topologies:\n");
+        for st in 0..self.subtopologies {
+            let _ = writeln!(out, "   Sub-topology: {st}");
+            for (i, n) in self
+                .nodes
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| self.subtopology_of[*i] == st)
+            {
+                let children: Vec<&str> = self
+                    .children(i)
+                    .into_iter()
+                    .map(|c| self.nodes[c].name.as_str())
+                    .collect();
+                let parents: Vec<&str> = n
+                    .parents
+                    .iter()
+                    .map(|&p| self.nodes[p].name.as_str())
+                    .collect();
+                match &n.kind {
+                    NodeKind::Source { topics, .. } => {
+                        let _ = writeln!(
+                            out,
+                            "    Source: {} (topics: [{}])",
+                            n.name,
+                            topics.join(", ")
+                        );
+                    }
+                    NodeKind::Processor => {
+                        let _ = writeln!(
+                            out,
+                            "    Processor: {} (stores: [{}])",
+                            n.name,
+                            n.stores.join(", ")
+                        );
+                    }
+                    NodeKind::Sink { topic } => {
+                        let _ = writeln!(out, "    Sink: {} (topic: {topic})", n.name);
+                    }
+                }
+                if !matches!(n.kind, NodeKind::Sink { .. }) {
+                    let _ = writeln!(
+                        out,
+                        "      --> {}",
+                        if children.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            children.join(", ")
+                        }
+                    );
+                }
+                if !parents.is_empty() {
+                    let _ = writeln!(out, "      <-- {}", parents.join(", "));
+                }
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    fn children(&self, id: NodeId) -> Vec<NodeId> {
+        (id + 1..self.nodes.len())
+            .filter(|&c| self.nodes[c].parents.contains(&id))
+            .collect()
+    }
+
+    /// Instantiates sub-topology `st` as a task.
+    pub fn instantiate(&self, st: usize, config: &Arc<StreamsConfig>) -> StreamTask {
+        let mut cx = Instantiation {
+            config: config.clone(),
+            current: 0,
+            sources: HashMap::new(),
+            frontier_ops: BTreeMap::new(),
+            stores: BTreeMap::new(),
+        };
+        let mut ports: HashMap<NodeId, crate::graph::PortHandle> = HashMap::new();
+        for i in (0..self.nodes.len())
+            .rev()
+            .filter(|&i| self.subtopology_of[i] == st)
+        {
+            let child_ports: Vec<Box<dyn std::any::Any>> = self
+                .children(i)
+                .iter()
+                .map(|c| {
+                    ports
+                        .get(c)
+                        .expect("children are instantiated before their parents")
+                        .get()
+                })
+                .collect();
+            cx.current = i;
+            let port = (self.nodes[i].factory)(&mut cx, child_ports);
+            ports.insert(i, port);
+        }
+        StreamTask::new(st, cx)
+    }
+}

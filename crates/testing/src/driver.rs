@@ -1,0 +1,440 @@
+//! The driver: one thread, one clock, the real task code.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use stoatflow_state::ChangelogRecord;
+use stoatflow_streams::{
+    DropReason, Headers, OutputRecord, ProcessError, Serde, StreamTask, StreamsConfig, TaskMetrics,
+    Topology, TopologyError,
+};
+use stoatflow_time::{WallTime, Watermark, duration_ms};
+
+use crate::topics::{TestInputTopic, TestOutputTopic};
+
+/// Driver-only settings.
+#[derive(Debug, Clone)]
+pub struct DriverConfig {
+    /// `test.driver.commit-per-pipe` (default true).
+    pub commit_per_pipe: bool,
+    /// The driver's initial wall-clock time.
+    pub initial_wall_clock: WallTime,
+}
+
+impl Default for DriverConfig {
+    fn default() -> Self {
+        DriverConfig {
+            commit_per_pipe: true,
+            initial_wall_clock: WallTime::EPOCH,
+        }
+    }
+}
+
+/// What the driver refuses or fails at.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DriverError {
+    /// The topology is one the engine would refuse.
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    /// Processing failed.
+    #[error(transparent)]
+    Process(#[from] ProcessError),
+    /// `advance_watermark` backwards with commit-per-pipe off.
+    #[error(
+        "advance_watermark({requested}) is below the current watermark {current}: with test.driver.commit-per-pipe=false the watermark cannot move backwards"
+    )]
+    BackwardWatermark {
+        /// The requested value.
+        requested: i64,
+        /// The current one.
+        current: i64,
+    },
+    /// A test input serde could not write a key or value.
+    #[error("cannot serialize test input for topic {topic}: {source}")]
+    Input {
+        /// The topic.
+        topic: String,
+        /// Why.
+        #[source]
+        source: stoatflow_streams::SerdeError,
+    },
+    /// An output record did not deserialize with the test serdes.
+    #[error("cannot read output topic {topic}: {source}")]
+    Output {
+        /// The topic.
+        topic: String,
+        /// Why.
+        #[source]
+        source: stoatflow_streams::SerdeError,
+    },
+    /// Reading an empty output topic.
+    #[error("output topic {topic} is empty")]
+    NoRecord {
+        /// The topic.
+        topic: String,
+    },
+}
+
+/// A metrics snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriverMetrics {
+    /// The driver's watermark.
+    pub watermark: Watermark,
+    /// The tasks' counters, summed.
+    pub tasks: TaskMetrics,
+}
+
+impl DriverMetrics {
+    /// `stoatflow.dropped.records.total{reason}`.
+    pub fn dropped(&self, reason: DropReason) -> u64 {
+        self.tasks.dropped(reason)
+    }
+}
+
+pub(crate) struct Inner {
+    topology: Topology,
+    tasks: Vec<StreamTask>,
+    task_of_topic: HashMap<String, usize>,
+    internal_topics: HashSet<String>,
+    watermark: Watermark,
+    last_barrier_watermark: Watermark,
+    commit_per_pipe: bool,
+    wall_clock: WallTime,
+    offsets: HashMap<String, i64>,
+    pub(crate) outputs: HashMap<String, VecDeque<OutputRecord>>,
+    changelogs: BTreeMap<String, Vec<ChangelogRecord>>,
+}
+
+/// Runs a topology without a broker. Cloning gives another handle to the
+/// same driver (input and output topics hold one).
+#[derive(Clone)]
+pub struct TopologyTestDriver {
+    pub(crate) inner: Rc<RefCell<Inner>>,
+}
+
+impl std::fmt::Debug for TopologyTestDriver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let i = self.inner.borrow();
+        f.debug_struct("TopologyTestDriver")
+            .field("watermark", &i.watermark)
+            .field("tasks", &i.tasks.len())
+            .finish()
+    }
+}
+
+impl TopologyTestDriver {
+    /// A driver with default driver settings. Refuses every topology the
+    /// engine would refuse (DESIGN 3.7).
+    pub fn new(topology: Topology, config: StreamsConfig) -> Result<Self, DriverError> {
+        Self::with_driver_config(topology, config, DriverConfig::default())
+    }
+
+    /// A driver with explicit driver settings.
+    pub fn with_driver_config(
+        topology: Topology,
+        config: StreamsConfig,
+        driver: DriverConfig,
+    ) -> Result<Self, DriverError> {
+        topology.validate(&config)?;
+        let config = Arc::new(config);
+        let tasks: Vec<StreamTask> = (0..topology.subtopology_count())
+            .map(|st| topology.instantiate(st, &config))
+            .collect();
+        let mut task_of_topic = HashMap::new();
+        let mut internal_topics = HashSet::new();
+        for s in topology.sources() {
+            task_of_topic.insert(s.topic.clone(), s.subtopology);
+            if s.internal {
+                internal_topics.insert(s.topic.clone());
+            }
+        }
+        Ok(TopologyTestDriver {
+            inner: Rc::new(RefCell::new(Inner {
+                topology,
+                tasks,
+                task_of_topic,
+                internal_topics,
+                watermark: Watermark::MIN,
+                last_barrier_watermark: Watermark::MIN,
+                commit_per_pipe: driver.commit_per_pipe,
+                wall_clock: driver.initial_wall_clock,
+                offsets: HashMap::new(),
+                outputs: HashMap::new(),
+                changelogs: BTreeMap::new(),
+            })),
+        })
+    }
+
+    /// An input topic writing with these serdes.
+    pub fn create_input_topic<K, V>(
+        &self,
+        topic: &str,
+        key_serde: impl Serde<K> + 'static,
+        value_serde: impl Serde<V> + 'static,
+    ) -> TestInputTopic<K, V> {
+        TestInputTopic::new(
+            self.clone(),
+            topic,
+            Arc::new(key_serde),
+            Arc::new(value_serde),
+        )
+    }
+
+    /// An output topic reading with these serdes.
+    pub fn create_output_topic<K, V>(
+        &self,
+        topic: &str,
+        key_serde: impl Serde<K> + 'static,
+        value_serde: impl Serde<V> + 'static,
+    ) -> TestOutputTopic<K, V> {
+        TestOutputTopic::new(
+            self.clone(),
+            topic,
+            Arc::new(key_serde),
+            Arc::new(value_serde),
+        )
+    }
+
+    /// The driver's watermark: the largest timestamp piped or advanced to.
+    pub fn watermark(&self) -> Watermark {
+        self.inner.borrow().watermark
+    }
+
+    /// The watermark stamped on the last barrier.
+    pub fn last_barrier_watermark(&self) -> Watermark {
+        self.inner.borrow().last_barrier_watermark
+    }
+
+    /// The driver's wall clock.
+    pub fn wall_clock(&self) -> WallTime {
+        self.inner.borrow().wall_clock
+    }
+
+    /// The topology's description.
+    pub fn describe(&self) -> String {
+        self.inner.borrow().topology.describe()
+    }
+
+    pub(crate) fn pipe(
+        &self,
+        topic: &str,
+        key: Option<Vec<u8>>,
+        value: Option<Vec<u8>>,
+        timestamp: i64,
+        headers: Headers,
+    ) -> Result<(), DriverError> {
+        let mut inner = self.inner.borrow_mut();
+        inner.pipe(topic, key, value, timestamp, headers)?;
+        if inner.commit_per_pipe {
+            inner.commit()?;
+        }
+        Ok(())
+    }
+
+    /// Moves event time to `to` and runs the emission pass. Lenient: a
+    /// backward request is a no-op, unless commit-per-pipe is off, where it
+    /// is an error.
+    pub fn advance_watermark(&self, to: i64) -> Result<(), DriverError> {
+        let mut inner = self.inner.borrow_mut();
+        let to = Watermark::from_millis(to);
+        if to < inner.watermark {
+            if inner.commit_per_pipe {
+                return Ok(());
+            }
+            return Err(DriverError::BackwardWatermark {
+                requested: to.as_millis(),
+                current: inner.watermark.as_millis(),
+            });
+        }
+        inner.watermark = to;
+        inner.emission_pass()?;
+        if inner.commit_per_pipe {
+            inner.commit()?;
+        }
+        Ok(())
+    }
+
+    /// Advances the wall clock, fires what runs on wall-clock time, then
+    /// commits a barrier. Never moves event time.
+    pub fn advance_wall_clock_time(&self, by: Duration) -> Result<(), DriverError> {
+        let mut inner = self.inner.borrow_mut();
+        inner.wall_clock = inner.wall_clock.saturating_add(by);
+        let _ = duration_ms(by);
+        inner.commit()?;
+        Ok(())
+    }
+
+    /// Commits a barrier: barrier-gated operators release, and the epoch's
+    /// output becomes readable.
+    pub fn commit_barrier(&self) -> Result<(), DriverError> {
+        self.inner.borrow_mut().commit()
+    }
+
+    /// A store by name, typed with its concrete type (e.g.
+    /// `stoatflow_streams::WindowStoreOf<String, i64>`).
+    pub fn store<S: 'static>(&self, name: &str) -> Option<Rc<RefCell<S>>> {
+        self.inner
+            .borrow()
+            .tasks
+            .iter()
+            .find_map(|t| t.store::<S>(name))
+    }
+
+    /// Every store's name.
+    pub fn store_names(&self) -> Vec<String> {
+        self.inner
+            .borrow()
+            .tasks
+            .iter()
+            .flat_map(|t| t.store_names().map(str::to_owned).collect::<Vec<_>>())
+            .collect()
+    }
+
+    /// Changelog records committed so far, per store, in commit order.
+    pub fn changelog(&self, store: &str) -> Vec<ChangelogRecord> {
+        self.inner
+            .borrow()
+            .changelogs
+            .get(store)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// A metrics snapshot.
+    pub fn metrics(&self) -> DriverMetrics {
+        let inner = self.inner.borrow();
+        let mut tasks = TaskMetrics::default();
+        for t in &inner.tasks {
+            tasks.merge(t.metrics());
+        }
+        DriverMetrics {
+            watermark: inner.watermark,
+            tasks,
+        }
+    }
+}
+
+impl Inner {
+    fn task_for(&self, topic: &str) -> Result<usize, DriverError> {
+        self.task_of_topic.get(topic).copied().ok_or_else(|| {
+            ProcessError::UnknownTopic {
+                topic: topic.into(),
+            }
+            .into()
+        })
+    }
+
+    fn pipe(
+        &mut self,
+        topic: &str,
+        key: Option<Vec<u8>>,
+        value: Option<Vec<u8>>,
+        timestamp: i64,
+        headers: Headers,
+    ) -> Result<(), DriverError> {
+        let t = self.task_for(topic)?;
+        let offset = {
+            let o = self.offsets.entry(topic.to_owned()).or_insert(0);
+            *o += 1;
+            *o - 1
+        };
+        let floor = self.watermark;
+        let task = &mut self.tasks[t];
+        task.set_floor(floor);
+        task.on_watermark(floor);
+        let ts = task.process(
+            topic,
+            Some(0),
+            Some(offset),
+            key.as_deref(),
+            value.as_deref(),
+            timestamp,
+            headers,
+        )?;
+        self.route_internal()?;
+        if let Some(ts) = ts {
+            self.watermark.advance_to(Watermark::from_millis(ts));
+        }
+        self.emission_pass()
+    }
+
+    /// Feeds records written to repartition topics to the tasks that read them.
+    fn route_internal(&mut self) -> Result<(), DriverError> {
+        if self.internal_topics.is_empty() {
+            return Ok(());
+        }
+        loop {
+            let internal = &self.internal_topics;
+            let mut moved: Vec<OutputRecord> = Vec::new();
+            for task in &mut self.tasks {
+                moved.extend(task.take_outputs_for(|t| internal.contains(t)));
+            }
+            if moved.is_empty() {
+                return Ok(());
+            }
+            for r in moved {
+                let t = self.task_for(&r.topic)?;
+                let floor = self.watermark;
+                let task = &mut self.tasks[t];
+                task.set_floor(floor);
+                task.process(
+                    &r.topic,
+                    Some(0),
+                    None,
+                    r.key.as_deref(),
+                    r.value.as_deref(),
+                    r.timestamp,
+                    r.headers,
+                )?;
+            }
+        }
+    }
+
+    fn emission_pass(&mut self) -> Result<(), DriverError> {
+        let w = self.watermark;
+        for i in 0..self.tasks.len() {
+            self.tasks[i].on_watermark(w);
+            self.tasks[i].advance_frontier(w)?;
+            self.route_internal()?;
+        }
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<(), DriverError> {
+        for i in 0..self.tasks.len() {
+            let commit = self.tasks[i].commit()?;
+            for r in commit.outputs {
+                if self.internal_topics.contains(&*r.topic) {
+                    // Released at the barrier into a repartition topic: the
+                    // downstream task (later in topological order) reads it now.
+                    let t = self.task_for(&r.topic)?;
+                    let floor = self.watermark;
+                    self.tasks[t].set_floor(floor);
+                    self.tasks[t].process(
+                        &r.topic,
+                        Some(0),
+                        None,
+                        r.key.as_deref(),
+                        r.value.as_deref(),
+                        r.timestamp,
+                        r.headers,
+                    )?;
+                } else {
+                    self.outputs
+                        .entry(r.topic.to_string())
+                        .or_default()
+                        .push_back(r);
+                }
+            }
+            for (store, records) in commit.changelogs {
+                self.changelogs.entry(store).or_default().extend(records);
+            }
+        }
+        self.last_barrier_watermark = self.watermark;
+        Ok(())
+    }
+}
