@@ -1,10 +1,12 @@
 //! A real Kafka-protocol broker for tests: `noida-db`, spawned on a free
-//! loopback port with its own data directory, killed (by PID) on drop.
+//! loopback port with its own data directory, killed on drop (by process
+//! group: its PID leads the group of the wrapper and the broker).
 //!
 //! Without the binary: if `STOATFLOW_HEAVY_TESTS=1` (CI) the test fails
 //! loudly; otherwise it prints why it did not run and returns.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -78,6 +80,9 @@ impl TestBroker {
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
+                // Its own process group: the PyPI entry point is a wrapper
+                // that starts the real binary as a child; both must go.
+                .process_group(0)
                 .spawn()
                 .unwrap_or_else(|e| panic!("spawning {}: {e}", bin.display()));
             let mut broker = TestBroker {
@@ -134,9 +139,18 @@ impl TestBroker {
     }
 }
 
+/// Kills the process group led by `child` (the wrapper and the broker).
+pub fn kill_group(child: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", child.id())])
+        .stderr(Stdio::null())
+        .status();
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 impl Drop for TestBroker {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        kill_group(&mut self.child);
     }
 }
