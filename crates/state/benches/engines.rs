@@ -1,1 +1,193 @@
-fn main() {}
+//! Engine figures: put/get/range throughput of both engines, restore speed, and memory per
+//! open window entry. A plain binary that prints one line per figure.
+//!
+//! `cargo bench -p stoatflow-state --bench engines`
+//! Sizes: `STOATFLOW_BENCH_N` (operations per throughput figure, default 1 000 000) and
+//! `STOATFLOW_BENCH_RESTORE_N` (changelog records restored, default 10 000 000).
+
+use std::hint::black_box;
+use std::ops::Bound;
+use std::time::Instant;
+
+use stoatflow_state::{
+    ChangelogEntry, ChangelogOffset, ChangelogPartition, I64Codec, InMemoryKeyValueStore,
+    InMemoryWindowStore, KeyValueStore, PersistentConfig, PersistentKeyValueStore,
+    PersistentWindowStore, SegmentedConfig, StateStore, StoreConfig, U64Codec, WindowStore,
+    encode_window_key, restore,
+};
+
+fn env_n(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.replace('_', "").parse().ok())
+        .unwrap_or(default)
+}
+
+/// A permutation-ish sequence so gets do not walk keys in insertion order.
+fn scatter(i: u64, n: u64) -> u64 {
+    i.wrapping_mul(2_654_435_761) % n
+}
+
+fn rate(n: u64, t: Instant) -> String {
+    let secs = t.elapsed().as_secs_f64();
+    format!("{:>12.0} ops/s ({n} in {secs:.2} s)", n as f64 / secs)
+}
+
+fn kv_figures(engine: &str, store: &mut dyn KeyValueStore<u64, i64>, n: u64) {
+    let t = Instant::now();
+    for i in 0..n {
+        store.put(i, i as i64, i as i64).expect("put");
+    }
+    println!("{engine:<10} kv put          {}", rate(n, t));
+    let mut out = Vec::new();
+    let t = Instant::now();
+    store.flush_changelog(&mut out).expect("flush");
+    println!(
+        "{engine:<10} kv flush        {} (changelog records)",
+        rate(out.len() as u64, t)
+    );
+    drop(out);
+    let t = Instant::now();
+    let mut sum = 0i64;
+    for i in 0..n {
+        sum += store.get(&scatter(i, n)).expect("get").unwrap_or(0);
+    }
+    black_box(sum);
+    println!("{engine:<10} kv get          {}", rate(n, t));
+    // Ranges of 100 keys.
+    let ranges = (n / 100).max(1);
+    let t = Instant::now();
+    let mut seen = 0u64;
+    for r in 0..ranges {
+        let from = scatter(r, ranges) * 100;
+        let to = from + 99;
+        seen += store
+            .range(Bound::Included(&from), Bound::Included(&to))
+            .expect("range")
+            .len() as u64;
+    }
+    println!("{engine:<10} kv range(100)   {} (entries)", rate(seen, t));
+}
+
+/// Changelog records of a window store: `distinct` keys over 16 window starts, repeated.
+fn window_changelog(n: u64, distinct: u64) -> impl Iterator<Item = ChangelogEntry> {
+    (0..n).map(move |i| {
+        let k = i % distinct;
+        let start = ((i / distinct) % 16) as i64 * 60_000;
+        let mut key = Vec::with_capacity(20);
+        encode_window_key(&k.to_be_bytes(), start, 0, &mut key);
+        ChangelogEntry {
+            partition: ChangelogPartition(0),
+            offset: ChangelogOffset(i),
+            key,
+            value: Some((i as i64).to_be_bytes().to_vec()),
+            timestamp: start,
+        }
+    })
+}
+
+fn restore_figure(engine: &str, store: &mut dyn StateStore, n: u64) {
+    let distinct = (n / 10).max(1);
+    let t = Instant::now();
+    let restored = restore(store, window_changelog(n, distinct), n, &mut |_| {}).expect("restore");
+    println!(
+        "{engine:<10} restore window  {} (records, incl. generating them; {} entries after)",
+        rate(restored, t),
+        store.approximate_num_entries()
+    );
+}
+
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+fn memory_figure(changelog: bool) {
+    let entries = 2_000_000u64;
+    let starts = 10u64;
+    let before = rss_bytes();
+    let mut store = InMemoryWindowStore::new(
+        StoreConfig::new("mem").with_changelog_enabled(changelog),
+        SegmentedConfig::new(3_600_000),
+        U64Codec,
+        I64Codec,
+    );
+    for i in 0..entries {
+        let start = (i % starts) as i64 * 60_000;
+        store.put(i / starts, start, i as i64, start).expect("put");
+    }
+    let after = rss_bytes();
+    println!(
+        "in-memory  window entry      {:>6.1} bytes/entry (u64 key, i64 value, {entries} entries over {starts} starts, changelog {}; RSS delta)",
+        (after.saturating_sub(before)) as f64 / entries as f64,
+        if changelog {
+            "on, before the barrier flush"
+        } else {
+            "off"
+        }
+    );
+    black_box(&store);
+}
+
+fn main() {
+    let n = env_n("STOATFLOW_BENCH_N", 1_000_000);
+    let restore_n = env_n("STOATFLOW_BENCH_RESTORE_N", 10_000_000);
+    if std::env::var_os("STOATFLOW_BENCH_MEMORY_CHILD").is_none() {
+        println!("stoatflow-state engines: N={n}, restore N={restore_n}");
+    }
+
+    // Memory in fresh child processes, so freed heap from another figure cannot hide growth.
+    if let Ok(mode) = std::env::var("STOATFLOW_BENCH_MEMORY_CHILD") {
+        memory_figure(mode == "on");
+        return;
+    }
+    for mode in ["off", "on"] {
+        let exe = std::env::current_exe().expect("current exe");
+        let out = std::process::Command::new(exe)
+            .env("STOATFLOW_BENCH_MEMORY_CHILD", mode)
+            .output()
+            .expect("memory child");
+        print!("{}", String::from_utf8_lossy(&out.stdout));
+    }
+
+    let mut mem = InMemoryKeyValueStore::new(StoreConfig::new("kv"), U64Codec, I64Codec);
+    kv_figures("in-memory", &mut mem, n);
+    drop(mem);
+
+    let tmp = std::env::temp_dir().join(format!("stoatflow-bench-{}", std::process::id()));
+    let cfg = PersistentConfig::new(&tmp, "bench");
+    let mut disk = PersistentKeyValueStore::open(&cfg, StoreConfig::new("kv"), U64Codec, I64Codec)
+        .expect("open");
+    kv_figures("persistent", &mut disk, n);
+    drop(disk);
+
+    let seg = SegmentedConfig::new(3_600_000);
+    let mut mem_w = InMemoryWindowStore::new(StoreConfig::new("w"), seg, U64Codec, I64Codec);
+    restore_figure("in-memory", &mut mem_w, restore_n);
+    black_box(mem_w.fetch(&0, 0).expect("fetch"));
+    drop(mem_w);
+
+    let mut disk_w =
+        PersistentWindowStore::open(&cfg, StoreConfig::new("w"), seg, U64Codec, I64Codec)
+            .expect("open");
+    restore_figure("persistent", &mut disk_w, restore_n);
+    black_box(disk_w.fetch(&0, 0).expect("fetch"));
+    drop(disk_w);
+
+    let t = Instant::now();
+    let mut bytes = 0usize;
+    for e in window_changelog(restore_n, (restore_n / 10).max(1)) {
+        bytes += e.key.len();
+    }
+    black_box(bytes);
+    println!(
+        "(generating the {restore_n} changelog records alone takes {:.2} s)",
+        t.elapsed().as_secs_f64()
+    );
+    let _ = std::fs::remove_dir_all(&tmp);
+}
