@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod crash_points;
+mod engine_stores;
 mod engines;
 mod roundtrip;
 mod segment_expiry;
