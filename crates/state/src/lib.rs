@@ -81,7 +81,7 @@ pub use error::StateError;
 pub use memory::{InMemoryKeyValueStore, InMemorySessionStore, InMemoryWindowStore};
 pub use persistent::{
     PersistentConfig, PersistentKeyValueStore, PersistentSessionStore, PersistentWindowStore,
-    STORE_METADATA_FILE, StoreDirectory,
+    STORE_CHECKPOINT_FILE, STORE_METADATA_FILE, StoreDirectory,
 };
 pub use segments::{CHANGELOG_ADDITIONAL_RETENTION_MS, SegmentedConfig};
 pub use store::{

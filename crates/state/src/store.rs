@@ -22,6 +22,17 @@ use crate::changelog::{ChangelogEntry, ChangelogRecord};
 use crate::codec::ValueAndTimestamp;
 use crate::error::StateError;
 
+/// Whether a range is empty by its bounds alone (an inverted range is empty, not a panic).
+pub(crate) fn bounds_empty<T: Ord + ?Sized>(from: Bound<&T>, to: Bound<&T>) -> bool {
+    match (from, to) {
+        (Bound::Included(a), Bound::Included(b)) => a > b,
+        (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => {
+            a >= b
+        }
+        _ => false,
+    }
+}
+
 /// Name and changelog setting of one store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreConfig {
@@ -268,4 +279,18 @@ pub trait SessionStore<K, V>: Segmented {
     /// # Errors
     /// As [`KeyValueStore::put`].
     fn remove(&mut self, key: &K, window: SessionWindow, timestamp: i64) -> Result<(), StateError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_bounds() {
+        use Bound::*;
+        assert!(bounds_empty(Included("b"), Included("a")));
+        assert!(!bounds_empty(Included("a"), Included("a")));
+        assert!(bounds_empty(Included("a"), Excluded("a")));
+        assert!(!bounds_empty(Unbounded, Excluded("a")));
+    }
 }

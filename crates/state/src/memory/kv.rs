@@ -9,7 +9,7 @@ use super::{SharedCodec, decode_entry};
 use crate::changelog::{ChangelogEntry, ChangelogRecord};
 use crate::codec::Codec;
 use crate::error::StateError;
-use crate::store::{KeyValueStore, StateStore, StoreConfig};
+use crate::store::{KeyValueStore, StateStore, StoreConfig, bounds_empty};
 
 /// A key-value store holding typed entries in a `BTreeMap`.
 pub struct InMemoryKeyValueStore<K, V> {
@@ -123,14 +123,9 @@ impl<K: Ord + Clone, V: Clone> KeyValueStore<K, V> for InMemoryKeyValueStore<K, 
     }
 
     fn range(&self, from: Bound<&K>, to: Bound<&K>) -> Result<Vec<(K, V)>, StateError> {
-        if let (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) =
-            (from, to)
-        {
+        if bounds_empty(from, to) {
             // BTreeMap::range panics on an inverted range; an inverted query is just empty.
-            if a > b || (a == b && !matches!((from, to), (Bound::Included(_), Bound::Included(_))))
-            {
-                return Ok(Vec::new());
-            }
+            return Ok(Vec::new());
         }
         Ok(self
             .map

@@ -4,12 +4,18 @@ use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
+use crate::changelog::{ChangelogOffset, ChangelogPartition};
 use crate::error::StateError;
 
 /// The metadata file in every persistent store directory.
 pub const STORE_METADATA_FILE: &str = "stoatflow-store.meta";
 
 const FORMAT_LINE: &str = "stoatflow-store-format=1";
+
+/// The checkpoint file: for each changelog partition, the next offset to restore from.
+pub const STORE_CHECKPOINT_FILE: &str = "stoatflow-store.checkpoint";
+
+const CHECKPOINT_FORMAT_LINE: &str = "stoatflow-checkpoint-format=1";
 
 /// Where persistent stores live and whose they are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,7 +130,7 @@ impl StoreDirectory {
         })
     }
 
-    /// Deletes the store's data (after checking it is this application's), leaving an
+    /// Deletes the store's data and checkpoint (after checking it is this application's), leaving an
     /// empty, owned directory: what a restart after an unclean shutdown under exactly-once
     /// does before restoring from the changelog.
     ///
@@ -132,6 +138,12 @@ impl StoreDirectory {
     /// As [`StoreDirectory::open`].
     pub fn wipe(config: &PersistentConfig, store: &str) -> Result<Self, StateError> {
         let dir = Self::open(config, store)?;
+        let checkpoint = dir.path.join(STORE_CHECKPOINT_FILE);
+        match fs::remove_file(&checkpoint) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(source) => return Err(dir.io_err(&checkpoint, source)),
+        }
         let data = dir.data_path();
         match fs::remove_dir_all(&data) {
             Ok(()) => {}
@@ -145,6 +157,96 @@ impl StoreDirectory {
             }
         }
         Ok(dir)
+    }
+
+    /// Records, for each changelog partition, the next offset to restore from: what a clean
+    /// close writes once the store's files hold everything before it. Written atomically.
+    ///
+    /// Under exactly-once the caller reads and deletes the checkpoint when it opens the store
+    /// ([`StoreDirectory::take_checkpoint`]), so a crash before the next clean close leaves
+    /// none, and the store is wiped and restored from the changelog's start (Kafka Streams'
+    /// discipline).
+    ///
+    /// # Errors
+    /// [`StateError::Io`] on a file-system failure.
+    pub fn write_checkpoint(
+        &self,
+        offsets: &[(ChangelogPartition, ChangelogOffset)],
+    ) -> Result<(), StateError> {
+        let mut text = format!("{CHECKPOINT_FORMAT_LINE}\n");
+        for (p, o) in offsets {
+            text.push_str(&format!("{p} {o}\n"));
+        }
+        let path = self.path.join(STORE_CHECKPOINT_FILE);
+        let tmp = self.path.join(format!("{STORE_CHECKPOINT_FILE}.tmp"));
+        fs::write(&tmp, text).map_err(|source| self.io_err(&tmp, source))?;
+        fs::rename(&tmp, &path).map_err(|source| self.io_err(&path, source))
+    }
+
+    /// The checkpointed offsets, if a checkpoint exists; the file is left in place.
+    ///
+    /// # Errors
+    /// [`StateError::BadStoreDirectory`] naming the line if the file is malformed;
+    /// [`StateError::Io`] on a file-system failure.
+    pub fn read_checkpoint(
+        &self,
+    ) -> Result<Option<Vec<(ChangelogPartition, ChangelogOffset)>>, StateError> {
+        let path = self.path.join(STORE_CHECKPOINT_FILE);
+        let text = match fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(self.io_err(&path, source)),
+        };
+        let bad = |reason: String| StateError::BadStoreDirectory {
+            store: self.store.clone(),
+            dir: self.path.display().to_string(),
+            reason,
+        };
+        let mut lines = text.lines();
+        if lines.next() != Some(CHECKPOINT_FORMAT_LINE) {
+            return Err(bad(format!(
+                "{STORE_CHECKPOINT_FILE} has an unknown format"
+            )));
+        }
+        let mut offsets = Vec::new();
+        for (i, line) in lines.enumerate() {
+            let parsed = line.split_once(' ').and_then(|(p, o)| {
+                Some((
+                    ChangelogPartition(p.parse().ok()?),
+                    ChangelogOffset(o.parse().ok()?),
+                ))
+            });
+            offsets.push(parsed.ok_or_else(|| {
+                bad(format!(
+                    "{STORE_CHECKPOINT_FILE} line {}: {line:?} is not \"<partition> <offset>\"",
+                    i + 2
+                ))
+            })?);
+        }
+        Ok(Some(offsets))
+    }
+
+    /// Reads the checkpoint and deletes it (opening a store under exactly-once).
+    ///
+    /// # Errors
+    /// As [`StoreDirectory::read_checkpoint`].
+    pub fn take_checkpoint(
+        &self,
+    ) -> Result<Option<Vec<(ChangelogPartition, ChangelogOffset)>>, StateError> {
+        let offsets = self.read_checkpoint()?;
+        if offsets.is_some() {
+            let path = self.path.join(STORE_CHECKPOINT_FILE);
+            fs::remove_file(&path).map_err(|source| self.io_err(&path, source))?;
+        }
+        Ok(offsets)
+    }
+
+    fn io_err(&self, path: &Path, source: std::io::Error) -> StateError {
+        StateError::Io {
+            store: self.store.clone(),
+            path: path.display().to_string(),
+            source,
+        }
     }
 
     /// The store name.
@@ -202,6 +304,49 @@ mod tests {
         let err =
             StoreDirectory::open(&PersistentConfig::new(tmp.path(), "app"), "counts").unwrap_err();
         assert!(matches!(err, StateError::BadStoreDirectory { .. }), "{err}");
+    }
+
+    #[test]
+    fn checkpoints_round_trip_and_take_deletes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = StoreDirectory::open(&PersistentConfig::new(tmp.path(), "app"), "s").unwrap();
+        assert_eq!(d.read_checkpoint().unwrap(), None);
+        let offsets = vec![
+            (ChangelogPartition(0), ChangelogOffset(17)),
+            (ChangelogPartition(3), ChangelogOffset(0)),
+        ];
+        d.write_checkpoint(&offsets).unwrap();
+        assert_eq!(d.read_checkpoint().unwrap(), Some(offsets.clone()));
+        assert_eq!(d.take_checkpoint().unwrap(), Some(offsets));
+        assert_eq!(d.read_checkpoint().unwrap(), None);
+    }
+
+    #[test]
+    fn wipe_removes_data_and_checkpoint_but_keeps_ownership() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = PersistentConfig::new(tmp.path(), "app");
+        let d = StoreDirectory::open(&cfg, "s").unwrap();
+        fs::create_dir_all(d.data_path()).unwrap();
+        fs::write(d.data_path().join("x"), "1").unwrap();
+        d.write_checkpoint(&[(ChangelogPartition(0), ChangelogOffset(5))])
+            .unwrap();
+        let d = StoreDirectory::wipe(&cfg, "s").unwrap();
+        assert!(!d.data_path().exists());
+        assert_eq!(d.read_checkpoint().unwrap(), None);
+        assert!(StoreDirectory::wipe(&PersistentConfig::new(tmp.path(), "other"), "s").is_err());
+    }
+
+    #[test]
+    fn a_malformed_checkpoint_names_the_line() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = StoreDirectory::open(&PersistentConfig::new(tmp.path(), "app"), "s").unwrap();
+        fs::write(
+            d.path().join(STORE_CHECKPOINT_FILE),
+            format!("{CHECKPOINT_FORMAT_LINE}\n0 12\n1 x\n"),
+        )
+        .unwrap();
+        let err = d.read_checkpoint().unwrap_err().to_string();
+        assert!(err.contains("line 3: \"1 x\" is not"), "{err}");
     }
 
     #[test]

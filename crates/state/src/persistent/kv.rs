@@ -6,13 +6,12 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use super::{
-    PersistentConfig, StoreDirectory, bounds_empty, decode_stored, engine_err, open_database,
-    validate_entry,
+    PersistentConfig, StoreDirectory, decode_stored, engine_err, open_database, validate_entry,
 };
 use crate::changelog::{ChangelogEntry, ChangelogRecord};
 use crate::codec::Codec;
 use crate::error::StateError;
-use crate::store::{KeyValueStore, StateStore, StoreConfig};
+use crate::store::{KeyValueStore, StateStore, StoreConfig, bounds_empty};
 
 /// A key-value store on disk: encoded keys and values in one fjall keyspace.
 pub struct PersistentKeyValueStore<K, V> {

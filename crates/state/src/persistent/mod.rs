@@ -24,14 +24,13 @@ mod kv;
 mod session;
 mod window;
 
-pub use dir::{PersistentConfig, STORE_METADATA_FILE, StoreDirectory};
+pub use dir::{PersistentConfig, STORE_CHECKPOINT_FILE, STORE_METADATA_FILE, StoreDirectory};
 pub use kv::PersistentKeyValueStore;
 pub use session::PersistentSessionStore;
 pub use window::PersistentWindowStore;
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::ops::Bound;
 
 use crate::changelog::ChangelogEntry;
 use crate::codec::Codec;
@@ -94,17 +93,6 @@ pub(crate) fn validate_entry<T>(
         .decode(bytes)
         .map(|_| ())
         .map_err(|e| entry.corrupt(store, format!("{what} does not decode: {e}")))
-}
-
-/// Whether a key range is empty by its bounds alone.
-pub(crate) fn bounds_empty(from: Bound<&[u8]>, to: Bound<&[u8]>) -> bool {
-    match (from, to) {
-        (Bound::Included(a), Bound::Included(b)) => a > b,
-        (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => {
-            a >= b
-        }
-        _ => false,
-    }
 }
 
 /// The keyspaces of a segmented store, one per segment, named `seg<id>`.
@@ -213,14 +201,5 @@ mod tests {
         for t in times {
             assert_eq!(time_from(&time_bytes(t)), t);
         }
-    }
-
-    #[test]
-    fn empty_bounds() {
-        use Bound::*;
-        assert!(bounds_empty(Included(b"b"), Included(b"a")));
-        assert!(!bounds_empty(Included(b"a"), Included(b"a")));
-        assert!(bounds_empty(Included(b"a"), Excluded(b"a")));
-        assert!(!bounds_empty(Unbounded, Excluded(b"a")));
     }
 }
