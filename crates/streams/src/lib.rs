@@ -52,9 +52,12 @@ mod context;
 mod error;
 mod graph;
 mod grouped;
+mod joins;
 mod kstream;
+mod kstream_join;
 mod ktable;
 mod materialized;
+mod processor_api;
 mod processors;
 mod record;
 mod serde;
@@ -67,9 +70,13 @@ pub use config::{CoordinationMode, DeserializationHandler, DispatchMode, Streams
 pub use context::{DropReason, OutputRecord, RecordMetadata, TaskContext, TaskMetrics};
 pub use error::{ProcessError, TopologyError};
 pub use grouped::{KGroupedStream, TimeWindowedKStream};
+pub use joins::{JoinWindows, Joined, StreamJoined};
 pub use kstream::{BranchedKStream, KStream};
 pub use ktable::KTable;
 pub use materialized::{Consumed, Grouped, Materialized, Produced};
+pub use processor_api::{
+    Cancellable, Processor, ProcessorContext, PunctuationType, Punctuator, StoreBuilder, Stores,
+};
 pub use record::{Headers, Record, Window, Windowed};
 pub use serde::{
     BytesSerde, F64Serde, I32Serde, I64Serde, JsonSerde, NullableSerde, Serde, SerdeError,
