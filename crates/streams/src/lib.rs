@@ -49,6 +49,7 @@
 mod builder;
 mod config;
 mod context;
+mod cron;
 mod error;
 mod graph;
 mod grouped;
@@ -60,6 +61,7 @@ mod materialized;
 mod processor_api;
 mod processors;
 mod record;
+mod scheduled;
 mod serde;
 mod task;
 mod topology;
@@ -68,6 +70,7 @@ mod windows;
 pub use builder::StreamsBuilder;
 pub use config::{CoordinationMode, DeserializationHandler, DispatchMode, StreamsConfig};
 pub use context::{DropReason, OutputRecord, RecordMetadata, TaskContext, TaskMetrics};
+pub use cron::CronSchedule;
 pub use error::{ProcessError, TopologyError};
 pub use grouped::{KGroupedStream, TimeWindowedKStream};
 pub use joins::{JoinWindows, Joined, StreamJoined};
@@ -78,6 +81,7 @@ pub use processor_api::{
     Cancellable, Processor, ProcessorContext, PunctuationType, Punctuator, StoreBuilder, Stores,
 };
 pub use record::{Headers, Record, Window, Windowed};
+pub use scheduled::Schedule;
 pub use serde::{
     BytesSerde, F64Serde, I32Serde, I64Serde, JsonSerde, NullableSerde, Serde, SerdeError,
     SerdeRef, Serdes, SessionWindowedSerde, StringSerde, TimeWindowedSerde, UnitSerde,

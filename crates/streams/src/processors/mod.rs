@@ -1,6 +1,7 @@
 //! The processors: one operator (or one family of trivial ones) per file.
 
 pub(crate) mod custom;
+pub(crate) mod scheduled_source;
 pub(crate) mod sink;
 pub(crate) mod source;
 pub(crate) mod stateless;
