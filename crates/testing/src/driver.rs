@@ -6,12 +6,14 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use stoatflow_state::ChangelogRecord;
+use stoatflow_state::{
+    ChangelogEntry, ChangelogOffset, ChangelogPartition, ChangelogRecord, restore,
+};
 use stoatflow_streams::{
     DropReason, Headers, OutputRecord, ProcessError, Serde, StreamTask, StreamsConfig, TaskMetrics,
     Topology, TopologyError,
 };
-use stoatflow_time::{WallTime, Watermark, duration_ms};
+use stoatflow_time::{WallTime, Watermark};
 
 use crate::topics::{TestInputTopic, TestOutputTopic};
 
@@ -97,6 +99,8 @@ impl DriverMetrics {
 
 pub(crate) struct Inner {
     topology: Topology,
+    config: Arc<StreamsConfig>,
+    driver_config: DriverConfig,
     tasks: Vec<StreamTask>,
     task_of_topic: HashMap<String, usize>,
     internal_topics: HashSet<String>,
@@ -140,7 +144,14 @@ impl TopologyTestDriver {
         driver: DriverConfig,
     ) -> Result<Self, DriverError> {
         topology.validate(&config)?;
-        let config = Arc::new(config);
+        Self::build(topology, Arc::new(config), driver)
+    }
+
+    fn build(
+        topology: Topology,
+        config: Arc<StreamsConfig>,
+        driver: DriverConfig,
+    ) -> Result<Self, DriverError> {
         let tasks: Vec<StreamTask> = (0..topology.subtopology_count())
             .map(|st| topology.instantiate(st, &config))
             .collect();
@@ -152,9 +163,16 @@ impl TopologyTestDriver {
                 internal_topics.insert(s.topic.clone());
             }
         }
+        let mut tasks = tasks;
+        for t in &mut tasks {
+            // The first tick: initializes processors and arms wall-clock schedules.
+            t.on_wall_clock(driver.initial_wall_clock)?;
+        }
         Ok(TopologyTestDriver {
             inner: Rc::new(RefCell::new(Inner {
                 topology,
+                config,
+                driver_config: driver.clone(),
                 tasks,
                 task_of_topic,
                 internal_topics,
@@ -229,10 +247,7 @@ impl TopologyTestDriver {
     ) -> Result<(), DriverError> {
         let mut inner = self.inner.borrow_mut();
         inner.pipe(topic, key, value, timestamp, headers)?;
-        if inner.commit_per_pipe {
-            inner.commit()?;
-        }
-        Ok(())
+        inner.finish_step()
     }
 
     /// Moves event time to `to` and runs the emission pass. Lenient: a
@@ -252,26 +267,82 @@ impl TopologyTestDriver {
         }
         inner.watermark = to;
         inner.emission_pass()?;
-        if inner.commit_per_pipe {
-            inner.commit()?;
-        }
-        Ok(())
+        inner.finish_step()
     }
 
-    /// Advances the wall clock, fires what runs on wall-clock time, then
-    /// commits a barrier. Never moves event time.
+    /// Advances the wall clock, fires wall-clock punctuators and wall-clock
+    /// and cron scheduled sources due by then, then commits a barrier
+    /// (DESIGN 3.8). Never moves event time.
     pub fn advance_wall_clock_time(&self, by: Duration) -> Result<(), DriverError> {
         let mut inner = self.inner.borrow_mut();
         inner.wall_clock = inner.wall_clock.saturating_add(by);
-        let _ = duration_ms(by);
+        let now = inner.wall_clock;
+        for i in 0..inner.tasks.len() {
+            inner.tasks[i].on_wall_clock(now)?;
+            inner.route_internal()?;
+        }
         inner.commit()?;
-        Ok(())
+        inner.fire_event_time()
+    }
+
+    /// Rebuilds the driver as a restarted application would: fresh tasks,
+    /// every store restored from the changelogs committed so far, the
+    /// watermark and wall clock where they were (a graceful restart, DESIGN
+    /// 3.6). Uncommitted output and unread output topics are not carried
+    /// over; create new input and output topics on the returned driver.
+    pub fn restart(self) -> Result<Self, DriverError> {
+        let (topology, config, mut driver, changelogs, watermark, wall, offsets) = {
+            let i = self.inner.borrow();
+            (
+                i.topology.clone(),
+                i.config.clone(),
+                i.driver_config.clone(),
+                i.changelogs.clone(),
+                i.watermark,
+                i.wall_clock,
+                i.offsets.clone(),
+            )
+        };
+        driver.initial_wall_clock = wall;
+        let fresh = Self::build(topology, config, driver)?;
+        {
+            let mut inner = fresh.inner.borrow_mut();
+            for (store, records) in &changelogs {
+                let Some(s) = inner.tasks.iter().find_map(|t| t.state_store(store)) else {
+                    continue;
+                };
+                let entries = records.iter().cloned().enumerate().map(|(i, r)| {
+                    ChangelogEntry::from_record(r, ChangelogPartition(0), ChangelogOffset(i as u64))
+                });
+                restore(
+                    &mut *s.borrow_mut(),
+                    entries,
+                    records.len() as u64,
+                    &mut |_| {},
+                )
+                .map_err(|source| ProcessError::State {
+                    store: store.clone(),
+                    source: Box::new(source),
+                })?;
+            }
+            for t in &mut inner.tasks {
+                t.seed(watermark, watermark);
+                t.on_watermark(watermark);
+            }
+            inner.watermark = watermark;
+            inner.last_barrier_watermark = watermark;
+            inner.changelogs = changelogs;
+            inner.offsets = offsets;
+        }
+        Ok(fresh)
     }
 
     /// Commits a barrier: barrier-gated operators release, and the epoch's
     /// output becomes readable.
     pub fn commit_barrier(&self) -> Result<(), DriverError> {
-        self.inner.borrow_mut().commit()
+        let mut inner = self.inner.borrow_mut();
+        inner.commit()?;
+        inner.fire_event_time()
     }
 
     /// A store by name, typed with its concrete type (e.g.
@@ -392,6 +463,32 @@ impl Inner {
                 )?;
             }
         }
+    }
+
+    /// The end of a pipe or advance: commit if commit-per-pipe, then fire
+    /// what runs on event time.
+    fn finish_step(&mut self) -> Result<(), DriverError> {
+        if self.commit_per_pipe {
+            self.commit()?;
+        }
+        self.fire_event_time()
+    }
+
+    /// STREAM_TIME punctuators and scheduled sources against the watermark
+    /// the step flushed, event-time timers against the last barrier's
+    /// watermark (DESIGN 3.8). What they emit commits now if commit-per-pipe.
+    fn fire_event_time(&mut self) -> Result<(), DriverError> {
+        let (w, b) = (self.watermark, self.last_barrier_watermark);
+        for i in 0..self.tasks.len() {
+            self.tasks[i].on_watermark(w);
+            self.tasks[i].fire_event_time(w, b)?;
+            self.route_internal()?;
+        }
+        if self.commit_per_pipe {
+            // Timer deletions and punctuation output commit with the barrier.
+            self.commit()?;
+        }
+        Ok(())
     }
 
     fn emission_pass(&mut self) -> Result<(), DriverError> {
