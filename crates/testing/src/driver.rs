@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use stoatflow_state::{
-    ChangelogEntry, ChangelogOffset, ChangelogPartition, ChangelogRecord, restore,
+    BarrierStamp, ChangelogEntry, ChangelogOffset, ChangelogPartition, ChangelogRecord,
+    InMemoryKeyValueStore, StateStore, WATERMARK_STORE_NAME, WatermarkKey, WatermarkStore,
+    in_memory_watermark_store, restore,
 };
 use stoatflow_streams::{
     DropReason, Headers, OutputRecord, ProcessError, Serde, StreamTask, StreamsConfig, TaskMetrics,
@@ -109,8 +111,13 @@ pub(crate) struct Inner {
     commit_per_pipe: bool,
     wall_clock: WallTime,
     offsets: HashMap<String, i64>,
+    /// Offsets as of the last barrier: what a restart resumes from.
+    committed_offsets: HashMap<String, i64>,
     pub(crate) outputs: HashMap<String, VecDeque<OutputRecord>>,
     changelogs: BTreeMap<String, Vec<ChangelogRecord>>,
+    /// The engine's `stoatflow-watermark` store: one stamp per committed barrier.
+    stamps: WatermarkStore<InMemoryKeyValueStore<WatermarkKey, i64>>,
+    barrier: u64,
 }
 
 /// Runs a topology without a broker. Cloning gives another handle to the
@@ -181,8 +188,11 @@ impl TopologyTestDriver {
                 commit_per_pipe: driver.commit_per_pipe,
                 wall_clock: driver.initial_wall_clock,
                 offsets: HashMap::new(),
+                committed_offsets: HashMap::new(),
                 outputs: HashMap::new(),
                 changelogs: BTreeMap::new(),
+                stamps: in_memory_watermark_store(true),
+                barrier: 0,
             })),
         })
     }
@@ -285,22 +295,45 @@ impl TopologyTestDriver {
         inner.fire_event_time()
     }
 
-    /// Rebuilds the driver as a restarted application would: fresh tasks,
-    /// every store restored from the changelogs committed so far, the
-    /// watermark and wall clock where they were (a graceful restart, DESIGN
-    /// 3.6). Uncommitted output and unread output topics are not carried
-    /// over; create new input and output topics on the returned driver.
+    /// A graceful restart (DESIGN 3.6): a final barrier commits everything
+    /// and records that it flushed; then fresh tasks restore every store from
+    /// the committed changelogs and are seeded from the `stoatflow-watermark`
+    /// store, keeping the newest stamp. Unread output is not carried over:
+    /// create new input and output topics on the returned driver.
     pub fn restart(self) -> Result<Self, DriverError> {
-        let (topology, config, mut driver, changelogs, watermark, wall, offsets) = {
+        {
+            let mut inner = self.inner.borrow_mut();
+            inner.commit()?;
+            inner.fire_event_time()?;
+            inner.mark_graceful()?;
+        }
+        self.rebuild()
+    }
+
+    /// A crash restart (DESIGN 3.6): whatever was not committed is lost —
+    /// pending output, store writes, and the offsets of records piped since
+    /// the last barrier (pipe them again, as a consumer would re-read them).
+    /// Stores are restored from the committed changelogs; the floor resumes
+    /// one barrier back (the newest stamp is left out), so the first pass
+    /// after the restart replays the last emission pass, and the emit
+    /// frontiers keep it from emitting anything twice. The driver's clock
+    /// resumes from the newest committed stamp, as the engine's watermark
+    /// resumes from the partition times committed with the offsets.
+    pub fn crash_restart(self) -> Result<Self, DriverError> {
+        self.rebuild()
+    }
+
+    fn rebuild(self) -> Result<Self, DriverError> {
+        let (topology, config, mut driver, changelogs, wall, offsets, barrier) = {
             let i = self.inner.borrow();
             (
                 i.topology.clone(),
                 i.config.clone(),
                 i.driver_config.clone(),
                 i.changelogs.clone(),
-                i.watermark,
                 i.wall_clock,
-                i.offsets.clone(),
+                i.committed_offsets.clone(),
+                i.barrier,
             )
         };
         driver.initial_wall_clock = wall;
@@ -308,31 +341,56 @@ impl TopologyTestDriver {
         {
             let mut inner = fresh.inner.borrow_mut();
             for (store, records) in &changelogs {
-                let Some(s) = inner.tasks.iter().find_map(|t| t.state_store(store)) else {
-                    continue;
-                };
                 let entries = records.iter().cloned().enumerate().map(|(i, r)| {
                     ChangelogEntry::from_record(r, ChangelogPartition(0), ChangelogOffset(i as u64))
                 });
+                let err = |source| ProcessError::State {
+                    store: store.clone(),
+                    source: Box::new(source),
+                };
+                if store == WATERMARK_STORE_NAME {
+                    restore(
+                        inner.stamps.store_mut(),
+                        entries,
+                        records.len() as u64,
+                        &mut |_| {},
+                    )
+                    .map_err(err)?;
+                    continue;
+                }
+                let Some(s) = inner.tasks.iter().find_map(|t| t.state_store(store)) else {
+                    continue;
+                };
                 restore(
                     &mut *s.borrow_mut(),
                     entries,
                     records.len() as u64,
                     &mut |_| {},
                 )
-                .map_err(|source| ProcessError::State {
-                    store: store.clone(),
-                    source: Box::new(source),
-                })?;
+                .map_err(err)?;
             }
+            let newest = inner
+                .stamps
+                .stamps()
+                .map_err(|e| stamps_err(e))?
+                .last()
+                .map(|s| s.watermark);
+            let seed = inner.stamps.seed().map_err(|e| stamps_err(e))?;
+            let (floor, frontier) = (
+                Watermark::from_millis(seed.floor),
+                Watermark::from_millis(seed.frontier),
+            );
+            let resumed = newest.map_or(Watermark::MIN, Watermark::from_millis);
             for t in &mut inner.tasks {
-                t.seed(watermark, watermark);
-                t.on_watermark(watermark);
+                t.seed(floor, frontier);
+                t.on_watermark(floor);
             }
-            inner.watermark = watermark;
-            inner.last_barrier_watermark = watermark;
+            inner.watermark = resumed;
+            inner.last_barrier_watermark = floor;
             inner.changelogs = changelogs;
-            inner.offsets = offsets;
+            inner.offsets = offsets.clone();
+            inner.committed_offsets = offsets;
+            inner.barrier = barrier;
         }
         Ok(fresh)
     }
@@ -531,7 +589,46 @@ impl Inner {
                 self.changelogs.entry(store).or_default().extend(records);
             }
         }
+        self.barrier += 1;
+        let stamp = BarrierStamp {
+            barrier: self.barrier,
+            watermark: self.watermark.as_millis(),
+        };
+        let ts = self.wall_clock.as_millis();
+        self.stamps.record_stamp(stamp, ts).map_err(stamps_err)?;
+        self.flush_stamps()?;
+        self.committed_offsets = self.offsets.clone();
         self.last_barrier_watermark = self.watermark;
         Ok(())
     }
+
+    fn flush_stamps(&mut self) -> Result<(), DriverError> {
+        let mut records = Vec::new();
+        self.stamps
+            .store_mut()
+            .flush_changelog(&mut records)
+            .map_err(stamps_err)?;
+        self.changelogs
+            .entry(WATERMARK_STORE_NAME.to_owned())
+            .or_default()
+            .extend(records);
+        Ok(())
+    }
+
+    /// Records that the last barrier flushed everything (a graceful shutdown).
+    fn mark_graceful(&mut self) -> Result<(), DriverError> {
+        let ts = self.wall_clock.as_millis();
+        self.stamps
+            .mark_graceful_flush(self.barrier, ts)
+            .map_err(stamps_err)?;
+        self.flush_stamps()
+    }
+}
+
+fn stamps_err(source: stoatflow_state::StateError) -> DriverError {
+    ProcessError::State {
+        store: WATERMARK_STORE_NAME.to_owned(),
+        source: Box::new(source),
+    }
+    .into()
 }

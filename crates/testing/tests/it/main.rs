@@ -10,6 +10,7 @@ mod deserialization;
 mod joins;
 mod processor_api;
 mod refusals;
+mod restart;
 mod spec_examples;
 mod stream_table;
 mod validation;
