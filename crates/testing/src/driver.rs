@@ -372,10 +372,10 @@ impl TopologyTestDriver {
             let newest = inner
                 .stamps
                 .stamps()
-                .map_err(|e| stamps_err(e))?
+                .map_err(stamps_err)?
                 .last()
                 .map(|s| s.watermark);
-            let seed = inner.stamps.seed().map_err(|e| stamps_err(e))?;
+            let seed = inner.stamps.seed().map_err(stamps_err)?;
             let (floor, frontier) = (
                 Watermark::from_millis(seed.floor),
                 Watermark::from_millis(seed.frontier),
