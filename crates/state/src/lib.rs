@@ -16,8 +16,6 @@
 //!   records idempotently.
 //! - [`SegmentedConfig`] and [`Segmented`]: retention segments of window and session stores,
 //!   dropped when the committed frontier passes them.
-//! - [`InMemoryTimerStore`]: event-time timers, one per (key, time), changelogged and
-//!   restored like any store.
 //! - [`EmitFrontier`] (`<store>-emitfrontier`) and [`WatermarkStore`] (`stoatflow-watermark`):
 //!   the engine's own stores; [`WatermarkStore::seed`] applies the restart rule of DESIGN 3.6.
 //!
@@ -64,7 +62,6 @@ mod memory;
 mod persistent;
 mod segments;
 mod store;
-mod timers;
 
 pub use changelog::{
     ChangelogEntry, ChangelogOffset, ChangelogPartition, ChangelogRecord,
@@ -91,4 +88,3 @@ pub use store::{
     KeyValueStore, Segmented, SessionStore, SessionWindow, StateStore, StoreConfig,
     TimestampedKeyValueStore, WindowStore,
 };
-pub use timers::InMemoryTimerStore;

@@ -2,7 +2,7 @@
 //! store kind, and rebuilding twice changes nothing.
 
 use proptest::prelude::*;
-use stoatflow_state::{InMemoryTimerStore, SessionWindow, StoreConfig, StringCodec};
+use stoatflow_state::SessionWindow;
 
 use crate::engines::{
     Changelog, Engine, Factory, kv_state, restore_from, session_state, window_state,
@@ -197,57 +197,5 @@ proptest! {
     #[test]
     fn persistent_session_store_rebuilt_from_changelog_equals_original(ops in ses_ops()) {
         session_roundtrip(Engine::Persistent, &ops)?;
-    }
-}
-
-#[derive(Debug, Clone)]
-pub enum TimerOp {
-    Schedule(u8, i64),
-    Cancel(u8, i64),
-    Fire(i64),
-    Barrier,
-}
-
-fn timer_ops() -> impl Strategy<Value = Vec<TimerOp>> {
-    prop::collection::vec(
-        prop_oneof![
-            4 => (0u8..6, 0i64..50).prop_map(|(k, t)| TimerOp::Schedule(k, t)),
-            1 => (0u8..6, 0i64..50).prop_map(|(k, t)| TimerOp::Cancel(k, t)),
-            1 => (0i64..50).prop_map(TimerOp::Fire),
-            1 => Just(TimerOp::Barrier),
-        ],
-        0..80,
-    )
-}
-
-fn timers(s: &InMemoryTimerStore<String>) -> Vec<(i64, String)> {
-    s.iter().map(|(t, k)| (t, k.clone())).collect()
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(128))]
-
-    #[test]
-    fn timer_store_rebuilt_from_changelog_equals_original(ops in timer_ops()) {
-        let make = || InMemoryTimerStore::new(StoreConfig::new("timers"), StringCodec);
-        let mut original = make();
-        let mut log = Changelog::default();
-        let mut fired = Vec::new();
-        for (ts, op) in ops.iter().enumerate() {
-            match *op {
-                TimerOp::Schedule(k, t) => { original.schedule(key(k), t, ts as i64); }
-                TimerOp::Cancel(k, t) => { original.cancel(&key(k), t, ts as i64); }
-                TimerOp::Fire(up_to) => fired.extend(original.pop_due(up_to)),
-                TimerOp::Barrier => log.commit(&mut original),
-            }
-        }
-        log.commit(&mut original);
-        let mut rebuilt = make();
-        restore_from(&mut rebuilt, &log.entries);
-        prop_assert_eq!(timers(&rebuilt), timers(&original));
-        // Nothing fired comes back unless it was scheduled again.
-        for (t, k) in fired {
-            prop_assert_eq!(rebuilt.is_scheduled(&k, t), original.is_scheduled(&k, t));
-        }
     }
 }
