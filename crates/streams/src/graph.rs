@@ -247,6 +247,9 @@ pub(crate) struct GraphBuilder {
     pub(crate) errors: Vec<crate::error::TopologyError>,
     /// Stores that lack a serde their changelog would need: (store, "key" | "value").
     pub(crate) missing_serdes: Vec<(String, &'static str)>,
+    /// Windowed aggregations: node → `close − window.end` (DESIGN 3.4), for
+    /// `suppress(until_window_closes)` to find upstream at build time.
+    pub(crate) window_close_offsets: HashMap<NodeId, i64>,
     counter: usize,
 }
 

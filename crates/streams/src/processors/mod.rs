@@ -1,7 +1,11 @@
 //! The processors: one operator (or one family of trivial ones) per file.
 
+pub(crate) mod session_aggregate;
 pub(crate) mod sink;
+pub(crate) mod sliding_aggregate;
 pub(crate) mod source;
 pub(crate) mod stateless;
+pub(crate) mod suppress_barrier;
+pub(crate) mod suppress_time;
 pub(crate) mod table_aggregate;
 pub(crate) mod window_aggregate;
