@@ -15,6 +15,7 @@
 //! It knows nothing of how the floor or the frontier were computed.
 
 use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use stoatflow_state::{Segmented, ValueAndTimestamp, WindowStore};
@@ -37,6 +38,10 @@ pub(crate) struct SlidingWindowAggregate<K, V, A> {
     pub(crate) emit: EmitStrategy,
     pub(crate) emit_frontier: Option<EmitFrontier>,
     pub(crate) down: Downstream<Windowed<K>, Option<A>>,
+    /// Window starts per key: the store is start-major, so a per-key range
+    /// fetch there scans every key's windows. Pruned by retention segment
+    /// exactly as the store is; rebuilt from the store on first use.
+    pub(crate) starts: Option<BTreeMap<K, BTreeSet<i64>>>,
 }
 
 type Vt<A> = ValueAndTimestamp<A>;
@@ -51,6 +56,39 @@ where
             store: self.store_name.clone(),
             source: Box::new(source),
         }
+    }
+
+    /// The key's windows with start in `from..=to`, ascending.
+    fn fetch_key_range(
+        &mut self,
+        key: &K,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<(i64, Vt<A>)>, ProcessError> {
+        if self.starts.is_none() {
+            let mut starts: BTreeMap<K, BTreeSet<i64>> = BTreeMap::new();
+            let all = self
+                .store
+                .borrow()
+                .fetch_all(i64::MIN, i64::MAX)
+                .map_err(|e| self.state_err(e))?;
+            for (start, k, _) in all {
+                starts.entry(k).or_default().insert(start);
+            }
+            self.starts = Some(starts);
+        }
+        let starts = self.starts.as_ref().expect("built above");
+        let Some(set) = starts.get(key) else {
+            return Ok(Vec::new());
+        };
+        let store = self.store.borrow();
+        let mut out = Vec::new();
+        for &start in set.range(from..=to) {
+            if let Some(vt) = store.fetch(key, start).map_err(|e| self.state_err(e))? {
+                out.push((start, vt));
+            }
+        }
+        Ok(out)
     }
 
     /// Adds the record to the window at `start` (holding `old`, or empty),
@@ -100,6 +138,16 @@ where
             .borrow_mut()
             .put(key.clone(), start, Vt::new(agg, ts), write_ts)
             .map_err(|e| self.state_err(e))?;
+        if let Some(starts) = &mut self.starts {
+            match starts.get_mut(key) {
+                Some(set) => {
+                    set.insert(start);
+                }
+                None => {
+                    starts.insert(key.clone(), BTreeSet::from([start]));
+                }
+            }
+        }
         if let Some(value) = out {
             self.down.forward(
                 cx,
@@ -119,11 +167,7 @@ where
     /// left and right windows.
     fn process(&mut self, cx: &mut TaskContext, rec: &Record<K, V>) -> Result<(), ProcessError> {
         let (ts, d) = (rec.timestamp, self.windows.time_difference_ms());
-        let found = self
-            .store
-            .borrow()
-            .fetch_key_range(&rec.key, (ts - 2 * d).max(0), ts + 1)
-            .map_err(|e| self.state_err(e))?;
+        let found = self.fetch_key_range(&rec.key, (ts - 2 * d).max(0), ts + 1)?;
         let mut seen = Vec::with_capacity(found.len());
         let mut left_agg: Option<Vt<A>> = None;
         let mut right_agg: Option<Vt<A>> = None;
@@ -202,11 +246,7 @@ where
         rec: &Record<K, V>,
     ) -> Result<(), ProcessError> {
         let ts = rec.timestamp;
-        let found = self
-            .store
-            .borrow()
-            .fetch_key_range(&rec.key, 0, ts + 1)
-            .map_err(|e| self.state_err(e))?;
+        let found = self.fetch_key_range(&rec.key, 0, ts + 1)?;
         let mut seen = Vec::with_capacity(found.len());
         let mut combined: Option<Vt<A>> = None;
         let mut right_agg: Option<Vt<A>> = None;
@@ -314,10 +354,24 @@ where
                 .expect("checked above")
                 .advance(frontier)?;
         }
-        self.store
+        let dropped = self
+            .store
             .borrow_mut()
             .expire(frontier.as_millis())
             .map_err(|e| self.state_err(e))?;
+        if dropped > 0
+            && let Some(starts) = &mut self.starts
+        {
+            // Forget the starts of the segments the store dropped.
+            let segmented = self.store.borrow().segmented_config();
+            let first_live = segmented
+                .first_live_segment(frontier.as_millis())
+                .saturating_mul(segmented.segment_interval_ms());
+            starts.retain(|_, set| {
+                *set = set.split_off(&first_live);
+                !set.is_empty()
+            });
+        }
         Ok(())
     }
 }

@@ -82,8 +82,7 @@ fn sliding_store_default_retention_is_twice_the_difference_plus_grace() {
             .driver
             .store::<WindowStoreOf<String, i64>>("sliding")
             .unwrap();
-        let n = store.borrow().approximate_num_entries();
-        n
+        store.borrow().approximate_num_entries()
     };
     // Retention 90 s, segment 60 s: [0, 40 000] (start 0) goes past 59 999 + 90 000.
     assert_eq!(entries(&[pipe("k", "x", 0), Step::Advance(149_999)]), 1);
