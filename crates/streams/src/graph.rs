@@ -286,6 +286,9 @@ pub(crate) struct GraphBuilder {
     pub(crate) missing_serdes: Vec<(String, &'static str)>,
     /// User stores added with `StreamsBuilder::add_state_store`.
     pub(crate) user_stores: Vec<crate::processor_api::StoreBuilder>,
+    /// Windowed aggregations: node → `close − window.end` (DESIGN 3.4), for
+    /// `suppress(until_window_closes)` to find upstream at build time.
+    pub(crate) window_close_offsets: HashMap<NodeId, i64>,
     counter: usize,
 }
 

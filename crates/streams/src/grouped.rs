@@ -65,7 +65,7 @@ impl<T> Codec<T> for BoxedCodec<T> {
 /// A stream grouped by key, ready to aggregate.
 #[must_use = "a grouped stream does nothing until aggregated"]
 pub struct KGroupedStream<K, V> {
-    stream: KStream<K, V>,
+    pub(crate) stream: KStream<K, V>,
 }
 
 impl<K, V> std::fmt::Debug for KGroupedStream<K, V> {
@@ -76,14 +76,14 @@ impl<K, V> std::fmt::Debug for KGroupedStream<K, V> {
     }
 }
 
-fn count_aggregation<K, V>() -> Aggregation<K, V, i64> {
+pub(crate) fn count_aggregation<K, V>() -> Aggregation<K, V, i64> {
     Aggregation {
         initial: Arc::new(|_, _| 1),
         add: Arc::new(|_, _, a| a + 1),
     }
 }
 
-fn reduce_aggregation<K, V: Clone + 'static>(
+pub(crate) fn reduce_aggregation<K, V: Clone + 'static>(
     reducer: impl Fn(V, V) -> V + Send + Sync + 'static,
 ) -> Aggregation<K, V, V> {
     Aggregation {
@@ -92,7 +92,7 @@ fn reduce_aggregation<K, V: Clone + 'static>(
     }
 }
 
-fn aggregate_aggregation<K, V, A: 'static>(
+pub(crate) fn aggregate_aggregation<K, V, A: 'static>(
     init: impl Fn() -> A + Send + Sync + 'static,
     agg: impl Fn(&K, &V, A) -> A + Send + Sync + 'static,
 ) -> Aggregation<K, V, A> {
@@ -113,13 +113,10 @@ where
         KGroupedStream { stream }
     }
 
-    /// Windows the grouped stream by time.
-    pub fn windowed_by(&self, windows: TimeWindows) -> TimeWindowedKStream<K, V> {
-        TimeWindowedKStream {
-            stream: self.stream.clone(),
-            windows,
-            emit: EmitStrategy::default(),
-        }
+    /// Windows the grouped stream: by [`TimeWindows`], `SlidingWindows` or
+    /// `SessionWindows` (see the `windowing` module for why this is generic).
+    pub fn windowed_by<W: crate::windowing::Windowing>(&self, windows: W) -> W::Stream<K, V> {
+        windows.stream(self.stream.clone())
     }
 
     /// Counts records per key.
@@ -169,7 +166,7 @@ where
         )
     }
 
-    fn aggregate_into<A: Clone + 'static>(
+    pub(crate) fn aggregate_into<A: Clone + 'static>(
         &self,
         prefix: &str,
         aggregation: Aggregation<K, V, A>,
@@ -216,7 +213,7 @@ where
     }
 }
 
-fn note_missing<K, A>(
+pub(crate) fn note_missing<K, A>(
     graph: &crate::graph::SharedGraph,
     store: &str,
     logging: bool,
@@ -238,9 +235,9 @@ fn note_missing<K, A>(
 /// A grouped stream windowed by time, as Kafka Streams' `TimeWindowedKStream`.
 #[must_use = "a windowed stream does nothing until aggregated"]
 pub struct TimeWindowedKStream<K, V> {
-    stream: KStream<K, V>,
-    windows: TimeWindows,
-    emit: EmitStrategy,
+    pub(crate) stream: KStream<K, V>,
+    pub(crate) windows: TimeWindows,
+    pub(crate) emit: EmitStrategy,
 }
 
 impl<K, V> std::fmt::Debug for TimeWindowedKStream<K, V> {
@@ -310,7 +307,7 @@ where
         )
     }
 
-    fn aggregate_into<A: Clone + 'static>(
+    pub(crate) fn aggregate_into<A: Clone + 'static>(
         &self,
         prefix: &str,
         aggregation: Aggregation<K, V, A>,
@@ -398,6 +395,10 @@ where
                 crate::graph::PortHandle::of(port)
             }),
         );
+        graph
+            .borrow_mut()
+            .window_close_offsets
+            .insert(id, windows.grace_ms());
         let key_serde_w: Option<SerdeRef<Windowed<K>>> = key_serde.map(|k| {
             Arc::new(crate::serde::TimeWindowedSerde::new(k, windows.size_ms()))
                 as SerdeRef<Windowed<K>>

@@ -47,6 +47,7 @@
 //! ```
 
 mod builder;
+mod cogroup;
 mod config;
 mod context;
 mod cron;
@@ -63,11 +64,19 @@ mod processors;
 mod record;
 mod scheduled;
 mod serde;
+mod session_windowed;
+mod sliding_windowed;
+mod suppress;
 mod task;
 mod topology;
+mod windowing;
 mod windows;
 
 pub use builder::StreamsBuilder;
+pub use cogroup::{
+    CogroupValue, CogroupedKStream, SessionWindowedCogroupedKStream,
+    SlidingWindowedCogroupedKStream, TimeWindowedCogroupedKStream,
+};
 pub use config::{CoordinationMode, DeserializationHandler, DispatchMode, StreamsConfig};
 pub use context::{DropReason, OutputRecord, RecordMetadata, TaskContext, TaskMetrics};
 pub use cron::CronSchedule;
@@ -86,8 +95,12 @@ pub use serde::{
     BytesSerde, F64Serde, I32Serde, I64Serde, JsonSerde, NullableSerde, Serde, SerdeError,
     SerdeRef, Serdes, SessionWindowedSerde, StringSerde, TimeWindowedSerde, UnitSerde,
 };
+pub use session_windowed::SessionWindowedKStream;
+pub use sliding_windowed::SlidingWindowedKStream;
+pub use suppress::{BufferConfig, BufferFullStrategy, Suppressed};
 pub use task::{EpochCommit, StreamTask, TypedInput};
 pub use topology::{SourceDescription, Topology};
+pub use windowing::{SessionWindows, SlidingWindows, Windowing};
 pub use windows::{EmitStrategy, TimeWindows};
 
 /// The in-memory window store behind a windowed aggregation named `store`
@@ -97,5 +110,7 @@ pub type WindowStoreOf<K, A> =
 /// The in-memory store behind a non-windowed aggregation or table.
 pub type KeyValueStoreOf<K, A> =
     stoatflow_state::InMemoryKeyValueStore<K, stoatflow_state::ValueAndTimestamp<A>>;
+/// The in-memory session store behind a session aggregation named `store`.
+pub type SessionStoreOf<K, A> = stoatflow_state::InMemorySessionStore<K, A>;
 /// The emit-frontier companion store `<store>-emitfrontier`.
 pub type EmitFrontierStore = stoatflow_state::InMemoryKeyValueStore<String, i64>;

@@ -2,10 +2,14 @@
 
 pub(crate) mod custom;
 pub(crate) mod scheduled_source;
+pub(crate) mod session_aggregate;
 pub(crate) mod sink;
+pub(crate) mod sliding_aggregate;
 pub(crate) mod source;
 pub(crate) mod stateless;
 pub(crate) mod stream_join;
 pub(crate) mod stream_table_join;
+pub(crate) mod suppress_barrier;
+pub(crate) mod suppress_time;
 pub(crate) mod table_aggregate;
 pub(crate) mod window_aggregate;

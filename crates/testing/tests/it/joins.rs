@@ -11,7 +11,7 @@ use stoatflow_streams::{
     Consumed, JoinWindows, Produced, Serdes, StreamJoined, StreamsBuilder, Topology,
 };
 
-use crate::harness::{LEFT, OUT, RIGHT, Step, Step::*, none, run};
+use crate::join_harness::{LEFT, OUT, RIGHT, Step, Step::*, none, run};
 
 #[derive(Clone, Copy)]
 enum Kind {

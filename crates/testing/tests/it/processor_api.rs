@@ -9,7 +9,7 @@ use stoatflow_streams::{
     Schedule, Serdes, StreamsBuilder, Topology,
 };
 
-use crate::harness::{LEFT, OUT, Step::*, none, run};
+use crate::join_harness::{LEFT, OUT, Step::*, none, run};
 
 type Ctx<'a> = ProcessorContext<'a, i32, String>;
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use stoatflow_streams::{Consumed, Joined, Produced, Serdes, StreamsBuilder, Topology};
 
-use crate::harness::{LEFT, OUT, RIGHT, Step::*, none, run};
+use crate::join_harness::{LEFT, OUT, RIGHT, Step::*, none, run};
 
 fn topology(left: bool) -> Topology {
     let mut b = StreamsBuilder::new();

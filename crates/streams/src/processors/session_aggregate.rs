@@ -1,0 +1,217 @@
+//! The session-window aggregation: count, reduce and aggregate over
+//! sessions `[first, last]` of records no more than the inactivity gap apart,
+//! with the merge scan, the merger, tombstones for absorbed sessions, the
+//! late rule, both emit strategies and retention.
+//!
+//! Per record at `t`: the merge scan finds the key's sessions overlapping
+//! `[t − gap, t + gap]`; a session that has **closed** (its close,
+//! `end + gap + 1 + grace`, at or before the floor) is left out, so an
+//! on-time record within its gap starts a new session (DESIGN 3.4). The
+//! open sessions found are merged with the record; the merged session is
+//! judged against the floor after the merge and dropped (`late_session`)
+//! if closed, so a late record bridging two open sessions is rescued.
+//! Under on-window-update every absorbed session is forwarded as a
+//! tombstone, then the merged session; each carries the session's end as
+//! its timestamp (DESIGN 3.5).
+//!
+//! It knows nothing of how the floor or the frontier were computed.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use stoatflow_state::{InMemorySessionStore, Segmented, SessionStore, SessionWindow};
+use stoatflow_time::Watermark;
+
+use crate::context::{DropReason, TaskContext};
+use crate::error::ProcessError;
+use crate::graph::{Downstream, FrontierOperator, Push};
+use crate::processors::window_aggregate::{Aggregation, EmitFrontier};
+use crate::record::{Headers, Record, Window, Windowed};
+use crate::windowing::SessionWindows;
+use crate::windows::EmitStrategy;
+
+/// How sessions fold: the per-record [`Aggregation`], an optional initial
+/// aggregate the merge starts from (none for reduce), and the merger.
+pub(crate) struct SessionAggregation<K, V, A> {
+    pub(crate) per_record: Aggregation<K, V, A>,
+    pub(crate) init: Option<Arc<dyn Fn() -> A + Send + Sync>>,
+    pub(crate) merge: Arc<dyn Fn(&K, A, A) -> A + Send + Sync>,
+}
+
+impl<K, V, A> Clone for SessionAggregation<K, V, A> {
+    fn clone(&self) -> Self {
+        SessionAggregation {
+            per_record: self.per_record.clone(),
+            init: self.init.clone(),
+            merge: self.merge.clone(),
+        }
+    }
+}
+
+pub(crate) type SessionStoreOf<K, A> = InMemorySessionStore<K, A>;
+
+pub(crate) struct SessionWindowAggregate<K, V, A> {
+    pub(crate) node: String,
+    pub(crate) store_name: String,
+    pub(crate) windows: SessionWindows,
+    pub(crate) aggregation: SessionAggregation<K, V, A>,
+    pub(crate) store: Rc<RefCell<SessionStoreOf<K, A>>>,
+    pub(crate) emit: EmitStrategy,
+    pub(crate) emit_frontier: Option<EmitFrontier>,
+    pub(crate) down: Downstream<Windowed<K>, Option<A>>,
+}
+
+fn window_of(w: SessionWindow) -> Window {
+    Window::new(w.start, w.end)
+}
+
+impl<K, V, A> SessionWindowAggregate<K, V, A>
+where
+    K: Ord + Clone + std::fmt::Debug + 'static,
+    A: Clone + 'static,
+{
+    fn state_err(&self, source: stoatflow_state::StateError) -> ProcessError {
+        ProcessError::State {
+            store: self.store_name.clone(),
+            source: Box::new(source),
+        }
+    }
+}
+
+impl<K, V, A> Push<K, V> for SessionWindowAggregate<K, V, A>
+where
+    K: Ord + Clone + std::fmt::Debug + 'static,
+    A: Clone + 'static,
+{
+    fn push(&mut self, cx: &mut TaskContext, rec: Record<K, V>) -> Result<(), ProcessError> {
+        let (ts, gap) = (rec.timestamp, self.windows.inactivity_gap_ms());
+        let found = self
+            .store
+            .borrow()
+            .find_sessions(&rec.key, ts.saturating_sub(gap), ts.saturating_add(gap))
+            .map_err(|e| self.state_err(e))?;
+        let new_session = SessionWindow::new(ts, ts);
+        let mut merged = new_session;
+        let mut acc: Option<A> = self.aggregation.init.as_ref().map(|f| f());
+        let mut absorbed = Vec::with_capacity(found.len());
+        for (w, value) in found {
+            if cx.floor.has_closed(self.windows.close_of_end(w.end)) {
+                // A closed session is final: left out of the merge scan (DESIGN 3.4).
+                continue;
+            }
+            acc = Some(match acc {
+                None => value,
+                Some(a) => (self.aggregation.merge)(&rec.key, a, value),
+            });
+            merged = SessionWindow::new(merged.start.min(w.start), merged.end.max(w.end));
+            absorbed.push(w);
+        }
+        let close = self.windows.close_of_end(merged.end);
+        if cx.floor.has_closed(close) {
+            cx.metrics.drop_record(DropReason::LateSession);
+            tracing::debug!(
+                node = %self.node, key = ?rec.key, timestamp = ts, session_start = merged.start,
+                session_end = merged.end, close, floor = cx.floor.as_millis(),
+                "dropping a record for a closed session"
+            );
+            return Ok(());
+        }
+        let forward_updates = self.emit == EmitStrategy::OnWindowUpdate;
+        if merged != new_session {
+            for w in absorbed {
+                self.store
+                    .borrow_mut()
+                    .remove(&rec.key, w, ts)
+                    .map_err(|e| self.state_err(e))?;
+                if forward_updates {
+                    self.down.forward(
+                        cx,
+                        Record {
+                            key: Windowed::new(rec.key.clone(), window_of(w)),
+                            value: None,
+                            timestamp: w.end,
+                            headers: rec.headers.clone(),
+                        },
+                    )?;
+                }
+            }
+        }
+        let agg = match acc {
+            None => (self.aggregation.per_record.initial)(&rec.key, &rec.value),
+            Some(a) => (self.aggregation.per_record.add)(&rec.key, &rec.value, a),
+        };
+        let out = forward_updates.then(|| agg.clone());
+        self.store
+            .borrow_mut()
+            .put(rec.key.clone(), merged, agg, ts)
+            .map_err(|e| self.state_err(e))?;
+        if let Some(value) = out {
+            self.down.forward(
+                cx,
+                Record {
+                    key: Windowed::new(rec.key, window_of(merged)),
+                    value: Some(value),
+                    timestamp: merged.end,
+                    headers: rec.headers,
+                },
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl<K, V, A> FrontierOperator for SessionWindowAggregate<K, V, A>
+where
+    K: Ord + Clone + std::fmt::Debug + 'static,
+    A: Clone + 'static,
+{
+    fn on_frontier(
+        &mut self,
+        cx: &mut TaskContext,
+        frontier: Watermark,
+    ) -> Result<(), ProcessError> {
+        if frontier.is_none_yet() {
+            return Ok(());
+        }
+        if let Some(ef) = &self.emit_frontier
+            && frontier > ef.value()
+        {
+            // Sessions whose close, end + gap + 1 + grace, lies in (emitted, frontier].
+            let span = self.windows.close_span();
+            let from = ef
+                .value()
+                .as_millis()
+                .saturating_sub(span)
+                .saturating_add(1);
+            let to = frontier.as_millis().saturating_sub(span);
+            if to >= from {
+                let due = self
+                    .store
+                    .borrow()
+                    .fetch_all_by_end(from, to)
+                    .map_err(|e| self.state_err(e))?;
+                for (w, key, value) in due {
+                    self.down.forward(
+                        cx,
+                        Record {
+                            key: Windowed::new(key, window_of(w)),
+                            value: Some(value),
+                            timestamp: w.end,
+                            headers: Headers::empty(),
+                        },
+                    )?;
+                }
+            }
+            self.emit_frontier
+                .as_mut()
+                .expect("checked above")
+                .advance(frontier)?;
+        }
+        self.store
+            .borrow_mut()
+            .expire(frontier.as_millis())
+            .map_err(|e| self.state_err(e))?;
+        Ok(())
+    }
+}

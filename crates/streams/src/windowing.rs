@@ -1,0 +1,286 @@
+//! Sliding and session window definitions, and [`Windowing`]: how
+//! `windowed_by` picks the windowed stream for a window kind.
+//!
+//! Rust has no overloading, so `KGroupedStream::windowed_by` is generic over
+//! [`Windowing`], whose associated types name the stream it returns:
+//! [`TimeWindows`] gives a [`TimeWindowedKStream`] (as before),
+//! [`SlidingWindows`] a [`SlidingWindowedKStream`], [`SessionWindows`] a
+//! [`SessionWindowedKStream`]; on a cogrouped stream the same call gives the
+//! cogrouped forms. Existing `windowed_by(TimeWindows::..)` calls compile
+//! unchanged.
+//!
+//! Closes (DESIGN 3.4): a sliding window `[start, start + D]` (both ends
+//! inclusive) closes at `start + D + 1 + grace`; a session `[start, end]`
+//! (both inclusive) at `end + gap + 1 + grace`. Every close is
+//! `window.end + offset` for a per-operator constant offset, which
+//! `suppress(until_window_closes)` learns from the graph at build time.
+//!
+//! This module owns window arithmetic only; it never sees records or stores.
+
+use std::time::Duration;
+
+use stoatflow_time::duration_ms;
+
+use crate::cogroup::{
+    CogroupValue, SessionWindowedCogroupedKStream, SlidingWindowedCogroupedKStream,
+    TimeWindowedCogroupedKStream,
+};
+use crate::error::TopologyError;
+use crate::grouped::TimeWindowedKStream;
+use crate::kstream::KStream;
+use crate::record::Window;
+use crate::session_windowed::SessionWindowedKStream;
+use crate::sliding_windowed::SlidingWindowedKStream;
+use crate::windows::{EmitStrategy, TimeWindows};
+
+/// Sliding windows of Kafka Streams: `[start, start + D]`, both ends
+/// inclusive, one per distinct set of records within `D` of each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlidingWindows {
+    diff_ms: i64,
+    grace_ms: i64,
+}
+
+impl SlidingWindows {
+    /// Windows spanning `time_difference` that accept records up to `grace` after their end.
+    pub fn of_time_difference_and_grace(time_difference: Duration, grace: Duration) -> Self {
+        SlidingWindows {
+            diff_ms: duration_ms(time_difference),
+            grace_ms: duration_ms(grace),
+        }
+    }
+
+    /// Sliding windows with no grace.
+    pub fn of_time_difference_with_no_grace(time_difference: Duration) -> Self {
+        Self::of_time_difference_and_grace(time_difference, Duration::ZERO)
+    }
+
+    /// The time difference `D`, ms.
+    pub fn time_difference_ms(&self) -> i64 {
+        self.diff_ms
+    }
+
+    /// Grace, ms.
+    pub fn grace_ms(&self) -> i64 {
+        self.grace_ms
+    }
+
+    /// The window starting at `start`: `[start, start + D]`.
+    #[inline]
+    pub fn window(&self, start: i64) -> Window {
+        Window::new(start, start.saturating_add(self.diff_ms))
+    }
+
+    /// The close of the window starting at `start`: `start + D + 1 + grace`.
+    #[inline]
+    pub fn close_of(&self, start: i64) -> i64 {
+        start.saturating_add(self.close_span())
+    }
+
+    /// `close − start`: `D + 1 + grace`.
+    #[inline]
+    pub(crate) fn close_span(&self) -> i64 {
+        self.diff_ms.saturating_add(1).saturating_add(self.grace_ms)
+    }
+
+    /// Default retention: `2·D + grace`.
+    pub fn default_retention_ms(&self) -> i64 {
+        self.diff_ms.saturating_mul(2).saturating_add(self.grace_ms)
+    }
+
+    pub(crate) fn validate(&self, node: &str) -> Result<(), TopologyError> {
+        if self.diff_ms <= 0 {
+            return Err(TopologyError::InvalidArgument {
+                node: node.into(),
+                reason: format!(
+                    "sliding window time difference must be > 0 ms, got {}",
+                    self.diff_ms
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Session windows: records of a key closer than the inactivity gap (the
+/// gap itself included) form one session `[first, last]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionWindows {
+    gap_ms: i64,
+    grace_ms: i64,
+}
+
+impl SessionWindows {
+    /// Sessions split by `gap` of inactivity, accepting records up to `grace` after their close.
+    pub fn of_inactivity_gap_and_grace(gap: Duration, grace: Duration) -> Self {
+        SessionWindows {
+            gap_ms: duration_ms(gap),
+            grace_ms: duration_ms(grace),
+        }
+    }
+
+    /// Sessions with no grace.
+    pub fn of_inactivity_gap_with_no_grace(gap: Duration) -> Self {
+        Self::of_inactivity_gap_and_grace(gap, Duration::ZERO)
+    }
+
+    /// The inactivity gap, ms.
+    pub fn inactivity_gap_ms(&self) -> i64 {
+        self.gap_ms
+    }
+
+    /// Grace, ms.
+    pub fn grace_ms(&self) -> i64 {
+        self.grace_ms
+    }
+
+    /// The close of a session ending at `end`: `end + gap + 1 + grace`.
+    #[inline]
+    pub fn close_of_end(&self, end: i64) -> i64 {
+        end.saturating_add(self.close_span())
+    }
+
+    /// `close − end`: `gap + 1 + grace`.
+    #[inline]
+    pub(crate) fn close_span(&self) -> i64 {
+        self.gap_ms.saturating_add(1).saturating_add(self.grace_ms)
+    }
+
+    /// Default retention: `gap + grace`.
+    pub fn default_retention_ms(&self) -> i64 {
+        self.gap_ms.saturating_add(self.grace_ms)
+    }
+
+    pub(crate) fn validate(&self, node: &str) -> Result<(), TopologyError> {
+        if self.gap_ms <= 0 {
+            return Err(TopologyError::InvalidArgument {
+                node: node.into(),
+                reason: format!("session inactivity gap must be > 0 ms, got {}", self.gap_ms),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A window kind `windowed_by` accepts; its associated types are the
+/// streams it returns for a grouped and for a cogrouped stream.
+pub trait Windowing: Copy + std::fmt::Debug {
+    /// The windowed stream of a grouped stream.
+    type Stream<K, V>;
+    /// The windowed stream of a cogrouped stream aggregating into `A`.
+    type Cogrouped<K, A>;
+
+    #[doc(hidden)]
+    fn stream<K, V>(self, stream: KStream<K, V>) -> Self::Stream<K, V>
+    where
+        K: Ord + Clone + std::fmt::Debug + 'static,
+        V: Clone + 'static;
+
+    #[doc(hidden)]
+    fn cogrouped<K, A>(self, stream: KStream<K, CogroupValue<K, A>>) -> Self::Cogrouped<K, A>
+    where
+        K: Ord + Clone + std::fmt::Debug + 'static,
+        A: Clone + 'static;
+}
+
+impl Windowing for TimeWindows {
+    type Stream<K, V> = TimeWindowedKStream<K, V>;
+    type Cogrouped<K, A> = TimeWindowedCogroupedKStream<K, A>;
+
+    fn stream<K, V>(self, stream: KStream<K, V>) -> TimeWindowedKStream<K, V>
+    where
+        K: Ord + Clone + std::fmt::Debug + 'static,
+        V: Clone + 'static,
+    {
+        TimeWindowedKStream {
+            stream,
+            windows: self,
+            emit: EmitStrategy::default(),
+        }
+    }
+
+    fn cogrouped<K, A>(self, stream: KStream<K, CogroupValue<K, A>>) -> Self::Cogrouped<K, A>
+    where
+        K: Ord + Clone + std::fmt::Debug + 'static,
+        A: Clone + 'static,
+    {
+        TimeWindowedCogroupedKStream {
+            inner: self.stream(stream),
+        }
+    }
+}
+
+impl Windowing for SlidingWindows {
+    type Stream<K, V> = SlidingWindowedKStream<K, V>;
+    type Cogrouped<K, A> = SlidingWindowedCogroupedKStream<K, A>;
+
+    fn stream<K, V>(self, stream: KStream<K, V>) -> SlidingWindowedKStream<K, V>
+    where
+        K: Ord + Clone + std::fmt::Debug + 'static,
+        V: Clone + 'static,
+    {
+        SlidingWindowedKStream::new(stream, self)
+    }
+
+    fn cogrouped<K, A>(self, stream: KStream<K, CogroupValue<K, A>>) -> Self::Cogrouped<K, A>
+    where
+        K: Ord + Clone + std::fmt::Debug + 'static,
+        A: Clone + 'static,
+    {
+        SlidingWindowedCogroupedKStream {
+            inner: self.stream(stream),
+        }
+    }
+}
+
+impl Windowing for SessionWindows {
+    type Stream<K, V> = SessionWindowedKStream<K, V>;
+    type Cogrouped<K, A> = SessionWindowedCogroupedKStream<K, A>;
+
+    fn stream<K, V>(self, stream: KStream<K, V>) -> SessionWindowedKStream<K, V>
+    where
+        K: Ord + Clone + std::fmt::Debug + 'static,
+        V: Clone + 'static,
+    {
+        SessionWindowedKStream::new(stream, self)
+    }
+
+    fn cogrouped<K, A>(self, stream: KStream<K, CogroupValue<K, A>>) -> Self::Cogrouped<K, A>
+    where
+        K: Ord + Clone + std::fmt::Debug + 'static,
+        A: Clone + 'static,
+    {
+        SessionWindowedCogroupedKStream {
+            inner: self.stream(stream),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sliding_close_is_start_plus_difference_plus_one_plus_grace() {
+        let w = SlidingWindows::of_time_difference_and_grace(
+            Duration::from_millis(10),
+            Duration::from_millis(5),
+        );
+        assert_eq!(w.window(3), Window::new(3, 13));
+        assert_eq!(w.close_of(3), 19);
+        assert_eq!(w.default_retention_ms(), 25);
+    }
+
+    #[test]
+    fn session_close_is_end_plus_gap_plus_one_plus_grace() {
+        let w =
+            SessionWindows::of_inactivity_gap_and_grace(Duration::from_millis(5), Duration::ZERO);
+        assert_eq!(w.close_of_end(5), 11);
+        assert_eq!(w.default_retention_ms(), 5);
+        assert!(
+            SessionWindows::of_inactivity_gap_with_no_grace(Duration::ZERO)
+                .validate("s")
+                .is_err()
+        );
+    }
+}
