@@ -65,6 +65,7 @@ mod record;
 mod scheduled;
 mod serde;
 mod session_windowed;
+mod shared_store;
 mod sliding_windowed;
 mod suppress;
 mod task;

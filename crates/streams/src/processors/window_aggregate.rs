@@ -14,7 +14,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use stoatflow_state::{
-    InMemoryKeyValueStore, InMemoryWindowStore, KeyValueStore, Segmented, ValueAndTimestamp,
+    InMemoryKeyValueStore, InMemoryWindowStore, Segmented, StateStore, ValueAndTimestamp,
     WindowStore,
 };
 use stoatflow_time::Watermark;
@@ -23,6 +23,7 @@ use crate::context::{DropReason, TaskContext};
 use crate::error::ProcessError;
 use crate::graph::{Downstream, FrontierOperator, Push};
 use crate::record::{Headers, Record, Windowed};
+use crate::shared_store::Shared;
 use crate::windows::{EmitStrategy, TimeWindows};
 
 /// How values fold into an aggregate: the first value of a window, then each next one.
@@ -43,48 +44,42 @@ impl<K, V, A> Clone for Aggregation<K, V, A> {
 pub(crate) type WindowStoreOf<K, A> = InMemoryWindowStore<K, ValueAndTimestamp<A>>;
 pub(crate) type FrontierStore = InMemoryKeyValueStore<String, i64>;
 
-/// The emit frontier: the highest close already emitted, persisted in the
-/// companion store `<store>-emitfrontier` so it commits with the results.
+/// The emit frontier: the highest close already emitted, kept by the state
+/// crate's `EmitFrontier` in the companion store `<store>-emitfrontier` so it
+/// commits with the results. Reads go through to the store, so it is right
+/// after a restore that ran after instantiation.
 pub(crate) struct EmitFrontier {
-    key: String,
-    value: Watermark,
-    store: Rc<RefCell<FrontierStore>>,
+    inner: stoatflow_state::EmitFrontier<Shared<FrontierStore>>,
 }
 
 impl EmitFrontier {
     pub(crate) fn new(store_name: &str, store: Rc<RefCell<FrontierStore>>) -> Self {
         EmitFrontier {
-            key: store_name.to_owned(),
-            value: Watermark::MIN,
-            store,
+            inner: stoatflow_state::EmitFrontier::new(store_name, Shared::new(store)),
         }
     }
 
-    /// Read through to the store, so it is right after a restore that ran
-    /// after instantiation.
+    fn err(&self, source: stoatflow_state::StateError) -> ProcessError {
+        ProcessError::State {
+            store: self.inner.store().name().to_owned(),
+            source: Box::new(source),
+        }
+    }
+
+    /// The highest close emitted so far (`MIN` before the first).
     pub(crate) fn value(&self) -> Watermark {
-        let stored = self
-            .store
-            .borrow()
-            .get(&self.key)
-            .ok()
-            .flatten()
-            .map_or(Watermark::MIN, Watermark::from_millis);
-        stored.max(self.value)
+        // An in-memory store read cannot fail; a failing engine reads as "nothing emitted yet",
+        // and the advance below reports the error.
+        self.inner
+            .highest_emitted_close()
+            .map_or(Watermark::MIN, Watermark::from_millis)
     }
 
+    /// Records that every close at or below `to` has been emitted.
     pub(crate) fn advance(&mut self, to: Watermark) -> Result<(), ProcessError> {
-        let current = self.value();
-        if to > current {
-            self.value = to;
-            self.store
-                .borrow_mut()
-                .put(self.key.clone(), to.as_millis(), to.as_millis())
-                .map_err(|source| ProcessError::State {
-                    store: format!("{}-emitfrontier", self.key),
-                    source: Box::new(source),
-                })?;
-        }
+        self.inner
+            .advance_to(to.as_millis(), to.as_millis())
+            .map_err(|e| self.err(e))?;
         Ok(())
     }
 }
