@@ -199,3 +199,53 @@ proptest! {
         prop_assert_eq!(got, want);
     }
 }
+
+fn session_driver() -> TopologyTestDriver {
+    use stoatflow_streams::SessionWindows;
+    let mut b = StreamsBuilder::new();
+    b.stream("in", Consumed::with(Serdes::string(), Serdes::string()))
+        .group_by_key()
+        .windowed_by(SessionWindows::of_inactivity_gap_and_grace(
+            Duration::from_millis(10),
+            Duration::from_millis(100),
+        ))
+        .emit_strategy(EmitStrategy::on_window_close())
+        .count_with(Materialized::as_("sessions"))
+        .to_stream()
+        .map(|k: Windowed<String>, v| (format!("{}@{}-{}", k.key, k.window.start, k.window.end), v))
+        .to("out", Produced::with(Serdes::string(), Serdes::i64()));
+    TopologyTestDriver::new(b.build().unwrap(), StreamsConfig::new("restart-sessions")).unwrap()
+}
+
+#[test]
+fn a_session_that_merges_across_a_restart_emits_its_merged_result_once() {
+    for graceful in [true, false] {
+        let d = session_driver();
+        pipe(&d, "a", 0);
+        pipe(&d, "a", 20); // a second session for "a", 20 - 0 > gap; [0,0] closes at 0 + 10 + 1 + 100
+        let d = if graceful {
+            d.restart().unwrap()
+        } else {
+            d.crash_restart().unwrap()
+        };
+        pipe(&d, "a", 10); // within the gap of both: merges [0,0] and [20,20] into [0,20]
+        assert!(
+            read(&d).is_empty(),
+            "graceful={graceful}: the merged session is still open"
+        );
+        let d = if graceful {
+            d.restart().unwrap()
+        } else {
+            d.crash_restart().unwrap()
+        };
+        d.advance_watermark(131).unwrap(); // the merged session's close: 20 + 10 + 1 + 100
+        assert_eq!(read(&d), [("a@0-20".to_string(), 3)], "graceful={graceful}");
+        let d = if graceful {
+            d.restart().unwrap()
+        } else {
+            d.crash_restart().unwrap()
+        };
+        d.advance_watermark(500).unwrap();
+        assert!(read(&d).is_empty(), "graceful={graceful}: emitted once");
+    }
+}
