@@ -15,6 +15,7 @@ mod scenario;
 mod closed_windows;
 mod cogroup;
 mod deserialization;
+mod dsl;
 mod joins;
 mod processor_api;
 mod properties;
