@@ -97,6 +97,40 @@ fn restore_figure(engine: &str, store: &mut dyn StateStore, n: u64) {
     );
 }
 
+/// The tumbling-count hot path: fetch the window, add one, put it back (changelog on).
+fn window_update_figure(n: u64, changelog: bool) {
+    let mut store = InMemoryWindowStore::new(
+        StoreConfig::new("count").with_changelog_enabled(changelog),
+        SegmentedConfig::new(3_600_000),
+        U64Codec,
+        I64Codec,
+    );
+    let keys = 100_000u64;
+    let t = Instant::now();
+    for i in 0..n {
+        let key = scatter(i, keys);
+        let ts = (i / 1_000) as i64;
+        let start = ts - ts.rem_euclid(60_000);
+        let count = store.fetch(&key, start).expect("fetch").unwrap_or(0);
+        store.put(key, start, count + 1, ts).expect("put");
+    }
+    println!(
+        "in-memory  window fetch+put  {} (100 000 keys, changelog {})",
+        rate(n, t),
+        if changelog { "on" } else { "off" }
+    );
+    if !changelog {
+        return;
+    }
+    let mut out = Vec::new();
+    let t = Instant::now();
+    store.flush_changelog(&mut out).expect("flush");
+    println!(
+        "in-memory  window flush      {} (changelog records)",
+        rate(out.len() as u64, t)
+    );
+}
+
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
     let pages: u64 = statm
@@ -154,6 +188,9 @@ fn main() {
             .expect("memory child");
         print!("{}", String::from_utf8_lossy(&out.stdout));
     }
+
+    window_update_figure(n, false);
+    window_update_figure(n, true);
 
     let mut mem = InMemoryKeyValueStore::new(StoreConfig::new("kv"), U64Codec, I64Codec);
     kv_figures("in-memory", &mut mem, n);

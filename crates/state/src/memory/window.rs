@@ -11,16 +11,37 @@ use crate::error::StateError;
 use crate::segments::SegmentedConfig;
 use crate::store::{Segmented, StateStore, StoreConfig, WindowStore};
 
-type Starts<K, V> = BTreeMap<i64, BTreeMap<K, V>>;
+/// Marks a slot that has not been written since the last flush.
+const CLEAN: usize = usize::MAX;
+
+/// A stored value and, if it was written since the last flush, its index in the dirty log.
+/// Keeping the flag in the slot makes dirty tracking free on a repeated write: no second
+/// map to search on the hot path.
+#[derive(Debug, Clone)]
+struct Slot<V> {
+    value: V,
+    dirty: usize,
+}
+
+/// One (window start, key) written since the last flush, with its last write's timestamp.
+#[derive(Debug)]
+struct Dirty<K> {
+    start: i64,
+    key: K,
+    timestamp: i64,
+}
+
+type Starts<K, V> = BTreeMap<i64, BTreeMap<K, Slot<V>>>;
 
 /// A window store holding typed entries as segment → window start → key → value.
 pub struct InMemoryWindowStore<K, V> {
     config: StoreConfig,
     segmented: SegmentedConfig,
     segments: BTreeMap<i64, Starts<K, V>>,
-    /// (window start, key) written since the last flush, with their last write's timestamp.
-    dirty: BTreeMap<i64, BTreeMap<K, i64>>,
-    dirty_count: usize,
+    /// Append-only log of entries written since the last flush. A live slot points at its
+    /// entry; an entry whose slot is gone (deleted, expired) flushes as a tombstone. A key
+    /// deleted and written again in one epoch has two entries; the flush deduplicates.
+    dirty: Vec<Dirty<K>>,
     entries: u64,
     frontier: i64,
     expired_writes: u64,
@@ -35,7 +56,7 @@ impl<K, V> fmt::Debug for InMemoryWindowStore<K, V> {
             .field("segmented", &self.segmented)
             .field("segments", &self.segments.len())
             .field("entries", &self.entries)
-            .field("dirty", &self.dirty_count)
+            .field("dirty", &self.dirty.len())
             .finish()
     }
 }
@@ -52,8 +73,7 @@ impl<K: Ord + Clone, V: Clone> InMemoryWindowStore<K, V> {
             config,
             segmented,
             segments: BTreeMap::new(),
-            dirty: BTreeMap::new(),
-            dirty_count: 0,
+            dirty: Vec::new(),
             entries: 0,
             frontier: i64::MIN,
             expired_writes: 0,
@@ -67,34 +87,52 @@ impl<K: Ord + Clone, V: Clone> InMemoryWindowStore<K, V> {
         self.segmented
     }
 
-    fn mark_dirty(&mut self, key: &K, window_start: i64, timestamp: i64) {
-        if !self.config.changelog_enabled() {
-            return;
-        }
-        let keys = self.dirty.entry(window_start).or_default();
-        if let Some(ts) = keys.get_mut(key) {
-            *ts = timestamp;
-        } else {
-            keys.insert(key.clone(), timestamp);
-            self.dirty_count += 1;
-        }
-    }
-
-    fn insert_raw(&mut self, key: K, window_start: i64, value: V) {
+    /// Writes `value` as a restore or a live write; a live write (`timestamp` given, with
+    /// changelogging on) is logged as dirty.
+    fn write(&mut self, key: K, window_start: i64, value: V, timestamp: Option<i64>) {
         let seg = self.segmented.segment_id(window_start);
-        let old = self
+        let keys = self
             .segments
             .entry(seg)
             .or_default()
             .entry(window_start)
-            .or_default()
-            .insert(key, value);
-        if old.is_none() {
-            self.entries += 1;
+            .or_default();
+        let timestamp = timestamp.filter(|_| self.config.changelog_enabled());
+        match keys.get_mut(&key) {
+            Some(slot) => {
+                slot.value = value;
+                if let Some(timestamp) = timestamp {
+                    if slot.dirty == CLEAN {
+                        slot.dirty = self.dirty.len();
+                        self.dirty.push(Dirty {
+                            start: window_start,
+                            key,
+                            timestamp,
+                        });
+                    } else {
+                        self.dirty[slot.dirty].timestamp = timestamp;
+                    }
+                }
+            }
+            None => {
+                let dirty = match timestamp {
+                    Some(timestamp) => {
+                        self.dirty.push(Dirty {
+                            start: window_start,
+                            key: key.clone(),
+                            timestamp,
+                        });
+                        self.dirty.len() - 1
+                    }
+                    None => CLEAN,
+                };
+                keys.insert(key, Slot { value, dirty });
+                self.entries += 1;
+            }
         }
     }
 
-    fn remove_raw(&mut self, key: &K, window_start: i64) -> Option<V> {
+    fn remove_raw(&mut self, key: &K, window_start: i64) -> Option<Slot<V>> {
         let seg_id = self.segmented.segment_id(window_start);
         let seg = self.segments.get_mut(&seg_id)?;
         let keys = seg.get_mut(&window_start)?;
@@ -111,11 +149,18 @@ impl<K: Ord + Clone, V: Clone> InMemoryWindowStore<K, V> {
         old
     }
 
-    fn get_raw(&self, key: &K, window_start: i64) -> Option<&V> {
+    fn slot(&self, key: &K, window_start: i64) -> Option<&Slot<V>> {
         self.segments
             .get(&self.segmented.segment_id(window_start))?
             .get(&window_start)?
             .get(key)
+    }
+
+    fn slot_mut(&mut self, key: &K, window_start: i64) -> Option<&mut Slot<V>> {
+        self.segments
+            .get_mut(&self.segmented.segment_id(window_start))?
+            .get_mut(&window_start)?
+            .get_mut(key)
     }
 }
 
@@ -129,31 +174,39 @@ impl<K: Ord + Clone, V: Clone> StateStore for InMemoryWindowStore<K, V> {
     }
 
     fn flush_changelog(&mut self, out: &mut Vec<ChangelogRecord>) -> Result<(), StateError> {
-        let dirty = std::mem::take(&mut self.dirty);
-        out.reserve(self.dirty_count);
-        self.dirty_count = 0;
+        let mut dirty = std::mem::take(&mut self.dirty);
+        // Order by (start, key), the latest write of a key last; keep one record per key.
+        dirty.sort_by(|a, b| (a.start, &a.key).cmp(&(b.start, &b.key)));
+        out.reserve(dirty.len());
         let mut key_bytes = Vec::new();
-        for (start, keys) in dirty {
-            for (key, timestamp) in keys {
-                key_bytes.clear();
-                self.key_codec.encode(&key, &mut key_bytes);
-                let mut record_key = Vec::with_capacity(key_bytes.len() + 12);
-                encode_window_key(&key_bytes, start, 0, &mut record_key);
-                let value = self
-                    .get_raw(&key, start)
-                    .map(|v| self.value_codec.to_bytes(v));
-                out.push(ChangelogRecord {
-                    key: record_key,
-                    value,
-                    timestamp,
-                });
+        let value_codec = Arc::clone(&self.value_codec);
+        let mut entries = dirty.into_iter().peekable();
+        while let Some(d) = entries.next() {
+            if entries
+                .peek()
+                .is_some_and(|next| next.start == d.start && next.key == d.key)
+            {
+                continue;
             }
+            key_bytes.clear();
+            self.key_codec.encode(&d.key, &mut key_bytes);
+            let mut record_key = Vec::with_capacity(key_bytes.len() + 12);
+            encode_window_key(&key_bytes, d.start, 0, &mut record_key);
+            let value = self.slot_mut(&d.key, d.start).map(|slot| {
+                slot.dirty = CLEAN;
+                value_codec.to_bytes(&slot.value)
+            });
+            out.push(ChangelogRecord {
+                key: record_key,
+                value,
+                timestamp: d.timestamp,
+            });
         }
         Ok(())
     }
 
     fn dirty_keys(&self) -> usize {
-        self.dirty_count
+        self.dirty.len()
     }
 
     fn apply_changelog(&mut self, entry: &ChangelogEntry) -> Result<(), StateError> {
@@ -178,7 +231,7 @@ impl<K: Ord + Clone, V: Clone> StateStore for InMemoryWindowStore<K, V> {
                 // existed in the committed state even if its own time has expired.
                 let segment = self.segmented.segment_id(start);
                 if !self.segmented.segment_expired(segment, self.frontier) {
-                    self.insert_raw(key, start, value);
+                    self.write(key, start, value, None);
                 }
             }
         }
@@ -196,6 +249,7 @@ impl<K: Ord + Clone, V: Clone> Segmented for InMemoryWindowStore<K, V> {
         let first_live = self.segmented.first_live_segment(self.frontier);
         let live = self.segments.split_off(&first_live);
         let dropped = std::mem::replace(&mut self.segments, live);
+        // Dirty entries of dropped slots stay in the log and flush as tombstones.
         for starts in dropped.values() {
             for keys in starts.values() {
                 self.entries -= keys.len() as u64;
@@ -239,13 +293,12 @@ impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for InMemoryWindowStore<K, V> {
             );
             return Ok(());
         }
-        self.mark_dirty(&key, window_start, timestamp);
-        self.insert_raw(key, window_start, value);
+        self.write(key, window_start, value, Some(timestamp));
         Ok(())
     }
 
     fn fetch(&self, key: &K, window_start: i64) -> Result<Option<V>, StateError> {
-        Ok(self.get_raw(key, window_start).cloned())
+        Ok(self.slot(key, window_start).map(|s| s.value.clone()))
     }
 
     fn fetch_key_range(
@@ -261,8 +314,8 @@ impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for InMemoryWindowStore<K, V> {
         let segs = self.segmented.segment_id(time_from)..=self.segmented.segment_id(time_to);
         for starts in self.segments.range(segs).map(|(_, s)| s) {
             for (start, keys) in starts.range(time_from..=time_to) {
-                if let Some(v) = keys.get(key) {
-                    out.push((*start, v.clone()));
+                if let Some(slot) = keys.get(key) {
+                    out.push((*start, slot.value.clone()));
                 }
             }
         }
@@ -277,15 +330,28 @@ impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for InMemoryWindowStore<K, V> {
         let segs = self.segmented.segment_id(time_from)..=self.segmented.segment_id(time_to);
         for starts in self.segments.range(segs).map(|(_, s)| s) {
             for (start, keys) in starts.range(time_from..=time_to) {
-                out.extend(keys.iter().map(|(k, v)| (*start, k.clone(), v.clone())));
+                out.extend(
+                    keys.iter()
+                        .map(|(k, slot)| (*start, k.clone(), slot.value.clone())),
+                );
             }
         }
         Ok(out)
     }
 
     fn delete(&mut self, key: &K, window_start: i64, timestamp: i64) -> Result<(), StateError> {
-        self.mark_dirty(key, window_start, timestamp);
-        self.remove_raw(key, window_start);
+        let removed = self.remove_raw(key, window_start);
+        if self.config.changelog_enabled() {
+            match removed {
+                // Its log entry stays and now flushes as a tombstone.
+                Some(slot) if slot.dirty != CLEAN => self.dirty[slot.dirty].timestamp = timestamp,
+                _ => self.dirty.push(Dirty {
+                    start: window_start,
+                    key: key.clone(),
+                    timestamp,
+                }),
+            }
+        }
         Ok(())
     }
 }
@@ -344,6 +410,29 @@ mod tests {
         s.delete(&1, 0, 1).unwrap();
         assert_eq!(s.segments(), 0);
         assert_eq!(s.approximate_num_entries(), 0);
+        assert_eq!(s.dirty_keys(), 1);
+    }
+
+    #[test]
+    fn delete_then_put_in_one_epoch_flushes_one_record() {
+        let mut s = store();
+        s.put(1, 0, 1, 10).unwrap();
+        let mut out = Vec::new();
+        s.flush_changelog(&mut out).unwrap();
+        s.put(1, 0, 2, 11).unwrap();
+        s.delete(&1, 0, 12).unwrap();
+        s.put(1, 0, 3, 13).unwrap();
+        s.put(2, 0, 4, 14).unwrap();
+        s.delete(&2, 0, 15).unwrap();
+        out.clear();
+        s.flush_changelog(&mut out).unwrap();
+        let got: Vec<_> = out.iter().map(|r| (r.value.clone(), r.timestamp)).collect();
+        assert_eq!(
+            got,
+            vec![(Some(3i64.to_be_bytes().to_vec()), 13), (None, 15)]
+        );
+        // Flushed slots are clean again: a new write logs afresh.
+        s.put(1, 0, 5, 16).unwrap();
         assert_eq!(s.dirty_keys(), 1);
     }
 
