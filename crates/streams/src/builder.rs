@@ -18,7 +18,7 @@ use crate::topology::Topology;
 /// Builds a topology with the DSL, as Kafka Streams' `StreamsBuilder`.
 #[derive(Debug, Default)]
 pub struct StreamsBuilder {
-    graph: SharedGraph,
+    pub(crate) graph: SharedGraph,
 }
 
 impl StreamsBuilder {

@@ -112,6 +112,8 @@ pub struct TaskContext {
     pub(crate) outputs: Vec<OutputRecord>,
     pub(crate) metrics: TaskMetrics,
     pub(crate) meta: RecordMetadata,
+    /// The task's wall clock, as of its last tick (never read from the system).
+    pub(crate) wall_clock: stoatflow_time::WallTime,
 }
 
 impl Default for TaskContext {
@@ -122,6 +124,7 @@ impl Default for TaskContext {
             outputs: Vec::new(),
             metrics: TaskMetrics::default(),
             meta: RecordMetadata::default(),
+            wall_clock: stoatflow_time::WallTime::EPOCH,
         }
     }
 }
@@ -140,6 +143,11 @@ impl TaskContext {
     /// The current record's source metadata.
     pub fn metadata(&self) -> &RecordMetadata {
         &self.meta
+    }
+
+    /// The task's wall clock as of its last tick.
+    pub fn wall_clock(&self) -> stoatflow_time::WallTime {
+        self.wall_clock
     }
 
     /// The task's counters.

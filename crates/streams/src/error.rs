@@ -149,6 +149,14 @@ pub enum ProcessError {
         /// The bound that was hit.
         bound: String,
     },
+    /// A custom processor misused its context, or failed.
+    #[error("processor {node}: {reason}")]
+    Processor {
+        /// The processor node.
+        node: String,
+        /// What went wrong.
+        reason: String,
+    },
     /// A record for a topic no source reads.
     #[error("no source reads topic {topic}")]
     UnknownTopic {

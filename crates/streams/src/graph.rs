@@ -133,6 +133,28 @@ pub(crate) trait FrontierOperator {
     }
 }
 
+/// An operator that acts on time events rather than records: event-time
+/// timers, STREAM_TIME punctuators and scheduled sources fire on watermark
+/// events (DESIGN 3.3: not at barriers); wall-clock punctuators and
+/// wall-clock or cron scheduled sources fire on the task's wall-clock tick.
+pub(crate) trait TimeOperator {
+    /// A watermark event: STREAM_TIME punctuators and scheduled sources
+    /// fire against `punctuation`, event-time timers against `timers`.
+    fn on_event_time(
+        &mut self,
+        cx: &mut TaskContext,
+        punctuation: Watermark,
+        timers: Watermark,
+    ) -> Result<(), ProcessError>;
+
+    /// A wall-clock tick at `now`.
+    fn on_wall_clock(
+        &mut self,
+        cx: &mut TaskContext,
+        now: stoatflow_time::WallTime,
+    ) -> Result<(), ProcessError>;
+}
+
 /// Entry of a source: bytes in, typed records out.
 pub(crate) trait SourceInput {
     /// Deserializes, assigns event time and pushes. Returns the record's
@@ -164,12 +186,27 @@ pub(crate) struct Instantiation {
     pub(crate) current: NodeId,
     pub(crate) sources: HashMap<String, Rc<RefCell<dyn SourceInput>>>,
     pub(crate) frontier_ops: BTreeMap<NodeId, Rc<RefCell<dyn FrontierOperator>>>,
+    pub(crate) time_ops: BTreeMap<NodeId, Rc<RefCell<dyn TimeOperator>>>,
     pub(crate) stores: BTreeMap<String, StoreHandle>,
 }
 
 impl Instantiation {
     pub(crate) fn add_frontier_op(&mut self, op: Rc<RefCell<dyn FrontierOperator>>) {
         self.frontier_ops.insert(self.current, op);
+    }
+
+    pub(crate) fn add_time_op(&mut self, op: Rc<RefCell<dyn TimeOperator>>) {
+        self.time_ops.insert(self.current, op);
+    }
+
+    /// A store another node of this sub-topology registered, typed.
+    pub(crate) fn typed_store<S: 'static>(&self, name: &str) -> Option<Rc<RefCell<S>>> {
+        self.stores
+            .get(name)?
+            .typed
+            .clone()
+            .downcast::<RefCell<S>>()
+            .ok()
     }
 
     pub(crate) fn add_store<S: StateStore + 'static>(&mut self, name: &str, store: Rc<RefCell<S>>) {
@@ -247,6 +284,8 @@ pub(crate) struct GraphBuilder {
     pub(crate) errors: Vec<crate::error::TopologyError>,
     /// Stores that lack a serde their changelog would need: (store, "key" | "value").
     pub(crate) missing_serdes: Vec<(String, &'static str)>,
+    /// User stores added with `StreamsBuilder::add_state_store`.
+    pub(crate) user_stores: Vec<crate::processor_api::StoreBuilder>,
     counter: usize,
 }
 

@@ -177,6 +177,32 @@ impl<K: Ord + Clone, V: Clone> Push<K, V> for TableSource<K, V> {
     }
 }
 
+/// The store of table `name`, created by whichever of its users is
+/// instantiated first (the table itself, or a stream-table join that reads it).
+pub(crate) fn table_store<K, V>(
+    cx: &mut Instantiation,
+    name: &str,
+    ks: &Option<SerdeRef<K>>,
+    vs: &Option<SerdeRef<V>>,
+) -> Rc<RefCell<InMemoryKeyValueStore<K, ValueAndTimestamp<V>>>>
+where
+    K: Ord + Clone + 'static,
+    V: Clone + 'static,
+{
+    if let Some(s) = cx.typed_store(name) {
+        return s;
+    }
+    let config = StoreConfig::new(name).with_changelog_enabled(cx.config.changelog_enabled);
+    let kv = InMemoryKeyValueStore::new(
+        config,
+        BoxedCodec(codec(ks, name)),
+        ValueAndTimestampCodec::new(BoxedCodec(codec(vs, name))),
+    );
+    let kv = Rc::new(RefCell::new(kv));
+    cx.add_store(name, kv.clone());
+    kv
+}
+
 pub(crate) fn table_from_stream<K, V>(stream: &KStream<K, V>, store: &str) -> KTable<K, V>
 where
     K: Ord + Clone + 'static,
@@ -191,15 +217,7 @@ where
         vec![store.to_owned()],
         None,
         Arc::new(move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
-            let config =
-                StoreConfig::new(name.clone()).with_changelog_enabled(cx.config.changelog_enabled);
-            let kv = InMemoryKeyValueStore::new(
-                config,
-                BoxedCodec(codec(&ks, &name)),
-                ValueAndTimestampCodec::new(BoxedCodec(codec(&vs, &name))),
-            );
-            let kv = Rc::new(RefCell::new(kv));
-            cx.add_store(&name, kv.clone());
+            let kv = table_store(cx, &name, &ks, &vs);
             port::<K, V, _>(TableSource {
                 store_name: name.clone(),
                 store: kv,

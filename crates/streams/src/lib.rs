@@ -49,14 +49,19 @@
 mod builder;
 mod config;
 mod context;
+mod cron;
 mod error;
 mod graph;
 mod grouped;
+mod joins;
 mod kstream;
+mod kstream_join;
 mod ktable;
 mod materialized;
+mod processor_api;
 mod processors;
 mod record;
+mod scheduled;
 mod serde;
 mod task;
 mod topology;
@@ -65,12 +70,18 @@ mod windows;
 pub use builder::StreamsBuilder;
 pub use config::{CoordinationMode, DeserializationHandler, DispatchMode, StreamsConfig};
 pub use context::{DropReason, OutputRecord, RecordMetadata, TaskContext, TaskMetrics};
+pub use cron::CronSchedule;
 pub use error::{ProcessError, TopologyError};
 pub use grouped::{KGroupedStream, TimeWindowedKStream};
+pub use joins::{JoinWindows, Joined, StreamJoined};
 pub use kstream::{BranchedKStream, KStream};
 pub use ktable::KTable;
 pub use materialized::{Consumed, Grouped, Materialized, Produced};
+pub use processor_api::{
+    Cancellable, Processor, ProcessorContext, PunctuationType, Punctuator, StoreBuilder, Stores,
+};
 pub use record::{Headers, Record, Window, Windowed};
+pub use scheduled::Schedule;
 pub use serde::{
     BytesSerde, F64Serde, I32Serde, I64Serde, JsonSerde, NullableSerde, Serde, SerdeError,
     SerdeRef, Serdes, SessionWindowedSerde, StringSerde, TimeWindowedSerde, UnitSerde,

@@ -17,7 +17,7 @@ use stoatflow_time::Watermark;
 
 use crate::context::{OutputRecord, RecordMetadata, TaskContext, TaskMetrics};
 use crate::error::ProcessError;
-use crate::graph::{FrontierOperator, Instantiation, Port, SourceInput, StoreHandle};
+use crate::graph::{FrontierOperator, Instantiation, Port, SourceInput, StoreHandle, TimeOperator};
 use crate::record::{Headers, Record};
 
 /// What one epoch commits: its output records and its changelog writes.
@@ -37,6 +37,7 @@ pub struct StreamTask {
     cx: TaskContext,
     sources: HashMap<String, Rc<RefCell<dyn SourceInput>>>,
     frontier_ops: Vec<Rc<RefCell<dyn FrontierOperator>>>,
+    time_ops: Vec<Rc<RefCell<dyn TimeOperator>>>,
     stores: BTreeMap<String, StoreHandle>,
     frontier: Watermark,
     /// The last few barrier stamps, newest last.
@@ -64,6 +65,7 @@ impl StreamTask {
             cx: TaskContext::default(),
             sources: cx.sources,
             frontier_ops: cx.frontier_ops.into_values().collect(),
+            time_ops: cx.time_ops.into_values().collect(),
             stores: cx.stores,
             frontier: Watermark::MIN,
             stamps: VecDeque::new(),
@@ -104,6 +106,36 @@ impl StreamTask {
     /// Delivers a watermark event: what `current_watermark_ms()` returns.
     pub fn on_watermark(&mut self, watermark: Watermark) {
         self.cx.watermark.advance_to(watermark);
+    }
+
+    /// Fires what runs on event time (DESIGN 3.3): STREAM_TIME punctuators
+    /// and scheduled sources against `punctuation`, event-time timers
+    /// against `timers`. Output joins the current epoch.
+    pub fn fire_event_time(
+        &mut self,
+        punctuation: Watermark,
+        timers: Watermark,
+    ) -> Result<(), ProcessError> {
+        self.cx.meta = RecordMetadata::default();
+        for op in &self.time_ops {
+            op.borrow_mut()
+                .on_event_time(&mut self.cx, punctuation, timers)?;
+        }
+        Ok(())
+    }
+
+    /// A wall-clock tick: wall-clock punctuators and wall-clock or cron
+    /// scheduled sources due at or before `now` fire. Output joins the
+    /// current epoch.
+    pub fn on_wall_clock(&mut self, now: stoatflow_time::WallTime) -> Result<(), ProcessError> {
+        self.cx.meta = RecordMetadata::default();
+        if now > self.cx.wall_clock {
+            self.cx.wall_clock = now;
+        }
+        for op in &self.time_ops {
+            op.borrow_mut().on_wall_clock(&mut self.cx, now)?;
+        }
+        Ok(())
     }
 
     /// Applies one record from `topic` in serialized form. Returns its event

@@ -249,6 +249,7 @@ impl Topology {
             current: 0,
             sources: HashMap::new(),
             frontier_ops: BTreeMap::new(),
+            time_ops: BTreeMap::new(),
             stores: BTreeMap::new(),
         };
         let mut ports: HashMap<NodeId, crate::graph::PortHandle> = HashMap::new();

@@ -6,12 +6,16 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use stoatflow_state::ChangelogRecord;
+use stoatflow_state::{
+    BarrierStamp, ChangelogEntry, ChangelogOffset, ChangelogPartition, ChangelogRecord,
+    InMemoryKeyValueStore, StateStore, WATERMARK_STORE_NAME, WatermarkKey, WatermarkStore,
+    in_memory_watermark_store, restore,
+};
 use stoatflow_streams::{
     DropReason, Headers, OutputRecord, ProcessError, Serde, StreamTask, StreamsConfig, TaskMetrics,
     Topology, TopologyError,
 };
-use stoatflow_time::{WallTime, Watermark, duration_ms};
+use stoatflow_time::{WallTime, Watermark};
 
 use crate::topics::{TestInputTopic, TestOutputTopic};
 
@@ -97,6 +101,8 @@ impl DriverMetrics {
 
 pub(crate) struct Inner {
     topology: Topology,
+    config: Arc<StreamsConfig>,
+    driver_config: DriverConfig,
     tasks: Vec<StreamTask>,
     task_of_topic: HashMap<String, usize>,
     internal_topics: HashSet<String>,
@@ -105,8 +111,13 @@ pub(crate) struct Inner {
     commit_per_pipe: bool,
     wall_clock: WallTime,
     offsets: HashMap<String, i64>,
+    /// Offsets as of the last barrier: what a restart resumes from.
+    committed_offsets: HashMap<String, i64>,
     pub(crate) outputs: HashMap<String, VecDeque<OutputRecord>>,
     changelogs: BTreeMap<String, Vec<ChangelogRecord>>,
+    /// The engine's `stoatflow-watermark` store: one stamp per committed barrier.
+    stamps: WatermarkStore<InMemoryKeyValueStore<WatermarkKey, i64>>,
+    barrier: u64,
 }
 
 /// Runs a topology without a broker. Cloning gives another handle to the
@@ -140,7 +151,14 @@ impl TopologyTestDriver {
         driver: DriverConfig,
     ) -> Result<Self, DriverError> {
         topology.validate(&config)?;
-        let config = Arc::new(config);
+        Self::build(topology, Arc::new(config), driver)
+    }
+
+    fn build(
+        topology: Topology,
+        config: Arc<StreamsConfig>,
+        driver: DriverConfig,
+    ) -> Result<Self, DriverError> {
         let tasks: Vec<StreamTask> = (0..topology.subtopology_count())
             .map(|st| topology.instantiate(st, &config))
             .collect();
@@ -152,9 +170,16 @@ impl TopologyTestDriver {
                 internal_topics.insert(s.topic.clone());
             }
         }
+        let mut tasks = tasks;
+        for t in &mut tasks {
+            // The first tick: initializes processors and arms wall-clock schedules.
+            t.on_wall_clock(driver.initial_wall_clock)?;
+        }
         Ok(TopologyTestDriver {
             inner: Rc::new(RefCell::new(Inner {
                 topology,
+                config,
+                driver_config: driver.clone(),
                 tasks,
                 task_of_topic,
                 internal_topics,
@@ -163,8 +188,11 @@ impl TopologyTestDriver {
                 commit_per_pipe: driver.commit_per_pipe,
                 wall_clock: driver.initial_wall_clock,
                 offsets: HashMap::new(),
+                committed_offsets: HashMap::new(),
                 outputs: HashMap::new(),
                 changelogs: BTreeMap::new(),
+                stamps: in_memory_watermark_store(true),
+                barrier: 0,
             })),
         })
     }
@@ -229,10 +257,7 @@ impl TopologyTestDriver {
     ) -> Result<(), DriverError> {
         let mut inner = self.inner.borrow_mut();
         inner.pipe(topic, key, value, timestamp, headers)?;
-        if inner.commit_per_pipe {
-            inner.commit()?;
-        }
-        Ok(())
+        inner.finish_step()
     }
 
     /// Moves event time to `to` and runs the emission pass. Lenient: a
@@ -252,26 +277,130 @@ impl TopologyTestDriver {
         }
         inner.watermark = to;
         inner.emission_pass()?;
-        if inner.commit_per_pipe {
-            inner.commit()?;
-        }
-        Ok(())
+        inner.finish_step()
     }
 
-    /// Advances the wall clock, fires what runs on wall-clock time, then
-    /// commits a barrier. Never moves event time.
+    /// Advances the wall clock, fires wall-clock punctuators and wall-clock
+    /// and cron scheduled sources due by then, then commits a barrier
+    /// (DESIGN 3.8). Never moves event time.
     pub fn advance_wall_clock_time(&self, by: Duration) -> Result<(), DriverError> {
         let mut inner = self.inner.borrow_mut();
         inner.wall_clock = inner.wall_clock.saturating_add(by);
-        let _ = duration_ms(by);
+        let now = inner.wall_clock;
+        for i in 0..inner.tasks.len() {
+            inner.tasks[i].on_wall_clock(now)?;
+            inner.route_internal()?;
+        }
         inner.commit()?;
-        Ok(())
+        inner.fire_event_time()
+    }
+
+    /// A graceful restart (DESIGN 3.6): a final barrier commits everything
+    /// and records that it flushed; then fresh tasks restore every store from
+    /// the committed changelogs and are seeded from the `stoatflow-watermark`
+    /// store, keeping the newest stamp. Unread output is not carried over:
+    /// create new input and output topics on the returned driver.
+    pub fn restart(self) -> Result<Self, DriverError> {
+        {
+            let mut inner = self.inner.borrow_mut();
+            inner.commit()?;
+            inner.fire_event_time()?;
+            inner.mark_graceful()?;
+        }
+        self.rebuild()
+    }
+
+    /// A crash restart (DESIGN 3.6): whatever was not committed is lost —
+    /// pending output, store writes, and the offsets of records piped since
+    /// the last barrier (pipe them again, as a consumer would re-read them).
+    /// Stores are restored from the committed changelogs; the floor resumes
+    /// one barrier back (the newest stamp is left out), so the first pass
+    /// after the restart replays the last emission pass, and the emit
+    /// frontiers keep it from emitting anything twice. The driver's clock
+    /// resumes from the newest committed stamp, as the engine's watermark
+    /// resumes from the partition times committed with the offsets.
+    pub fn crash_restart(self) -> Result<Self, DriverError> {
+        self.rebuild()
+    }
+
+    fn rebuild(self) -> Result<Self, DriverError> {
+        let (topology, config, mut driver, changelogs, wall, offsets, barrier) = {
+            let i = self.inner.borrow();
+            (
+                i.topology.clone(),
+                i.config.clone(),
+                i.driver_config.clone(),
+                i.changelogs.clone(),
+                i.wall_clock,
+                i.committed_offsets.clone(),
+                i.barrier,
+            )
+        };
+        driver.initial_wall_clock = wall;
+        let fresh = Self::build(topology, config, driver)?;
+        {
+            let mut inner = fresh.inner.borrow_mut();
+            for (store, records) in &changelogs {
+                let entries = records.iter().cloned().enumerate().map(|(i, r)| {
+                    ChangelogEntry::from_record(r, ChangelogPartition(0), ChangelogOffset(i as u64))
+                });
+                let err = |source| ProcessError::State {
+                    store: store.clone(),
+                    source: Box::new(source),
+                };
+                if store == WATERMARK_STORE_NAME {
+                    restore(
+                        inner.stamps.store_mut(),
+                        entries,
+                        records.len() as u64,
+                        &mut |_| {},
+                    )
+                    .map_err(err)?;
+                    continue;
+                }
+                let Some(s) = inner.tasks.iter().find_map(|t| t.state_store(store)) else {
+                    continue;
+                };
+                restore(
+                    &mut *s.borrow_mut(),
+                    entries,
+                    records.len() as u64,
+                    &mut |_| {},
+                )
+                .map_err(err)?;
+            }
+            let newest = inner
+                .stamps
+                .stamps()
+                .map_err(stamps_err)?
+                .last()
+                .map(|s| s.watermark);
+            let seed = inner.stamps.seed().map_err(stamps_err)?;
+            let (floor, frontier) = (
+                Watermark::from_millis(seed.floor),
+                Watermark::from_millis(seed.frontier),
+            );
+            let resumed = newest.map_or(Watermark::MIN, Watermark::from_millis);
+            for t in &mut inner.tasks {
+                t.seed(floor, frontier);
+                t.on_watermark(floor);
+            }
+            inner.watermark = resumed;
+            inner.last_barrier_watermark = floor;
+            inner.changelogs = changelogs;
+            inner.offsets = offsets.clone();
+            inner.committed_offsets = offsets;
+            inner.barrier = barrier;
+        }
+        Ok(fresh)
     }
 
     /// Commits a barrier: barrier-gated operators release, and the epoch's
     /// output becomes readable.
     pub fn commit_barrier(&self) -> Result<(), DriverError> {
-        self.inner.borrow_mut().commit()
+        let mut inner = self.inner.borrow_mut();
+        inner.commit()?;
+        inner.fire_event_time()
     }
 
     /// A store by name, typed with its concrete type (e.g.
@@ -394,6 +523,32 @@ impl Inner {
         }
     }
 
+    /// The end of a pipe or advance: commit if commit-per-pipe, then fire
+    /// what runs on event time.
+    fn finish_step(&mut self) -> Result<(), DriverError> {
+        if self.commit_per_pipe {
+            self.commit()?;
+        }
+        self.fire_event_time()
+    }
+
+    /// STREAM_TIME punctuators and scheduled sources against the watermark
+    /// the step flushed, event-time timers against the last barrier's
+    /// watermark (DESIGN 3.8). What they emit commits now if commit-per-pipe.
+    fn fire_event_time(&mut self) -> Result<(), DriverError> {
+        let (w, b) = (self.watermark, self.last_barrier_watermark);
+        for i in 0..self.tasks.len() {
+            self.tasks[i].on_watermark(w);
+            self.tasks[i].fire_event_time(w, b)?;
+            self.route_internal()?;
+        }
+        if self.commit_per_pipe {
+            // Timer deletions and punctuation output commit with the barrier.
+            self.commit()?;
+        }
+        Ok(())
+    }
+
     fn emission_pass(&mut self) -> Result<(), DriverError> {
         let w = self.watermark;
         for i in 0..self.tasks.len() {
@@ -434,7 +589,46 @@ impl Inner {
                 self.changelogs.entry(store).or_default().extend(records);
             }
         }
+        self.barrier += 1;
+        let stamp = BarrierStamp {
+            barrier: self.barrier,
+            watermark: self.watermark.as_millis(),
+        };
+        let ts = self.wall_clock.as_millis();
+        self.stamps.record_stamp(stamp, ts).map_err(stamps_err)?;
+        self.flush_stamps()?;
+        self.committed_offsets = self.offsets.clone();
         self.last_barrier_watermark = self.watermark;
         Ok(())
     }
+
+    fn flush_stamps(&mut self) -> Result<(), DriverError> {
+        let mut records = Vec::new();
+        self.stamps
+            .store_mut()
+            .flush_changelog(&mut records)
+            .map_err(stamps_err)?;
+        self.changelogs
+            .entry(WATERMARK_STORE_NAME.to_owned())
+            .or_default()
+            .extend(records);
+        Ok(())
+    }
+
+    /// Records that the last barrier flushed everything (a graceful shutdown).
+    fn mark_graceful(&mut self) -> Result<(), DriverError> {
+        let ts = self.wall_clock.as_millis();
+        self.stamps
+            .mark_graceful_flush(self.barrier, ts)
+            .map_err(stamps_err)?;
+        self.flush_stamps()
+    }
+}
+
+fn stamps_err(source: stoatflow_state::StateError) -> DriverError {
+    ProcessError::State {
+        store: WATERMARK_STORE_NAME.to_owned(),
+        source: Box::new(source),
+    }
+    .into()
 }

@@ -5,7 +5,7 @@ use std::fmt;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use super::{SharedCodec, decode_entry};
+use super::{CLEAN, SharedCodec, Slot, decode_entry};
 use crate::changelog::{ChangelogEntry, ChangelogRecord};
 use crate::codec::Codec;
 use crate::error::StateError;
@@ -14,9 +14,12 @@ use crate::store::{KeyValueStore, StateStore, StoreConfig, bounds_empty};
 /// A key-value store holding typed entries in a `BTreeMap`.
 pub struct InMemoryKeyValueStore<K, V> {
     config: StoreConfig,
-    map: BTreeMap<K, V>,
-    /// Keys written since the last flush, with the timestamp of their last write.
-    dirty: BTreeMap<K, i64>,
+    map: BTreeMap<K, Slot<V>>,
+    /// Append-only log of keys written since the last flush, with their last write's
+    /// timestamp. A live slot points at its entry; an entry whose slot is gone flushes as a
+    /// tombstone; a key deleted and written again in one epoch has two entries (deduplicated
+    /// at the flush).
+    dirty: Vec<(K, i64)>,
     key_codec: SharedCodec<K>,
     value_codec: SharedCodec<V>,
 }
@@ -41,20 +44,37 @@ impl<K: Ord + Clone, V: Clone> InMemoryKeyValueStore<K, V> {
         Self {
             config,
             map: BTreeMap::new(),
-            dirty: BTreeMap::new(),
+            dirty: Vec::new(),
             key_codec: Arc::new(key_codec),
             value_codec: Arc::new(value_codec),
         }
     }
 
-    fn mark_dirty(&mut self, key: &K, timestamp: i64) {
-        if !self.config.changelog_enabled() {
-            return;
-        }
-        if let Some(ts) = self.dirty.get_mut(key) {
-            *ts = timestamp;
-        } else {
-            self.dirty.insert(key.clone(), timestamp);
+    /// Writes `value`; a live write (`timestamp` given, changelogging on) is logged dirty.
+    fn write(&mut self, key: K, value: V, timestamp: Option<i64>) {
+        let timestamp = timestamp.filter(|_| self.config.changelog_enabled());
+        match self.map.get_mut(&key) {
+            Some(slot) => {
+                slot.value = value;
+                if let Some(timestamp) = timestamp {
+                    if slot.dirty == CLEAN {
+                        slot.dirty = self.dirty.len();
+                        self.dirty.push((key, timestamp));
+                    } else {
+                        self.dirty[slot.dirty].1 = timestamp;
+                    }
+                }
+            }
+            None => {
+                let dirty = match timestamp {
+                    Some(timestamp) => {
+                        self.dirty.push((key.clone(), timestamp));
+                        self.dirty.len() - 1
+                    }
+                    None => CLEAN,
+                };
+                self.map.insert(key, Slot { value, dirty });
+            }
         }
     }
 }
@@ -69,10 +89,19 @@ impl<K: Ord + Clone, V: Clone> StateStore for InMemoryKeyValueStore<K, V> {
     }
 
     fn flush_changelog(&mut self, out: &mut Vec<ChangelogRecord>) -> Result<(), StateError> {
-        let dirty = std::mem::take(&mut self.dirty);
+        let mut dirty = std::mem::take(&mut self.dirty);
+        // Key order, the latest write of a key last; keep one record per key.
+        dirty.sort_by(|a, b| a.0.cmp(&b.0));
         out.reserve(dirty.len());
-        for (key, timestamp) in dirty {
-            let value = self.map.get(&key).map(|v| self.value_codec.to_bytes(v));
+        let mut entries = dirty.into_iter().peekable();
+        while let Some((key, timestamp)) = entries.next() {
+            if entries.peek().is_some_and(|next| next.0 == key) {
+                continue;
+            }
+            let value = self.map.get_mut(&key).map(|slot| {
+                slot.dirty = CLEAN;
+                self.value_codec.to_bytes(&slot.value)
+            });
             out.push(ChangelogRecord {
                 key: self.key_codec.to_bytes(&key),
                 value,
@@ -95,7 +124,7 @@ impl<K: Ord + Clone, V: Clone> StateStore for InMemoryKeyValueStore<K, V> {
             }
             Some(bytes) => {
                 let value = decode_entry(&*self.value_codec, bytes, "value", name, entry)?;
-                self.map.insert(key, value);
+                self.write(key, value, None);
             }
         }
         Ok(())
@@ -108,18 +137,24 @@ impl<K: Ord + Clone, V: Clone> StateStore for InMemoryKeyValueStore<K, V> {
 
 impl<K: Ord + Clone, V: Clone> KeyValueStore<K, V> for InMemoryKeyValueStore<K, V> {
     fn put(&mut self, key: K, value: V, timestamp: i64) -> Result<(), StateError> {
-        self.mark_dirty(&key, timestamp);
-        self.map.insert(key, value);
+        self.write(key, value, Some(timestamp));
         Ok(())
     }
 
     fn get(&self, key: &K) -> Result<Option<V>, StateError> {
-        Ok(self.map.get(key).cloned())
+        Ok(self.map.get(key).map(|slot| slot.value.clone()))
     }
 
     fn delete(&mut self, key: &K, timestamp: i64) -> Result<Option<V>, StateError> {
-        self.mark_dirty(key, timestamp);
-        Ok(self.map.remove(key))
+        let removed = self.map.remove(key);
+        if self.config.changelog_enabled() {
+            match &removed {
+                // Its log entry stays and now flushes as a tombstone.
+                Some(slot) if slot.dirty != CLEAN => self.dirty[slot.dirty].1 = timestamp,
+                _ => self.dirty.push((key.clone(), timestamp)),
+            }
+        }
+        Ok(removed.map(|slot| slot.value))
     }
 
     fn range(&self, from: Bound<&K>, to: Bound<&K>) -> Result<Vec<(K, V)>, StateError> {
@@ -130,7 +165,7 @@ impl<K: Ord + Clone, V: Clone> KeyValueStore<K, V> for InMemoryKeyValueStore<K, 
         Ok(self
             .map
             .range((from, to))
-            .map(|(k, v)| (k.clone(), v.clone()))
+            .map(|(k, slot)| (k.clone(), slot.value.clone()))
             .collect())
     }
 }

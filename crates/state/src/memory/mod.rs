@@ -1,9 +1,9 @@
 //! The in-memory engine: typed values in ordered maps.
 //!
 //! Owns [`InMemoryKeyValueStore`], [`InMemoryWindowStore`] and [`InMemorySessionStore`]. They
-//! hold `K` and `V` as they are; a write costs one or two B-tree operations, plus one more for
-//! dirty-key tracking when changelogging is on (the key is cloned only the first time it is
-//! written in an epoch). Keys and values are serialized only at
+//! hold `K` and `V` as they are; a write costs one B-tree descent. Key-value and window
+//! stores keep a dirty flag in each slot and an append-only dirty log, so changelog tracking
+//! adds no lookup (the key is cloned only the first time it is written in an epoch). Keys and values are serialized only at
 //! [`flush_changelog`](crate::StateStore::flush_changelog) and decoded only at restore.
 //!
 //! Layouts follow Kafka Streams' in-memory stores: windows as segment → start → key → value,
@@ -25,6 +25,18 @@ use std::sync::Arc;
 use crate::changelog::ChangelogEntry;
 use crate::codec::Codec;
 use crate::error::StateError;
+
+/// Marks a slot that has not been written since the last flush.
+pub(crate) const CLEAN: usize = usize::MAX;
+
+/// A stored value and, if it was written since the last flush, its index in the store's
+/// dirty log. Keeping the flag in the slot makes a repeated write's dirty tracking free: no
+/// second map to search on the hot path.
+#[derive(Debug, Clone)]
+pub(crate) struct Slot<V> {
+    pub(crate) value: V,
+    pub(crate) dirty: usize,
+}
 
 /// A codec shared by a store's clones of itself.
 pub(crate) type SharedCodec<T> = Arc<dyn Codec<T>>;

@@ -4,24 +4,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use super::{SharedCodec, decode_entry};
+use super::{CLEAN, SharedCodec, Slot, decode_entry};
 use crate::changelog::{ChangelogEntry, ChangelogRecord, decode_window_key, encode_window_key};
 use crate::codec::Codec;
 use crate::error::StateError;
 use crate::segments::SegmentedConfig;
 use crate::store::{Segmented, StateStore, StoreConfig, WindowStore};
-
-/// Marks a slot that has not been written since the last flush.
-const CLEAN: usize = usize::MAX;
-
-/// A stored value and, if it was written since the last flush, its index in the dirty log.
-/// Keeping the flag in the slot makes dirty tracking free on a repeated write: no second
-/// map to search on the hot path.
-#[derive(Debug, Clone)]
-struct Slot<V> {
-    value: V,
-    dirty: usize,
-}
 
 /// One (window start, key) written since the last flush, with its last write's timestamp.
 #[derive(Debug)]

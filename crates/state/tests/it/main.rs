@@ -5,5 +5,6 @@ mod bad_input;
 mod crash_points;
 mod engine_stores;
 mod engines;
+mod restart;
 mod roundtrip;
 mod segment_expiry;

@@ -53,25 +53,30 @@ pub(crate) struct EmitFrontier {
 
 impl EmitFrontier {
     pub(crate) fn new(store_name: &str, store: Rc<RefCell<FrontierStore>>) -> Self {
-        let value = store
-            .borrow()
-            .get(&store_name.to_owned())
-            .ok()
-            .flatten()
-            .map_or(Watermark::MIN, Watermark::from_millis);
         EmitFrontier {
             key: store_name.to_owned(),
-            value,
+            value: Watermark::MIN,
             store,
         }
     }
 
+    /// Read through to the store, so it is right after a restore that ran
+    /// after instantiation.
     pub(crate) fn value(&self) -> Watermark {
-        self.value
+        let stored = self
+            .store
+            .borrow()
+            .get(&self.key)
+            .ok()
+            .flatten()
+            .map_or(Watermark::MIN, Watermark::from_millis);
+        stored.max(self.value)
     }
 
     pub(crate) fn advance(&mut self, to: Watermark) -> Result<(), ProcessError> {
-        if self.value.advance_to(to) {
+        let current = self.value();
+        if to > current {
+            self.value = to;
             self.store
                 .borrow_mut()
                 .put(self.key.clone(), to.as_millis(), to.as_millis())

@@ -1,0 +1,486 @@
+//! The join operators of [`KStream`]: stream-stream `join`, `left_join`,
+//! `outer_join` (windowed, DESIGN 3.5) and stream-table `join_table`,
+//! `left_join_table`.
+//!
+//! Rust has no overloading, so the stream-table forms of Kafka Streams'
+//! `join(KTable, ..)` / `leftJoin(KTable, ..)` are named `join_table` /
+//! `left_join_table`. Joiners take values by reference; a missing side is
+//! `None` (Kafka Streams passes `null`).
+//!
+//! This module wires nodes and stores; what a join does per record is in
+//! `processors::stream_join` and `processors::stream_table_join`.
+
+use std::any::Any;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use stoatflow_state::{InMemoryKeyValueStore, InMemoryWindowStore, SegmentedConfig, StoreConfig};
+
+use crate::error::TopologyError;
+use crate::graph::{Downstream, Instantiation, PortHandle, SharedGraph, port};
+use crate::grouped::{BoxedCodec, codec};
+use crate::joins::{JoinWindows, Joined, StreamJoined};
+use crate::kstream::{KStream, add_processor};
+use crate::ktable::{KTable, table_store};
+use crate::materialized::Grouped;
+use crate::processors::stateless::PassThrough;
+use crate::processors::stream_join::{
+    JoinFrontierStore, JoinSide, JoinWindowStore, Joiner, LEFT, LeftOrRight, LeftOrRightListCodec,
+    ListCodec, OuterKeyCodec, OuterState, OuterStore, RIGHT,
+};
+use crate::processors::stream_table_join::StreamTableJoin;
+use crate::serde::SerdeRef;
+
+fn note_missing<T>(
+    graph: &SharedGraph,
+    store: &str,
+    serde: &Option<SerdeRef<T>>,
+    what: &'static str,
+) {
+    if serde.is_none() {
+        graph
+            .borrow_mut()
+            .missing_serdes
+            .push((store.to_owned(), what));
+    }
+}
+
+/// Names and settings shared by the two sides' factories.
+#[derive(Clone)]
+struct JoinPlan {
+    left_store: String,
+    right_store: String,
+    outer_store: Option<String>,
+    windows: JoinWindows,
+    logging: bool,
+}
+
+fn side_store<K, V>(
+    cx: &mut Instantiation,
+    name: &str,
+    plan: &JoinPlan,
+    ks: &Option<SerdeRef<K>>,
+    vs: &Option<SerdeRef<V>>,
+) -> Rc<RefCell<JoinWindowStore<K, V>>>
+where
+    K: Ord + Clone + 'static,
+    V: Clone + 'static,
+{
+    if let Some(s) = cx.typed_store(name) {
+        return s;
+    }
+    let config =
+        StoreConfig::new(name).with_changelog_enabled(plan.logging && cx.config.changelog_enabled);
+    let store = InMemoryWindowStore::new(
+        config,
+        SegmentedConfig::new(plan.windows.retention_ms()),
+        BoxedCodec(codec(ks, name)),
+        ListCodec(codec(vs, name)),
+    );
+    let store = Rc::new(RefCell::new(store));
+    cx.add_store(name, store.clone());
+    store
+}
+
+fn outer_state<K, V1, V2>(
+    cx: &mut Instantiation,
+    name: &str,
+    plan: &JoinPlan,
+    ks: &Option<SerdeRef<K>>,
+    v1: &Option<SerdeRef<V1>>,
+    v2: &Option<SerdeRef<V2>>,
+) -> OuterState<K, V1, V2>
+where
+    K: Ord + Clone + 'static,
+    V1: Clone + 'static,
+    V2: Clone + 'static,
+{
+    let frontier_name = format!("{name}-emitfrontier");
+    let store: Rc<RefCell<OuterStore<K, V1, V2>>> = match cx.typed_store(name) {
+        Some(s) => s,
+        None => {
+            let config = StoreConfig::new(name)
+                .with_changelog_enabled(plan.logging && cx.config.changelog_enabled);
+            let s = Rc::new(RefCell::new(InMemoryKeyValueStore::new(
+                config,
+                OuterKeyCodec(codec(ks, name)),
+                LeftOrRightListCodec(codec(v1, name), codec(v2, name)),
+            )));
+            cx.add_store(name, s.clone());
+            s
+        }
+    };
+    let frontier: Rc<RefCell<JoinFrontierStore>> = match cx.typed_store(&frontier_name) {
+        Some(s) => s,
+        None => {
+            let s = Rc::new(RefCell::new(InMemoryKeyValueStore::new(
+                StoreConfig::new(frontier_name.clone())
+                    .with_changelog_enabled(cx.config.changelog_enabled),
+                stoatflow_state::StringCodec,
+                stoatflow_state::I64Codec,
+            )));
+            cx.add_store(&frontier_name, s.clone());
+            s
+        }
+    };
+    OuterState {
+        name: name.to_owned(),
+        store,
+        frontier_name,
+        frontier,
+    }
+}
+
+impl<K, V1> KStream<K, V1>
+where
+    K: Ord + Clone + std::fmt::Debug + 'static,
+    V1: Clone + 'static,
+{
+    /// Inner windowed join: each pair of records with the same key at most
+    /// the window apart (both edges inclusive) is joined once, at the larger
+    /// of the two times.
+    pub fn join<V2, VR>(
+        &self,
+        other: &KStream<K, V2>,
+        joiner: impl Fn(&V1, &V2) -> VR + Send + Sync + 'static,
+        windows: JoinWindows,
+        joined: StreamJoined<K, V1, V2>,
+    ) -> KStream<K, VR>
+    where
+        V2: Clone + 'static,
+        VR: Clone + 'static,
+    {
+        let full: Joiner<K, V1, V2, VR> = Arc::new(move |_k, l, r| {
+            joiner(
+                l.expect("inner join: left present"),
+                r.expect("inner join: right present"),
+            )
+        });
+        self.stream_join(other, full, (false, false), windows, joined)
+    }
+
+    /// Left windowed join: as [`KStream::join`], and each left record that
+    /// matched nothing is joined with `None` once the frontier reaches its
+    /// close, `t + after + 1 + grace` (DESIGN 3.4, 3.5).
+    pub fn left_join<V2, VR>(
+        &self,
+        other: &KStream<K, V2>,
+        joiner: impl Fn(&V1, Option<&V2>) -> VR + Send + Sync + 'static,
+        windows: JoinWindows,
+        joined: StreamJoined<K, V1, V2>,
+    ) -> KStream<K, VR>
+    where
+        V2: Clone + 'static,
+        VR: Clone + 'static,
+    {
+        let full: Joiner<K, V1, V2, VR> =
+            Arc::new(move |_k, l, r| joiner(l.expect("left join: left present"), r));
+        self.stream_join(other, full, (true, false), windows, joined)
+    }
+
+    /// Outer windowed join: unmatched records of either side are joined
+    /// with `None` once the frontier reaches their close (right records:
+    /// `t + before + 1 + grace`).
+    pub fn outer_join<V2, VR>(
+        &self,
+        other: &KStream<K, V2>,
+        joiner: impl Fn(Option<&V1>, Option<&V2>) -> VR + Send + Sync + 'static,
+        windows: JoinWindows,
+        joined: StreamJoined<K, V1, V2>,
+    ) -> KStream<K, VR>
+    where
+        V2: Clone + 'static,
+        VR: Clone + 'static,
+    {
+        let full: Joiner<K, V1, V2, VR> = Arc::new(move |_k, l, r| joiner(l, r));
+        self.stream_join(other, full, (true, true), windows, joined)
+    }
+
+    fn co_partitioned(&self, ks: &Option<SerdeRef<K>>, vs: &Option<SerdeRef<V1>>) -> Self {
+        if self.repartition_required {
+            self.repartition(Grouped {
+                key_serde: ks.clone(),
+                value_serde: vs.clone(),
+                name: None,
+            })
+        } else {
+            self.clone()
+        }
+    }
+
+    fn stream_join<V2, VR>(
+        &self,
+        other: &KStream<K, V2>,
+        full: Joiner<K, V1, V2, VR>,
+        (left_outer, right_outer): (bool, bool),
+        windows: JoinWindows,
+        joined: StreamJoined<K, V1, V2>,
+    ) -> KStream<K, VR>
+    where
+        V2: Clone + 'static,
+        VR: Clone + 'static,
+    {
+        let graph = self.graph.clone();
+        let ks = joined.key_serde.clone().or_else(|| self.key_serde.clone());
+        let v1s = joined
+            .value_serde
+            .clone()
+            .or_else(|| self.value_serde.clone());
+        let v2s = joined
+            .other_value_serde
+            .clone()
+            .or_else(|| other.value_serde.clone());
+        let left_stream = self.co_partitioned(&ks, &v1s);
+        let right_stream = other.co_partitioned(&ks, &v2s);
+        let outer = left_outer || right_outer;
+        let base = joined.store_name.clone().unwrap_or_else(|| {
+            let prefix = match (left_outer, right_outer) {
+                (false, false) => "KSTREAM-JOIN",
+                (true, false) => "KSTREAM-LEFTJOIN",
+                _ => "KSTREAM-OUTERJOIN",
+            };
+            graph.borrow_mut().next_name(prefix)
+        });
+        let plan = JoinPlan {
+            left_store: format!("{base}-this-join-store"),
+            right_store: format!("{base}-other-join-store"),
+            outer_store: outer.then(|| {
+                format!(
+                    "{base}-{}-shared-join-store",
+                    if right_outer { "outer" } else { "left" }
+                )
+            }),
+            windows,
+            logging: joined.logging,
+        };
+        if let Err(e) = windows.validate(&base) {
+            graph.borrow_mut().errors.push(e);
+        }
+        if plan.logging {
+            for store in [&plan.left_store, &plan.right_store]
+                .into_iter()
+                .chain(plan.outer_store.as_ref())
+            {
+                note_missing(&graph, store, &ks, "key");
+            }
+            note_missing(&graph, &plan.left_store, &v1s, "value");
+            note_missing(&graph, &plan.right_store, &v2s, "value");
+            if let Some(o) = &plan.outer_store {
+                note_missing(&graph, o, &v1s, "value");
+                note_missing(&graph, o, &v2s, "value");
+            }
+        }
+        let mut stores = vec![plan.left_store.clone(), plan.right_store.clone()];
+        if let Some(o) = &plan.outer_store {
+            stores.push(o.clone());
+            stores.push(format!("{o}-emitfrontier"));
+        }
+        let (this_prefix, other_prefix) = if outer {
+            ("KSTREAM-OUTERTHIS", "KSTREAM-OUTEROTHER")
+        } else {
+            ("KSTREAM-JOINTHIS", "KSTREAM-JOINOTHER")
+        };
+
+        // This (left) side: also the emission pass of the null sides.
+        let this_factory = {
+            let (plan, ks, v1s, v2s, full) = (
+                plan.clone(),
+                ks.clone(),
+                v1s.clone(),
+                v2s.clone(),
+                full.clone(),
+            );
+            let name = format!("{base}-this");
+            Arc::new(
+                move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| -> PortHandle {
+                    let this_store = side_store::<K, V1>(cx, &plan.left_store, &plan, &ks, &v1s);
+                    let other_store = side_store::<K, V2>(cx, &plan.right_store, &plan, &ks, &v2s);
+                    let outer = plan
+                        .outer_store
+                        .as_ref()
+                        .map(|o| outer_state::<K, V1, V2>(cx, o, &plan, &ks, &v1s, &v2s));
+                    let f = full.clone();
+                    let side = JoinSide {
+                        node: name.clone(),
+                        side: LEFT,
+                        before_ms: plan.windows.before_ms(),
+                        after_ms: plan.windows.after_ms(),
+                        grace_ms: plan.windows.grace_ms(),
+                        this_store_name: plan.left_store.clone(),
+                        this_store,
+                        other_store_name: plan.right_store.clone(),
+                        other_store,
+                        outer,
+                        this_outer: left_outer,
+                        other_outer: right_outer,
+                        joined: Arc::new(move |k: &K, l: &V1, r: Option<&V2>| f(k, Some(l), r)),
+                        wrap: Arc::new(LeftOrRight::Left),
+                        full: full.clone(),
+                        down: Downstream::<K, VR>::from_children(ch),
+                    };
+                    let op = Rc::new(RefCell::new(side));
+                    cx.add_frontier_op(op.clone());
+                    PortHandle::of::<K, V1>(op)
+                },
+            )
+        };
+        let (this_id, _) = add_processor(
+            &graph,
+            this_prefix,
+            vec![left_stream.node],
+            stores.clone(),
+            Some("stream-stream join"),
+            this_factory,
+        );
+
+        let other_factory = {
+            let (plan, ks, v1s, v2s, full) = (
+                plan.clone(),
+                ks.clone(),
+                v1s.clone(),
+                v2s.clone(),
+                full.clone(),
+            );
+            let name = format!("{base}-other");
+            Arc::new(
+                move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| -> PortHandle {
+                    let this_store = side_store::<K, V2>(cx, &plan.right_store, &plan, &ks, &v2s);
+                    let other_store = side_store::<K, V1>(cx, &plan.left_store, &plan, &ks, &v1s);
+                    let outer = plan
+                        .outer_store
+                        .as_ref()
+                        .map(|o| outer_state::<K, V1, V2>(cx, o, &plan, &ks, &v1s, &v2s));
+                    let f = full.clone();
+                    port::<K, V2, _>(JoinSide {
+                        node: name.clone(),
+                        side: RIGHT,
+                        // Mirrored: a right record at t joins left records in [t - after, t + before].
+                        before_ms: plan.windows.after_ms(),
+                        after_ms: plan.windows.before_ms(),
+                        grace_ms: plan.windows.grace_ms(),
+                        this_store_name: plan.right_store.clone(),
+                        this_store,
+                        other_store_name: plan.left_store.clone(),
+                        other_store,
+                        outer,
+                        this_outer: right_outer,
+                        other_outer: left_outer,
+                        joined: Arc::new(move |k: &K, r: &V2, l: Option<&V1>| f(k, l, Some(r))),
+                        wrap: Arc::new(LeftOrRight::Right),
+                        full: full.clone(),
+                        down: Downstream::<K, VR>::from_children(ch),
+                    })
+                },
+            )
+        };
+        let (other_id, _) = add_processor(
+            &graph,
+            other_prefix,
+            vec![right_stream.node],
+            stores,
+            None,
+            other_factory,
+        );
+        let (merge, _) = add_processor(
+            &graph,
+            "KSTREAM-MERGE",
+            vec![this_id, other_id],
+            vec![],
+            None,
+            Arc::new(|_: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
+                port::<K, VR, _>(PassThrough {
+                    down: Downstream::from_children(ch),
+                })
+            }),
+        );
+        KStream::new(graph, merge, ks, None)
+    }
+
+    /// Inner stream-table join: each stream record joins the table's current
+    /// row for its key; records without a row produce nothing. Table updates
+    /// produce nothing. No grace (DESIGN 3.5).
+    pub fn join_table<VT, VR>(
+        &self,
+        table: &KTable<K, VT>,
+        joiner: impl Fn(&V1, &VT) -> VR + Send + Sync + 'static,
+        joined: Joined<K, V1, VT>,
+    ) -> KStream<K, VR>
+    where
+        VT: Clone + 'static,
+        VR: Clone + 'static,
+    {
+        let j = Arc::new(move |_: &K, v: &V1, t: Option<&VT>| {
+            joiner(v, t.expect("inner stream-table join: row present"))
+        });
+        self.table_join(table, j, false, joined)
+    }
+
+    /// Left stream-table join: as [`KStream::join_table`], and a record
+    /// without a row joins `None`.
+    pub fn left_join_table<VT, VR>(
+        &self,
+        table: &KTable<K, VT>,
+        joiner: impl Fn(&V1, Option<&VT>) -> VR + Send + Sync + 'static,
+        joined: Joined<K, V1, VT>,
+    ) -> KStream<K, VR>
+    where
+        VT: Clone + 'static,
+        VR: Clone + 'static,
+    {
+        let j = Arc::new(move |_: &K, v: &V1, t: Option<&VT>| joiner(v, t));
+        self.table_join(table, j, true, joined)
+    }
+
+    fn table_join<VT, VR>(
+        &self,
+        table: &KTable<K, VT>,
+        joiner: Arc<dyn Fn(&K, &V1, Option<&VT>) -> VR + Send + Sync>,
+        left: bool,
+        joined: Joined<K, V1, VT>,
+    ) -> KStream<K, VR>
+    where
+        VT: Clone + 'static,
+        VR: Clone + 'static,
+    {
+        let graph = self.graph.clone();
+        let ks = joined.key_serde.clone().or_else(|| self.key_serde.clone());
+        let vs = joined
+            .value_serde
+            .clone()
+            .or_else(|| self.value_serde.clone());
+        let stream = self.co_partitioned(&ks, &vs);
+        let Some(store) = table.store.clone() else {
+            let node = graph.borrow().nodes[table.node].name.clone();
+            graph.borrow_mut().errors.push(TopologyError::InvalidArgument {
+                node,
+                reason: "a stream-table join needs a materialized table (one read with StreamsBuilder::table)".into(),
+            });
+            return KStream::new(graph, self.node, ks, None);
+        };
+        let tks = table.key_serde.clone();
+        let tvs = joined
+            .other_value_serde
+            .clone()
+            .or_else(|| table.value_serde.clone());
+        let store_name = store.clone();
+        let (id, _) = add_processor(
+            &graph,
+            "KSTREAM-JOIN",
+            vec![stream.node],
+            vec![store],
+            None,
+            Arc::new(move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
+                let t = table_store::<K, VT>(cx, &store_name, &tks, &tvs);
+                port::<K, V1, _>(StreamTableJoin {
+                    store_name: store_name.clone(),
+                    table: t,
+                    joiner: joiner.clone(),
+                    left,
+                    down: Downstream::<K, VR>::from_children(ch),
+                })
+            }),
+        );
+        KStream::new(graph, id, ks, None)
+    }
+}

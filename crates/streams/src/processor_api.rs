@@ -1,0 +1,549 @@
+//! The Processor API: [`Processor`], [`ProcessorContext`], punctuators
+//! ([`PunctuationType`], [`Cancellable`]), event-time timers, user stores
+//! ([`Stores`], [`StoreBuilder`]) and the DSL entries [`KStream::process`]
+//! and [`KStream::process_values`].
+//!
+//! Differences from Kafka Streams, forced by Rust or by event time:
+//! - the context is passed to every call (`init`, `process`, `on_timer`,
+//!   `close`, punctuators) instead of being kept by the processor;
+//! - a punctuator is a closure over the context; state it shares with the
+//!   processor lives behind an `Rc<RefCell<..>>` the two hold;
+//! - STREAM_TIME punctuators and event-time timers fire on the watermark
+//!   (DESIGN 3.2, 3.3); `current_stream_time_ms()` is an alias of
+//!   `current_watermark_ms()`;
+//! - event-time timers are keyed by a string, one per key (registering
+//!   again moves it), persisted in the changelogged store
+//!   `<processor>-timers`; a processor using them declares so with
+//!   [`Processor::EVENT_TIME_TIMERS`], which makes the topology
+//!   watermark-driven (DESIGN 3.7);
+//! - `forward_to` names a child by position, in the order the children were
+//!   added.
+//!
+//! This module owns the user-facing API; the node that runs a processor is
+//! `processors::custom`. It never reads the system clock.
+
+use std::any::Any;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use stoatflow_state::{InMemoryKeyValueStore, KeyValueStore, StoreConfig};
+use stoatflow_time::duration_ms;
+
+use crate::builder::StreamsBuilder;
+use crate::context::{RecordMetadata, TaskContext};
+use crate::error::ProcessError;
+use crate::graph::{Downstream, Instantiation, NodeDef, NodeKind};
+use crate::grouped::{BoxedCodec, codec};
+use crate::kstream::KStream;
+use crate::processors::custom::CustomProcessor;
+use crate::record::{Headers, Record};
+use crate::serde::{Serde, SerdeRef};
+
+/// What drives a punctuator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PunctuationType {
+    /// The watermark (Kafka Streams: stream time). Aligned to 0: fires once
+    /// the watermark is known, then every `interval` of watermark progress.
+    StreamTime,
+    /// The task's wall clock: first `interval` after scheduling.
+    WallClockTime,
+}
+
+/// A processor, as Kafka Streams' `api.Processor<KIn, VIn, KOut, VOut>`.
+pub trait Processor<KIn, VIn, KOut, VOut> {
+    /// Whether this processor registers event-time timers. Such a processor
+    /// is driven by the watermark and refused where one cannot move (DESIGN 3.7).
+    const EVENT_TIME_TIMERS: bool = false;
+
+    /// Called once before the first record, punctuation or timer.
+    fn init(&mut self, _ctx: &mut ProcessorContext<'_, KOut, VOut>) -> Result<(), ProcessError> {
+        Ok(())
+    }
+
+    /// One record.
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, KOut, VOut>,
+        record: Record<KIn, VIn>,
+    ) -> Result<(), ProcessError>;
+
+    /// An event-time timer registered for `key` at `timestamp` fired: the
+    /// watermark reached it.
+    fn on_timer(
+        &mut self,
+        _ctx: &mut ProcessorContext<'_, KOut, VOut>,
+        _key: &str,
+        _timestamp: i64,
+    ) -> Result<(), ProcessError> {
+        Ok(())
+    }
+
+    /// Called when the task closes.
+    fn close(&mut self, _ctx: &mut ProcessorContext<'_, KOut, VOut>) -> Result<(), ProcessError> {
+        Ok(())
+    }
+}
+
+/// A scheduled callback; receives the time it fires at (the watermark or
+/// the wall clock, per its [`PunctuationType`]).
+pub type Punctuator<KOut, VOut> =
+    Box<dyn FnMut(&mut ProcessorContext<'_, KOut, VOut>, i64) -> Result<(), ProcessError>>;
+
+/// Handle of a scheduled punctuator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cancellable(pub(crate) usize);
+
+pub(crate) struct Schedule<KOut, VOut> {
+    pub(crate) kind: PunctuationType,
+    pub(crate) interval_ms: i64,
+    pub(crate) next: i64,
+    pub(crate) callback: Option<Punctuator<KOut, VOut>>,
+    pub(crate) cancelled: bool,
+}
+
+impl<KOut, VOut> Schedule<KOut, VOut> {
+    /// Kafka Streams' `PunctuationSchedule.next`: after firing at `now`, the
+    /// next aligned time strictly after it (missed ones collapse into one).
+    pub(crate) fn advance(&mut self, now: i64) {
+        let mut next = self.next.saturating_add(self.interval_ms);
+        if now >= next {
+            let missed = (now - self.next) / self.interval_ms;
+            next = self
+                .next
+                .saturating_add((missed + 1).saturating_mul(self.interval_ms));
+        }
+        self.next = next;
+    }
+}
+
+pub(crate) type TimerStore = InMemoryKeyValueStore<String, i64>;
+
+/// Event-time timers: one per key, persisted; the in-memory index is
+/// (re)built from the store on first use, so it is right after a restore.
+pub(crate) struct Timers {
+    pub(crate) store_name: String,
+    pub(crate) store: Rc<RefCell<TimerStore>>,
+    pub(crate) index: BTreeSet<(i64, String)>,
+    pub(crate) loaded: bool,
+}
+
+impl Timers {
+    fn err(&self, source: stoatflow_state::StateError) -> ProcessError {
+        ProcessError::State {
+            store: self.store_name.clone(),
+            source: Box::new(source),
+        }
+    }
+
+    pub(crate) fn load(&mut self) -> Result<(), ProcessError> {
+        if !self.loaded {
+            let all = self.store.borrow().all().map_err(|e| self.err(e))?;
+            self.index = all.into_iter().map(|(k, t)| (t, k)).collect();
+            self.loaded = true;
+        }
+        Ok(())
+    }
+
+    fn register(&mut self, key: &str, ts: i64) -> Result<(), ProcessError> {
+        self.load()?;
+        self.cancel(key)?;
+        self.store
+            .borrow_mut()
+            .put(key.to_owned(), ts, ts)
+            .map_err(|e| self.err(e))?;
+        self.index.insert((ts, key.to_owned()));
+        Ok(())
+    }
+
+    fn cancel(&mut self, key: &str) -> Result<Option<i64>, ProcessError> {
+        self.load()?;
+        let old = self
+            .store
+            .borrow_mut()
+            .delete(&key.to_owned(), 0)
+            .map_err(|e| self.err(e))?;
+        if let Some(t) = old {
+            self.index.remove(&(t, key.to_owned()));
+        }
+        Ok(old)
+    }
+
+    /// Removes and returns the earliest timer at or below `watermark`.
+    pub(crate) fn pop_due(
+        &mut self,
+        watermark: i64,
+    ) -> Result<Option<(i64, String)>, ProcessError> {
+        self.load()?;
+        match self.index.first() {
+            Some((t, _)) if *t <= watermark => {
+                let (t, k) = self.index.pop_first().expect("just seen");
+                self.store
+                    .borrow_mut()
+                    .delete(&k, t)
+                    .map_err(|e| self.err(e))?;
+                Ok(Some((t, k)))
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
+/// Per-node state a [`ProcessorContext`] works on.
+pub(crate) struct NodeState<KOut, VOut> {
+    pub(crate) name: String,
+    pub(crate) down: Downstream<KOut, VOut>,
+    pub(crate) schedules: Vec<Schedule<KOut, VOut>>,
+    pub(crate) timers: Option<Timers>,
+    pub(crate) stores: BTreeMap<String, Rc<dyn Any>>,
+}
+
+/// What a processor sees while it runs, as Kafka Streams' `ProcessorContext`.
+pub struct ProcessorContext<'a, KOut, VOut> {
+    pub(crate) task: &'a mut TaskContext,
+    pub(crate) node: &'a mut NodeState<KOut, VOut>,
+    /// Timestamp and headers of the record being processed, if any.
+    pub(crate) current: Option<(i64, Headers)>,
+}
+
+impl<KOut, VOut> std::fmt::Debug for ProcessorContext<'_, KOut, VOut> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessorContext")
+            .field("node", &self.node.name)
+            .field("watermark", &self.task.watermark)
+            .finish()
+    }
+}
+
+impl<KOut: Clone + 'static, VOut: Clone + 'static> ProcessorContext<'_, KOut, VOut> {
+    /// Forwards to every child.
+    pub fn forward(&mut self, record: Record<KOut, VOut>) -> Result<(), ProcessError> {
+        self.node.down.forward(self.task, record)
+    }
+
+    /// Forwards to one child, by position (children in the order they were added).
+    pub fn forward_to(
+        &mut self,
+        child: usize,
+        record: Record<KOut, VOut>,
+    ) -> Result<(), ProcessError> {
+        self.node.down.forward_to(child, self.task, record)
+    }
+
+    /// Schedules `callback` every `interval` of watermark or wall-clock time.
+    pub fn schedule(
+        &mut self,
+        interval: Duration,
+        kind: PunctuationType,
+        callback: impl FnMut(&mut ProcessorContext<'_, KOut, VOut>, i64) -> Result<(), ProcessError>
+        + 'static,
+    ) -> Cancellable {
+        let interval_ms = duration_ms(interval).max(1);
+        let next = match kind {
+            PunctuationType::StreamTime => 0,
+            PunctuationType::WallClockTime => {
+                self.task.wall_clock.as_millis().saturating_add(interval_ms)
+            }
+        };
+        self.node.schedules.push(Schedule {
+            kind,
+            interval_ms,
+            next,
+            callback: Some(Box::new(callback)),
+            cancelled: false,
+        });
+        Cancellable(self.node.schedules.len() - 1)
+    }
+
+    /// Cancels a punctuator.
+    pub fn cancel(&mut self, c: Cancellable) {
+        if let Some(s) = self.node.schedules.get_mut(c.0) {
+            s.cancelled = true;
+        }
+    }
+
+    fn timers(&mut self) -> Result<&mut Timers, ProcessError> {
+        let name = self.node.name.clone();
+        self.node
+            .timers
+            .as_mut()
+            .ok_or_else(|| ProcessError::Processor {
+                node: name.clone(),
+                reason:
+                    "registers event-time timers but does not declare Processor::EVENT_TIME_TIMERS"
+                        .into(),
+            })
+    }
+
+    /// Registers (or moves) the event-time timer of `key` to `timestamp`:
+    /// it fires once the watermark reaches it, and survives a restart.
+    pub fn register_event_time_timer(
+        &mut self,
+        key: &str,
+        timestamp: i64,
+    ) -> Result<(), ProcessError> {
+        self.timers()?.register(key, timestamp)
+    }
+
+    /// Cancels the event-time timer of `key`; returns its time if there was one.
+    pub fn delete_event_time_timer(&mut self, key: &str) -> Result<Option<i64>, ProcessError> {
+        self.timers()?.cancel(key)
+    }
+
+    /// The application-wide watermark (DESIGN 3.2); `i64::MIN` before any.
+    pub fn current_watermark_ms(&self) -> i64 {
+        self.task.watermark.as_millis()
+    }
+
+    /// Alias of [`ProcessorContext::current_watermark_ms`], kept so ported
+    /// code compiles: it is the watermark, not Kafka Streams' stream time.
+    pub fn current_stream_time_ms(&self) -> i64 {
+        self.current_watermark_ms()
+    }
+
+    /// The task's wall clock (as of its last tick).
+    pub fn current_system_time_ms(&self) -> i64 {
+        self.task.wall_clock.as_millis()
+    }
+
+    /// Whether the record being processed is below the watermark; false
+    /// outside `process`.
+    pub fn is_late(&self) -> bool {
+        self.current
+            .as_ref()
+            .is_some_and(|(ts, _)| *ts < self.task.watermark.as_millis())
+    }
+
+    /// Topic, partition and offset of the record being processed (empty for
+    /// punctuations, timers and the emission pass).
+    pub fn record_metadata(&self) -> &RecordMetadata {
+        &self.task.meta
+    }
+
+    /// Timestamp of the record being processed.
+    pub fn timestamp(&self) -> Option<i64> {
+        self.current.as_ref().map(|(t, _)| *t)
+    }
+
+    /// Headers of the record being processed.
+    pub fn headers(&self) -> Option<&Headers> {
+        self.current.as_ref().map(|(_, h)| h)
+    }
+
+    /// A store connected to this processor, typed with its concrete type.
+    pub fn store<S: 'static>(&self, name: &str) -> Option<Rc<RefCell<S>>> {
+        self.node
+            .stores
+            .get(name)?
+            .clone()
+            .downcast::<RefCell<S>>()
+            .ok()
+    }
+
+    /// A key-value store built by [`Stores::key_value_store_builder`].
+    pub fn key_value_store<K: 'static, V: 'static>(
+        &self,
+        name: &str,
+    ) -> Option<Rc<RefCell<InMemoryKeyValueStore<K, V>>>> {
+        self.store(name)
+    }
+
+    /// The processor's name.
+    pub fn name(&self) -> &str {
+        &self.node.name
+    }
+}
+
+type StoreFactory = Arc<dyn Fn(&mut Instantiation) + Send + Sync>;
+
+/// A user store, as Kafka Streams' `StoreBuilder`: added with
+/// [`StreamsBuilder::add_state_store`], connected by name in
+/// [`KStream::process`].
+#[derive(Clone)]
+pub struct StoreBuilder {
+    name: String,
+    factory: StoreFactory,
+}
+
+impl std::fmt::Debug for StoreBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreBuilder")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// Constructors of user stores, as Kafka Streams' `Stores`.
+#[derive(Debug, Clone, Copy)]
+pub struct Stores;
+
+impl Stores {
+    /// An in-memory, changelogged key-value store.
+    pub fn key_value_store_builder<K, V>(
+        name: &str,
+        key_serde: impl Serde<K> + 'static,
+        value_serde: impl Serde<V> + 'static,
+    ) -> StoreBuilder
+    where
+        K: Ord + Clone + 'static,
+        V: Clone + 'static,
+    {
+        let ks: Option<SerdeRef<K>> = Some(Arc::new(key_serde));
+        let vs: Option<SerdeRef<V>> = Some(Arc::new(value_serde));
+        let n = name.to_owned();
+        StoreBuilder {
+            name: name.to_owned(),
+            factory: Arc::new(move |cx: &mut Instantiation| {
+                if cx.typed_store::<InMemoryKeyValueStore<K, V>>(&n).is_some() {
+                    return;
+                }
+                let store = InMemoryKeyValueStore::new(
+                    StoreConfig::new(n.clone()).with_changelog_enabled(cx.config.changelog_enabled),
+                    BoxedCodec(codec(&ks, &n)),
+                    BoxedCodec(codec(&vs, &n)),
+                );
+                cx.add_store(&n, Rc::new(RefCell::new(store)));
+            }),
+        }
+    }
+}
+
+impl StreamsBuilder {
+    /// Adds a user store that processors connect to by name.
+    pub fn add_state_store(&mut self, store: StoreBuilder) -> &mut Self {
+        self.graph.borrow_mut().user_stores.push(store);
+        self
+    }
+}
+
+fn user_store(graph: &crate::graph::SharedGraph, name: &str) -> Option<StoreBuilder> {
+    graph
+        .borrow()
+        .user_stores
+        .iter()
+        .rev()
+        .find(|b| b.name == name)
+        .cloned()
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
+    /// Runs a custom processor on every record; `stores` names user stores
+    /// added with [`StreamsBuilder::add_state_store`].
+    pub fn process<KOut, VOut, P>(
+        &self,
+        supplier: impl Fn() -> P + Send + Sync + 'static,
+        stores: &[&str],
+    ) -> KStream<KOut, VOut>
+    where
+        KOut: Clone + 'static,
+        VOut: Clone + 'static,
+        P: Processor<K, V, KOut, VOut> + 'static,
+    {
+        let (id, _) = self.add_custom("KSTREAM-PROCESSOR", supplier, stores);
+        let mut s = KStream::new(self.graph.clone(), id, None, None);
+        s.repartition_required = true;
+        s
+    }
+
+    /// As [`KStream::process`] for a processor that keeps keys (Kafka
+    /// Streams' `FixedKeyProcessor`): no repartition is implied downstream.
+    /// Keeping the key is the processor's contract; it is not checked.
+    pub fn process_values<VOut, P>(
+        &self,
+        supplier: impl Fn() -> P + Send + Sync + 'static,
+        stores: &[&str],
+    ) -> KStream<K, VOut>
+    where
+        VOut: Clone + 'static,
+        P: Processor<K, V, K, VOut> + 'static,
+    {
+        let (id, _) = self.add_custom("KSTREAM-PROCESSVALUES", supplier, stores);
+        let mut s = KStream::new(self.graph.clone(), id, self.key_serde.clone(), None);
+        s.repartition_required = self.repartition_required;
+        s
+    }
+
+    fn add_custom<KOut, VOut, P>(
+        &self,
+        prefix: &str,
+        supplier: impl Fn() -> P + Send + Sync + 'static,
+        stores: &[&str],
+    ) -> (usize, String)
+    where
+        KOut: Clone + 'static,
+        VOut: Clone + 'static,
+        P: Processor<K, V, KOut, VOut> + 'static,
+    {
+        let name = self.graph.borrow_mut().next_name(prefix);
+        let mut builders = Vec::new();
+        for s in stores {
+            match user_store(&self.graph, s) {
+                Some(b) => builders.push(b),
+                None => self.graph.borrow_mut().errors.push(
+                    crate::error::TopologyError::InvalidArgument {
+                        node: name.clone(),
+                        reason: format!(
+                            "store {s} is not added to the builder (StreamsBuilder::add_state_store)"
+                        ),
+                    },
+                ),
+            }
+        }
+        let mut store_names: Vec<String> = stores.iter().map(|s| (*s).to_owned()).collect();
+        let timers = P::EVENT_TIME_TIMERS;
+        let timer_store = format!("{name}-timers");
+        if timers {
+            store_names.push(timer_store.clone());
+        }
+        let node_name = name.clone();
+        let factory = Arc::new(move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
+            let mut handles: BTreeMap<String, Rc<dyn Any>> = BTreeMap::new();
+            for b in &builders {
+                (b.factory)(cx);
+                if let Some(h) = cx.stores.get(&b.name) {
+                    handles.insert(b.name.clone(), h.typed.clone());
+                }
+            }
+            let timers = timers.then(|| {
+                let store = Rc::new(RefCell::new(InMemoryKeyValueStore::new(
+                    StoreConfig::new(timer_store.clone())
+                        .with_changelog_enabled(cx.config.changelog_enabled),
+                    stoatflow_state::StringCodec,
+                    stoatflow_state::I64Codec,
+                )));
+                cx.add_store(&timer_store, store.clone());
+                Timers {
+                    store_name: timer_store.clone(),
+                    store,
+                    index: BTreeSet::new(),
+                    loaded: false,
+                }
+            });
+            let node = Rc::new(RefCell::new(CustomProcessor::<P, K, V, KOut, VOut>::new(
+                supplier(),
+                NodeState {
+                    name: node_name.clone(),
+                    down: Downstream::from_children(ch),
+                    schedules: Vec::new(),
+                    timers,
+                    stores: handles,
+                },
+            )));
+            cx.add_time_op(node.clone());
+            crate::graph::PortHandle::of::<K, V>(node)
+        });
+        let mut g = self.graph.borrow_mut();
+        let id = g.add(NodeDef {
+            name: name.clone(),
+            kind: NodeKind::Processor,
+            parents: vec![self.node],
+            stores: store_names,
+            watermark_driven: timers.then_some("event-time timer"),
+            internal: false,
+            factory,
+        });
+        (id, name)
+    }
+}

@@ -1,0 +1,137 @@
+//! The node that runs a user [`Processor`]: records through `process`,
+//! STREAM_TIME punctuators and event-time timers on watermark events,
+//! WALL_CLOCK_TIME punctuators on wall-clock ticks. `init` runs lazily before
+//! the first of any of these, so it sees restored stores.
+//!
+//! This module knows nothing of where watermarks or ticks come from.
+
+use std::marker::PhantomData;
+
+use stoatflow_time::{WallTime, Watermark};
+
+use crate::context::TaskContext;
+use crate::error::ProcessError;
+use crate::graph::{Push, TimeOperator};
+use crate::processor_api::{NodeState, Processor, ProcessorContext, PunctuationType};
+use crate::record::Record;
+
+pub(crate) struct CustomProcessor<P, KIn, VIn, KOut, VOut> {
+    processor: P,
+    state: NodeState<KOut, VOut>,
+    initialized: bool,
+    _p: PhantomData<fn(KIn, VIn)>,
+}
+
+impl<P, KIn, VIn, KOut, VOut> CustomProcessor<P, KIn, VIn, KOut, VOut>
+where
+    P: Processor<KIn, VIn, KOut, VOut>,
+    KOut: Clone + 'static,
+    VOut: Clone + 'static,
+{
+    pub(crate) fn new(processor: P, state: NodeState<KOut, VOut>) -> Self {
+        CustomProcessor {
+            processor,
+            state,
+            initialized: false,
+            _p: PhantomData,
+        }
+    }
+
+    fn ensure_init(&mut self, cx: &mut TaskContext) -> Result<(), ProcessError> {
+        if !self.initialized {
+            self.initialized = true;
+            let mut ctx = ProcessorContext {
+                task: cx,
+                node: &mut self.state,
+                current: None,
+            };
+            self.processor.init(&mut ctx)?;
+        }
+        Ok(())
+    }
+
+    fn punctuate(
+        &mut self,
+        cx: &mut TaskContext,
+        kind: PunctuationType,
+        now: i64,
+    ) -> Result<(), ProcessError> {
+        let mut i = 0;
+        while i < self.state.schedules.len() {
+            let s = &mut self.state.schedules[i];
+            if s.kind == kind && !s.cancelled && s.next <= now {
+                s.advance(now);
+                if let Some(mut callback) = s.callback.take() {
+                    let mut ctx = ProcessorContext {
+                        task: cx,
+                        node: &mut self.state,
+                        current: None,
+                    };
+                    let r = callback(&mut ctx, now);
+                    self.state.schedules[i].callback = Some(callback);
+                    r?;
+                }
+            }
+            i += 1;
+        }
+        Ok(())
+    }
+}
+
+impl<P, KIn, VIn, KOut, VOut> Push<KIn, VIn> for CustomProcessor<P, KIn, VIn, KOut, VOut>
+where
+    P: Processor<KIn, VIn, KOut, VOut>,
+    KOut: Clone + 'static,
+    VOut: Clone + 'static,
+{
+    fn push(&mut self, cx: &mut TaskContext, rec: Record<KIn, VIn>) -> Result<(), ProcessError> {
+        self.ensure_init(cx)?;
+        let mut ctx = ProcessorContext {
+            task: cx,
+            node: &mut self.state,
+            current: Some((rec.timestamp, rec.headers.clone())),
+        };
+        self.processor.process(&mut ctx, rec)
+    }
+}
+
+impl<P, KIn, VIn, KOut, VOut> TimeOperator for CustomProcessor<P, KIn, VIn, KOut, VOut>
+where
+    P: Processor<KIn, VIn, KOut, VOut>,
+    KOut: Clone + 'static,
+    VOut: Clone + 'static,
+{
+    fn on_event_time(
+        &mut self,
+        cx: &mut TaskContext,
+        punctuation: Watermark,
+        timers: Watermark,
+    ) -> Result<(), ProcessError> {
+        self.ensure_init(cx)?;
+        if !punctuation.is_none_yet() {
+            self.punctuate(cx, PunctuationType::StreamTime, punctuation.as_millis())?;
+        }
+        if timers.is_none_yet() {
+            return Ok(());
+        }
+        loop {
+            let Some(t) = self.state.timers.as_mut() else {
+                return Ok(());
+            };
+            let Some((ts, key)) = t.pop_due(timers.as_millis())? else {
+                return Ok(());
+            };
+            let mut ctx = ProcessorContext {
+                task: cx,
+                node: &mut self.state,
+                current: None,
+            };
+            self.processor.on_timer(&mut ctx, &key, ts)?;
+        }
+    }
+
+    fn on_wall_clock(&mut self, cx: &mut TaskContext, now: WallTime) -> Result<(), ProcessError> {
+        self.ensure_init(cx)?;
+        self.punctuate(cx, PunctuationType::WallClockTime, now.as_millis())
+    }
+}

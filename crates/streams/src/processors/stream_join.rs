@@ -1,0 +1,506 @@
+//! The stream-stream join (inner, left, outer), shaped like Kafka Streams':
+//! a this-join and an other-join processor sharing two window stores (one
+//! per side, keeping every arrival: duplicates are a list per key and time)
+//! and, for left/outer joins, one shared store of unmatched records.
+//!
+//! Per record: it is written to its side's store, then the other side's
+//! store is probed over `[t - before, t + after]` (both edges inclusive,
+//! mirrored for the right side); each match is forwarded at the larger of
+//! the two times, and the matched records' unmatched entries are deleted.
+//! A record of an outer side that matched nothing is kept under its close,
+//! `t + after + 1 + grace` (left) or `t + before + 1 + grace` (right)
+//! (DESIGN 3.4) — each arrival separately, so N identical unmatched
+//! arrivals give N null-joins — unless that close is already at or below
+//! the emitted frontier, when its null-join is forwarded at once. Join
+//! inputs are never dropped as late (DESIGN 3.5).
+//!
+//! The emission pass (the this-join processor, as a frontier operator)
+//! forwards every unmatched record whose close is at or below the frontier,
+//! in order of close, then key, with the unmatched record's time, persists
+//! the emitted frontier in `<outer store>-emitfrontier`, and expires the
+//! window stores at the frontier.
+//!
+//! This module knows nothing of the DSL or of how the frontier is computed.
+
+use std::cell::RefCell;
+use std::ops::Bound;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use stoatflow_state::{
+    Codec, CodecError, InMemoryKeyValueStore, InMemoryWindowStore, KeyValueStore, Segmented,
+    WindowStore,
+};
+use stoatflow_time::Watermark;
+
+use crate::context::TaskContext;
+use crate::error::ProcessError;
+use crate::graph::{Downstream, FrontierOperator, Push};
+use crate::record::{Headers, Record};
+
+/// One side's store: every arrival per (key, time), in arrival order.
+pub(crate) type JoinWindowStore<K, V> = InMemoryWindowStore<K, Vec<V>>;
+/// The shared store of unmatched records.
+pub(crate) type OuterStore<K, V1, V2> =
+    InMemoryKeyValueStore<OuterKey<K>, Vec<LeftOrRight<V1, V2>>>;
+/// The emitted frontier of the unmatched store.
+pub(crate) type JoinFrontierStore = InMemoryKeyValueStore<String, i64>;
+
+/// The full joiner: `(key, left, right)`, a side `None` for a null-join.
+pub(crate) type Joiner<K, V1, V2, VR> =
+    Arc<dyn Fn(&K, Option<&V1>, Option<&V2>) -> VR + Send + Sync>;
+
+/// Key of an unmatched record: ordered by close, then key, then side, then time.
+/// `key` is `None` only in range bounds.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct OuterKey<K> {
+    pub(crate) close: i64,
+    pub(crate) key: Option<K>,
+    pub(crate) side: u8,
+    pub(crate) ts: i64,
+}
+
+/// An unmatched value of either side.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum LeftOrRight<V1, V2> {
+    Left(V1),
+    Right(V2),
+}
+
+pub(crate) const LEFT: u8 = 0;
+pub(crate) const RIGHT: u8 = 1;
+
+/// One side of a join.
+pub(crate) struct JoinSide<K, VT, VO, V1, V2, VR> {
+    pub(crate) node: String,
+    pub(crate) side: u8,
+    /// How far before / after this side's record the other side's may be.
+    pub(crate) before_ms: i64,
+    pub(crate) after_ms: i64,
+    pub(crate) grace_ms: i64,
+    pub(crate) this_store_name: String,
+    pub(crate) this_store: Rc<RefCell<JoinWindowStore<K, VT>>>,
+    pub(crate) other_store_name: String,
+    pub(crate) other_store: Rc<RefCell<JoinWindowStore<K, VO>>>,
+    /// Present when either side is outer.
+    pub(crate) outer: Option<OuterState<K, V1, V2>>,
+    pub(crate) this_outer: bool,
+    pub(crate) other_outer: bool,
+    /// `(key, this, other)` for a match or (other `None`) an immediate null-join.
+    pub(crate) joined: Arc<dyn Fn(&K, &VT, Option<&VO>) -> VR + Send + Sync>,
+    pub(crate) wrap: Arc<dyn Fn(VT) -> LeftOrRight<V1, V2> + Send + Sync>,
+    /// The full joiner, for the emission pass.
+    pub(crate) full: Joiner<K, V1, V2, VR>,
+    pub(crate) down: Downstream<K, VR>,
+}
+
+/// The unmatched store and its emitted frontier.
+pub(crate) struct OuterState<K, V1, V2> {
+    pub(crate) name: String,
+    pub(crate) store: Rc<RefCell<OuterStore<K, V1, V2>>>,
+    pub(crate) frontier_name: String,
+    pub(crate) frontier: Rc<RefCell<JoinFrontierStore>>,
+}
+
+impl<K, V1, V2> OuterState<K, V1, V2>
+where
+    K: Ord + Clone + 'static,
+    V1: Clone + 'static,
+    V2: Clone + 'static,
+{
+    fn err(&self, source: stoatflow_state::StateError) -> ProcessError {
+        ProcessError::State {
+            store: self.name.clone(),
+            source: Box::new(source),
+        }
+    }
+
+    /// The highest close already emitted (read from the store, so it is
+    /// right after a restore too).
+    fn emitted(&self) -> Result<Watermark, ProcessError> {
+        let v = self
+            .frontier
+            .borrow()
+            .get(&self.name)
+            .map_err(|source| ProcessError::State {
+                store: self.frontier_name.clone(),
+                source: Box::new(source),
+            })?;
+        Ok(v.map_or(Watermark::MIN, Watermark::from_millis))
+    }
+}
+
+fn state_err(store: &str, source: stoatflow_state::StateError) -> ProcessError {
+    ProcessError::State {
+        store: store.to_owned(),
+        source: Box::new(source),
+    }
+}
+
+impl<K, VT, VO, V1, V2, VR> Push<K, VT> for JoinSide<K, VT, VO, V1, V2, VR>
+where
+    K: Ord + Clone + std::fmt::Debug + 'static,
+    VT: Clone + 'static,
+    VO: Clone + 'static,
+    V1: Clone + 'static,
+    V2: Clone + 'static,
+    VR: Clone + 'static,
+{
+    fn push(&mut self, cx: &mut TaskContext, rec: Record<K, VT>) -> Result<(), ProcessError> {
+        let ts = rec.timestamp;
+        {
+            let mut store = self.this_store.borrow_mut();
+            let mut values = store
+                .fetch(&rec.key, ts)
+                .map_err(|e| state_err(&self.this_store_name, e))?
+                .unwrap_or_default();
+            values.push(rec.value.clone());
+            store
+                .put(rec.key.clone(), ts, values, ts)
+                .map_err(|e| state_err(&self.this_store_name, e))?;
+        }
+        let from = ts.saturating_sub(self.before_ms).max(0);
+        let to = ts.saturating_add(self.after_ms).max(0);
+        let matches = self
+            .other_store
+            .borrow()
+            .fetch_key_range(&rec.key, from, to)
+            .map_err(|e| state_err(&self.other_store_name, e))?;
+        let matched = !matches.is_empty();
+        for (other_ts, values) in matches {
+            if self.other_outer
+                && let Some(outer) = &self.outer
+            {
+                // The other side's close: its `after` is this side's `before`.
+                let close = other_ts
+                    .saturating_add(self.before_ms)
+                    .saturating_add(1)
+                    .saturating_add(self.grace_ms);
+                let key = OuterKey {
+                    close,
+                    key: Some(rec.key.clone()),
+                    side: 1 - self.side,
+                    ts: other_ts,
+                };
+                let mut store = outer.store.borrow_mut();
+                if store.get(&key).map_err(|e| outer.err(e))?.is_some() {
+                    store.delete(&key, ts).map_err(|e| outer.err(e))?;
+                }
+            }
+            for other in &values {
+                let value = (self.joined)(&rec.key, &rec.value, Some(other));
+                self.down.forward(
+                    cx,
+                    Record {
+                        key: rec.key.clone(),
+                        value,
+                        timestamp: ts.max(other_ts),
+                        headers: rec.headers.clone(),
+                    },
+                )?;
+            }
+        }
+        if matched || !self.this_outer {
+            return Ok(());
+        }
+        let outer = self
+            .outer
+            .as_ref()
+            .expect("an outer side has the unmatched store");
+        let close = ts
+            .saturating_add(self.after_ms)
+            .saturating_add(1)
+            .saturating_add(self.grace_ms);
+        if outer.emitted()?.has_closed(close) {
+            // Its null side is already final: the pass that covered its close ran.
+            tracing::debug!(node = %self.node, key = ?rec.key, timestamp = ts, close,
+                "null-join of a record whose close the emitted frontier passed, forwarded at once");
+            let value = (self.joined)(&rec.key, &rec.value, None);
+            return self.down.forward(
+                cx,
+                Record {
+                    key: rec.key,
+                    value,
+                    timestamp: ts,
+                    headers: rec.headers,
+                },
+            );
+        }
+        let key = OuterKey {
+            close,
+            key: Some(rec.key),
+            side: self.side,
+            ts,
+        };
+        let mut store = outer.store.borrow_mut();
+        let mut values = store
+            .get(&key)
+            .map_err(|e| outer.err(e))?
+            .unwrap_or_default();
+        values.push((self.wrap)(rec.value));
+        store.put(key, values, ts).map_err(|e| outer.err(e))
+    }
+}
+
+impl<K, V1, V2, VR> FrontierOperator for JoinSide<K, V1, V2, V1, V2, VR>
+where
+    K: Ord + Clone + std::fmt::Debug + 'static,
+    V1: Clone + 'static,
+    V2: Clone + 'static,
+    VR: Clone + 'static,
+{
+    fn on_frontier(
+        &mut self,
+        cx: &mut TaskContext,
+        frontier: Watermark,
+    ) -> Result<(), ProcessError> {
+        if frontier.is_none_yet() {
+            return Ok(());
+        }
+        if let Some(outer) = &self.outer
+            && frontier > outer.emitted()?
+        {
+            let bound = OuterKey {
+                close: frontier.as_millis().saturating_add(1),
+                key: None,
+                side: 0,
+                ts: i64::MIN,
+            };
+            let due = outer
+                .store
+                .borrow()
+                .range(Bound::Unbounded, Bound::Excluded(&bound))
+                .map_err(|e| outer.err(e))?;
+            for (key, values) in due {
+                let k = key.key.clone().expect("stored unmatched keys are Some");
+                for v in &values {
+                    let value = match v {
+                        LeftOrRight::Left(l) => (self.full)(&k, Some(l), None),
+                        LeftOrRight::Right(r) => (self.full)(&k, None, Some(r)),
+                    };
+                    self.down.forward(
+                        cx,
+                        Record {
+                            key: k.clone(),
+                            value,
+                            timestamp: key.ts,
+                            headers: Headers::empty(),
+                        },
+                    )?;
+                }
+                outer
+                    .store
+                    .borrow_mut()
+                    .delete(&key, key.ts)
+                    .map_err(|e| outer.err(e))?;
+            }
+            outer
+                .frontier
+                .borrow_mut()
+                .put(
+                    outer.name.clone(),
+                    frontier.as_millis(),
+                    frontier.as_millis(),
+                )
+                .map_err(|e| state_err(&outer.frontier_name, e))?;
+        }
+        self.this_store
+            .borrow_mut()
+            .expire(frontier.as_millis())
+            .map_err(|e| state_err(&self.this_store_name, e))?;
+        self.other_store
+            .borrow_mut()
+            .expire(frontier.as_millis())
+            .map_err(|e| state_err(&self.other_store_name, e))?;
+        Ok(())
+    }
+}
+
+fn put_len(out: &mut Vec<u8>, n: usize) {
+    out.extend_from_slice(&u32::try_from(n).unwrap_or(u32::MAX).to_be_bytes());
+}
+
+fn take<'a>(b: &mut &'a [u8], n: usize, what: &str) -> Result<&'a [u8], CodecError> {
+    if b.len() < n {
+        return Err(CodecError::new(format!(
+            "truncated {what}: need {n} bytes, have {}",
+            b.len()
+        )));
+    }
+    let (head, rest) = b.split_at(n);
+    *b = rest;
+    Ok(head)
+}
+
+fn take_len(b: &mut &[u8], what: &str) -> Result<usize, CodecError> {
+    let head = take(b, 4, what)?;
+    Ok(u32::from_be_bytes(head.try_into().expect("4 bytes")) as usize)
+}
+
+fn take_i64(b: &mut &[u8], what: &str) -> Result<i64, CodecError> {
+    let head = take(b, 8, what)?;
+    Ok(i64::from_be_bytes(head.try_into().expect("8 bytes")))
+}
+
+/// `[count u32][len u32, bytes]...`: a side store's list of arrivals.
+pub(crate) struct ListCodec<V>(pub(crate) Box<dyn Codec<V>>);
+
+impl<V> Codec<Vec<V>> for ListCodec<V> {
+    fn encode(&self, values: &Vec<V>, out: &mut Vec<u8>) {
+        put_len(out, values.len());
+        let mut buf = Vec::new();
+        for v in values {
+            buf.clear();
+            self.0.encode(v, &mut buf);
+            put_len(out, buf.len());
+            out.extend_from_slice(&buf);
+        }
+    }
+
+    fn decode(&self, mut b: &[u8]) -> Result<Vec<V>, CodecError> {
+        let n = take_len(&mut b, "join list count")?;
+        let mut out = Vec::with_capacity(n.min(1024));
+        for _ in 0..n {
+            let len = take_len(&mut b, "join list entry length")?;
+            out.push(self.0.decode(take(&mut b, len, "join list entry")?)?);
+        }
+        Ok(out)
+    }
+}
+
+/// `[count u32][side u8, len u32, bytes]...`: unmatched values.
+pub(crate) struct LeftOrRightListCodec<V1, V2>(
+    pub(crate) Box<dyn Codec<V1>>,
+    pub(crate) Box<dyn Codec<V2>>,
+);
+
+impl<V1, V2> Codec<Vec<LeftOrRight<V1, V2>>> for LeftOrRightListCodec<V1, V2> {
+    fn encode(&self, values: &Vec<LeftOrRight<V1, V2>>, out: &mut Vec<u8>) {
+        put_len(out, values.len());
+        let mut buf = Vec::new();
+        for v in values {
+            buf.clear();
+            match v {
+                LeftOrRight::Left(l) => {
+                    out.push(LEFT);
+                    self.0.encode(l, &mut buf);
+                }
+                LeftOrRight::Right(r) => {
+                    out.push(RIGHT);
+                    self.1.encode(r, &mut buf);
+                }
+            }
+            put_len(out, buf.len());
+            out.extend_from_slice(&buf);
+        }
+    }
+
+    fn decode(&self, mut b: &[u8]) -> Result<Vec<LeftOrRight<V1, V2>>, CodecError> {
+        let n = take_len(&mut b, "unmatched count")?;
+        let mut out = Vec::with_capacity(n.min(1024));
+        for _ in 0..n {
+            let side = take(&mut b, 1, "unmatched side")?[0];
+            let len = take_len(&mut b, "unmatched length")?;
+            let bytes = take(&mut b, len, "unmatched value")?;
+            out.push(match side {
+                LEFT => LeftOrRight::Left(self.0.decode(bytes)?),
+                RIGHT => LeftOrRight::Right(self.1.decode(bytes)?),
+                s => return Err(CodecError::new(format!("unmatched side byte {s}"))),
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// `[close i64 BE][side u8][ts i64 BE][key]`.
+pub(crate) struct OuterKeyCodec<K>(pub(crate) Box<dyn Codec<K>>);
+
+impl<K> Codec<OuterKey<K>> for OuterKeyCodec<K> {
+    fn encode(&self, k: &OuterKey<K>, out: &mut Vec<u8>) {
+        out.extend_from_slice(&k.close.to_be_bytes());
+        out.push(k.side);
+        out.extend_from_slice(&k.ts.to_be_bytes());
+        if let Some(key) = &k.key {
+            self.0.encode(key, out);
+        }
+    }
+
+    fn decode(&self, mut b: &[u8]) -> Result<OuterKey<K>, CodecError> {
+        let close = take_i64(&mut b, "unmatched key close")?;
+        let side = take(&mut b, 1, "unmatched key side")?[0];
+        let ts = take_i64(&mut b, "unmatched key time")?;
+        Ok(OuterKey {
+            close,
+            key: Some(self.0.decode(b)?),
+            side,
+            ts,
+        })
+    }
+}
+
+macro_rules! opaque_debug {
+    ($($t:ident),*) => {$(
+        impl<T> std::fmt::Debug for $t<T> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(stringify!($t))
+            }
+        }
+    )*};
+}
+opaque_debug!(ListCodec, OuterKeyCodec);
+
+impl<A, B> std::fmt::Debug for LeftOrRightListCodec<A, B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LeftOrRightListCodec")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stoatflow_state::{I64Codec, StringCodec};
+
+    #[test]
+    fn codecs_round_trip() {
+        let c = ListCodec::<i64>(Box::new(I64Codec));
+        let mut out = Vec::new();
+        c.encode(&vec![1, 2, 3], &mut out);
+        assert_eq!(c.decode(&out).unwrap(), vec![1, 2, 3]);
+        let c = LeftOrRightListCodec::<i64, String>(Box::new(I64Codec), Box::new(StringCodec));
+        let v = vec![LeftOrRight::Left(4), LeftOrRight::Right("x".to_owned())];
+        let mut out = Vec::new();
+        c.encode(&v, &mut out);
+        assert_eq!(c.decode(&out).unwrap(), v);
+        let c = OuterKeyCodec::<String>(Box::new(StringCodec));
+        let k = OuterKey {
+            close: 7,
+            key: Some("k".to_owned()),
+            side: RIGHT,
+            ts: 3,
+        };
+        let mut out = Vec::new();
+        c.encode(&k, &mut out);
+        assert_eq!(c.decode(&out).unwrap(), k);
+        assert!(c.decode(&out[..5]).is_err());
+    }
+
+    #[test]
+    fn unmatched_keys_order_by_close_then_key() {
+        let k = |close, key: &str, side| OuterKey {
+            close,
+            key: Some(key.to_owned()),
+            side,
+            ts: 0,
+        };
+        let mut v = vec![k(5, "b", LEFT), k(3, "z", RIGHT), k(5, "a", RIGHT)];
+        v.sort();
+        assert_eq!(v, vec![k(3, "z", RIGHT), k(5, "a", RIGHT), k(5, "b", LEFT)]);
+        let bound = OuterKey::<String> {
+            close: 4,
+            key: None,
+            side: 0,
+            ts: i64::MIN,
+        };
+        assert!(k(3, "zzz", RIGHT) < bound && bound < k(4, "", LEFT));
+    }
+}

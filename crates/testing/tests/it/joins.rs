@@ -1,0 +1,335 @@
+//! Stream-stream joins, reproducing the outcomes of Kafka Streams'
+//! `KStreamKStreamJoinTest`, `KStreamKStreamLeftJoinTest` and
+//! `KStreamKStreamOuterJoinTest` scenarios (inputs and expected outputs
+//! transcribed; the joiner is `TOSTRING_JOINER`: `left + "+" + right`, a
+//! missing side `null`). Where stoatflow differs by design (DESIGN 3.4,
+//! 3.5) the test is named after the difference.
+
+use std::time::Duration;
+
+use stoatflow_streams::{
+    Consumed, JoinWindows, Produced, Serdes, StreamJoined, StreamsBuilder, Topology,
+};
+
+use crate::harness::{LEFT, OUT, RIGHT, Step, Step::*, none, run};
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Inner,
+    Left,
+    Outer,
+}
+
+fn topology(kind: Kind, windows: JoinWindows) -> Topology {
+    let mut b = StreamsBuilder::new();
+    let l = b.stream(LEFT, Consumed::with(Serdes::i32(), Serdes::string()));
+    let r = b.stream(RIGHT, Consumed::with(Serdes::i32(), Serdes::string()));
+    let sj = || StreamJoined::with(Serdes::i32(), Serdes::string(), Serdes::string());
+    let s = |v: Option<&String>| v.map_or("null".to_owned(), Clone::clone);
+    let joined = match kind {
+        Kind::Inner => l.join(
+            &r,
+            |a: &String, b: &String| format!("{a}+{b}"),
+            windows,
+            sj(),
+        ),
+        Kind::Left => l.left_join(
+            &r,
+            move |a: &String, b: Option<&String>| format!("{a}+{}", s(b)),
+            windows,
+            sj(),
+        ),
+        Kind::Outer => l.outer_join(
+            &r,
+            move |a: Option<&String>, b: Option<&String>| format!("{}+{}", s(a), s(b)),
+            windows,
+            sj(),
+        ),
+    };
+    joined.to(OUT, Produced::with(Serdes::i32(), Serdes::string()));
+    b.build().expect("topology")
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// `KStreamKStreamJoinTest.testJoin`: exact.
+#[test]
+fn inner_join_matches_kafka_streams_test_join() {
+    let w = JoinWindows::of_time_difference_with_no_grace(ms(100));
+    let keys = [0, 1, 2, 3];
+    let name = |p: &str, k: i32| -> &'static str { Box::leak(format!("{p}{k}").into_boxed_str()) };
+    let mut steps: Vec<Step> = Vec::new();
+    steps.extend(keys[..2].iter().map(|&k| L(k, name("A", k), 0)));
+    steps.push(none());
+    steps.extend(keys[..2].iter().map(|&k| R(k, name("a", k), 0)));
+    steps.push(Expect(vec![(0, "A0+a0", 0), (1, "A1+a1", 0)]));
+    steps.extend(keys.iter().map(|&k| L(k, name("B", k), 0)));
+    steps.push(Expect(vec![(0, "B0+a0", 0), (1, "B1+a1", 0)]));
+    steps.extend(keys.iter().map(|&k| R(k, name("b", k), 0)));
+    steps.push(Expect(vec![
+        (0, "A0+b0", 0),
+        (0, "B0+b0", 0),
+        (1, "A1+b1", 0),
+        (1, "B1+b1", 0),
+        (2, "B2+b2", 0),
+        (3, "B3+b3", 0),
+    ]));
+    steps.extend(keys.iter().map(|&k| L(k, name("C", k), 0)));
+    steps.push(Expect(vec![
+        (0, "C0+a0", 0),
+        (0, "C0+b0", 0),
+        (1, "C1+a1", 0),
+        (1, "C1+b1", 0),
+        (2, "C2+b2", 0),
+        (3, "C3+b3", 0),
+    ]));
+    steps.extend(keys[..2].iter().map(|&k| R(k, name("c", k), 0)));
+    steps.push(Expect(vec![
+        (0, "A0+c0", 0),
+        (0, "B0+c0", 0),
+        (0, "C0+c0", 0),
+        (1, "A1+c1", 0),
+        (1, "B1+c1", 0),
+        (1, "C1+c1", 0),
+    ]));
+    run(topology(Kind::Inner, w), &steps);
+}
+
+/// Both window edges are inclusive and the output time is the larger of
+/// the pair (`KStreamKStreamJoinTest.testWindowing` boundaries: 100 ms).
+#[test]
+fn inner_join_edges_are_inclusive_and_output_time_is_the_max() {
+    let w = JoinWindows::of_time_difference_and_grace(ms(100), ms(1_000_000));
+    run(
+        topology(Kind::Inner, w),
+        &[
+            L(0, "A0", 1000),
+            R(0, "a0", 899),
+            R(0, "b0", 900),
+            R(0, "c0", 1100),
+            R(0, "d0", 1101),
+            Expect(vec![(0, "A0+b0", 1000), (0, "A0+c0", 1100)]),
+        ],
+    );
+}
+
+/// Asymmetric windows (`testAsymmetricWindowingBefore/After`): `before(0)`
+/// joins only right records at or after the left one, up to `after`.
+#[test]
+fn inner_join_asymmetric_windows() {
+    let w = JoinWindows::of_time_difference_with_no_grace(ms(0)).after(ms(100));
+    run(
+        topology(Kind::Inner, w),
+        &[
+            L(0, "A0", 1000),
+            R(0, "a0", 999),
+            R(0, "b0", 1000),
+            R(0, "c0", 1100),
+            R(0, "d0", 1101),
+            Expect(vec![(0, "A0+b0", 1000), (0, "A0+c0", 1100)]),
+        ],
+    );
+}
+
+/// `KStreamKStreamLeftJoinTest.testLeftJoinDuplicates`: exact outputs (the
+/// two unmatched duplicates each give a null-join; joined duplicates both join).
+#[test]
+fn left_join_duplicates_match_kafka_streams() {
+    let w = JoinWindows::of_time_difference_and_grace(ms(100), ms(10));
+    run(
+        topology(Kind::Left, w),
+        &[
+            L(0, "A0", 0),
+            L(0, "A0-0", 0),
+            R(1, "a0", 111),
+            R(2, "dummy", 500),
+            Expect(vec![(0, "A0+null", 0), (0, "A0-0+null", 0)]),
+            L(2, "A2", 1000),
+            L(2, "A2-0", 1000),
+            R(2, "a2", 1001),
+            Expect(vec![(2, "A2+a2", 1001), (2, "A2-0+a2", 1001)]),
+            R(3, "a3", 315),
+            none(),
+        ],
+    );
+}
+
+/// `KStreamKStreamLeftJoinTest.runLeftJoin`: exact.
+#[test]
+fn left_join_matches_kafka_streams_run_left_join() {
+    let w = JoinWindows::of_time_difference_and_grace(ms(100), ms(3_600_000 * 24));
+    run(
+        topology(Kind::Left, w),
+        &[
+            L(0, "A0", 0),
+            L(1, "A1", 0),
+            none(),
+            R(0, "a0", 0),
+            R(1, "a1", 0),
+            Expect(vec![(0, "A0+a0", 0), (1, "A1+a1", 0)]),
+            L(0, "B0", 0),
+            L(1, "B1", 0),
+            L(2, "B2", 0),
+            Expect(vec![(0, "B0+a0", 0), (1, "B1+a1", 0)]),
+            R(0, "b0", 0),
+            R(1, "b1", 0),
+            R(2, "b2", 0),
+            R(3, "b3", 0),
+            Expect(vec![
+                (0, "A0+b0", 0),
+                (0, "B0+b0", 0),
+                (1, "A1+b1", 0),
+                (1, "B1+b1", 0),
+                (2, "B2+b2", 0),
+            ]),
+            L(0, "C0", 0),
+            L(1, "C1", 0),
+            L(2, "C2", 0),
+            L(3, "C3", 0),
+            Expect(vec![
+                (0, "C0+a0", 0),
+                (0, "C0+b0", 0),
+                (1, "C1+a1", 0),
+                (1, "C1+b1", 0),
+                (2, "C2+b2", 0),
+                (3, "C3+b3", 0),
+            ]),
+            L(0, "dummy", 1000),
+            none(),
+        ],
+    );
+}
+
+/// DESIGN 3.4/3.5 divergence: the null side is emitted by the emission pass
+/// of the pipe whose watermark reaches its close `t + after + 1 + grace`,
+/// after that record's own results — whichever side the record is on and
+/// even if it is not at stream time (Kafka Streams waits for a record at
+/// stream time to arrive).
+#[test]
+fn left_null_side_flushed_by_the_emission_pass_after_the_piped_records_results() {
+    let w = JoinWindows::of_time_difference_and_grace(ms(100), ms(10));
+    run(
+        topology(Kind::Left, w),
+        &[
+            L(0, "A0", 0),
+            L(1, "A1", 105),
+            none(),
+            R(1, "a1", 150),
+            // a1 joined A1 first, then the pass at watermark 150 >= 111 flushed A0.
+            Expect(vec![(1, "A1+a1", 150), (0, "A0+null", 0)]),
+            L(2, "A2", 300),
+            Advance(410),
+            none(),
+            Advance(411),
+            Expect(vec![(2, "A2+null", 300)]),
+        ],
+    );
+}
+
+/// DESIGN 3.5 divergence: several null sides in one pass leave in order of
+/// close, then key (Kafka Streams: store order).
+#[test]
+fn null_sides_in_one_pass_are_ordered_by_close_then_key() {
+    let w = JoinWindows::of_time_difference_and_grace(ms(10), ms(0)).after(ms(20));
+    // Left closes at t + 21, right at t + 11.
+    run(
+        topology(Kind::Outer, w),
+        &[
+            L(3, "A3", 0),
+            L(1, "A1", 0),
+            R(2, "b2", 10),
+            R(0, "b0", 5),
+            Advance(100),
+            Expect(vec![
+                (0, "null+b0", 5),
+                (1, "A1+null", 0),
+                (2, "null+b2", 10),
+                (3, "A3+null", 0),
+            ]),
+        ],
+    );
+}
+
+/// DESIGN 3.5: N identical unmatched arrivals emit N null-joins.
+#[test]
+fn identical_unmatched_arrivals_emit_one_null_join_each() {
+    let w = JoinWindows::of_time_difference_with_no_grace(ms(10));
+    run(
+        topology(Kind::Outer, w),
+        &[
+            L(0, "A", 5),
+            L(0, "A", 5),
+            R(1, "b", 5),
+            R(1, "b", 5),
+            R(1, "b", 5),
+            Advance(16),
+            Expect(vec![
+                (0, "A+null", 5),
+                (0, "A+null", 5),
+                (1, "null+b", 5),
+                (1, "null+b", 5),
+                (1, "null+b", 5),
+            ]),
+        ],
+    );
+}
+
+/// `KStreamKStreamOuterJoinTest.testOuterJoinDuplicates`-style: a later
+/// match removes the unmatched entries of the other side, both directions.
+#[test]
+fn outer_join_match_cancels_pending_null_sides() {
+    let w = JoinWindows::of_time_difference_and_grace(ms(100), ms(10));
+    run(
+        topology(Kind::Outer, w),
+        &[
+            L(0, "A0", 0),
+            R(1, "a1", 0),
+            R(0, "a0", 50),
+            L(1, "A1", 90),
+            Expect(vec![(0, "A0+a0", 50), (1, "A1+a1", 90)]),
+            Advance(10_000),
+            none(),
+        ],
+    );
+}
+
+/// Join inputs are never dropped as late (DESIGN 3.5): a record whose null
+/// side already closed still joins what the stores hold, and its own null
+/// side is emitted at once.
+#[test]
+fn late_join_inputs_are_not_dropped() {
+    let w = JoinWindows::of_time_difference_with_no_grace(ms(100));
+    run(
+        topology(Kind::Left, w),
+        &[
+            R(0, "a0", 1000),
+            L(9, "x", 1500),
+            L(0, "A0", 950),
+            L(1, "A1", 100),
+            Expect(vec![(0, "A0+a0", 1000), (1, "A1+null", 100)]),
+        ],
+    );
+}
+
+/// The null sides are final across a restart: pending ones are emitted
+/// once after it, emitted ones never again.
+#[test]
+fn null_sides_survive_a_restart_exactly_once() {
+    let w = JoinWindows::of_time_difference_with_no_grace(ms(100));
+    run(
+        topology(Kind::Left, w),
+        &[
+            L(0, "A0", 0),
+            L(1, "A1", 200),
+            Expect(vec![(0, "A0+null", 0)]),
+            Restart,
+            Advance(301),
+            Expect(vec![(1, "A1+null", 200)]),
+            Restart,
+            Advance(1000),
+            none(),
+        ],
+    );
+}

@@ -1,0 +1,183 @@
+//! The Processor API through the driver: timers that survive a restart,
+//! punctuators on the watermark and on the wall clock, context metadata,
+//! and scheduled sources.
+
+use std::time::Duration;
+
+use stoatflow_streams::{
+    Consumed, ProcessError, Processor, ProcessorContext, Produced, PunctuationType, Record,
+    Schedule, Serdes, StreamsBuilder, Topology,
+};
+
+use crate::harness::{LEFT, OUT, Step::*, none, run};
+
+type Ctx<'a> = ProcessorContext<'a, i32, String>;
+
+/// Arms a timer per key at `t + 10`; a firing forwards `timer@<time>`.
+struct TimerProcessor;
+
+impl Processor<i32, String, i32, String> for TimerProcessor {
+    const EVENT_TIME_TIMERS: bool = true;
+
+    fn process(&mut self, ctx: &mut Ctx<'_>, r: Record<i32, String>) -> Result<(), ProcessError> {
+        ctx.register_event_time_timer(&r.key.to_string(), r.timestamp + 10)
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx<'_>, key: &str, ts: i64) -> Result<(), ProcessError> {
+        let k = key.parse().expect("numeric timer key");
+        ctx.forward(Record::new(k, format!("timer@{ts}"), ts))
+    }
+}
+
+fn with_processor<P: Processor<i32, String, i32, String> + 'static>(
+    supplier: impl Fn() -> P + Send + Sync + 'static,
+) -> Topology {
+    let mut b = StreamsBuilder::new();
+    b.stream(LEFT, Consumed::with(Serdes::i32(), Serdes::string()))
+        .process(supplier, &[])
+        .to(OUT, Produced::with(Serdes::i32(), Serdes::string()));
+    b.build().expect("topology")
+}
+
+#[test]
+fn a_timer_registered_before_a_restart_fires_exactly_once_after_the_watermark_passes_it() {
+    run(
+        with_processor(|| TimerProcessor),
+        &[
+            L(0, "x", 100),
+            L(1, "y", 100),
+            Advance(105),
+            none(),
+            Restart,
+            Advance(109),
+            none(),
+            Advance(110),
+            Expect(vec![(0, "timer@110", 110), (1, "timer@110", 110)]),
+            Restart,
+            Advance(1000),
+            none(),
+        ],
+    );
+}
+
+#[test]
+fn re_registering_moves_a_timer_and_it_fires_once() {
+    run(
+        with_processor(|| TimerProcessor),
+        &[
+            L(0, "x", 100),
+            L(0, "x", 105),
+            Advance(111),
+            none(),
+            Advance(200),
+            Expect(vec![(0, "timer@115", 115)]),
+        ],
+    );
+}
+
+/// Schedules a STREAM_TIME punctuator every 100 ms and a wall-clock one
+/// every second; each forwards where and when it fired.
+struct Punctuating;
+
+impl Processor<i32, String, i32, String> for Punctuating {
+    fn init(&mut self, ctx: &mut Ctx<'_>) -> Result<(), ProcessError> {
+        ctx.schedule(
+            Duration::from_millis(100),
+            PunctuationType::StreamTime,
+            |c, t| c.forward(Record::new(-1, format!("stream@{t}"), t)),
+        );
+        ctx.schedule(
+            Duration::from_secs(1),
+            PunctuationType::WallClockTime,
+            |c, t| c.forward(Record::new(-2, format!("wall@{t}"), t)),
+        );
+        Ok(())
+    }
+
+    fn process(&mut self, ctx: &mut Ctx<'_>, r: Record<i32, String>) -> Result<(), ProcessError> {
+        let meta = ctx.record_metadata().clone();
+        let v = format!(
+            "wm={} late={} topic={} offset={:?}",
+            ctx.current_stream_time_ms(),
+            ctx.is_late(),
+            meta.topic,
+            meta.offset
+        );
+        ctx.forward(Record::new(r.key, v, r.timestamp))
+    }
+}
+
+#[test]
+fn punctuators_fire_on_the_watermark_and_the_wall_clock() {
+    run(
+        with_processor(|| Punctuating),
+        &[
+            L(0, "a", 50),
+            Expect(vec![
+                (
+                    0,
+                    "wm=-9223372036854775808 late=false topic=left offset=Some(0)",
+                    50,
+                ),
+                (-1, "stream@50", 50),
+            ]),
+            L(1, "b", 40),
+            Expect(vec![(1, "wm=50 late=true topic=left offset=Some(1)", 40)]),
+            Advance(250),
+            Expect(vec![(-1, "stream@250", 250)]),
+            Advance(299),
+            none(),
+            // The wall clock never moves event time.
+            Wall(999),
+            none(),
+            Wall(1),
+            Expect(vec![(-2, "wall@1000", 1000)]),
+            Wall(5000),
+            Expect(vec![(-2, "wall@6000", 6000)]),
+        ],
+    );
+}
+
+#[test]
+fn scheduled_sources_fire_on_wall_clock_cron_and_stream_time() {
+    let mut b = StreamsBuilder::new();
+    let out = || Produced::with(Serdes::i32(), Serdes::string());
+    b.stream(LEFT, Consumed::with(Serdes::i32(), Serdes::string()))
+        .to(OUT, out());
+    b.scheduled_source(
+        "every-second",
+        Schedule::wall_clock(Duration::from_secs(1)),
+        |t| vec![(1, format!("tick@{t}"))],
+    )
+    .to(OUT, out());
+    b.scheduled_source("cron", Schedule::cron("*/2 * * * *").expect("cron"), |t| {
+        vec![(2, format!("cron@{t}"))]
+    })
+    .to(OUT, out());
+    b.scheduled_source(
+        "stream",
+        Schedule::stream_time(Duration::from_millis(100)),
+        |t| vec![(3, format!("wm@{t}"))],
+    )
+    .to(OUT, out());
+    run(
+        b.build().expect("topology"),
+        &[
+            Wall(999),
+            none(),
+            Wall(1),
+            Expect(vec![(1, "tick@1000", 1000)]),
+            Wall(119_000),
+            Expect(vec![
+                (1, "tick@120000", 120_000),
+                (2, "cron@120000", 120_000),
+            ]),
+            L(0, "x", 30),
+            Expect(vec![(0, "x", 30), (3, "wm@30", 30)]),
+            Advance(99),
+            none(),
+            Advance(100),
+            Expect(vec![(3, "wm@100", 100)]),
+        ],
+    );
+}
