@@ -33,7 +33,12 @@ pub struct Pipeline {
     unrouted: usize,
     /// Sink records of external topics, kept until taken.
     outputs: Vec<OutputRecord>,
+    /// The watermark of the last barrier.
+    watermark: Watermark,
 }
+
+/// How far [`Pipeline::finish`] walks the watermark before jumping to the end.
+pub const FINISH_SPAN_MS: i64 = 60_000;
 
 /// Route repartition records at least this often (pushes).
 const ROUTE_EVERY: usize = 1024;
@@ -60,6 +65,7 @@ impl Pipeline {
             internal,
             unrouted: 0,
             outputs: Vec::new(),
+            watermark: Watermark::MIN,
         })
     }
 
@@ -124,6 +130,7 @@ impl Pipeline {
     /// A barrier at watermark `w`: floors rise to `w`, the emission passes
     /// run in topological order against `w`, and every task commits.
     pub fn advance(&mut self, w: Watermark) -> Result<(), ProcessError> {
+        self.watermark.advance_to(w);
         self.route()?;
         for task in &mut self.tasks {
             task.set_floor(w);
@@ -157,9 +164,17 @@ impl Pipeline {
         Ok(())
     }
 
-    /// The end of input: the watermark jumps to the maximum, so every window
-    /// closes and emits.
+    /// The end of input. The watermark moves on as idle sources would let it,
+    /// in 1 s steps for [`FINISH_SPAN_MS`], so every window of up to that size
+    /// closes and what it emits still meets the join stores its closing
+    /// reaches, then jumps to the maximum.
     pub fn finish(&mut self) -> Result<(), ProcessError> {
+        if !self.watermark.is_none_yet() && self.watermark < Watermark::MAX {
+            let from = self.watermark.as_millis();
+            for step in 1..=FINISH_SPAN_MS / 1000 {
+                self.advance(Watermark::from_millis(from.saturating_add(step * 1000)))?;
+            }
+        }
         self.advance(Watermark::MAX)
     }
 

@@ -67,6 +67,10 @@ pub enum Query {
     Q2,
     /// Nexmark q5.
     Q5,
+    /// Nexmark q7.
+    Q7,
+    /// Nexmark q8.
+    Q8,
     /// Tumbling count: 1,000 keys, 1 ms spacing, 10 s windows, on close.
     Tumbling,
 }
@@ -79,6 +83,8 @@ impl Query {
         Query::Q1,
         Query::Q2,
         Query::Q5,
+        Query::Q7,
+        Query::Q8,
         Query::Tumbling,
     ];
 
@@ -90,6 +96,8 @@ impl Query {
             Query::Q1 => "q1",
             Query::Q2 => "q2",
             Query::Q5 => "q5",
+            Query::Q7 => "q7",
+            Query::Q8 => "q8",
             Query::Tumbling => "tumbling",
         }
     }
@@ -137,6 +145,8 @@ pub fn run(query: Query, opts: &RunOptions) -> Result<RunReport, BenchError> {
         Query::Q1 => run_nexmark("q1", queries::q1, opts)?,
         Query::Q2 => run_nexmark("q2", queries::q2, opts)?,
         Query::Q5 => run_nexmark("q5", queries::q5, opts)?,
+        Query::Q7 => run_nexmark("q7", queries::q7, opts)?,
+        Query::Q8 => run_nexmark("q8", queries::q8, opts)?,
         Query::Tumbling => run_tumbling(opts)?,
     };
     Ok(RunReport {

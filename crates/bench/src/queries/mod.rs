@@ -17,6 +17,8 @@ mod q0;
 mod q1;
 mod q2;
 mod q5;
+mod q7;
+mod q8;
 
 use std::time::Duration;
 
@@ -30,6 +32,8 @@ pub use q0::q0;
 pub use q1::{DOLLAR_TO_EURO, q1};
 pub use q2::{Q2_AUCTION_MODULUS, q2};
 pub use q5::{HotItems, q5};
+pub use q7::q7;
+pub use q8::q8;
 
 /// The topic every query reads: all Nexmark events, unkeyed.
 pub const EVENTS_TOPIC: &str = "nexmark-events";

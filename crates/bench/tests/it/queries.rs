@@ -172,3 +172,58 @@ fn q5_out_of_order_input_gives_the_same_hot_items() {
     let got = q5_final(run(&c, &events, queries::q5));
     assert_eq!(got, q5_reference(&bids(&events)));
 }
+
+#[test]
+fn q7_finds_the_highest_bids_of_each_window() {
+    let c = config(1);
+    let events = generate(&c, 30_000);
+    let mut got: Vec<(i64, i64, i64)> = run(&c, &events, queries::q7)
+        .into_iter()
+        .map(|(_, b)| (b.date_time, b.auction, b.price))
+        .collect();
+    got.sort_unstable();
+    let all = bids(&events);
+    let mut max: BTreeMap<i64, i64> = BTreeMap::new();
+    for b in &all {
+        let m = max
+            .entry(b.date_time.div_euclid(10_000))
+            .or_insert(i64::MIN);
+        *m = (*m).max(b.price);
+    }
+    let mut expected: Vec<(i64, i64, i64)> = all
+        .iter()
+        .filter(|b| b.price == max[&b.date_time.div_euclid(10_000)])
+        .map(|b| (b.date_time, b.auction, b.price))
+        .collect();
+    expected.sort_unstable();
+    assert!(expected.len() >= 3, "30 s of input spans several windows");
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn q8_finds_new_persons_who_sold_in_their_window() {
+    let c = config(1);
+    let events = generate(&c, 60_000);
+    let mut got: Vec<(i64, i64, String)> = run(&c, &events, queries::q8)
+        .into_iter()
+        .map(|(w, name)| (w.window.start, w.key, name))
+        .collect();
+    got.sort();
+    let window = |t: i64| t - t.rem_euclid(10_000);
+    let sellers: std::collections::HashSet<(i64, i64)> = events
+        .iter()
+        .cloned()
+        .filter_map(Event::into_auction)
+        .map(|a| (window(a.date_time), a.seller))
+        .collect();
+    let mut expected: Vec<(i64, i64, String)> = events
+        .iter()
+        .cloned()
+        .filter_map(Event::into_person)
+        .filter(|p| sellers.contains(&(window(p.date_time), p.id)))
+        .map(|p| (window(p.date_time), p.id, p.name.to_string()))
+        .collect();
+    expected.sort();
+    assert!(!expected.is_empty(), "some new persons sell at once");
+    assert_eq!(got, expected);
+}
