@@ -1,0 +1,62 @@
+//! One result line per run, and the peak resident set size.
+
+use std::fmt;
+
+/// What one run measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunReport {
+    /// Query or workload name.
+    pub query: String,
+    /// Events pushed.
+    pub events: u64,
+    /// Seconds spent processing (generation excluded).
+    pub seconds: f64,
+    /// Cores the run used.
+    pub cores: u32,
+    /// Records the query emitted.
+    pub outputs: u64,
+    /// Peak resident set size of the process, bytes.
+    pub peak_rss_bytes: Option<u64>,
+}
+
+impl RunReport {
+    /// Events per second.
+    pub fn events_per_s(&self) -> f64 {
+        self.events as f64 / self.seconds
+    }
+
+    /// Events per second per core used.
+    pub fn events_per_s_per_core(&self) -> f64 {
+        self.events_per_s() / f64::from(self.cores.max(1))
+    }
+}
+
+impl fmt::Display for RunReport {
+    /// `query=q5 events=… seconds=… events_per_s=… events_per_s_per_core=… peak_rss_mib=… outputs=…`
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let rss = self.peak_rss_bytes.map_or_else(
+            || "unknown".to_owned(),
+            |b| format!("{:.1}", b as f64 / 1048576.0),
+        );
+        write!(
+            f,
+            "query={} events={} seconds={:.3} events_per_s={:.0} events_per_s_per_core={:.0} cores={} peak_rss_mib={} outputs={}",
+            self.query,
+            self.events,
+            self.seconds,
+            self.events_per_s(),
+            self.events_per_s_per_core(),
+            self.cores,
+            rss,
+            self.outputs
+        )
+    }
+}
+
+/// Peak resident set size (`VmHWM` of `/proc/self/status`), bytes.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}

@@ -1,0 +1,295 @@
+//! Running one query or workload for a number of events and measuring it.
+//!
+//! Nexmark events are generated in chunks outside the timed region (the
+//! generator's own rate is the `gen` run), then pushed typed into the
+//! pipeline; the watermark follows the largest event time seen, less the
+//! out-of-orderness bound, and a barrier runs every `frontier_every` events.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use stoatflow_streams::{
+    Consumed, EmitStrategy, KStream, Materialized, ProcessError, Serdes, StreamsBuilder,
+    StreamsConfig, TimeWindows, TopologyError, Windowed,
+};
+use stoatflow_time::{Watermark, WatermarkStrategy};
+
+use crate::nexmark::{Event, Generator, GeneratorConfig};
+use crate::pipeline::Pipeline;
+use crate::queries::{self, EVENTS_TOPIC};
+use crate::report::{RunReport, peak_rss_bytes};
+
+/// What a run can fail at.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BenchError {
+    /// The query's topology was refused.
+    #[error("query {query}: {source}")]
+    Topology {
+        /// The query.
+        query: &'static str,
+        /// Why.
+        #[source]
+        source: TopologyError,
+    },
+    /// Processing failed.
+    #[error("query {query}: {source}")]
+    Process {
+        /// The query.
+        query: &'static str,
+        /// Why.
+        #[source]
+        source: ProcessError,
+    },
+    /// The topology does not read the topic with the expected types.
+    #[error("query {query} does not read topic {topic} with the expected key and value types")]
+    Input {
+        /// The query.
+        query: &'static str,
+        /// The topic.
+        topic: &'static str,
+    },
+}
+
+/// Every query and workload the binary runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Query {
+    /// The Nexmark generator alone.
+    Gen,
+    /// Nexmark q0.
+    Q0,
+    /// Nexmark q1.
+    Q1,
+    /// Nexmark q2.
+    Q2,
+    /// Nexmark q5.
+    Q5,
+    /// Nexmark q7.
+    Q7,
+    /// Nexmark q8.
+    Q8,
+    /// Tumbling count: 1,000 keys, 1 ms spacing, 10 s windows, on close.
+    Tumbling,
+}
+
+impl Query {
+    /// Every query, in report order.
+    pub const ALL: &'static [Query] = &[
+        Query::Gen,
+        Query::Q0,
+        Query::Q1,
+        Query::Q2,
+        Query::Q5,
+        Query::Q7,
+        Query::Q8,
+        Query::Tumbling,
+    ];
+
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Query::Gen => "gen",
+            Query::Q0 => "q0",
+            Query::Q1 => "q1",
+            Query::Q2 => "q2",
+            Query::Q5 => "q5",
+            Query::Q7 => "q7",
+            Query::Q8 => "q8",
+            Query::Tumbling => "tumbling",
+        }
+    }
+
+    /// The query named `name`.
+    pub fn from_name(name: &str) -> Option<Query> {
+        Query::ALL.iter().copied().find(|q| q.name() == name)
+    }
+
+    /// Whether this is a Nexmark query (reads generated Nexmark events).
+    pub fn is_nexmark(self) -> bool {
+        !matches!(self, Query::Tumbling)
+    }
+}
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Events to push.
+    pub events: u64,
+    /// The Nexmark generator's settings.
+    pub generator: GeneratorConfig,
+    /// A barrier (watermark move, emission pass, commit) every this many events.
+    pub frontier_every: u64,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            events: 1_000_000,
+            generator: GeneratorConfig::default(),
+            frontier_every: 10_000,
+        }
+    }
+}
+
+/// Events generated per untimed chunk.
+const CHUNK: usize = 1 << 16;
+
+/// Runs `query` as `opts` say.
+pub fn run(query: Query, opts: &RunOptions) -> Result<RunReport, BenchError> {
+    let (seconds, outputs) = match query {
+        Query::Gen => run_generator(opts),
+        Query::Q0 => run_nexmark("q0", queries::q0, opts)?,
+        Query::Q1 => run_nexmark("q1", queries::q1, opts)?,
+        Query::Q2 => run_nexmark("q2", queries::q2, opts)?,
+        Query::Q5 => run_nexmark("q5", queries::q5, opts)?,
+        Query::Q7 => run_nexmark("q7", queries::q7, opts)?,
+        Query::Q8 => run_nexmark("q8", queries::q8, opts)?,
+        Query::Tumbling => run_tumbling(opts)?,
+    };
+    Ok(RunReport {
+        query: query.name().to_owned(),
+        events: opts.events,
+        seconds,
+        cores: 1,
+        outputs,
+        peak_rss_bytes: peak_rss_bytes(),
+    })
+}
+
+/// The watermark's lag behind the largest event time: enough to cover one
+/// out-of-order group.
+pub fn out_of_orderness(c: &GeneratorConfig) -> Duration {
+    if c.out_of_order_group_size <= 1 {
+        return Duration::ZERO;
+    }
+    let ms = (c.out_of_order_group_size as u128 * 1000).div_ceil(c.rate.max(1) as u128) + 1;
+    Duration::from_millis(ms as u64)
+}
+
+fn run_generator(opts: &RunOptions) -> (f64, u64) {
+    let start = Instant::now();
+    let mut n = 0;
+    for e in Generator::new(opts.generator.clone()).take(opts.events as usize) {
+        black_box(e);
+        n += 1;
+    }
+    (start.elapsed().as_secs_f64(), n)
+}
+
+/// Builds `build`'s query with a counting sink and pushes generated events through it.
+pub fn run_nexmark<K, V>(
+    query: &'static str,
+    build: impl FnOnce(&mut StreamsBuilder, Duration) -> KStream<K, V>,
+    opts: &RunOptions,
+) -> Result<(f64, u64), BenchError>
+where
+    K: Clone + 'static,
+    V: Clone + 'static,
+{
+    let ooo = out_of_orderness(&opts.generator);
+    let mut builder = StreamsBuilder::new();
+    let outputs = Arc::new(AtomicU64::new(0));
+    let sink = outputs.clone();
+    build(&mut builder, ooo).foreach(move |k, v| {
+        black_box((k, v));
+        sink.fetch_add(1, Ordering::Relaxed);
+    });
+    let mut p = pipeline(query, &builder)?;
+    let input = p
+        .input::<(), Event>(EVENTS_TOPIC)
+        .ok_or(BenchError::Input {
+            query,
+            topic: EVENTS_TOPIC,
+        })?;
+    let perr = |source| BenchError::Process { query, source };
+    let lag = ooo.as_millis() as i64;
+    let mut generator = Generator::new(opts.generator.clone());
+    let mut chunk: Vec<Event> = Vec::with_capacity(CHUNK);
+    let mut elapsed = Duration::ZERO;
+    let mut pushed = 0u64;
+    let mut max_ts = i64::MIN;
+    while pushed < opts.events {
+        let n = CHUNK.min((opts.events - pushed) as usize);
+        chunk.extend(generator.by_ref().take(n));
+        let start = Instant::now();
+        for e in chunk.drain(..) {
+            let ts = e.date_time();
+            max_ts = max_ts.max(ts);
+            p.push(&input, (), e, ts).map_err(perr)?;
+            pushed += 1;
+            if pushed.is_multiple_of(opts.frontier_every) {
+                p.advance(Watermark::from_millis(max_ts - lag))
+                    .map_err(perr)?;
+            }
+        }
+        elapsed += start.elapsed();
+    }
+    let start = Instant::now();
+    p.finish().map_err(perr)?;
+    elapsed += start.elapsed();
+    Ok((elapsed.as_secs_f64(), outputs.load(Ordering::Relaxed)))
+}
+
+fn pipeline(query: &'static str, builder: &StreamsBuilder) -> Result<Pipeline, BenchError> {
+    let topology = builder
+        .build()
+        .map_err(|source| BenchError::Topology { query, source })?;
+    Pipeline::new(
+        &topology,
+        StreamsConfig::new(format!("stoatflow-bench-{query}")).with_changelog(false),
+    )
+    .map_err(|source| BenchError::Topology { query, source })
+}
+
+/// Keys of the tumbling workload.
+pub const TUMBLING_KEYS: i64 = 1_000;
+/// Window of the tumbling workload, ms.
+pub const TUMBLING_WINDOW_MS: u64 = 10_000;
+
+/// The tumbling count (issue 3's workload): key `i mod 1000` at time `i` ms,
+/// counted per key in 10 s tumbling windows emitted on close.
+pub fn run_tumbling(opts: &RunOptions) -> Result<(f64, u64), BenchError> {
+    let query = "tumbling";
+    let mut builder = StreamsBuilder::new();
+    let outputs = Arc::new(AtomicU64::new(0));
+    let sink = outputs.clone();
+    builder
+        .stream(
+            "events",
+            Consumed::with(Serdes::i64(), Serdes::i64())
+                .with_watermark_strategy(WatermarkStrategy::for_monotonous_timestamps()),
+        )
+        .group_by_key()
+        .windowed_by(TimeWindows::of_size_with_no_grace(Duration::from_millis(
+            TUMBLING_WINDOW_MS,
+        )))
+        .emit_strategy(EmitStrategy::on_window_close())
+        .count_with(Materialized::as_("counts"))
+        .to_stream()
+        .foreach(move |k: &Windowed<i64>, v| {
+            black_box((k, v));
+            sink.fetch_add(1, Ordering::Relaxed);
+        });
+    let mut p = pipeline(query, &builder)?;
+    let input = p.input::<i64, i64>("events").ok_or(BenchError::Input {
+        query,
+        topic: "events",
+    })?;
+    let perr = |source| BenchError::Process { query, source };
+    let start = Instant::now();
+    for i in 0..opts.events {
+        let ts = i as i64;
+        p.push(&input, ts % TUMBLING_KEYS, 1, ts).map_err(perr)?;
+        if (i + 1).is_multiple_of(opts.frontier_every) {
+            p.advance(Watermark::from_millis(ts)).map_err(perr)?;
+        }
+    }
+    p.finish().map_err(perr)?;
+    Ok((
+        start.elapsed().as_secs_f64(),
+        outputs.load(Ordering::Relaxed),
+    ))
+}

@@ -1,0 +1,6 @@
+//! Integration tests of the benchmark suite: each Nexmark query against a
+//! straightforward reference computation on a small generated input, and a
+//! smoke run of every benchmark.
+
+mod queries;
+mod smoke;

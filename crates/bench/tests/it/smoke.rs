@@ -1,0 +1,33 @@
+//! A tiny run of every benchmark, so the binary's code paths stay working
+//! without making CI slow.
+
+use stoatflow_bench::run::{Query, RunOptions, run};
+
+#[test]
+fn every_query_runs_and_reports_one_line() {
+    for &q in Query::ALL {
+        let opts = RunOptions {
+            events: 3_000,
+            frontier_every: 500,
+            ..RunOptions::default()
+        };
+        let report = run(q, &opts).unwrap_or_else(|e| panic!("{}: {e}", q.name()));
+        assert_eq!(report.events, 3_000);
+        assert!(report.seconds > 0.0);
+        let line = report.to_string();
+        assert!(
+            line.starts_with(&format!("query={} events=3000 ", q.name())),
+            "{line}"
+        );
+        assert!(line.contains("events_per_s_per_core="), "{line}");
+        assert!(line.contains("peak_rss_mib="), "{line}");
+    }
+}
+
+#[test]
+fn query_names_round_trip() {
+    for &q in Query::ALL {
+        assert_eq!(Query::from_name(q.name()), Some(q));
+    }
+    assert_eq!(Query::from_name("q99"), None);
+}
