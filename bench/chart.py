@@ -34,7 +34,7 @@ def main():
     rows = [r for r in parse(src) if r[0] != "gen"]
     names = [r[0] for r in rows]
     rates = [r[1] / 1e6 for r in rows]
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = plt.subplots(figsize=(10, 4.8))
     bars = ax.bar(names, rates, color="#3b6ea5", label="stoatflow, one core")
     for bar, rate in zip(bars, rates):
         ax.annotate(f"{rate:.2f}", (bar.get_x() + bar.get_width() / 2, rate),
@@ -46,6 +46,7 @@ def main():
             ax.hlines(goal, i - 0.4, i + 0.4, colors="#c0392b", linestyles="dashed",
                       label="goal: 2x Feldera per core" if first_goal else None)
             first_goal = False
+    ax.tick_params(axis="x", labelrotation=30)
     ax.set_ylabel("million events/s per core")
     ax.set_title(f"stoatflow-bench, {rows[0][2] if rows else 0} events per run (task path)")
     ax.set_ylim(0, max(rates + [0.1]) * 1.2)

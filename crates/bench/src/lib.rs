@@ -2,7 +2,7 @@
 //!
 //! The benchmark suite: a Nexmark event [`nexmark::Generator`] faithful to
 //! the reference generator, the Nexmark [`queries`] and the windowed
-//! workloads written with the public DSL, and a [`pipeline::Pipeline`] that
+//! [`workloads`] written with the public DSL, and a [`pipeline::Pipeline`] that
 //! runs every sub-topology of a topology as tasks on one thread, wiring
 //! repartition topics in-process (the task path: typed input, no broker).
 //! [`run::run`] measures one query; the `stoatflow-bench` binary prints one
@@ -23,3 +23,4 @@ pub mod queries;
 pub mod report;
 pub mod run;
 pub mod serdes;
+pub mod workloads;

@@ -11,7 +11,7 @@ use std::process::Command;
 use anyhow::{Context, bail};
 use stoatflow_bench::run::{Query, RunOptions, run};
 
-const USAGE: &str = "usage: stoatflow-bench --query <gen|q0|q1|q2|q5|q7|q8|tumbling|...|all> [--events N] [--rate EVENTS_PER_S] [--out-of-order GROUP] [--frontier-every N]";
+const USAGE: &str = "usage: stoatflow-bench --query <gen|q0|q1|q2|q5|q7|q8|tumbling|sliding|session|join-inner|join-left|all> [--events N] [--rate EVENTS_PER_S] [--out-of-order GROUP] [--frontier-every N]";
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();

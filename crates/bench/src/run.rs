@@ -4,6 +4,8 @@
 //! generator's own rate is the `gen` run), then pushed typed into the
 //! pipeline; the watermark follows the largest event time seen, less the
 //! out-of-orderness bound, and a barrier runs every `frontier_every` events.
+//! The windowed workloads compute their input inline, in the timed region, as
+//! the tumbling count does (a few integer operations per record).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -20,6 +22,9 @@ use crate::nexmark::{Event, Generator, GeneratorConfig};
 use crate::pipeline::Pipeline;
 use crate::queries::{self, EVENTS_TOPIC};
 use crate::report::{RunReport, peak_rss_bytes};
+use crate::workloads::{
+    self, LEFT_TOPIC, RIGHT_TOPIC, WINDOWED_LAG, WINDOWED_TOPIC, join_record, windowed_record,
+};
 
 /// What a run can fail at.
 #[derive(Debug, thiserror::Error)]
@@ -73,6 +78,14 @@ pub enum Query {
     Q8,
     /// Tumbling count: 1,000 keys, 1 ms spacing, 10 s windows, on close.
     Tumbling,
+    /// Sliding count: 1,000 keys in bursts of 8, D = 10 s, on close.
+    Sliding,
+    /// Session count: 1,000 keys in bursts of 8, gap = 5 s, on close.
+    Session,
+    /// 1 s windowed inner join of two inputs over 10,000 keys.
+    JoinInner,
+    /// 1 s windowed left join of two inputs over 10,000 keys.
+    JoinLeft,
 }
 
 impl Query {
@@ -86,6 +99,10 @@ impl Query {
         Query::Q7,
         Query::Q8,
         Query::Tumbling,
+        Query::Sliding,
+        Query::Session,
+        Query::JoinInner,
+        Query::JoinLeft,
     ];
 
     /// The name used on the command line and in reports.
@@ -99,6 +116,10 @@ impl Query {
             Query::Q7 => "q7",
             Query::Q8 => "q8",
             Query::Tumbling => "tumbling",
+            Query::Sliding => "sliding",
+            Query::Session => "session",
+            Query::JoinInner => "join-inner",
+            Query::JoinLeft => "join-left",
         }
     }
 
@@ -109,7 +130,10 @@ impl Query {
 
     /// Whether this is a Nexmark query (reads generated Nexmark events).
     pub fn is_nexmark(self) -> bool {
-        !matches!(self, Query::Tumbling)
+        !matches!(
+            self,
+            Query::Tumbling | Query::Sliding | Query::Session | Query::JoinInner | Query::JoinLeft
+        )
     }
 }
 
@@ -148,6 +172,12 @@ pub fn run(query: Query, opts: &RunOptions) -> Result<RunReport, BenchError> {
         Query::Q7 => run_nexmark("q7", queries::q7, opts)?,
         Query::Q8 => run_nexmark("q8", queries::q8, opts)?,
         Query::Tumbling => run_tumbling(opts)?,
+        Query::Sliding => counted(|sink| run_windowed("sliding", workloads::sliding, sink, opts))?,
+        Query::Session => counted(|sink| run_windowed("session", workloads::session, sink, opts))?,
+        Query::JoinInner => {
+            counted(|sink| run_join("join-inner", workloads::join_inner, sink, opts))?
+        }
+        Query::JoinLeft => counted(|sink| run_join("join-left", workloads::join_left, sink, opts))?,
     };
     Ok(RunReport {
         query: query.name().to_owned(),
@@ -292,4 +322,95 @@ pub fn run_tumbling(opts: &RunOptions) -> Result<(f64, u64), BenchError> {
         start.elapsed().as_secs_f64(),
         outputs.load(Ordering::Relaxed),
     ))
+}
+
+/// Runs `run` with a sink that counts what reaches it: (seconds, outputs).
+fn counted<K: 'static, V: 'static>(
+    run: impl FnOnce(Box<dyn Fn(&K, &V) + Send + Sync>) -> Result<f64, BenchError>,
+) -> Result<(f64, u64), BenchError> {
+    let outputs = Arc::new(AtomicU64::new(0));
+    let n = outputs.clone();
+    let seconds = run(Box::new(move |k, v| {
+        black_box((k, v));
+        n.fetch_add(1, Ordering::Relaxed);
+    }))?;
+    Ok((seconds, outputs.load(Ordering::Relaxed)))
+}
+
+/// The sliding or session workload: builds `build`'s topology with `sink`
+/// on its result, pushes `opts.events` records of
+/// [`workloads::windowed_record`] with a barrier every `opts.frontier_every`
+/// at the watermark [`WINDOWED_LAG`] behind the newest time, then finishes.
+/// Returns the seconds taken.
+pub fn run_windowed<K, V>(
+    query: &'static str,
+    build: impl FnOnce(&mut StreamsBuilder) -> KStream<K, V>,
+    sink: impl Fn(&K, &V) + Send + Sync + 'static,
+    opts: &RunOptions,
+) -> Result<f64, BenchError>
+where
+    K: Clone + 'static,
+    V: Clone + 'static,
+{
+    let mut builder = StreamsBuilder::new();
+    build(&mut builder).foreach(sink);
+    let mut p = pipeline(query, &builder)?;
+    let input = p
+        .input::<i64, i64>(WINDOWED_TOPIC)
+        .ok_or(BenchError::Input {
+            query,
+            topic: WINDOWED_TOPIC,
+        })?;
+    let perr = |source| BenchError::Process { query, source };
+    let lag = WINDOWED_LAG.as_millis() as i64;
+    let start = Instant::now();
+    for i in 0..opts.events {
+        let (key, ts) = windowed_record(i);
+        p.push(&input, key, 1, ts).map_err(perr)?;
+        if (i + 1).is_multiple_of(opts.frontier_every) {
+            p.advance(Watermark::from_millis(ts - lag)).map_err(perr)?;
+        }
+    }
+    p.finish().map_err(perr)?;
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// A join workload: builds `build`'s topology with `sink` on its result and
+/// pushes `opts.events` records in all, alternating left and right (pair
+/// `i` of [`workloads::join_record`], value `i` on both sides), with a
+/// barrier every `opts.frontier_every` records at the newest time, then
+/// finishes. Returns the seconds taken.
+pub fn run_join<V>(
+    query: &'static str,
+    build: impl FnOnce(&mut StreamsBuilder) -> KStream<i64, V>,
+    sink: impl Fn(&i64, &V) + Send + Sync + 'static,
+    opts: &RunOptions,
+) -> Result<f64, BenchError>
+where
+    V: Clone + 'static,
+{
+    let mut builder = StreamsBuilder::new();
+    build(&mut builder).foreach(sink);
+    let mut p = pipeline(query, &builder)?;
+    let input = |topic| {
+        p.input::<i64, i64>(topic)
+            .ok_or(BenchError::Input { query, topic })
+    };
+    let (left, right) = (input(LEFT_TOPIC)?, input(RIGHT_TOPIC)?);
+    let perr = |source| BenchError::Process { query, source };
+    let start = Instant::now();
+    for j in 0..opts.events {
+        let i = j / 2;
+        let (left_key, right_key, ts) = join_record(i);
+        if j % 2 == 0 {
+            p.push(&left, left_key, i as i64, ts).map_err(perr)?;
+        } else {
+            p.push(&right, right_key, i as i64, ts).map_err(perr)?;
+        }
+        if (j + 1).is_multiple_of(opts.frontier_every) {
+            p.advance(Watermark::from_millis(ts)).map_err(perr)?;
+        }
+    }
+    p.finish().map_err(perr)?;
+    Ok(start.elapsed().as_secs_f64())
 }
