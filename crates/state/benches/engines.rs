@@ -12,8 +12,8 @@ use std::time::Instant;
 use stoatflow_state::{
     ChangelogEntry, ChangelogOffset, ChangelogPartition, I64Codec, InMemoryKeyValueStore,
     InMemoryWindowStore, KeyValueStore, PersistentConfig, PersistentKeyValueStore,
-    PersistentWindowStore, SegmentedConfig, StateStore, StoreConfig, U64Codec, WindowStore,
-    encode_window_key, restore,
+    PersistentWindowStore, Segmented, SegmentedConfig, StateStore, StoreConfig, U64Codec,
+    WindowStore, encode_window_key, restore,
 };
 
 fn env_n(name: &str, default: u64) -> u64 {
@@ -131,6 +131,60 @@ fn window_update_figure(n: u64, changelog: bool) {
     );
 }
 
+/// The same loop through `WindowStore::update` (one traversal, no clone of the old value).
+fn window_in_place_figure(n: u64) {
+    let mut store = InMemoryWindowStore::new(
+        StoreConfig::new("count").with_changelog_enabled(false),
+        SegmentedConfig::new(3_600_000),
+        U64Codec,
+        I64Codec,
+    );
+    let keys = 100_000u64;
+    let t = Instant::now();
+    for i in 0..n {
+        let key = scatter(i, keys);
+        let ts = (i / 1_000) as i64;
+        let start = ts - ts.rem_euclid(60_000);
+        store
+            .update(&key, start, ts, &mut |c| c.unwrap_or(0) + 1)
+            .expect("update");
+    }
+    println!(
+        "in-memory  window update     {} (100 000 keys, changelog off)",
+        rate(n, t)
+    );
+}
+
+/// The stream-stream join's probe: 10 000 keys, 10 writes per ms, each write followed by a
+/// `fetch_key_range` of its key over ±1 s (so ~2 000 window starts in range, ~2 of the key's).
+fn window_key_range_figure(n: u64) {
+    let mut store = InMemoryWindowStore::new(
+        StoreConfig::new("join").with_changelog_enabled(false),
+        SegmentedConfig::new(2_000),
+        U64Codec,
+        I64Codec,
+    );
+    let keys = 10_000u64;
+    let t = Instant::now();
+    let mut found = 0usize;
+    for i in 0..n {
+        let ts = (i / 10) as i64;
+        store.put(i % keys, ts, i as i64, ts).expect("put");
+        found += store
+            .fetch_key_range(&((i * 7 + 3) % keys), ts - 1_000, ts + 1_000)
+            .expect("fetch_key_range")
+            .len();
+        if i % 1_000 == 999 {
+            store.expire(ts).expect("expire");
+        }
+    }
+    black_box(found);
+    println!(
+        "in-memory  window put+fetch_key_range {} (join probe, 10 000 keys, +-1 s)",
+        rate(n, t)
+    );
+}
+
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
     let pages: u64 = statm
@@ -191,6 +245,8 @@ fn main() {
 
     window_update_figure(n, false);
     window_update_figure(n, true);
+    window_in_place_figure(n);
+    window_key_range_figure(n);
 
     let mut mem = InMemoryKeyValueStore::new(StoreConfig::new("kv"), U64Codec, I64Codec);
     kv_figures("in-memory", &mut mem, n);

@@ -184,6 +184,28 @@ pub trait WindowStore<K, V>: Segmented {
         timestamp: i64,
     ) -> Result<(), StateError>;
 
+    /// Replaces the window of `key` starting at `window_start` with `f(current)` (`None` if
+    /// there is none); `timestamp` is the writing record's time. As [`WindowStore::put`], the
+    /// write is ignored if the window has expired (`f` is still called). The default is a
+    /// fetch then a put; the in-memory engine does it in one traversal, hands `f` the stored
+    /// value without cloning it, and clones `key` only when the entry is new.
+    ///
+    /// # Errors
+    /// As [`KeyValueStore::put`].
+    fn update(
+        &mut self,
+        key: &K,
+        window_start: i64,
+        timestamp: i64,
+        f: &mut dyn FnMut(Option<V>) -> V,
+    ) -> Result<(), StateError>
+    where
+        K: Clone,
+    {
+        let value = f(self.fetch(key, window_start)?);
+        self.put(key.clone(), window_start, value, timestamp)
+    }
+
     /// The window of `key` starting at `window_start`.
     ///
     /// # Errors

@@ -3,12 +3,17 @@
 //! Owns [`InMemoryKeyValueStore`], [`InMemoryWindowStore`] and [`InMemorySessionStore`]. They
 //! hold `K` and `V` as they are; a write costs one B-tree descent. Key-value and window
 //! stores keep a dirty flag in each slot and an append-only dirty log, so changelog tracking
-//! adds no lookup (the key is cloned only the first time it is written in an epoch). Keys and values are serialized only at
-//! [`flush_changelog`](crate::StateStore::flush_changelog) and decoded only at restore.
+//! adds no lookup (the key is cloned only the first time it is written in an epoch). Keys and
+//! values are serialized only at [`flush_changelog`](crate::StateStore::flush_changelog) and
+//! decoded only at restore.
 //!
-//! Layouts follow Kafka Streams' in-memory stores: windows as segment → start → key → value,
-//! sessions as segment (of end) → key → (end, start) → value, so a whole segment drops with
-//! one `split_off`.
+//! Layouts: key-value entries as key → value; windows as segment → key → that key's windows
+//! sorted by start (one held inline), with per-segment entry counts per start, so a probe of
+//! one key's time range (the stream-stream join) is one key lookup and a contiguous slice,
+//! and the emission pass skips segments with nothing in range; sessions as segment (of end)
+//! → key → (end, start) → value. In every segmented store a whole segment drops with one
+//! `split_off`. [`WindowStore::update`](crate::WindowStore::update) folds into a window in
+//! one traversal without cloning the old value.
 //!
 //! This module never touches the disk.
 

@@ -1,8 +1,21 @@
 //! In-memory window store.
+//!
+//! Layout: segment → key → that key's windows (sorted by start), plus, per segment, the number
+//! of entries under each start. Key-first within a segment, so a key's windows are one lookup
+//! and a contiguous slice: [`WindowStore::fetch_key_range`] (the stream-stream join's probe)
+//! visits only the key's own windows, however many other keys share the time range. A key's
+//! windows sit in a small vector holding one window inline, so a key with a single window in
+//! a segment (tumbling windows) costs no extra allocation. The per-start counts let
+//! [`WindowStore::fetch_all`] (the emission pass) skip a segment that has nothing in range
+//! without scanning its keys; a segment that has scans its keys and sorts the hits by start.
+//! Whole segments still drop with one `split_off`.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
+
+use smallvec::SmallVec;
 
 use super::{CLEAN, SharedCodec, Slot, decode_entry};
 use crate::changelog::{ChangelogEntry, ChangelogRecord, decode_window_key, encode_window_key};
@@ -19,13 +32,85 @@ struct Dirty<K> {
     timestamp: i64,
 }
 
-type Starts<K, V> = BTreeMap<i64, BTreeMap<K, Slot<V>>>;
+/// One key's windows in a segment, sorted by start; one window is held inline.
+type Windows<V> = SmallVec<[(i64, Slot<V>); 1]>;
 
-/// A window store holding typed entries as segment → window start → key → value.
+/// One retention segment.
+struct Segment<K, V> {
+    keys: BTreeMap<K, Windows<V>>,
+    /// Entries per window start (no zero counts), for the emission pass.
+    starts: BTreeMap<i64, u32>,
+    entries: u64,
+}
+
+impl<K, V> Default for Segment<K, V> {
+    fn default() -> Self {
+        Self {
+            keys: BTreeMap::new(),
+            starts: BTreeMap::new(),
+            entries: 0,
+        }
+    }
+}
+
+impl<K, V> Segment<K, V> {
+    fn added(&mut self, start: i64) {
+        *self.starts.entry(start).or_insert(0) += 1;
+        self.entries += 1;
+    }
+
+    fn removed(&mut self, start: i64) {
+        if let Some(n) = self.starts.get_mut(&start) {
+            *n -= 1;
+            if *n == 0 {
+                self.starts.remove(&start);
+            }
+        }
+        self.entries -= 1;
+    }
+}
+
+/// Where `start` is (`Ok`) or would go (`Err`) in a key's windows. Most writes hit the
+/// newest window, so the last one is checked first.
+fn position<V>(windows: &[(i64, Slot<V>)], start: i64) -> Result<usize, usize> {
+    match windows.last() {
+        Some((last, _)) if *last == start => Ok(windows.len() - 1),
+        Some((last, _)) if *last < start => Err(windows.len()),
+        _ => {
+            let i = first_from(windows, start);
+            match windows.get(i) {
+                Some((s, _)) if *s == start => Ok(i),
+                _ => Err(i),
+            }
+        }
+    }
+}
+
+/// Index of the first window starting at or after `start`. Reads and writes mostly touch
+/// recent times, so this gallops back from the newest window before bisecting: O(log d)
+/// steps for d windows after the answer, all near the end of the slice (a plain binary
+/// search would start in the middle and miss the cache on each step).
+fn first_from<V>(windows: &[(i64, Slot<V>)], start: i64) -> usize {
+    // Every window in `windows[hi..]` starts at or after `start`.
+    let mut hi = windows.len();
+    let mut step = 1;
+    while step <= hi {
+        let i = hi - step;
+        if windows[i].0 < start {
+            return i + 1 + windows[i + 1..hi].partition_point(|(s, _)| *s < start);
+        }
+        hi = i;
+        step *= 2;
+    }
+    windows[..hi].partition_point(|(s, _)| *s < start)
+}
+
+/// A window store holding typed entries as segment → key → windows by start (see the module
+/// docs).
 pub struct InMemoryWindowStore<K, V> {
     config: StoreConfig,
     segmented: SegmentedConfig,
-    segments: BTreeMap<i64, Starts<K, V>>,
+    segments: BTreeMap<i64, Segment<K, V>>,
     /// Append-only log of entries written since the last flush. A live slot points at its
     /// entry; an entry whose slot is gone (deleted, expired) flushes as a tombstone. A key
     /// deleted and written again in one epoch has two entries; the flush deduplicates.
@@ -75,80 +160,127 @@ impl<K: Ord + Clone, V: Clone> InMemoryWindowStore<K, V> {
         self.segmented
     }
 
-    /// Writes `value` as a restore or a live write; a live write (`timestamp` given, with
-    /// changelogging on) is logged as dirty.
-    fn write(&mut self, key: K, window_start: i64, value: V, timestamp: Option<i64>) {
-        let seg = self.segmented.segment_id(window_start);
-        let keys = self
-            .segments
-            .entry(seg)
-            .or_default()
-            .entry(window_start)
-            .or_default();
+    /// Replaces the window of `key` at `window_start` with `f(current)` in one traversal, as
+    /// a restore or a live write; a live write (`timestamp` given, with changelogging on) is
+    /// logged as dirty. The key is cloned only if the entry is new or newly dirty.
+    fn upsert(
+        &mut self,
+        key: Cow<'_, K>,
+        window_start: i64,
+        timestamp: Option<i64>,
+        f: impl FnOnce(Option<V>) -> V,
+    ) {
         let timestamp = timestamp.filter(|_| self.config.changelog_enabled());
-        match keys.get_mut(&key) {
-            Some(slot) => {
-                slot.value = value;
-                if let Some(timestamp) = timestamp {
-                    if slot.dirty == CLEAN {
-                        slot.dirty = self.dirty.len();
-                        self.dirty.push(Dirty {
-                            start: window_start,
-                            key,
-                            timestamp,
-                        });
-                    } else {
-                        self.dirty[slot.dirty].timestamp = timestamp;
+        let seg = self
+            .segments
+            .entry(self.segmented.segment_id(window_start))
+            .or_default();
+        let dirty_log = &mut self.dirty;
+        let mut log = |key: &K, timestamp: i64| {
+            dirty_log.push(Dirty {
+                start: window_start,
+                key: key.clone(),
+                timestamp,
+            });
+            dirty_log.len() - 1
+        };
+        if let Some(windows) = seg.keys.get_mut(key.as_ref()) {
+            match position(windows, window_start) {
+                Ok(i) => {
+                    let (_, slot) = windows.remove(i);
+                    let mut dirty = slot.dirty;
+                    if let Some(timestamp) = timestamp {
+                        if dirty == CLEAN {
+                            dirty = log(key.as_ref(), timestamp);
+                        } else {
+                            dirty_log[dirty].timestamp = timestamp;
+                        }
                     }
+                    let value = f(Some(slot.value));
+                    windows.insert(i, (window_start, Slot { value, dirty }));
+                }
+                Err(i) => {
+                    let dirty = timestamp.map_or(CLEAN, |t| log(key.as_ref(), t));
+                    windows.insert(
+                        i,
+                        (
+                            window_start,
+                            Slot {
+                                value: f(None),
+                                dirty,
+                            },
+                        ),
+                    );
+                    seg.added(window_start);
+                    self.entries += 1;
                 }
             }
-            None => {
-                let dirty = match timestamp {
-                    Some(timestamp) => {
-                        self.dirty.push(Dirty {
-                            start: window_start,
-                            key: key.clone(),
-                            timestamp,
-                        });
-                        self.dirty.len() - 1
-                    }
-                    None => CLEAN,
-                };
-                keys.insert(key, Slot { value, dirty });
-                self.entries += 1;
-            }
+            return;
         }
+        let dirty = timestamp.map_or(CLEAN, |t| log(key.as_ref(), t));
+        let mut windows = Windows::new();
+        windows.push((
+            window_start,
+            Slot {
+                value: f(None),
+                dirty,
+            },
+        ));
+        seg.keys.insert(key.into_owned(), windows);
+        seg.added(window_start);
+        self.entries += 1;
     }
 
     fn remove_raw(&mut self, key: &K, window_start: i64) -> Option<Slot<V>> {
         let seg_id = self.segmented.segment_id(window_start);
         let seg = self.segments.get_mut(&seg_id)?;
-        let keys = seg.get_mut(&window_start)?;
-        let old = keys.remove(key);
-        if keys.is_empty() {
-            seg.remove(&window_start);
-            if seg.is_empty() {
-                self.segments.remove(&seg_id);
-            }
+        let windows = seg.keys.get_mut(key)?;
+        let i = position(windows, window_start).ok()?;
+        let (_, old) = windows.remove(i);
+        if windows.is_empty() {
+            seg.keys.remove(key);
         }
-        if old.is_some() {
-            self.entries -= 1;
+        seg.removed(window_start);
+        if seg.entries == 0 {
+            self.segments.remove(&seg_id);
         }
-        old
+        self.entries -= 1;
+        Some(old)
     }
 
     fn slot(&self, key: &K, window_start: i64) -> Option<&Slot<V>> {
-        self.segments
+        let windows = self
+            .segments
             .get(&self.segmented.segment_id(window_start))?
-            .get(&window_start)?
-            .get(key)
+            .keys
+            .get(key)?;
+        let i = position(windows, window_start).ok()?;
+        Some(&windows[i].1)
     }
 
     fn slot_mut(&mut self, key: &K, window_start: i64) -> Option<&mut Slot<V>> {
-        self.segments
+        let windows = self
+            .segments
             .get_mut(&self.segmented.segment_id(window_start))?
-            .get_mut(&window_start)?
-            .get_mut(key)
+            .keys
+            .get_mut(key)?;
+        let i = position(windows, window_start).ok()?;
+        Some(&mut windows[i].1)
+    }
+
+    /// Counts and logs a write to an expired window; true if `window_start` has expired.
+    fn ignore_expired(&mut self, window_start: i64) -> bool {
+        if !self.segmented.is_expired(window_start, self.frontier) {
+            return false;
+        }
+        self.expired_writes += 1;
+        tracing::debug!(
+            store = self.config.name(),
+            window_start,
+            frontier = self.frontier,
+            "ignored write to an expired window"
+        );
+        true
     }
 }
 
@@ -219,7 +351,7 @@ impl<K: Ord + Clone, V: Clone> StateStore for InMemoryWindowStore<K, V> {
                 // existed in the committed state even if its own time has expired.
                 let segment = self.segmented.segment_id(start);
                 if !self.segmented.segment_expired(segment, self.frontier) {
-                    self.write(key, start, value, None);
+                    self.upsert(Cow::Owned(key), start, None, |_| value);
                 }
             }
         }
@@ -238,11 +370,7 @@ impl<K: Ord + Clone, V: Clone> Segmented for InMemoryWindowStore<K, V> {
         let live = self.segments.split_off(&first_live);
         let dropped = std::mem::replace(&mut self.segments, live);
         // Dirty entries of dropped slots stay in the log and flush as tombstones.
-        for starts in dropped.values() {
-            for keys in starts.values() {
-                self.entries -= keys.len() as u64;
-            }
-        }
+        self.entries -= dropped.values().map(|seg| seg.entries).sum::<u64>();
         if !dropped.is_empty() {
             tracing::debug!(
                 store = self.config.name(),
@@ -271,17 +399,25 @@ impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for InMemoryWindowStore<K, V> {
         value: V,
         timestamp: i64,
     ) -> Result<(), StateError> {
-        if self.segmented.is_expired(window_start, self.frontier) {
-            self.expired_writes += 1;
-            tracing::debug!(
-                store = self.config.name(),
-                window_start,
-                frontier = self.frontier,
-                "ignored write to an expired window"
-            );
-            return Ok(());
+        if !self.ignore_expired(window_start) {
+            self.upsert(Cow::Owned(key), window_start, Some(timestamp), |_| value);
         }
-        self.write(key, window_start, value, Some(timestamp));
+        Ok(())
+    }
+
+    fn update(
+        &mut self,
+        key: &K,
+        window_start: i64,
+        timestamp: i64,
+        f: &mut dyn FnMut(Option<V>) -> V,
+    ) -> Result<(), StateError> {
+        if self.ignore_expired(window_start) {
+            // As the default: `f` sees the current value, its result is dropped.
+            f(self.slot(key, window_start).map(|s| s.value.clone()));
+        } else {
+            self.upsert(Cow::Borrowed(key), window_start, Some(timestamp), f);
+        }
         Ok(())
     }
 
@@ -300,12 +436,17 @@ impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for InMemoryWindowStore<K, V> {
             return Ok(out);
         }
         let segs = self.segmented.segment_id(time_from)..=self.segmented.segment_id(time_to);
-        for starts in self.segments.range(segs).map(|(_, s)| s) {
-            for (start, keys) in starts.range(time_from..=time_to) {
-                if let Some(slot) = keys.get(key) {
-                    out.push((*start, slot.value.clone()));
-                }
-            }
+        for seg in self.segments.range(segs).map(|(_, s)| s) {
+            let Some(windows) = seg.keys.get(key) else {
+                continue;
+            };
+            let from = first_from(windows, time_from);
+            out.extend(
+                windows[from..]
+                    .iter()
+                    .take_while(|(s, _)| *s <= time_to)
+                    .map(|(s, slot)| (*s, slot.value.clone())),
+            );
         }
         Ok(out)
     }
@@ -316,12 +457,29 @@ impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for InMemoryWindowStore<K, V> {
             return Ok(out);
         }
         let segs = self.segmented.segment_id(time_from)..=self.segmented.segment_id(time_to);
-        for starts in self.segments.range(segs).map(|(_, s)| s) {
-            for (start, keys) in starts.range(time_from..=time_to) {
+        for seg in self.segments.range(segs).map(|(_, s)| s) {
+            let (mut starts, mut hits) = (0usize, 0usize);
+            for (_, n) in seg.starts.range(time_from..=time_to) {
+                starts += 1;
+                hits += *n as usize;
+            }
+            if hits == 0 {
+                continue;
+            }
+            out.reserve(hits);
+            let first = out.len();
+            for (key, windows) in &seg.keys {
+                let from = first_from(windows, time_from);
                 out.extend(
-                    keys.iter()
-                        .map(|(k, slot)| (*start, k.clone(), slot.value.clone())),
+                    windows[from..]
+                        .iter()
+                        .take_while(|(s, _)| *s <= time_to)
+                        .map(|(s, slot)| (*s, key.clone(), slot.value.clone())),
                 );
+            }
+            // Collected in key order; a stable sort by start gives start, then key.
+            if starts > 1 {
+                out[first..].sort_by_key(|(s, _, _)| *s);
             }
         }
         Ok(out)
@@ -425,6 +583,108 @@ mod tests {
     }
 
     #[test]
+    fn first_from_gallops_to_the_same_answer_as_a_bisection() {
+        for n in 0..40i64 {
+            let windows: Vec<(i64, Slot<()>)> = (0..n)
+                .map(|i| {
+                    (
+                        i * 3,
+                        Slot {
+                            value: (),
+                            dirty: CLEAN,
+                        },
+                    )
+                })
+                .collect();
+            for start in -2..n * 3 + 2 {
+                let want = windows.partition_point(|(s, _)| *s < start);
+                assert_eq!(first_from(&windows, start), want, "n {n}, start {start}");
+                let found = windows.binary_search_by_key(&start, |(s, _)| *s);
+                assert_eq!(position(&windows, start), found, "n {n}, start {start}");
+            }
+        }
+    }
+
+    #[test]
+    fn update_is_one_write_and_logs_like_put() {
+        let mut s = store();
+        s.update(&1, 10, 5, &mut |old| old.unwrap_or(0) + 1)
+            .unwrap();
+        s.update(&1, 10, 6, &mut |old| old.unwrap_or(0) + 1)
+            .unwrap();
+        s.update(&2, 10, 7, &mut |old| {
+            assert_eq!(old, None);
+            9
+        })
+        .unwrap();
+        assert_eq!(s.fetch(&1, 10).unwrap(), Some(2));
+        assert_eq!(s.approximate_num_entries(), 2);
+        assert_eq!(s.dirty_keys(), 2);
+        let mut out = Vec::new();
+        s.flush_changelog(&mut out).unwrap();
+        let got: Vec<_> = out.iter().map(|r| (r.value.clone(), r.timestamp)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (Some(2i64.to_be_bytes().to_vec()), 6),
+                (Some(9i64.to_be_bytes().to_vec()), 7)
+            ]
+        );
+        // Expired: `f` sees the current value, nothing is written.
+        s.expire(150).unwrap();
+        let mut seen = None;
+        s.update(&1, 10, 8, &mut |old| {
+            seen = Some(old);
+            100
+        })
+        .unwrap();
+        assert_eq!(seen, Some(None));
+        assert_eq!(s.fetch(&1, 10).unwrap(), None);
+        assert_eq!(s.expired_writes(), 1);
+    }
+
+    #[test]
+    fn fetch_key_range_visits_only_the_key_across_segments() {
+        let mut s = store();
+        for start in [70, 0, 40, 10, 60] {
+            s.put(5, start, start, 0).unwrap();
+            s.put(6, start, -start, 0).unwrap();
+        }
+        assert_eq!(
+            s.fetch_key_range(&5, 10, 60).unwrap(),
+            vec![(10, 10), (40, 40), (60, 60)]
+        );
+        assert_eq!(s.fetch_key_range(&5, 61, 69).unwrap(), vec![]);
+        assert_eq!(s.fetch_key_range(&7, 0, 100).unwrap(), vec![]);
+        assert_eq!(s.fetch_key_range(&5, 60, 10).unwrap(), vec![]);
+        // Several starts of several keys in one segment still come out by start, then key.
+        assert_eq!(
+            s.fetch_all(0, 45).unwrap(),
+            vec![
+                (0, 5, 0),
+                (0, 6, 0),
+                (10, 5, 10),
+                (10, 6, -10),
+                (40, 5, 40),
+                (40, 6, -40)
+            ]
+        );
+    }
+
+    #[test]
+    fn delete_of_one_window_keeps_the_keys_others() {
+        let mut s = store();
+        s.put(1, 0, 1, 0).unwrap();
+        s.put(1, 10, 2, 0).unwrap();
+        s.delete(&1, 0, 1).unwrap();
+        s.delete(&1, 20, 1).unwrap();
+        assert_eq!(s.fetch_key_range(&1, 0, 49).unwrap(), vec![(10, 2)]);
+        assert_eq!(s.fetch_all(0, 9).unwrap(), vec![]);
+        assert_eq!(s.segments(), 1);
+        assert_eq!(s.approximate_num_entries(), 1);
+    }
+
+    #[test]
     fn writes_to_expired_windows_are_ignored() {
         let mut s = store();
         s.put(1, 0, 1, 0).unwrap();
@@ -432,5 +692,94 @@ mod tests {
         s.put(1, 0, 2, 0).unwrap();
         assert_eq!(s.fetch(&1, 0).unwrap(), None);
         assert_eq!(s.expired_writes(), 1);
+    }
+
+    mod model {
+        use std::collections::BTreeMap;
+
+        use proptest::prelude::*;
+
+        use super::*;
+
+        #[derive(Debug, Clone)]
+        enum Op {
+            Put(u64, i64, i64),
+            Update(u64, i64, i64),
+            Delete(u64, i64),
+            Expire(i64),
+            Flush,
+        }
+
+        fn ops() -> impl Strategy<Value = Vec<Op>> {
+            prop::collection::vec(
+                prop_oneof![
+                    4 => (0u64..5, 0i64..30, -9i64..9).prop_map(|(k, s, v)| Op::Put(k, s * 7, v)),
+                    4 => (0u64..5, 0i64..30, -9i64..9).prop_map(|(k, s, v)| Op::Update(k, s * 7, v)),
+                    2 => (0u64..5, 0i64..30).prop_map(|(k, s)| Op::Delete(k, s * 7)),
+                    1 => (0i64..60).prop_map(Op::Expire),
+                    1 => Just(Op::Flush),
+                ],
+                0..120,
+            )
+        }
+
+        proptest! {
+            /// Every read agrees with a plain ordered map of (start, key) under the same
+            /// writes and whole-segment expiry.
+            #[test]
+            fn reads_match_an_ordered_map(ops in ops()) {
+                let mut s = store();
+                let cfg = s.segmented_config();
+                let mut model: BTreeMap<(i64, u64), i64> = BTreeMap::new();
+                let mut frontier = i64::MIN;
+                for (t, op) in ops.into_iter().enumerate() {
+                    let t = t as i64;
+                    match op {
+                        Op::Put(k, st, v) => {
+                            s.put(k, st, v, t).unwrap();
+                            if !cfg.is_expired(st, frontier) {
+                                model.insert((st, k), v);
+                            }
+                        }
+                        Op::Update(k, st, v) => {
+                            s.update(&k, st, t, &mut |old| old.unwrap_or(100) + v).unwrap();
+                            if !cfg.is_expired(st, frontier) {
+                                *model.entry((st, k)).or_insert(100) += v;
+                            }
+                        }
+                        Op::Delete(k, st) => {
+                            s.delete(&k, st, t).unwrap();
+                            model.remove(&(st, k));
+                        }
+                        Op::Expire(d) => {
+                            frontier = frontier.max(0) + d;
+                            s.expire(frontier).unwrap();
+                            let first = cfg.first_live_segment(frontier);
+                            model.retain(|(st, _), _| cfg.segment_id(*st) >= first);
+                        }
+                        Op::Flush => s.flush_changelog(&mut Vec::new()).unwrap(),
+                    }
+                }
+                let all: Vec<_> = model.iter().map(|((st, k), v)| (*st, *k, *v)).collect();
+                prop_assert_eq!(s.fetch_all(i64::MIN, i64::MAX).unwrap(), all.clone());
+                for (from, to) in [(0, 70), (21, 21), (30, 120), (100, 300)] {
+                    let want: Vec<_> =
+                        all.iter().filter(|e| e.0 >= from && e.0 <= to).cloned().collect();
+                    prop_assert_eq!(s.fetch_all(from, to).unwrap(), want);
+                    for k in 0..5 {
+                        let want: Vec<_> = all
+                            .iter()
+                            .filter(|e| e.1 == k && e.0 >= from && e.0 <= to)
+                            .map(|e| (e.0, e.2))
+                            .collect();
+                        prop_assert_eq!(s.fetch_key_range(&k, from, to).unwrap(), want);
+                    }
+                }
+                prop_assert_eq!(s.approximate_num_entries(), all.len() as u64);
+                let segs: std::collections::BTreeSet<_> =
+                    all.iter().map(|e| cfg.segment_id(e.0)).collect();
+                prop_assert_eq!(s.segments(), segs.len());
+            }
+        }
     }
 }

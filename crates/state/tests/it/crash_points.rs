@@ -101,6 +101,11 @@ fn window_crash(engine: Engine, ops: &[WinOp]) -> Result<(), TestCaseError> {
     for (t, op) in ops.iter().enumerate() {
         match *op {
             WinOp::Put(k, st, v) => s.put(key(k), st, v, t as i64).unwrap(),
+            WinOp::Update(k, st, v) => s
+                .update(&key(k), st, t as i64, &mut |old| {
+                    old.unwrap_or(0).wrapping_add(v)
+                })
+                .unwrap(),
             WinOp::Delete(k, st) => s.delete(&key(k), st, t as i64).unwrap(),
             WinOp::Expire(d) => {
                 frontier = frontier.max(0) + d;

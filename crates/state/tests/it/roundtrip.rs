@@ -33,6 +33,8 @@ pub fn key(k: u8) -> String {
 #[derive(Debug, Clone)]
 pub enum WinOp {
     Put(u8, i64, i64),
+    /// Add to the window's value (0 if none) in place.
+    Update(u8, i64, i64),
     Delete(u8, i64),
     /// Advance the committed frontier by this much.
     Expire(i64),
@@ -43,6 +45,7 @@ pub fn win_ops() -> impl Strategy<Value = Vec<WinOp>> {
     prop::collection::vec(
         prop_oneof![
             5 => (0u8..6, 0i64..20, any::<i64>()).prop_map(|(k, s, v)| WinOp::Put(k, s * 10, v)),
+            3 => (0u8..6, 0i64..20, any::<i64>()).prop_map(|(k, s, v)| WinOp::Update(k, s * 10, v)),
             2 => (0u8..6, 0i64..20).prop_map(|(k, s)| WinOp::Delete(k, s * 10)),
             1 => (0i64..40).prop_map(WinOp::Expire),
             1 => Just(WinOp::Barrier),
@@ -110,6 +113,11 @@ fn window_roundtrip(engine: Engine, ops: &[WinOp]) -> Result<(), TestCaseError> 
     for (t, op) in ops.iter().enumerate() {
         match *op {
             WinOp::Put(k, s, v) => original.put(key(k), s, v, t as i64).unwrap(),
+            WinOp::Update(k, s, v) => original
+                .update(&key(k), s, t as i64, &mut |old| {
+                    old.unwrap_or(0).wrapping_add(v)
+                })
+                .unwrap(),
             WinOp::Delete(k, s) => original.delete(&key(k), s, t as i64).unwrap(),
             WinOp::Expire(d) => {
                 frontier = frontier.max(0) + d;

@@ -148,17 +148,15 @@ where
 {
     fn push(&mut self, cx: &mut TaskContext, rec: Record<K, VT>) -> Result<(), ProcessError> {
         let ts = rec.timestamp;
-        {
-            let mut store = self.this_store.borrow_mut();
-            let mut values = store
-                .fetch(&rec.key, ts)
-                .map_err(|e| state_err(&self.this_store_name, e))?
-                .unwrap_or_default();
-            values.push(rec.value.clone());
-            store
-                .put(rec.key.clone(), ts, values, ts)
-                .map_err(|e| state_err(&self.this_store_name, e))?;
-        }
+        // Appended in place: the arrivals list is not cloned.
+        self.this_store
+            .borrow_mut()
+            .update(&rec.key, ts, ts, &mut |values| {
+                let mut values = values.unwrap_or_default();
+                values.push(rec.value.clone());
+                values
+            })
+            .map_err(|e| state_err(&self.this_store_name, e))?;
         let from = ts.saturating_sub(self.before_ms).max(0);
         let to = ts.saturating_add(self.after_ms).max(0);
         let matches = self

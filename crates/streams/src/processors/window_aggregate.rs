@@ -125,27 +125,23 @@ where
                 );
                 continue;
             }
-            let mut store = self.store.borrow_mut();
-            let old = store
-                .fetch(&rec.key, start)
-                .map_err(|e| self.state_err(e))?;
-            let (agg, new_ts) = match old {
-                Some(ValueAndTimestamp { value, timestamp }) => (
-                    (self.aggregation.add)(&rec.key, &rec.value, value),
-                    timestamp.max(ts),
-                ),
-                None => ((self.aggregation.initial)(&rec.key, &rec.value), ts),
+            let (mut new_ts, mut out) = (ts, None);
+            let on_update = self.emit == EmitStrategy::OnWindowUpdate;
+            let mut fold = |old: Option<ValueAndTimestamp<A>>| {
+                let agg = match old {
+                    Some(ValueAndTimestamp { value, timestamp }) => {
+                        new_ts = timestamp.max(ts);
+                        (self.aggregation.add)(&rec.key, &rec.value, value)
+                    }
+                    None => (self.aggregation.initial)(&rec.key, &rec.value),
+                };
+                out = on_update.then(|| agg.clone());
+                ValueAndTimestamp::new(agg, new_ts)
             };
-            let out = (self.emit == EmitStrategy::OnWindowUpdate).then(|| agg.clone());
-            store
-                .put(
-                    rec.key.clone(),
-                    start,
-                    ValueAndTimestamp::new(agg, new_ts),
-                    ts,
-                )
+            self.store
+                .borrow_mut()
+                .update(&rec.key, start, ts, &mut fold)
                 .map_err(|e| self.state_err(e))?;
-            drop(store);
             if let Some(value) = out {
                 let key = Windowed::new(rec.key.clone(), self.windows.window(start));
                 self.down.forward(
