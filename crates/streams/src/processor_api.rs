@@ -16,6 +16,10 @@
 //!   `<processor>-timers`; a processor using them declares so with
 //!   [`Processor::EVENT_TIME_TIMERS`], which makes the topology
 //!   watermark-driven (DESIGN 3.7);
+//! - processing-time timers are keyed the same way, fire on the task's
+//!   wall-clock tick (DESIGN 3.8: never on event time), and persist in
+//!   `<processor>-wall-timers`; a processor using them declares so with
+//!   [`Processor::PROCESSING_TIME_TIMERS`] (no watermark is needed);
 //! - `forward_to` names a child by position, in the order the children were
 //!   added.
 //!
@@ -58,6 +62,10 @@ pub trait Processor<KIn, VIn, KOut, VOut> {
     /// is driven by the watermark and refused where one cannot move (DESIGN 3.7).
     const EVENT_TIME_TIMERS: bool = false;
 
+    /// Whether this processor registers processing-time (wall-clock)
+    /// timers; such a processor gets the store `<processor>-wall-timers`.
+    const PROCESSING_TIME_TIMERS: bool = false;
+
     /// Called once before the first record, punctuation or timer.
     fn init(&mut self, _ctx: &mut ProcessorContext<'_, KOut, VOut>) -> Result<(), ProcessError> {
         Ok(())
@@ -73,6 +81,17 @@ pub trait Processor<KIn, VIn, KOut, VOut> {
     /// An event-time timer registered for `key` at `timestamp` fired: the
     /// watermark reached it.
     fn on_timer(
+        &mut self,
+        _ctx: &mut ProcessorContext<'_, KOut, VOut>,
+        _key: &str,
+        _timestamp: i64,
+    ) -> Result<(), ProcessError> {
+        Ok(())
+    }
+
+    /// A processing-time timer registered for `key` at `timestamp` fired:
+    /// the task's wall clock reached it.
+    fn on_processing_time_timer(
         &mut self,
         _ctx: &mut ProcessorContext<'_, KOut, VOut>,
         _key: &str,
@@ -121,7 +140,8 @@ impl<KOut, VOut> Schedule<KOut, VOut> {
 
 pub(crate) type TimerStore = InMemoryKeyValueStore<String, i64>;
 
-/// Event-time timers: one per key, persisted; the in-memory index is
+/// Timers of one kind (event time or processing time): one per key,
+/// persisted; the in-memory index is
 /// (re)built from the store on first use, so it is right after a restore.
 pub(crate) struct Timers {
     pub(crate) store_name: String,
@@ -197,6 +217,7 @@ pub(crate) struct NodeState<KOut, VOut> {
     pub(crate) down: Downstream<KOut, VOut>,
     pub(crate) schedules: Vec<Schedule<KOut, VOut>>,
     pub(crate) timers: Option<Timers>,
+    pub(crate) wall_timers: Option<Timers>,
     pub(crate) stores: BTreeMap<String, Rc<dyn Any>>,
 }
 
@@ -277,6 +298,35 @@ impl<KOut: Clone + 'static, VOut: Clone + 'static> ProcessorContext<'_, KOut, VO
             })
     }
 
+    fn wall_timers(&mut self) -> Result<&mut Timers, ProcessError> {
+        let name = self.node.name.clone();
+        self.node
+            .wall_timers
+            .as_mut()
+            .ok_or_else(|| ProcessError::Processor {
+                node: name.clone(),
+                reason: "registers processing-time timers but does not declare \
+                         Processor::PROCESSING_TIME_TIMERS"
+                    .into(),
+            })
+    }
+
+    /// Registers (or moves) the processing-time timer of `key` to the
+    /// wall-clock time `timestamp` (ms): it fires on the first wall-clock
+    /// tick at or past it, never on event time, and survives a restart.
+    pub fn register_processing_time_timer(
+        &mut self,
+        key: &str,
+        timestamp: i64,
+    ) -> Result<(), ProcessError> {
+        self.wall_timers()?.register(key, timestamp)
+    }
+
+    /// Cancels the processing-time timer of `key`; returns its time if there was one.
+    pub fn delete_processing_time_timer(&mut self, key: &str) -> Result<Option<i64>, ProcessError> {
+        self.wall_timers()?.cancel(key)
+    }
+
     /// Registers (or moves) the event-time timer of `key` to `timestamp`:
     /// it fires once the watermark reaches it, and survives a restart.
     pub fn register_event_time_timer(
@@ -353,6 +403,22 @@ impl<KOut: Clone + 'static, VOut: Clone + 'static> ProcessorContext<'_, KOut, VO
     /// The processor's name.
     pub fn name(&self) -> &str {
         &self.node.name
+    }
+}
+
+/// Creates the changelogged store of one kind of timers and its index.
+fn timer_index(cx: &mut Instantiation, name: &str) -> Timers {
+    let store = Rc::new(RefCell::new(InMemoryKeyValueStore::new(
+        StoreConfig::new(name.to_owned()).with_changelog_enabled(cx.config.changelog_enabled),
+        stoatflow_state::StringCodec,
+        stoatflow_state::I64Codec,
+    )));
+    cx.add_store(name, store.clone());
+    Timers {
+        store_name: name.to_owned(),
+        store,
+        index: BTreeSet::new(),
+        loaded: false,
     }
 }
 
@@ -497,6 +563,11 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         if timers {
             store_names.push(timer_store.clone());
         }
+        let wall_timers = P::PROCESSING_TIME_TIMERS;
+        let wall_timer_store = format!("{name}-wall-timers");
+        if wall_timers {
+            store_names.push(wall_timer_store.clone());
+        }
         let node_name = name.clone();
         let factory = Arc::new(move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
             let mut handles: BTreeMap<String, Rc<dyn Any>> = BTreeMap::new();
@@ -506,21 +577,8 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
                     handles.insert(b.name.clone(), h.typed.clone());
                 }
             }
-            let timers = timers.then(|| {
-                let store = Rc::new(RefCell::new(InMemoryKeyValueStore::new(
-                    StoreConfig::new(timer_store.clone())
-                        .with_changelog_enabled(cx.config.changelog_enabled),
-                    stoatflow_state::StringCodec,
-                    stoatflow_state::I64Codec,
-                )));
-                cx.add_store(&timer_store, store.clone());
-                Timers {
-                    store_name: timer_store.clone(),
-                    store,
-                    index: BTreeSet::new(),
-                    loaded: false,
-                }
-            });
+            let timers = timers.then(|| timer_index(cx, &timer_store));
+            let wall_timers = wall_timers.then(|| timer_index(cx, &wall_timer_store));
             let node = Rc::new(RefCell::new(CustomProcessor::<P, K, V, KOut, VOut>::new(
                 supplier(),
                 NodeState {
@@ -528,6 +586,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
                     down: Downstream::from_children(ch),
                     schedules: Vec::new(),
                     timers,
+                    wall_timers,
                     stores: handles,
                 },
             )));

@@ -151,13 +151,14 @@ impl TopologyTestDriver {
         driver: DriverConfig,
     ) -> Result<Self, DriverError> {
         topology.validate(&config)?;
-        Self::build(topology, Arc::new(config), driver)
+        Self::build(topology, Arc::new(config), driver, true)
     }
 
     fn build(
         topology: Topology,
         config: Arc<StreamsConfig>,
         driver: DriverConfig,
+        first_tick: bool,
     ) -> Result<Self, DriverError> {
         let tasks: Vec<StreamTask> = (0..topology.subtopology_count())
             .map(|st| topology.instantiate(st, &config))
@@ -171,9 +172,11 @@ impl TopologyTestDriver {
             }
         }
         let mut tasks = tasks;
-        for t in &mut tasks {
-            // The first tick: initializes processors and arms wall-clock schedules.
-            t.on_wall_clock(driver.initial_wall_clock)?;
+        if first_tick {
+            for t in &mut tasks {
+                // The first tick: initializes processors and arms wall-clock schedules.
+                t.on_wall_clock(driver.initial_wall_clock)?;
+            }
         }
         Ok(TopologyTestDriver {
             inner: Rc::new(RefCell::new(Inner {
@@ -337,7 +340,9 @@ impl TopologyTestDriver {
             )
         };
         driver.initial_wall_clock = wall;
-        let fresh = Self::build(topology, config, driver)?;
+        // The first tick waits for the restore, so processors initialize on
+        // restored stores and timer indexes are built from them.
+        let fresh = Self::build(topology, config, driver, false)?;
         {
             let mut inner = fresh.inner.borrow_mut();
             for (store, records) in &changelogs {
@@ -391,6 +396,9 @@ impl TopologyTestDriver {
             inner.offsets = offsets.clone();
             inner.committed_offsets = offsets;
             inner.barrier = barrier;
+            for t in &mut inner.tasks {
+                t.on_wall_clock(wall)?;
+            }
         }
         Ok(fresh)
     }

@@ -1,6 +1,7 @@
 //! The node that runs a user [`Processor`]: records through `process`,
 //! STREAM_TIME punctuators and event-time timers on watermark events,
-//! WALL_CLOCK_TIME punctuators on wall-clock ticks. `init` runs lazily before
+//! processing-time timers then WALL_CLOCK_TIME punctuators on wall-clock
+//! ticks. `init` runs lazily before
 //! the first of any of these, so it sees restored stores.
 //!
 //! This module knows nothing of where watermarks or ticks come from.
@@ -132,6 +133,24 @@ where
 
     fn on_wall_clock(&mut self, cx: &mut TaskContext, now: WallTime) -> Result<(), ProcessError> {
         self.ensure_init(cx)?;
-        self.punctuate(cx, PunctuationType::WallClockTime, now.as_millis())
+        let now = now.as_millis();
+        // Processing-time timers due by `now`, in order of time then key;
+        // each is removed before its callback, so it fires once.
+        loop {
+            let Some(t) = self.state.wall_timers.as_mut() else {
+                break;
+            };
+            let Some((ts, key)) = t.pop_due(now)? else {
+                break;
+            };
+            let mut ctx = ProcessorContext {
+                task: cx,
+                node: &mut self.state,
+                current: None,
+            };
+            self.processor
+                .on_processing_time_timer(&mut ctx, &key, ts)?;
+        }
+        self.punctuate(cx, PunctuationType::WallClockTime, now)
     }
 }

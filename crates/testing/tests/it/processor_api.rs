@@ -181,3 +181,106 @@ fn scheduled_sources_fire_on_wall_clock_cron_and_stream_time() {
         ],
     );
 }
+
+/// Arms a processing-time timer per key one wall-clock second from now;
+/// the value `cancel` deletes it instead. A firing forwards `wall-timer@<time>`.
+struct WallTimerProcessor;
+
+impl Processor<i32, String, i32, String> for WallTimerProcessor {
+    const PROCESSING_TIME_TIMERS: bool = true;
+
+    fn process(&mut self, ctx: &mut Ctx<'_>, r: Record<i32, String>) -> Result<(), ProcessError> {
+        let key = r.key.to_string();
+        if r.value == "cancel" {
+            ctx.delete_processing_time_timer(&key).map(|_| ())
+        } else {
+            let at = ctx.current_system_time_ms() + 1000;
+            ctx.register_processing_time_timer(&key, at)
+        }
+    }
+
+    fn on_processing_time_timer(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        key: &str,
+        ts: i64,
+    ) -> Result<(), ProcessError> {
+        let k = key.parse().expect("numeric timer key");
+        ctx.forward(Record::new(k, format!("wall-timer@{ts}"), ts))
+    }
+}
+
+/// DESIGN 3.8: `advance_wall_clock_time` fires processing-time timers; event
+/// time never does. A timer fires once, on the first tick at or past it; a
+/// cancelled one never.
+#[test]
+fn a_processing_time_timer_fires_once_on_the_wall_clock_and_never_on_event_time() {
+    run(
+        with_processor(|| WallTimerProcessor),
+        &[
+            L(0, "x", 100),
+            L(1, "y", 100),
+            L(1, "cancel", 101),
+            // Event time far past the timer's wall-clock time: nothing fires.
+            Advance(1_000_000),
+            none(),
+            Wall(999),
+            none(),
+            Wall(1),
+            Expect(vec![(0, "wall-timer@1000", 1000)]),
+            Wall(5000),
+            none(),
+            Advance(2_000_000),
+            none(),
+        ],
+    );
+}
+
+/// Processing-time timers persist in `<processor>-wall-timers`: one armed
+/// before a restart fires exactly once after it, when the wall clock reaches it.
+#[test]
+fn a_processing_time_timer_survives_a_restart_and_fires_once() {
+    run(
+        with_processor(|| WallTimerProcessor),
+        &[
+            Wall(6000),
+            L(3, "z", 100),
+            Restart,
+            Wall(999),
+            none(),
+            Wall(1),
+            Expect(vec![(3, "wall-timer@7000", 7000)]),
+            Restart,
+            Wall(10_000),
+            none(),
+        ],
+    );
+}
+
+/// A processor that did not declare `PROCESSING_TIME_TIMERS` gets an error
+/// naming it.
+#[test]
+fn processing_time_timers_must_be_declared() {
+    struct Undeclared;
+    impl Processor<i32, String, i32, String> for Undeclared {
+        fn process(
+            &mut self,
+            ctx: &mut Ctx<'_>,
+            _: Record<i32, String>,
+        ) -> Result<(), ProcessError> {
+            ctx.register_processing_time_timer("k", 5)
+        }
+    }
+    let driver = stoatflow_testing::TopologyTestDriver::new(
+        with_processor(|| Undeclared),
+        stoatflow_streams::StreamsConfig::new("it"),
+    )
+    .expect("driver");
+    let left = driver.create_input_topic(LEFT, Serdes::i32(), Serdes::string());
+    let err = left
+        .pipe_record(stoatflow_testing::TestRecord::new(0, "x".to_owned(), 0))
+        .expect_err("undeclared processing-time timers");
+    let msg = err.to_string();
+    assert!(msg.contains("PROCESSING_TIME_TIMERS"), "{msg}");
+    assert!(msg.contains("KSTREAM-PROCESSOR"), "{msg}");
+}
