@@ -333,3 +333,398 @@ fn null_sides_survive_a_restart_exactly_once() {
         ],
     );
 }
+
+// ---------------------------------------------------------------------------
+// `KStreamKStreamOuterJoinTest` (apache/kafka). The right values there are
+// longs; here they are the same digits as strings, so `TOSTRING_JOINER`
+// output reads the same ("A1+11"). Headers are not compared by the harness.
+// ---------------------------------------------------------------------------
+
+/// `testOuterJoinWithDefaultSuppliers` (`runOuterJoin`): exact; everything
+/// joins, so the dummy record at 400 flushes nothing.
+#[test]
+fn outer_join_matches_kafka_streams_run_outer_join() {
+    let w = JoinWindows::of_time_difference_with_no_grace(ms(100));
+    run(
+        topology(Kind::Outer, w),
+        &[
+            L(0, "A0", 0),
+            L(1, "A1", 0),
+            none(),
+            R(0, "10", 0),
+            R(1, "11", 0),
+            Expect(vec![(0, "A0+10", 0), (1, "A1+11", 0)]),
+            L(0, "B0", 0),
+            L(1, "B1", 0),
+            L(2, "B2", 0),
+            Expect(vec![(0, "B0+10", 0), (1, "B1+11", 0)]),
+            R(0, "20", 0),
+            R(1, "21", 0),
+            R(2, "22", 0),
+            R(3, "23", 0),
+            Expect(vec![
+                (0, "A0+20", 0),
+                (0, "B0+20", 0),
+                (1, "A1+21", 0),
+                (1, "B1+21", 0),
+                (2, "B2+22", 0),
+            ]),
+            L(0, "C0", 0),
+            L(1, "C1", 0),
+            L(2, "C2", 0),
+            L(3, "C3", 0),
+            Expect(vec![
+                (0, "C0+10", 0),
+                (0, "C0+20", 0),
+                (1, "C1+11", 0),
+                (1, "C1+21", 0),
+                (2, "C2+22", 0),
+                (3, "C3+23", 0),
+            ]),
+            L(0, "dummy", 400),
+            none(),
+        ],
+    );
+}
+
+/// `testLeftExpiredNonJoinedRecordsAreEmittedByTheLeftProcessor`: exact.
+#[test]
+fn outer_join_left_null_sides_flushed_by_a_left_record() {
+    let w = JoinWindows::of_time_difference_with_no_grace(ms(100));
+    run(
+        topology(Kind::Outer, w),
+        &[
+            L(0, "A0", 1),
+            L(1, "A1", 2),
+            L(0, "A0-0", 3),
+            none(),
+            R(1, "11", 3),
+            Expect(vec![(1, "A1+11", 3)]),
+            L(2, "dummy", 401),
+            Expect(vec![(0, "A0+null", 1), (0, "A0-0+null", 3)]),
+            R(2, "100", 401),
+            Expect(vec![(2, "dummy+100", 401)]),
+        ],
+    );
+}
+
+/// `testLeftExpiredNonJoinedRecordsAreEmittedByTheRightProcessor`: exact.
+#[test]
+fn outer_join_left_null_sides_flushed_by_a_right_record() {
+    let w = JoinWindows::of_time_difference_and_grace(ms(100), ms(0));
+    run(
+        topology(Kind::Outer, w),
+        &[
+            L(0, "A0", 1),
+            L(1, "A1", 2),
+            L(0, "A0-0", 3),
+            none(),
+            R(1, "11", 3),
+            Expect(vec![(1, "A1+11", 3)]),
+            R(2, "100", 401),
+            Expect(vec![(0, "A0+null", 1), (0, "A0-0+null", 3)]),
+            L(2, "dummy", 402),
+            Expect(vec![(2, "dummy+100", 402)]),
+        ],
+    );
+}
+
+/// `testRightExpiredNonJoinedRecordsAreEmittedByTheLeftProcessor`: exact.
+#[test]
+fn outer_join_right_null_sides_flushed_by_a_left_record() {
+    let w = JoinWindows::of_time_difference_with_no_grace(ms(100));
+    run(
+        topology(Kind::Outer, w),
+        &[
+            R(0, "10", 1),
+            R(1, "11", 2),
+            R(0, "12", 3),
+            none(),
+            L(1, "A1", 3),
+            Expect(vec![(1, "A1+11", 3)]),
+            L(2, "dummy", 401),
+            Expect(vec![(0, "null+10", 1), (0, "null+12", 3)]),
+            R(2, "100", 402),
+            Expect(vec![(2, "dummy+100", 402)]),
+        ],
+    );
+}
+
+/// `testRightExpiredNonJoinedRecordsAreEmittedByTheRightProcessor`: exact.
+#[test]
+fn outer_join_right_null_sides_flushed_by_a_right_record() {
+    let w = JoinWindows::of_time_difference_and_grace(ms(100), ms(0));
+    run(
+        topology(Kind::Outer, w),
+        &[
+            R(0, "10", 1),
+            R(1, "11", 2),
+            R(0, "12", 3),
+            none(),
+            L(1, "A1", 3),
+            Expect(vec![(1, "A1+11", 3)]),
+            R(2, "100", 401),
+            Expect(vec![(0, "null+10", 1), (0, "null+12", 3)]),
+            L(2, "dummy", 402),
+            Expect(vec![(2, "dummy+100", 402)]),
+        ],
+    );
+}
+
+/// `testShouldNotEmitLeftJoinResultForAsymmetricBeforeWindow`: exact.
+/// `before(0)`: a left null side closes at `t + 101`, a right one at `t + 1`.
+#[test]
+fn outer_join_asymmetric_before_window_matches_kafka_streams() {
+    let w = JoinWindows::of_time_difference_with_no_grace(ms(100)).before(ms(0));
+    run(
+        topology(Kind::Outer, w),
+        &[
+            L(0, "A0", 0),
+            L(1, "A1", 1),
+            none(),
+            R(0, "10", 100),
+            Expect(vec![(0, "A0+10", 100)]),
+            R(1, "11", 102),
+            Expect(vec![(1, "A1+null", 1)]),
+            R(2, "12", 103),
+            Expect(vec![(1, "null+11", 102)]),
+            L(2, "A2", 103),
+            Expect(vec![(2, "A2+12", 103)]),
+        ],
+    );
+}
+
+/// `testShouldNotEmitLeftJoinResultForAsymmetricAfterWindow`: exact.
+/// `after(0)`: a left null side closes at `t + 1`, a right one at `t + 101`.
+#[test]
+fn outer_join_asymmetric_after_window_matches_kafka_streams() {
+    let w = JoinWindows::of_time_difference_with_no_grace(ms(100)).after(ms(0));
+    run(
+        topology(Kind::Outer, w),
+        &[
+            L(0, "A0", 0),
+            L(1, "A1", 1),
+            Expect(vec![(0, "A0+null", 0)]),
+            R(1, "11", 1),
+            Expect(vec![(1, "A1+11", 1)]),
+            R(2, "12", 101),
+            none(),
+            R(3, "13", 101),
+            none(),
+            L(2, "A2", 201),
+            Expect(vec![(2, "A2+12", 201)]),
+        ],
+    );
+}
+
+/// `testWindowing` (its first part and `testUpperWindowBound`'s first two
+/// steps): exact. Later right records at 1000.. flush the unmatched 12 and
+/// 13 of time 0.
+#[test]
+fn outer_join_windowing_matches_kafka_streams() {
+    let w = JoinWindows::of_time_difference_with_no_grace(ms(100));
+    run(
+        topology(Kind::Outer, w),
+        &[
+            L(0, "A0", 0),
+            L(1, "A1", 0),
+            none(),
+            R(0, "10", 0),
+            R(1, "11", 0),
+            R(2, "12", 0),
+            R(3, "13", 0),
+            Expect(vec![(0, "A0+10", 0), (1, "A1+11", 0)]),
+            R(0, "20", 1000),
+            R(1, "21", 1001),
+            R(2, "22", 1002),
+            R(3, "23", 1003),
+            Expect(vec![(2, "null+12", 0), (3, "null+13", 0)]),
+            L(0, "B0", 1100),
+            L(1, "B1", 1100),
+            L(2, "B2", 1100),
+            L(3, "B3", 1100),
+            Expect(vec![
+                (0, "B0+20", 1100),
+                (1, "B1+21", 1100),
+                (2, "B2+22", 1100),
+                (3, "B3+23", 1100),
+            ]),
+        ],
+    );
+}
+
+/// `testShouldForwardPerRecordHeadersForMultipleBufferedOuterEmits`, values
+/// and times only: exact. The four closes differ (111..114), so order by
+/// close equals Kafka Streams' time order; the trigger's own null side is
+/// still open.
+#[test]
+fn outer_join_several_buffered_null_sides_flush_in_time_order() {
+    let w = JoinWindows::of_time_difference_and_grace(ms(100), ms(10));
+    run(
+        topology(Kind::Outer, w),
+        &[
+            L(10, "A10", 0),
+            R(11, "20", 1),
+            L(12, "A12", 2),
+            R(13, "30", 3),
+            none(),
+            L(99, "TRIG", 500),
+            Expect(vec![
+                (10, "A10+null", 0),
+                (11, "null+20", 1),
+                (12, "A12+null", 2),
+                (13, "null+30", 3),
+            ]),
+        ],
+    );
+}
+
+/// `testOuterJoinDuplicates`, DESIGN 3.4/3.5 divergence. Kafka Streams emits
+/// the four null sides of time 0 only when the record at 211 arrives, in
+/// store order (`null+11, null+12, A0+null, A0-0+null`). Here they close at
+/// `0 + 100 + 1 + 10 = 111`, so the pass of the record at 111 emits them,
+/// ordered by close then key (key 0 before key 1; equal keys in arrival
+/// order). The joined duplicates and the final flush match exactly.
+#[test]
+fn outer_join_duplicates_flush_at_their_close_ordered_by_close_then_key() {
+    let w = JoinWindows::of_time_difference_and_grace(ms(100), ms(10));
+    run(
+        topology(Kind::Outer, w),
+        &[
+            L(0, "A0", 0),
+            L(0, "A0-0", 0),
+            R(1, "11", 0),
+            R(1, "12", 0),
+            none(),
+            R(1, "10", 111),
+            Expect(vec![
+                (0, "A0+null", 0),
+                (0, "A0-0+null", 0),
+                (1, "null+11", 0),
+                (1, "null+12", 0),
+            ]),
+            R(3, "100", 211),
+            none(),
+            L(2, "A2", 200),
+            L(2, "A2-0", 200),
+            R(2, "13", 201),
+            R(2, "14", 201),
+            Expect(vec![
+                (2, "A2+13", 201),
+                (2, "A2-0+13", 201),
+                (2, "A2+14", 201),
+                (2, "A2-0+14", 201),
+            ]),
+            R(3, "100", 1500),
+            Expect(vec![(1, "null+10", 111), (3, "null+100", 211)]),
+        ],
+    );
+}
+
+/// `testOrdering`, DESIGN 3.5/3.8 divergence: Kafka Streams emits the
+/// expired `A0+null` before the piped record's join `A1+11`; here the
+/// emission pass runs after the piped record's own results.
+#[test]
+fn outer_join_ordering_own_results_before_the_flushed_null_side() {
+    let w = JoinWindows::of_time_difference_with_no_grace(ms(100));
+    run(
+        topology(Kind::Outer, w),
+        &[
+            L(0, "A0", 0),
+            L(1, "A1", 100),
+            none(),
+            R(1, "11", 110),
+            Expect(vec![(1, "A1+11", 110), (0, "A0+null", 0)]),
+        ],
+    );
+}
+
+/// The left-join form of `testOrdering`: same divergence (DESIGN 3.5/3.8).
+#[test]
+fn left_join_ordering_own_results_before_the_flushed_null_side() {
+    let w = JoinWindows::of_time_difference_with_no_grace(ms(100));
+    run(
+        topology(Kind::Left, w),
+        &[
+            L(0, "A0", 0),
+            L(1, "A1", 100),
+            none(),
+            R(1, "11", 110),
+            Expect(vec![(1, "A1+11", 110), (0, "A0+null", 0)]),
+        ],
+    );
+}
+
+/// `testGracePeriod`, DESIGN 3.5 divergence in order only: both null sides
+/// of time 0 close at `0 + 100 + 1 + 10 = 111`, so at 112 they leave by key
+/// (`A0+null` then `null+11`; Kafka Streams: `null+11` first). Nothing
+/// closes at 101 (ended, not closed). Extension: the ones of time 101 close
+/// at 212, again by key.
+#[test]
+fn outer_join_grace_period_null_sides_ordered_by_close_then_key() {
+    let w = JoinWindows::of_time_difference_and_grace(ms(100), ms(10));
+    run(
+        topology(Kind::Outer, w),
+        &[
+            L(0, "A0", 0),
+            R(1, "11", 0),
+            none(),
+            L(1, "A1", 101),
+            R(0, "10", 101),
+            none(),
+            R(0, "100", 112),
+            Expect(vec![(0, "A0+null", 0), (1, "null+11", 0)]),
+            Advance(211),
+            none(),
+            Advance(212),
+            Expect(vec![(0, "null+10", 101), (1, "A1+null", 101)]),
+        ],
+    );
+}
+
+/// The left-join form of `testGracePeriod`: exact, since a left join has a
+/// single null side here (`A0+null` at 112; none at 101).
+#[test]
+fn left_join_grace_period_emits_at_the_close() {
+    let w = JoinWindows::of_time_difference_and_grace(ms(100), ms(10));
+    run(
+        topology(Kind::Left, w),
+        &[
+            L(0, "A0", 0),
+            R(1, "11", 0),
+            none(),
+            L(1, "A1", 101),
+            R(0, "10", 101),
+            none(),
+            Advance(111),
+            Expect(vec![(0, "A0+null", 0)]),
+        ],
+    );
+}
+
+/// `testEmitAllNonJoinedResultsForAsymmetricWindow`, DESIGN 3.5 divergence
+/// in order only (`before(5)`, `after(20)`: left closes at `t + 21`, right
+/// at `t + 6`). At 50, `13` (close 42), `14` (43) and `A0` (50) leave by
+/// close; Kafka Streams emits `A0+null` first.
+#[test]
+fn outer_join_asymmetric_window_null_sides_ordered_by_close() {
+    let w = JoinWindows::of_time_difference_with_no_grace(ms(5)).after(ms(20));
+    run(
+        topology(Kind::Outer, w),
+        &[
+            L(0, "A0", 29),
+            L(1, "A1", 30),
+            R(2, "12", 31),
+            R(3, "13", 36),
+            none(),
+            R(4, "14", 37),
+            Expect(vec![(2, "null+12", 31)]),
+            R(5, "15", 50),
+            Expect(vec![
+                (3, "null+13", 36),
+                (4, "null+14", 37),
+                (0, "A0+null", 29),
+            ]),
+        ],
+    );
+}
