@@ -136,10 +136,7 @@ where
         let now = now.as_millis();
         // Processing-time timers due by `now`, in order of time then key;
         // each is removed before its callback, so it fires once.
-        loop {
-            let Some(t) = self.state.wall_timers.as_mut() else {
-                break;
-            };
+        while let Some(t) = self.state.wall_timers.as_mut() {
             let Some((ts, key)) = t.pop_due(now)? else {
                 break;
             };
