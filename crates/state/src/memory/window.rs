@@ -2,8 +2,9 @@
 //!
 //! Layout: segment → key → that key's windows (sorted by start), plus, per segment, the number
 //! of entries under each start. Key-first within a segment, so a key's windows are one lookup
-//! and a contiguous slice: [`WindowStore::fetch_key_range`] (the stream-stream join's probe)
-//! visits only the key's own windows, however many other keys share the time range. A key's
+//! and a contiguous slice: [`WindowStore::fetch_key_range`] and its cloning-free visitor
+//! [`WindowStore::for_each_in_key_range`] (the stream-stream join's probe, the sliding
+//! aggregation's window set) visit only the key's own windows, however many other keys share the time range. A key's
 //! windows sit in a small vector holding one window inline, so a key with a single window in
 //! a segment (tumbling windows) costs no extra allocation. The per-start counts let
 //! [`WindowStore::fetch_all`] (the emission pass) skip a segment that has nothing in range
@@ -231,6 +232,24 @@ impl<K: Ord + Clone, V: Clone> InMemoryWindowStore<K, V> {
         self.entries += 1;
     }
 
+    /// Visits the windows of `key` with start in `time_from..=time_to`, by start, in place:
+    /// one key lookup per segment in range, then a slice of that key's windows.
+    fn visit_key_range(&self, key: &K, time_from: i64, time_to: i64, mut f: impl FnMut(i64, &V)) {
+        if time_from > time_to {
+            return;
+        }
+        let segs = self.segmented.segment_id(time_from)..=self.segmented.segment_id(time_to);
+        for seg in self.segments.range(segs).map(|(_, s)| s) {
+            let Some(windows) = seg.keys.get(key) else {
+                continue;
+            };
+            let from = first_from(windows, time_from);
+            for (s, slot) in windows[from..].iter().take_while(|(s, _)| *s <= time_to) {
+                f(*s, &slot.value);
+            }
+        }
+    }
+
     fn remove_raw(&mut self, key: &K, window_start: i64) -> Option<Slot<V>> {
         let seg_id = self.segmented.segment_id(window_start);
         let seg = self.segments.get_mut(&seg_id)?;
@@ -432,23 +451,19 @@ impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for InMemoryWindowStore<K, V> {
         time_to: i64,
     ) -> Result<Vec<(i64, V)>, StateError> {
         let mut out = Vec::new();
-        if time_from > time_to {
-            return Ok(out);
-        }
-        let segs = self.segmented.segment_id(time_from)..=self.segmented.segment_id(time_to);
-        for seg in self.segments.range(segs).map(|(_, s)| s) {
-            let Some(windows) = seg.keys.get(key) else {
-                continue;
-            };
-            let from = first_from(windows, time_from);
-            out.extend(
-                windows[from..]
-                    .iter()
-                    .take_while(|(s, _)| *s <= time_to)
-                    .map(|(s, slot)| (*s, slot.value.clone())),
-            );
-        }
+        self.visit_key_range(key, time_from, time_to, |s, v| out.push((s, v.clone())));
         Ok(out)
+    }
+
+    fn for_each_in_key_range(
+        &self,
+        key: &K,
+        time_from: i64,
+        time_to: i64,
+        f: &mut dyn FnMut(i64, &V),
+    ) -> Result<(), StateError> {
+        self.visit_key_range(key, time_from, time_to, |s, v| f(s, v));
+        Ok(())
     }
 
     fn fetch_all(&self, time_from: i64, time_to: i64) -> Result<Vec<(i64, K, V)>, StateError> {
@@ -672,6 +687,98 @@ mod tests {
     }
 
     #[test]
+    fn for_each_in_key_range_visits_what_fetch_key_range_returns() {
+        let mut s = store();
+        for start in [70, 0, 40, 10, 60] {
+            s.put(5, start, start * 2, 0).unwrap();
+            s.put(6, start, -start, 0).unwrap();
+        }
+        for (from, to) in [(10, 60), (0, 100), (61, 69), (60, 10), (i64::MIN, i64::MAX)] {
+            let mut seen = Vec::new();
+            s.for_each_in_key_range(&5, from, to, &mut |st, v| seen.push((st, *v)))
+                .unwrap();
+            assert_eq!(
+                seen,
+                s.fetch_key_range(&5, from, to).unwrap(),
+                "{from}..={to}"
+            );
+        }
+        let mut calls = 0;
+        s.for_each_in_key_range(&7, 0, 100, &mut |_, _| calls += 1)
+            .unwrap();
+        assert_eq!(calls, 0);
+    }
+
+    /// A store that only implements the required methods: the trait's defaults.
+    #[test]
+    fn default_for_each_in_key_range_visits_fetch_key_range() {
+        struct Fixed;
+        impl fmt::Debug for Fixed {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("Fixed")
+            }
+        }
+        impl StateStore for Fixed {
+            fn name(&self) -> &str {
+                "fixed"
+            }
+            fn changelog_enabled(&self) -> bool {
+                false
+            }
+            fn flush_changelog(&mut self, _: &mut Vec<ChangelogRecord>) -> Result<(), StateError> {
+                Ok(())
+            }
+            fn dirty_keys(&self) -> usize {
+                0
+            }
+            fn apply_changelog(&mut self, _: &ChangelogEntry) -> Result<(), StateError> {
+                Ok(())
+            }
+            fn approximate_num_entries(&self) -> u64 {
+                0
+            }
+        }
+        impl Segmented for Fixed {
+            fn expire(&mut self, _: i64) -> Result<usize, StateError> {
+                Ok(0)
+            }
+            fn segments(&self) -> usize {
+                0
+            }
+            fn expired_writes(&self) -> u64 {
+                0
+            }
+        }
+        impl WindowStore<u64, i64> for Fixed {
+            fn put(&mut self, _: u64, _: i64, _: i64, _: i64) -> Result<(), StateError> {
+                Ok(())
+            }
+            fn fetch(&self, _: &u64, _: i64) -> Result<Option<i64>, StateError> {
+                Ok(None)
+            }
+            fn fetch_key_range(
+                &self,
+                key: &u64,
+                from: i64,
+                to: i64,
+            ) -> Result<Vec<(i64, i64)>, StateError> {
+                Ok((from..=to).map(|s| (s, *key as i64 * s)).collect())
+            }
+            fn fetch_all(&self, _: i64, _: i64) -> Result<Vec<(i64, u64, i64)>, StateError> {
+                Ok(Vec::new())
+            }
+            fn delete(&mut self, _: &u64, _: i64, _: i64) -> Result<(), StateError> {
+                Ok(())
+            }
+        }
+        let mut seen = Vec::new();
+        Fixed
+            .for_each_in_key_range(&3, 1, 3, &mut |s, v| seen.push((s, *v)))
+            .unwrap();
+        assert_eq!(seen, vec![(1, 3), (2, 6), (3, 9)]);
+    }
+
+    #[test]
     fn delete_of_one_window_keeps_the_keys_others() {
         let mut s = store();
         s.put(1, 0, 1, 0).unwrap();
@@ -772,6 +879,10 @@ mod tests {
                             .filter(|e| e.1 == k && e.0 >= from && e.0 <= to)
                             .map(|e| (e.0, e.2))
                             .collect();
+                        let mut seen = Vec::new();
+                        s.for_each_in_key_range(&k, from, to, &mut |st, v| seen.push((st, *v)))
+                            .unwrap();
+                        prop_assert_eq!(&seen, &want);
                         prop_assert_eq!(s.fetch_key_range(&k, from, to).unwrap(), want);
                     }
                 }
