@@ -207,6 +207,34 @@ pub trait WindowStore<K, V>: Segmented {
         self.put(key.clone(), window_start, value, timestamp)
     }
 
+    /// Replaces every existing window of `key` with start in `time_from..=time_to` with `f(start, value)`,
+    /// by start, without cloning the values; each is a write at `timestamp`, changelogged as
+    /// [`WindowStore::put`], and, as there, a window whose time has expired is left as it is
+    /// (counted in [`Segmented::expired_writes`], `f` not called). Creates no window. The
+    /// default is a [`WindowStore::fetch_key_range`] then one put per window; the in-memory
+    /// engine folds the key's windows in place in one traversal (the sliding aggregation
+    /// adds each record to every window of its key that contains it).
+    ///
+    /// # Errors
+    /// As [`KeyValueStore::put`].
+    fn update_key_range(
+        &mut self,
+        key: &K,
+        time_from: i64,
+        time_to: i64,
+        timestamp: i64,
+        f: &mut dyn FnMut(i64, V) -> V,
+    ) -> Result<(), StateError>
+    where
+        K: Clone,
+    {
+        for (start, value) in self.fetch_key_range(key, time_from, time_to)? {
+            let value = f(start, value);
+            self.put(key.clone(), start, value, timestamp)?;
+        }
+        Ok(())
+    }
+
     /// The window of `key` starting at `window_start`.
     ///
     /// # Errors

@@ -9,7 +9,9 @@
 //! a segment (tumbling windows) costs no extra allocation. The per-start counts let
 //! [`WindowStore::fetch_all`] (the emission pass) skip a segment that has nothing in range
 //! without scanning its keys; a segment that has scans its keys and sorts the hits by start.
-//! Whole segments still drop with one `split_off`.
+//! [`WindowStore::update_key_range`] folds into every window of a key in a time range in one
+//! traversal (the sliding aggregation's per-record update). Whole segments still drop with
+//! one `split_off`.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -119,6 +121,8 @@ pub struct InMemoryWindowStore<K, V> {
     entries: u64,
     frontier: i64,
     expired_writes: u64,
+    /// Reused buffer for the windows `update_key_range` moves out and back.
+    scratch: Vec<(i64, Slot<V>)>,
     key_codec: SharedCodec<K>,
     value_codec: SharedCodec<V>,
 }
@@ -151,6 +155,7 @@ impl<K: Ord + Clone, V: Clone> InMemoryWindowStore<K, V> {
             entries: 0,
             frontier: i64::MIN,
             expired_writes: 0,
+            scratch: Vec::new(),
             key_codec: Arc::new(key_codec),
             value_codec: Arc::new(value_codec),
         }
@@ -442,6 +447,69 @@ impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for InMemoryWindowStore<K, V> {
 
     fn fetch(&self, key: &K, window_start: i64) -> Result<Option<V>, StateError> {
         Ok(self.slot(key, window_start).map(|s| s.value.clone()))
+    }
+
+    fn update_key_range(
+        &mut self,
+        key: &K,
+        time_from: i64,
+        time_to: i64,
+        timestamp: i64,
+        f: &mut dyn FnMut(i64, V) -> V,
+    ) -> Result<(), StateError> {
+        if time_from > time_to {
+            return Ok(());
+        }
+        let log = self.config.changelog_enabled();
+        let (segmented, frontier) = (self.segmented, self.frontier);
+        let segs = segmented.segment_id(time_from)..=segmented.segment_id(time_to);
+        let dirty_log = &mut self.dirty;
+        let mut moved = std::mem::take(&mut self.scratch);
+        let mut expired = 0;
+        for seg in self.segments.range_mut(segs).map(|(_, s)| s) {
+            let Some(windows) = seg.keys.get_mut(key) else {
+                continue;
+            };
+            let from = first_from(windows, time_from);
+            let n = windows[from..]
+                .iter()
+                .take_while(|(s, _)| *s <= time_to)
+                .count();
+            // The range moves out and back once, so `f` owns each value without a clone.
+            moved.extend(windows.drain(from..from + n));
+            let folded = moved.drain(..).map(|(start, mut slot)| {
+                if segmented.is_expired(start, frontier) {
+                    expired += 1;
+                    return (start, slot);
+                }
+                slot.value = f(start, slot.value);
+                if log {
+                    if slot.dirty == CLEAN {
+                        dirty_log.push(Dirty {
+                            start,
+                            key: key.clone(),
+                            timestamp,
+                        });
+                        slot.dirty = dirty_log.len() - 1;
+                    } else {
+                        dirty_log[slot.dirty].timestamp = timestamp;
+                    }
+                }
+                (start, slot)
+            });
+            windows.insert_many(from, folded);
+        }
+        self.scratch = moved;
+        if expired > 0 {
+            self.expired_writes += expired;
+            tracing::debug!(
+                store = self.config.name(),
+                expired,
+                frontier = self.frontier,
+                "ignored writes to expired windows"
+            );
+        }
+        Ok(())
     }
 
     fn fetch_key_range(
@@ -779,6 +847,47 @@ mod tests {
     }
 
     #[test]
+    fn update_key_range_folds_in_place_and_logs_like_put() {
+        let mut s = store();
+        for start in [0, 10, 40, 60, 70] {
+            s.put(1, start, start, 1).unwrap();
+            s.put(2, start, 0, 1).unwrap();
+        }
+        s.flush_changelog(&mut Vec::new()).unwrap();
+        let mut seen = Vec::new();
+        s.update_key_range(&1, 10, 60, 9, &mut |start, v| {
+            seen.push(start);
+            v + 1
+        })
+        .unwrap();
+        assert_eq!(seen, vec![10, 40, 60]);
+        assert_eq!(
+            s.fetch_key_range(&1, 0, 100).unwrap(),
+            vec![(0, 0), (10, 11), (40, 41), (60, 61), (70, 70)]
+        );
+        assert_eq!(s.fetch_key_range(&2, 0, 100).unwrap().len(), 5);
+        assert_eq!(s.approximate_num_entries(), 10);
+        let mut out = Vec::new();
+        s.flush_changelog(&mut out).unwrap();
+        let got: Vec<_> = out.iter().map(|r| (r.value.clone(), r.timestamp)).collect();
+        assert_eq!(
+            got,
+            [11i64, 41, 61]
+                .map(|v| (Some(v.to_be_bytes().to_vec()), 9))
+                .to_vec()
+        );
+        // Expired windows are left alone and counted, as a put would.
+        s.expire(135).unwrap();
+        s.update_key_range(&1, 0, 100, 10, &mut |_, v| v + 100)
+            .unwrap();
+        assert_eq!(
+            s.fetch_key_range(&1, 0, 100).unwrap(),
+            vec![(0, 0), (10, 11), (40, 141), (60, 161), (70, 170)]
+        );
+        assert_eq!(s.expired_writes(), 2);
+    }
+
+    #[test]
     fn delete_of_one_window_keeps_the_keys_others() {
         let mut s = store();
         s.put(1, 0, 1, 0).unwrap();
@@ -812,6 +921,7 @@ mod tests {
         enum Op {
             Put(u64, i64, i64),
             Update(u64, i64, i64),
+            UpdateRange(u64, i64, i64, i64),
             Delete(u64, i64),
             Expire(i64),
             Flush,
@@ -822,6 +932,8 @@ mod tests {
                 prop_oneof![
                     4 => (0u64..5, 0i64..30, -9i64..9).prop_map(|(k, s, v)| Op::Put(k, s * 7, v)),
                     4 => (0u64..5, 0i64..30, -9i64..9).prop_map(|(k, s, v)| Op::Update(k, s * 7, v)),
+                    2 => (0u64..5, 0i64..30, 0i64..30, -9i64..9)
+                        .prop_map(|(k, a, b, v)| Op::UpdateRange(k, a * 7, b * 7, v)),
                     2 => (0u64..5, 0i64..30).prop_map(|(k, s)| Op::Delete(k, s * 7)),
                     1 => (0i64..60).prop_map(Op::Expire),
                     1 => Just(Op::Flush),
@@ -852,6 +964,14 @@ mod tests {
                             s.update(&k, st, t, &mut |old| old.unwrap_or(100) + v).unwrap();
                             if !cfg.is_expired(st, frontier) {
                                 *model.entry((st, k)).or_insert(100) += v;
+                            }
+                        }
+                        Op::UpdateRange(k, from, to, v) => {
+                            s.update_key_range(&k, from, to, t, &mut |_, x| x + v).unwrap();
+                            for ((st, key), x) in model.iter_mut() {
+                                if *key == k && (from..=to).contains(st) && !cfg.is_expired(*st, frontier) {
+                                    *x += v;
+                                }
                             }
                         }
                         Op::Delete(k, st) => {

@@ -16,9 +16,10 @@
 //!
 //! Per record the key's window set comes from the store itself
 //! (`for_each_in_key_range`, in place: the in-memory store keeps a key's
-//! windows together, so the operator keeps no index of its own), and each
-//! window containing the record is folded in place with `update`; only the
-//! value a new left or right window starts from is cloned.
+//! windows together, so the operator keeps no index of its own), the
+//! windows containing the record are folded in one pass with
+//! `update_key_range`, and a new window is written with `update` or `put`;
+//! only the value a new left or right window starts from is cloned.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -219,9 +220,64 @@ where
         )
     }
 
-    /// A record at or after `D`: walk the key's windows from the newest
-    /// down, folding the record into those containing it, then create the
-    /// missing left and right windows.
+    /// Adds the record to `existing` (the key's stored windows containing it,
+    /// by start) in one pass over the store, skipping the closed ones, and
+    /// under on-window-update forwards them newest first. Returns the window
+    /// at `keep` (if given) as it was before the record.
+    fn fold_existing(
+        &mut self,
+        cx: &mut TaskContext,
+        rec: &Record<K, V>,
+        existing: &[(i64, i64)],
+        keep: Option<i64>,
+    ) -> Result<Option<Vt<A>>, ProcessError> {
+        // Closing times grow with the start: the closed windows come first.
+        let mut first_open = None;
+        for &(start, _) in existing {
+            if !self.closed(cx, rec, start) {
+                first_open = Some(start);
+                break;
+            }
+        }
+        let mut kept = None;
+        if let Some(k) = keep
+            && first_open.is_none_or(|open| k < open)
+        {
+            kept = self.fetch(&rec.key, k)?;
+        }
+        let (Some(from), Some(&(to, _))) = (first_open, existing.last()) else {
+            return Ok(kept);
+        };
+        let emit = self.emit == EmitStrategy::OnWindowUpdate;
+        let mut updated = Vec::new();
+        let (key, value, ts) = (&rec.key, &rec.value, rec.timestamp);
+        let aggregation = &self.aggregation;
+        self.store
+            .borrow_mut()
+            .update_key_range(key, from, to, ts, &mut |start, old| {
+                let Vt {
+                    value: agg,
+                    timestamp,
+                } = old;
+                if keep == Some(start) {
+                    kept = Some(Vt::new(agg.clone(), timestamp));
+                }
+                let new = Vt::new((aggregation.add)(key, value, agg), timestamp.max(ts));
+                if emit {
+                    updated.push((start, new.clone()));
+                }
+                new
+            })
+            .map_err(|e| self.state_err(e))?;
+        for (start, vt) in updated.into_iter().rev() {
+            self.forward(cx, &rec.key, start, vt.value, vt.timestamp, &rec.headers)?;
+        }
+        Ok(kept)
+    }
+
+    /// A record at or after `D`: add it to the key's windows containing it,
+    /// then create the missing left and right windows (and the window just
+    /// after the previous record, if it now holds this one).
     fn process(
         &mut self,
         cx: &mut TaskContext,
@@ -231,49 +287,40 @@ where
         let (ts, d) = (rec.timestamp, self.windows.time_difference_ms());
         self.window_set(&rec.key, (ts - 2 * d).max(0), ts + 1, set)?;
         let right_exists = set.last().is_some_and(|&(start, _)| start == ts + 1);
-        let mut right_agg: Option<Vt<A>> = None;
-        let mut right_seen = false;
-        let mut left_exists = false;
-        let mut previous: Option<i64> = None;
-        let mut left_start: Option<i64> = None;
-        for &(start, max) in set.iter().rev() {
-            let end = start + d;
-            if start == ts + 1 {
-                continue;
-            } else if end > ts {
-                // The newest window containing the record: the right window
-                // starts as it was before the record.
-                let keep = !right_seen && !right_exists && max > ts;
-                right_seen = true;
-                let old = self.fold(cx, rec, start, keep)?;
-                if keep {
-                    right_agg = old;
-                }
-            } else if end == ts {
-                left_exists = true;
-                self.fold(cx, rec, start, false)?;
-                if max < ts {
-                    previous = Some(max);
-                } else {
-                    // A record at `ts` already made every window this one needs.
-                    return Ok(());
-                }
-            } else {
-                previous = Some(max);
-                left_start = Some(start);
-                break;
-            }
+        // The windows containing the record: start in [ts - D, ts].
+        let lo = set.partition_point(|&(start, _)| start < ts - d);
+        let hi = set.partition_point(|&(start, _)| start <= ts);
+        let containing = &set[lo..hi];
+        // The newest of them other than the left window: the right window
+        // starts as it was before the record.
+        let right_source = containing
+            .last()
+            .filter(|&&(start, max)| start > ts - d && !right_exists && max > ts)
+            .map(|&(start, _)| start);
+        let right_agg = self.fold_existing(cx, rec, containing, right_source)?;
+        // The left window's latest record, if the window exists.
+        let left = containing
+            .first()
+            .filter(|&&(start, _)| start == ts - d)
+            .map(|&(_, max)| max);
+        if left.is_some_and(|max| max >= ts) {
+            // A record at `ts` already made every window this one needs.
+            return Ok(());
         }
+        // The record before this one: the latest of the newest window ending
+        // before `ts`, else of the left window.
+        let before = set[..lo].last().copied();
+        let previous = before.map(|(_, max)| max).or(left);
         if let Some(p) = previous {
             let start = p + 1;
             if set.binary_search_by_key(&start, |&(s, _)| s).is_err() && start + d >= ts {
                 self.fold(cx, rec, start, false)?;
             }
         }
-        if !left_exists {
-            let base = match (previous, left_start) {
-                (Some(p), Some(l)) if ts - d <= p => {
-                    self.fetch(&rec.key, l)?.map(|vt| Vt::new(vt.value, ts))
+        if left.is_none() {
+            let base = match before {
+                Some((start, p)) if ts - d <= p => {
+                    self.fetch(&rec.key, start)?.map(|vt| Vt::new(vt.value, ts))
                 }
                 _ => None,
             };
