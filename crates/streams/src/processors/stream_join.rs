@@ -7,8 +7,9 @@
 //! Per record: it is written to its side's store, then the other side's
 //! store is probed over `[t - before, t + after]` (both edges inclusive,
 //! mirrored for the right side) with `for_each_in_key_range`, which lends
-//! the matched arrivals in place rather than cloning them; each match is forwarded at the larger of
-//! the two times, and the matched records' unmatched entries are deleted.
+//! the matched arrivals in place rather than cloning them; each match is
+//! forwarded at the larger of the two times, and the matched records'
+//! unmatched entries are deleted.
 //! A record of an outer side that matched nothing is kept under its close,
 //! `t + after + 1 + grace` (left) or `t + before + 1 + grace` (right)
 //! (DESIGN 3.4) — each arrival separately, so N identical unmatched
