@@ -7,7 +7,8 @@
 //! Design: stores are typed. The in-memory engine holds `K` and `V` as they are (no
 //! serialization on the hot path); the persistent engine encodes them with a
 //! [`Codec`](crate::Codec). Both serialize a dirty key once per epoch for the changelog.
-//! Reads return owned values (`V: Clone`) and ranges return vectors, so every trait is
+//! Reads return owned values (`V: Clone`) and ranges return vectors (a window store can also
+//! lend one key's windows to a visitor, `for_each_in_key_range`), so every trait is
 //! dyn-compatible and both engines fit behind `Box<dyn KeyValueStore<K, V>>`.
 //!
 //! Times are plain epoch milliseconds (`i64`). Every write takes the timestamp of the
@@ -206,6 +207,34 @@ pub trait WindowStore<K, V>: Segmented {
         self.put(key.clone(), window_start, value, timestamp)
     }
 
+    /// Replaces every existing window of `key` with start in `time_from..=time_to` with `f(start, value)`,
+    /// by start, without cloning the values; each is a write at `timestamp`, changelogged as
+    /// [`WindowStore::put`], and, as there, a window whose time has expired is left as it is
+    /// (counted in [`Segmented::expired_writes`], `f` not called). Creates no window. The
+    /// default is a [`WindowStore::fetch_key_range`] then one put per window; the in-memory
+    /// engine folds the key's windows in place in one traversal (the sliding aggregation
+    /// adds each record to every window of its key that contains it).
+    ///
+    /// # Errors
+    /// As [`KeyValueStore::put`].
+    fn update_key_range(
+        &mut self,
+        key: &K,
+        time_from: i64,
+        time_to: i64,
+        timestamp: i64,
+        f: &mut dyn FnMut(i64, V) -> V,
+    ) -> Result<(), StateError>
+    where
+        K: Clone,
+    {
+        for (start, value) in self.fetch_key_range(key, time_from, time_to)? {
+            let value = f(start, value);
+            self.put(key.clone(), start, value, timestamp)?;
+        }
+        Ok(())
+    }
+
     /// The window of `key` starting at `window_start`.
     ///
     /// # Errors
@@ -222,6 +251,26 @@ pub trait WindowStore<K, V>: Segmented {
         time_from: i64,
         time_to: i64,
     ) -> Result<Vec<(i64, V)>, StateError>;
+
+    /// Calls `f(start, &value)` for each window of `key` with start in `time_from..=time_to`,
+    /// by start: [`WindowStore::fetch_key_range`] without cloning the values (the
+    /// stream-stream join's probe). The default visits the result of `fetch_key_range`; the
+    /// in-memory engine visits its stored values in place.
+    ///
+    /// # Errors
+    /// As [`KeyValueStore::get`].
+    fn for_each_in_key_range(
+        &self,
+        key: &K,
+        time_from: i64,
+        time_to: i64,
+        f: &mut dyn FnMut(i64, &V),
+    ) -> Result<(), StateError> {
+        for (start, value) in self.fetch_key_range(key, time_from, time_to)? {
+            f(start, &value);
+        }
+        Ok(())
+    }
 
     /// Every window with start in `time_from..=time_to`, as (start, key, value), ordered by
     /// start, then key.

@@ -212,7 +212,7 @@ where
                     emit,
                     emit_frontier,
                     down: Downstream::from_children(ch),
-                    starts: None,
+                    window_set: Vec::new(),
                 }));
                 cx.add_frontier_op(op.clone());
                 let port: crate::graph::Port<K, V> = op;

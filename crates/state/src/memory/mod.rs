@@ -13,7 +13,11 @@
 //! and the emission pass skips segments with nothing in range; sessions as segment (of end)
 //! → key → (end, start) → value. In every segmented store a whole segment drops with one
 //! `split_off`. [`WindowStore::update`](crate::WindowStore::update) folds into a window in
-//! one traversal without cloning the old value.
+//! one traversal without cloning the old value;
+//! [`WindowStore::update_key_range`](crate::WindowStore::update_key_range) does the same for
+//! every window of a key in a time range, and
+//! [`WindowStore::for_each_in_key_range`](crate::WindowStore::for_each_in_key_range) lends a
+//! key's windows to a visitor without cloning them.
 //!
 //! This module never touches the disk.
 

@@ -2,13 +2,16 @@
 //!
 //! Layout: segment → key → that key's windows (sorted by start), plus, per segment, the number
 //! of entries under each start. Key-first within a segment, so a key's windows are one lookup
-//! and a contiguous slice: [`WindowStore::fetch_key_range`] (the stream-stream join's probe)
-//! visits only the key's own windows, however many other keys share the time range. A key's
+//! and a contiguous slice: [`WindowStore::fetch_key_range`] and its cloning-free visitor
+//! [`WindowStore::for_each_in_key_range`] (the stream-stream join's probe, the sliding
+//! aggregation's window set) visit only the key's own windows, however many other keys share the time range. A key's
 //! windows sit in a small vector holding one window inline, so a key with a single window in
 //! a segment (tumbling windows) costs no extra allocation. The per-start counts let
 //! [`WindowStore::fetch_all`] (the emission pass) skip a segment that has nothing in range
 //! without scanning its keys; a segment that has scans its keys and sorts the hits by start.
-//! Whole segments still drop with one `split_off`.
+//! [`WindowStore::update_key_range`] folds into every window of a key in a time range in one
+//! traversal (the sliding aggregation's per-record update). Whole segments still drop with
+//! one `split_off`.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -86,13 +89,25 @@ fn position<V>(windows: &[(i64, Slot<V>)], start: i64) -> Result<usize, usize> {
     }
 }
 
+/// Windows [`first_from`] scans linearly before it gallops.
+const LINEAR_SCAN: usize = 32;
+
 /// Index of the first window starting at or after `start`. Reads and writes mostly touch
-/// recent times, so this gallops back from the newest window before bisecting: O(log d)
-/// steps for d windows after the answer, all near the end of the slice (a plain binary
-/// search would start in the middle and miss the cache on each step).
+/// recent times, so this walks back from the newest window: linearly for the first
+/// [`LINEAR_SCAN`] windows (the sliding aggregation's answers are typically 10-40 windows
+/// back, where a scan whose branch predicts well beats a search whose every step is a coin
+/// toss), then galloping before bisecting: O(log d) steps for d windows after the answer,
+/// all near the end of the slice (a plain binary search would start in the middle and miss
+/// the cache on each step).
 fn first_from<V>(windows: &[(i64, Slot<V>)], start: i64) -> usize {
     // Every window in `windows[hi..]` starts at or after `start`.
     let mut hi = windows.len();
+    for _ in 0..LINEAR_SCAN {
+        if hi == 0 || windows[hi - 1].0 < start {
+            return hi;
+        }
+        hi -= 1;
+    }
     let mut step = 1;
     while step <= hi {
         let i = hi - step;
@@ -118,6 +133,8 @@ pub struct InMemoryWindowStore<K, V> {
     entries: u64,
     frontier: i64,
     expired_writes: u64,
+    /// Reused buffer for the windows `update_key_range` moves out and back.
+    scratch: Vec<(i64, Slot<V>)>,
     key_codec: SharedCodec<K>,
     value_codec: SharedCodec<V>,
 }
@@ -150,6 +167,7 @@ impl<K: Ord + Clone, V: Clone> InMemoryWindowStore<K, V> {
             entries: 0,
             frontier: i64::MIN,
             expired_writes: 0,
+            scratch: Vec::new(),
             key_codec: Arc::new(key_codec),
             value_codec: Arc::new(value_codec),
         }
@@ -229,6 +247,24 @@ impl<K: Ord + Clone, V: Clone> InMemoryWindowStore<K, V> {
         seg.keys.insert(key.into_owned(), windows);
         seg.added(window_start);
         self.entries += 1;
+    }
+
+    /// Visits the windows of `key` with start in `time_from..=time_to`, by start, in place:
+    /// one key lookup per segment in range, then a slice of that key's windows.
+    fn visit_key_range(&self, key: &K, time_from: i64, time_to: i64, mut f: impl FnMut(i64, &V)) {
+        if time_from > time_to {
+            return;
+        }
+        let segs = self.segmented.segment_id(time_from)..=self.segmented.segment_id(time_to);
+        for seg in self.segments.range(segs).map(|(_, s)| s) {
+            let Some(windows) = seg.keys.get(key) else {
+                continue;
+            };
+            let from = first_from(windows, time_from);
+            for (s, slot) in windows[from..].iter().take_while(|(s, _)| *s <= time_to) {
+                f(*s, &slot.value);
+            }
+        }
     }
 
     fn remove_raw(&mut self, key: &K, window_start: i64) -> Option<Slot<V>> {
@@ -425,6 +461,69 @@ impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for InMemoryWindowStore<K, V> {
         Ok(self.slot(key, window_start).map(|s| s.value.clone()))
     }
 
+    fn update_key_range(
+        &mut self,
+        key: &K,
+        time_from: i64,
+        time_to: i64,
+        timestamp: i64,
+        f: &mut dyn FnMut(i64, V) -> V,
+    ) -> Result<(), StateError> {
+        if time_from > time_to {
+            return Ok(());
+        }
+        let log = self.config.changelog_enabled();
+        let (segmented, frontier) = (self.segmented, self.frontier);
+        let segs = segmented.segment_id(time_from)..=segmented.segment_id(time_to);
+        let dirty_log = &mut self.dirty;
+        let mut moved = std::mem::take(&mut self.scratch);
+        let mut expired = 0;
+        for seg in self.segments.range_mut(segs).map(|(_, s)| s) {
+            let Some(windows) = seg.keys.get_mut(key) else {
+                continue;
+            };
+            let from = first_from(windows, time_from);
+            let n = windows[from..]
+                .iter()
+                .take_while(|(s, _)| *s <= time_to)
+                .count();
+            // The range moves out and back once, so `f` owns each value without a clone.
+            moved.extend(windows.drain(from..from + n));
+            let folded = moved.drain(..).map(|(start, mut slot)| {
+                if segmented.is_expired(start, frontier) {
+                    expired += 1;
+                    return (start, slot);
+                }
+                slot.value = f(start, slot.value);
+                if log {
+                    if slot.dirty == CLEAN {
+                        dirty_log.push(Dirty {
+                            start,
+                            key: key.clone(),
+                            timestamp,
+                        });
+                        slot.dirty = dirty_log.len() - 1;
+                    } else {
+                        dirty_log[slot.dirty].timestamp = timestamp;
+                    }
+                }
+                (start, slot)
+            });
+            windows.insert_many(from, folded);
+        }
+        self.scratch = moved;
+        if expired > 0 {
+            self.expired_writes += expired;
+            tracing::debug!(
+                store = self.config.name(),
+                expired,
+                frontier = self.frontier,
+                "ignored writes to expired windows"
+            );
+        }
+        Ok(())
+    }
+
     fn fetch_key_range(
         &self,
         key: &K,
@@ -432,23 +531,19 @@ impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for InMemoryWindowStore<K, V> {
         time_to: i64,
     ) -> Result<Vec<(i64, V)>, StateError> {
         let mut out = Vec::new();
-        if time_from > time_to {
-            return Ok(out);
-        }
-        let segs = self.segmented.segment_id(time_from)..=self.segmented.segment_id(time_to);
-        for seg in self.segments.range(segs).map(|(_, s)| s) {
-            let Some(windows) = seg.keys.get(key) else {
-                continue;
-            };
-            let from = first_from(windows, time_from);
-            out.extend(
-                windows[from..]
-                    .iter()
-                    .take_while(|(s, _)| *s <= time_to)
-                    .map(|(s, slot)| (*s, slot.value.clone())),
-            );
-        }
+        self.visit_key_range(key, time_from, time_to, |s, v| out.push((s, v.clone())));
         Ok(out)
+    }
+
+    fn for_each_in_key_range(
+        &self,
+        key: &K,
+        time_from: i64,
+        time_to: i64,
+        f: &mut dyn FnMut(i64, &V),
+    ) -> Result<(), StateError> {
+        self.visit_key_range(key, time_from, time_to, |s, v| f(s, v));
+        Ok(())
     }
 
     fn fetch_all(&self, time_from: i64, time_to: i64) -> Result<Vec<(i64, K, V)>, StateError> {
@@ -583,8 +678,8 @@ mod tests {
     }
 
     #[test]
-    fn first_from_gallops_to_the_same_answer_as_a_bisection() {
-        for n in 0..40i64 {
+    fn first_from_scans_and_gallops_to_the_same_answer_as_a_bisection() {
+        for n in 0..120i64 {
             let windows: Vec<(i64, Slot<()>)> = (0..n)
                 .map(|i| {
                     (
@@ -672,6 +767,148 @@ mod tests {
     }
 
     #[test]
+    fn for_each_in_key_range_visits_what_fetch_key_range_returns() {
+        let mut s = store();
+        for start in [70, 0, 40, 10, 60] {
+            s.put(5, start, start * 2, 0).unwrap();
+            s.put(6, start, -start, 0).unwrap();
+        }
+        for (from, to) in [(10, 60), (0, 100), (61, 69), (60, 10), (i64::MIN, i64::MAX)] {
+            let mut seen = Vec::new();
+            s.for_each_in_key_range(&5, from, to, &mut |st, v| seen.push((st, *v)))
+                .unwrap();
+            assert_eq!(
+                seen,
+                s.fetch_key_range(&5, from, to).unwrap(),
+                "{from}..={to}"
+            );
+        }
+        let mut calls = 0;
+        s.for_each_in_key_range(&7, 0, 100, &mut |_, _| calls += 1)
+            .unwrap();
+        assert_eq!(calls, 0);
+    }
+
+    /// A store that only implements the required methods: the trait's visitor and range
+    /// update are built on `fetch_key_range`.
+    #[test]
+    fn default_for_each_in_key_range_visits_fetch_key_range() {
+        struct Fixed;
+        impl fmt::Debug for Fixed {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("Fixed")
+            }
+        }
+        impl StateStore for Fixed {
+            fn name(&self) -> &str {
+                "fixed"
+            }
+            fn changelog_enabled(&self) -> bool {
+                false
+            }
+            fn flush_changelog(&mut self, _: &mut Vec<ChangelogRecord>) -> Result<(), StateError> {
+                Ok(())
+            }
+            fn dirty_keys(&self) -> usize {
+                0
+            }
+            fn apply_changelog(&mut self, _: &ChangelogEntry) -> Result<(), StateError> {
+                Ok(())
+            }
+            fn approximate_num_entries(&self) -> u64 {
+                0
+            }
+        }
+        impl Segmented for Fixed {
+            fn expire(&mut self, _: i64) -> Result<usize, StateError> {
+                Ok(0)
+            }
+            fn segments(&self) -> usize {
+                0
+            }
+            fn expired_writes(&self) -> u64 {
+                0
+            }
+        }
+        impl WindowStore<u64, i64> for Fixed {
+            fn put(&mut self, _: u64, _: i64, _: i64, _: i64) -> Result<(), StateError> {
+                Ok(())
+            }
+            fn fetch(&self, _: &u64, _: i64) -> Result<Option<i64>, StateError> {
+                Ok(None)
+            }
+            fn fetch_key_range(
+                &self,
+                key: &u64,
+                from: i64,
+                to: i64,
+            ) -> Result<Vec<(i64, i64)>, StateError> {
+                Ok((from..=to).map(|s| (s, *key as i64 * s)).collect())
+            }
+            fn fetch_all(&self, _: i64, _: i64) -> Result<Vec<(i64, u64, i64)>, StateError> {
+                Ok(Vec::new())
+            }
+            fn delete(&mut self, _: &u64, _: i64, _: i64) -> Result<(), StateError> {
+                Ok(())
+            }
+        }
+        let mut seen = Vec::new();
+        Fixed
+            .for_each_in_key_range(&3, 1, 3, &mut |s, v| seen.push((s, *v)))
+            .unwrap();
+        assert_eq!(seen, vec![(1, 3), (2, 6), (3, 9)]);
+        seen.clear();
+        Fixed
+            .update_key_range(&2, 4, 5, 0, &mut |s, v| {
+                seen.push((s, v));
+                v + 1
+            })
+            .unwrap();
+        assert_eq!(seen, vec![(4, 8), (5, 10)]);
+    }
+
+    #[test]
+    fn update_key_range_folds_in_place_and_logs_like_put() {
+        let mut s = store();
+        for start in [0, 10, 40, 60, 70] {
+            s.put(1, start, start, 1).unwrap();
+            s.put(2, start, 0, 1).unwrap();
+        }
+        s.flush_changelog(&mut Vec::new()).unwrap();
+        let mut seen = Vec::new();
+        s.update_key_range(&1, 10, 60, 9, &mut |start, v| {
+            seen.push(start);
+            v + 1
+        })
+        .unwrap();
+        assert_eq!(seen, vec![10, 40, 60]);
+        assert_eq!(
+            s.fetch_key_range(&1, 0, 100).unwrap(),
+            vec![(0, 0), (10, 11), (40, 41), (60, 61), (70, 70)]
+        );
+        assert_eq!(s.fetch_key_range(&2, 0, 100).unwrap().len(), 5);
+        assert_eq!(s.approximate_num_entries(), 10);
+        let mut out = Vec::new();
+        s.flush_changelog(&mut out).unwrap();
+        let got: Vec<_> = out.iter().map(|r| (r.value.clone(), r.timestamp)).collect();
+        assert_eq!(
+            got,
+            [11i64, 41, 61]
+                .map(|v| (Some(v.to_be_bytes().to_vec()), 9))
+                .to_vec()
+        );
+        // Expired windows are left alone and counted, as a put would.
+        s.expire(135).unwrap();
+        s.update_key_range(&1, 0, 100, 10, &mut |_, v| v + 100)
+            .unwrap();
+        assert_eq!(
+            s.fetch_key_range(&1, 0, 100).unwrap(),
+            vec![(0, 0), (10, 11), (40, 141), (60, 161), (70, 170)]
+        );
+        assert_eq!(s.expired_writes(), 2);
+    }
+
+    #[test]
     fn delete_of_one_window_keeps_the_keys_others() {
         let mut s = store();
         s.put(1, 0, 1, 0).unwrap();
@@ -705,6 +942,7 @@ mod tests {
         enum Op {
             Put(u64, i64, i64),
             Update(u64, i64, i64),
+            UpdateRange(u64, i64, i64, i64),
             Delete(u64, i64),
             Expire(i64),
             Flush,
@@ -715,6 +953,8 @@ mod tests {
                 prop_oneof![
                     4 => (0u64..5, 0i64..30, -9i64..9).prop_map(|(k, s, v)| Op::Put(k, s * 7, v)),
                     4 => (0u64..5, 0i64..30, -9i64..9).prop_map(|(k, s, v)| Op::Update(k, s * 7, v)),
+                    2 => (0u64..5, 0i64..30, 0i64..30, -9i64..9)
+                        .prop_map(|(k, a, b, v)| Op::UpdateRange(k, a * 7, b * 7, v)),
                     2 => (0u64..5, 0i64..30).prop_map(|(k, s)| Op::Delete(k, s * 7)),
                     1 => (0i64..60).prop_map(Op::Expire),
                     1 => Just(Op::Flush),
@@ -747,6 +987,14 @@ mod tests {
                                 *model.entry((st, k)).or_insert(100) += v;
                             }
                         }
+                        Op::UpdateRange(k, from, to, v) => {
+                            s.update_key_range(&k, from, to, t, &mut |_, x| x + v).unwrap();
+                            for ((st, key), x) in model.iter_mut() {
+                                if *key == k && (from..=to).contains(st) && !cfg.is_expired(*st, frontier) {
+                                    *x += v;
+                                }
+                            }
+                        }
                         Op::Delete(k, st) => {
                             s.delete(&k, st, t).unwrap();
                             model.remove(&(st, k));
@@ -772,6 +1020,10 @@ mod tests {
                             .filter(|e| e.1 == k && e.0 >= from && e.0 <= to)
                             .map(|e| (e.0, e.2))
                             .collect();
+                        let mut seen = Vec::new();
+                        s.for_each_in_key_range(&k, from, to, &mut |st, v| seen.push((st, *v)))
+                            .unwrap();
+                        prop_assert_eq!(&seen, &want);
                         prop_assert_eq!(s.fetch_key_range(&k, from, to).unwrap(), want);
                     }
                 }

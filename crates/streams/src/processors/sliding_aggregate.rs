@@ -13,9 +13,15 @@
 //! at or before the floor, `t + D + 1 + grace` (DESIGN 3.4); otherwise each
 //! window it would create or update is skipped if that window has closed.
 //! It knows nothing of how the floor or the frontier were computed.
+//!
+//! Per record the key's window set comes from the store itself
+//! (`for_each_in_key_range`, in place: the in-memory store keeps a key's
+//! windows together, so the operator keeps no index of its own), the
+//! windows containing the record are folded in one pass with
+//! `update_key_range`, and a new window is written with `update` or `put`;
+//! only the value a new left or right window starts from is cloned.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use stoatflow_state::{Segmented, ValueAndTimestamp, WindowStore};
@@ -38,10 +44,9 @@ pub(crate) struct SlidingWindowAggregate<K, V, A> {
     pub(crate) emit: EmitStrategy,
     pub(crate) emit_frontier: Option<EmitFrontier>,
     pub(crate) down: Downstream<Windowed<K>, Option<A>>,
-    /// Window starts per key: the store is start-major, so a per-key range
-    /// fetch there scans every key's windows. Pruned by retention segment
-    /// exactly as the store is; rebuilt from the store on first use.
-    pub(crate) starts: Option<BTreeMap<K, BTreeSet<i64>>>,
+    /// Scratch for one record's window set, (start, time of the window's
+    /// latest record) by start, reused so a record allocates nothing.
+    pub(crate) window_set: Vec<(i64, i64)>,
 }
 
 type Vt<A> = ValueAndTimestamp<A>;
@@ -58,58 +63,108 @@ where
         }
     }
 
-    /// The key's windows with start in `from..=to`, ascending.
-    fn fetch_key_range(
-        &mut self,
+    /// The key's windows with start in `from..=to` into `out`, by start, as
+    /// (start, time of the window's latest record): read in place from the
+    /// store, whose layout keeps a key's windows together.
+    fn window_set(
+        &self,
         key: &K,
         from: i64,
         to: i64,
-    ) -> Result<Vec<(i64, Vt<A>)>, ProcessError> {
-        if self.starts.is_none() {
-            let mut starts: BTreeMap<K, BTreeSet<i64>> = BTreeMap::new();
-            let all = self
-                .store
-                .borrow()
-                .fetch_all(i64::MIN, i64::MAX)
-                .map_err(|e| self.state_err(e))?;
-            for (start, k, _) in all {
-                starts.entry(k).or_default().insert(start);
-            }
-            self.starts = Some(starts);
-        }
-        let starts = self.starts.as_ref().expect("built above");
-        let Some(set) = starts.get(key) else {
-            return Ok(Vec::new());
-        };
-        let store = self.store.borrow();
-        let mut out = Vec::new();
-        for &start in set.range(from..=to) {
-            if let Some(vt) = store.fetch(key, start).map_err(|e| self.state_err(e))? {
-                out.push((start, vt));
-            }
-        }
-        Ok(out)
+        out: &mut Vec<(i64, i64)>,
+    ) -> Result<(), ProcessError> {
+        out.clear();
+        self.store
+            .borrow()
+            .for_each_in_key_range(key, from, to, &mut |start, vt| {
+                out.push((start, vt.timestamp))
+            })
+            .map_err(|e| self.state_err(e))
     }
 
-    /// Adds the record to the window at `start` (holding `old`, or empty),
-    /// stores and, under on-window-update, forwards it; skipped if closed.
-    fn update(
+    /// The stored window of `key` at `start`.
+    fn fetch(&self, key: &K, start: i64) -> Result<Option<Vt<A>>, ProcessError> {
+        self.store
+            .borrow()
+            .fetch(key, start)
+            .map_err(|e| self.state_err(e))
+    }
+
+    /// Whether the window at `start` has closed; if so the skip is counted.
+    fn closed(&self, cx: &mut TaskContext, rec: &Record<K, V>, start: i64) -> bool {
+        let close = self.windows.close_of(start);
+        if !cx.floor.has_closed(close) {
+            return false;
+        }
+        cx.metrics.drop_record(DropReason::LateWindow);
+        tracing::debug!(
+            node = %self.node, key = ?rec.key, timestamp = rec.timestamp, window_start = start,
+            close, floor = cx.floor.as_millis(), "skipping a closed sliding window"
+        );
+        true
+    }
+
+    /// Adds the record to the window at `start` in place (starting it if
+    /// there is none) and, under on-window-update, forwards it; skipped if
+    /// closed. With `keep_old`, returns the window as it was before.
+    fn fold(
         &mut self,
         cx: &mut TaskContext,
         rec: &Record<K, V>,
         start: i64,
-        old: Option<Vt<A>>,
+        keep_old: bool,
+    ) -> Result<Option<Vt<A>>, ProcessError> {
+        if self.closed(cx, rec, start) {
+            return if keep_old {
+                self.fetch(&rec.key, start)
+            } else {
+                Ok(None)
+            };
+        }
+        let emit = self.emit == EmitStrategy::OnWindowUpdate;
+        let (mut old_copy, mut out) = (None, None);
+        let (key, value, ts) = (&rec.key, &rec.value, rec.timestamp);
+        let aggregation = &self.aggregation;
+        self.store
+            .borrow_mut()
+            .update(key, start, ts, &mut |old| {
+                let new = match old {
+                    Some(Vt {
+                        value: agg,
+                        timestamp,
+                    }) => {
+                        if keep_old {
+                            old_copy = Some(Vt::new(agg.clone(), timestamp));
+                        }
+                        Vt::new((aggregation.add)(key, value, agg), timestamp.max(ts))
+                    }
+                    None => Vt::new((aggregation.initial)(key, value), ts),
+                };
+                if emit {
+                    out = Some(new.clone());
+                }
+                new
+            })
+            .map_err(|e| self.state_err(e))?;
+        if let Some(vt) = out {
+            self.forward(cx, &rec.key, start, vt.value, vt.timestamp, &rec.headers)?;
+        }
+        Ok(old_copy)
+    }
+
+    /// Creates the window at `start` from `base` (or empty) plus the record;
+    /// skipped if closed.
+    fn create(
+        &mut self,
+        cx: &mut TaskContext,
+        rec: &Record<K, V>,
+        start: i64,
+        base: Option<Vt<A>>,
     ) -> Result<(), ProcessError> {
-        let close = self.windows.close_of(start);
-        if cx.floor.has_closed(close) {
-            cx.metrics.drop_record(DropReason::LateWindow);
-            tracing::debug!(
-                node = %self.node, key = ?rec.key, timestamp = rec.timestamp, window_start = start,
-                close, floor = cx.floor.as_millis(), "skipping a closed sliding window"
-            );
+        if self.closed(cx, rec, start) {
             return Ok(());
         }
-        let (agg, ts) = match old {
+        let (agg, ts) = match base {
             Some(Vt { value, timestamp }) => (
                 (self.aggregation.add)(&rec.key, &rec.value, value),
                 timestamp.max(rec.timestamp),
@@ -138,79 +193,138 @@ where
             .borrow_mut()
             .put(key.clone(), start, Vt::new(agg, ts), write_ts)
             .map_err(|e| self.state_err(e))?;
-        if let Some(starts) = &mut self.starts {
-            match starts.get_mut(key) {
-                Some(set) => {
-                    set.insert(start);
-                }
-                None => {
-                    starts.insert(key.clone(), BTreeSet::from([start]));
-                }
-            }
-        }
         if let Some(value) = out {
-            self.down.forward(
-                cx,
-                Record {
-                    key: Windowed::new(key.clone(), self.windows.window(start)),
-                    value: Some(value),
-                    timestamp: ts,
-                    headers: headers.clone(),
-                },
-            )?;
+            self.forward(cx, key, start, value, ts, headers)?;
         }
         Ok(())
     }
 
-    /// A record at or after `D`: walk the key's windows from the newest
-    /// down, updating those containing the record, then create the missing
-    /// left and right windows.
-    fn process(&mut self, cx: &mut TaskContext, rec: &Record<K, V>) -> Result<(), ProcessError> {
-        let (ts, d) = (rec.timestamp, self.windows.time_difference_ms());
-        let found = self.fetch_key_range(&rec.key, (ts - 2 * d).max(0), ts + 1)?;
-        let mut seen = Vec::with_capacity(found.len());
-        let mut left_agg: Option<Vt<A>> = None;
-        let mut right_agg: Option<Vt<A>> = None;
-        let (mut left_exists, mut right_exists) = (false, false);
-        let mut previous: Option<i64> = None;
-        for (start, vt) in found.into_iter().rev() {
-            seen.push(start);
-            let end = start + d;
-            if start == ts + 1 {
-                right_exists = true;
-            } else if end > ts {
-                if right_agg.is_none() {
-                    right_agg = Some(vt.clone());
-                }
-                self.update(cx, rec, start, Some(vt))?;
-            } else if end == ts {
-                left_exists = true;
-                let max = vt.timestamp;
-                self.update(cx, rec, start, Some(vt))?;
-                if max < ts {
-                    previous = Some(max);
-                } else {
-                    // A record at `ts` already made every window this one needs.
-                    return Ok(());
-                }
-            } else {
-                previous = Some(vt.timestamp);
-                left_agg = Some(vt);
+    /// Forwards the window at `start` (on-window-update).
+    fn forward(
+        &self,
+        cx: &mut TaskContext,
+        key: &K,
+        start: i64,
+        value: A,
+        ts: i64,
+        headers: &Headers,
+    ) -> Result<(), ProcessError> {
+        self.down.forward(
+            cx,
+            Record {
+                key: Windowed::new(key.clone(), self.windows.window(start)),
+                value: Some(value),
+                timestamp: ts,
+                headers: headers.clone(),
+            },
+        )
+    }
+
+    /// Adds the record to `existing` (the key's stored windows containing it,
+    /// by start) in one pass over the store, skipping the closed ones, and
+    /// under on-window-update forwards them newest first. Returns the window
+    /// at `keep` (if given) as it was before the record.
+    fn fold_existing(
+        &mut self,
+        cx: &mut TaskContext,
+        rec: &Record<K, V>,
+        existing: &[(i64, i64)],
+        keep: Option<i64>,
+    ) -> Result<Option<Vt<A>>, ProcessError> {
+        // Closing times grow with the start: the closed windows come first.
+        let mut first_open = None;
+        for &(start, _) in existing {
+            if !self.closed(cx, rec, start) {
+                first_open = Some(start);
                 break;
             }
         }
+        let mut kept = None;
+        if let Some(k) = keep
+            && first_open.is_none_or(|open| k < open)
+        {
+            kept = self.fetch(&rec.key, k)?;
+        }
+        let (Some(from), Some(&(to, _))) = (first_open, existing.last()) else {
+            return Ok(kept);
+        };
+        let emit = self.emit == EmitStrategy::OnWindowUpdate;
+        let mut updated = Vec::new();
+        let (key, value, ts) = (&rec.key, &rec.value, rec.timestamp);
+        let aggregation = &self.aggregation;
+        self.store
+            .borrow_mut()
+            .update_key_range(key, from, to, ts, &mut |start, old| {
+                let Vt {
+                    value: agg,
+                    timestamp,
+                } = old;
+                if keep == Some(start) {
+                    kept = Some(Vt::new(agg.clone(), timestamp));
+                }
+                let new = Vt::new((aggregation.add)(key, value, agg), timestamp.max(ts));
+                if emit {
+                    updated.push((start, new.clone()));
+                }
+                new
+            })
+            .map_err(|e| self.state_err(e))?;
+        for (start, vt) in updated.into_iter().rev() {
+            self.forward(cx, &rec.key, start, vt.value, vt.timestamp, &rec.headers)?;
+        }
+        Ok(kept)
+    }
+
+    /// A record at or after `D`: add it to the key's windows containing it,
+    /// then create the missing left and right windows (and the window just
+    /// after the previous record, if it now holds this one).
+    fn process(
+        &mut self,
+        cx: &mut TaskContext,
+        rec: &Record<K, V>,
+        set: &mut Vec<(i64, i64)>,
+    ) -> Result<(), ProcessError> {
+        let (ts, d) = (rec.timestamp, self.windows.time_difference_ms());
+        self.window_set(&rec.key, (ts - 2 * d).max(0), ts + 1, set)?;
+        let right_exists = set.last().is_some_and(|&(start, _)| start == ts + 1);
+        // The windows containing the record: start in [ts - D, ts].
+        let lo = set.partition_point(|&(start, _)| start < ts - d);
+        let hi = set.partition_point(|&(start, _)| start <= ts);
+        let containing = &set[lo..hi];
+        // The newest of them other than the left window: the right window
+        // starts as it was before the record.
+        let right_source = containing
+            .last()
+            .filter(|&&(start, max)| start > ts - d && !right_exists && max > ts)
+            .map(|&(start, _)| start);
+        let right_agg = self.fold_existing(cx, rec, containing, right_source)?;
+        // The left window's latest record, if the window exists.
+        let left = containing
+            .first()
+            .filter(|&&(start, _)| start == ts - d)
+            .map(|&(_, max)| max);
+        if left.is_some_and(|max| max >= ts) {
+            // A record at `ts` already made every window this one needs.
+            return Ok(());
+        }
+        // The record before this one: the latest of the newest window ending
+        // before `ts`, else of the left window.
+        let before = set[..lo].last().copied();
+        let previous = before.map(|(_, max)| max).or(left);
         if let Some(p) = previous {
             let start = p + 1;
-            if !seen.contains(&start) && start + d >= ts {
-                self.update(cx, rec, start, None)?;
+            if set.binary_search_by_key(&start, |&(s, _)| s).is_err() && start + d >= ts {
+                self.fold(cx, rec, start, false)?;
             }
         }
-        if !left_exists {
-            let base = match (previous, left_agg) {
-                (Some(p), Some(l)) if ts - d <= p => Some(Vt::new(l.value, ts)),
+        if left.is_none() {
+            let base = match before {
+                Some((start, p)) if ts - d <= p => {
+                    self.fetch(&rec.key, start)?.map(|vt| Vt::new(vt.value, ts))
+                }
                 _ => None,
             };
-            self.update(cx, rec, ts - d, base)?;
+            self.create(cx, rec, ts - d, base)?;
         }
         if !right_exists {
             self.create_right_window(cx, rec, right_agg)?;
@@ -244,40 +358,46 @@ where
         &mut self,
         cx: &mut TaskContext,
         rec: &Record<K, V>,
+        set: &mut Vec<(i64, i64)>,
     ) -> Result<(), ProcessError> {
         let ts = rec.timestamp;
-        let found = self.fetch_key_range(&rec.key, 0, ts + 1)?;
-        let mut seen = Vec::with_capacity(found.len());
-        let mut combined: Option<Vt<A>> = None;
+        self.window_set(&rec.key, 0, ts + 1, set)?;
+        let right_exists = set.last().is_some_and(|&(start, _)| start == ts + 1);
+        // The time of the shared window's latest record, if it exists.
+        let combined = set
+            .first()
+            .filter(|&&(start, _)| start == 0)
+            .map(|&(_, max)| max);
+        let previous = combined.filter(|&max| max < ts);
+        // The newest window after 0 containing the record: the right window
+        // starts as it was before the record.
+        let right_source = set
+            .iter()
+            .rev()
+            .find(|&&(start, _)| start > 0 && start <= ts)
+            .map(|&(start, _)| start);
         let mut right_agg: Option<Vt<A>> = None;
-        let mut right_exists = false;
-        let mut previous: Option<i64> = None;
-        for (start, vt) in found {
-            seen.push(start);
-            if start == 0 {
-                if vt.timestamp < ts {
-                    previous = Some(vt.timestamp);
+        for &(start, max) in set.iter() {
+            if start > 0 && start <= ts {
+                let keep = !right_exists && max > ts && Some(start) == right_source;
+                let old = self.fold(cx, rec, start, keep)?;
+                if keep {
+                    right_agg = old;
                 }
-                combined = Some(vt);
-            } else if start <= ts {
-                right_agg = Some(vt.clone());
-                self.update(cx, rec, start, Some(vt))?;
-            } else if start == ts + 1 {
-                right_exists = true;
             }
         }
-        if right_agg.is_none() {
-            right_agg = combined.clone().filter(|c| c.timestamp > ts);
+        if right_source.is_none() && !right_exists && combined.is_some_and(|max| max > ts) {
+            right_agg = self.fetch(&rec.key, 0)?;
         }
         if !right_exists {
             self.create_right_window(cx, rec, right_agg)?;
         }
         if let Some(p) = previous
-            && !seen.contains(&(p + 1))
+            && set.binary_search_by_key(&(p + 1), |&(s, _)| s).is_err()
         {
-            self.update(cx, rec, p + 1, None)?;
+            self.fold(cx, rec, p + 1, false)?;
         }
-        self.update(cx, rec, 0, combined)
+        self.fold(cx, rec, 0, false).map(|_| ())
     }
 }
 
@@ -297,11 +417,14 @@ where
             );
             return Ok(());
         }
-        if ts < self.windows.time_difference_ms() {
-            self.process_early(cx, &rec)
+        let mut set = std::mem::take(&mut self.window_set);
+        let result = if ts < self.windows.time_difference_ms() {
+            self.process_early(cx, &rec, &mut set)
         } else {
-            self.process(cx, &rec)
-        }
+            self.process(cx, &rec, &mut set)
+        };
+        self.window_set = set;
+        result
     }
 }
 
@@ -354,24 +477,10 @@ where
                 .expect("checked above")
                 .advance(frontier)?;
         }
-        let dropped = self
-            .store
+        self.store
             .borrow_mut()
             .expire(frontier.as_millis())
             .map_err(|e| self.state_err(e))?;
-        if dropped > 0
-            && let Some(starts) = &mut self.starts
-        {
-            // Forget the starts of the segments the store dropped.
-            let segmented = self.store.borrow().segmented_config();
-            let first_live = segmented
-                .first_live_segment(frontier.as_millis())
-                .saturating_mul(segmented.segment_interval_ms());
-            starts.retain(|_, set| {
-                *set = set.split_off(&first_live);
-                !set.is_empty()
-            });
-        }
         Ok(())
     }
 }

@@ -1,12 +1,15 @@
 //! The stream-stream join (inner, left, outer), shaped like Kafka Streams':
 //! a this-join and an other-join processor sharing two window stores (one
-//! per side, keeping every arrival: duplicates are a list per key and time)
-//! and, for left/outer joins, one shared store of unmatched records.
+//! per side, keeping every arrival: duplicates are a list per key and time,
+//! one arrival held inline so the usual single one allocates nothing) and,
+//! for left/outer joins, one shared store of unmatched records.
 //!
 //! Per record: it is written to its side's store, then the other side's
 //! store is probed over `[t - before, t + after]` (both edges inclusive,
-//! mirrored for the right side); each match is forwarded at the larger of
-//! the two times, and the matched records' unmatched entries are deleted.
+//! mirrored for the right side) with `for_each_in_key_range`, which lends
+//! the matched arrivals in place rather than cloning them; each match is
+//! forwarded at the larger of the two times, and the matched records'
+//! unmatched entries are deleted.
 //! A record of an outer side that matched nothing is kept under its close,
 //! `t + after + 1 + grace` (left) or `t + before + 1 + grace` (right)
 //! (DESIGN 3.4) — each arrival separately, so N identical unmatched
@@ -27,6 +30,7 @@ use std::ops::Bound;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use smallvec::SmallVec;
 use stoatflow_state::{
     Codec, CodecError, InMemoryKeyValueStore, InMemoryWindowStore, KeyValueStore, Segmented,
     WindowStore,
@@ -38,8 +42,11 @@ use crate::error::ProcessError;
 use crate::graph::{Downstream, FrontierOperator, Push};
 use crate::record::{Headers, Record};
 
+/// Every arrival of one (key, time), in arrival order; one is held inline, so the usual
+/// single arrival costs no allocation (nor a free when its segment drops).
+pub(crate) type Arrivals<V> = SmallVec<[V; 1]>;
 /// One side's store: every arrival per (key, time), in arrival order.
-pub(crate) type JoinWindowStore<K, V> = InMemoryWindowStore<K, Vec<V>>;
+pub(crate) type JoinWindowStore<K, V> = InMemoryWindowStore<K, Arrivals<V>>;
 /// The shared store of unmatched records.
 pub(crate) type OuterStore<K, V1, V2> =
     InMemoryKeyValueStore<OuterKey<K>, Vec<LeftOrRight<V1, V2>>>;
@@ -159,44 +166,23 @@ where
             .map_err(|e| state_err(&self.this_store_name, e))?;
         let from = ts.saturating_sub(self.before_ms).max(0);
         let to = ts.saturating_add(self.after_ms).max(0);
-        let matches = self
-            .other_store
+        // The matches are read in place (not cloned); the first error stops the work and is
+        // returned once the visit ends.
+        let mut matched = false;
+        let mut failed: Option<ProcessError> = None;
+        self.other_store
             .borrow()
-            .fetch_key_range(&rec.key, from, to)
-            .map_err(|e| state_err(&self.other_store_name, e))?;
-        let matched = !matches.is_empty();
-        for (other_ts, values) in matches {
-            if self.other_outer
-                && let Some(outer) = &self.outer
-            {
-                // The other side's close: its `after` is this side's `before`.
-                let close = other_ts
-                    .saturating_add(self.before_ms)
-                    .saturating_add(1)
-                    .saturating_add(self.grace_ms);
-                let key = OuterKey {
-                    close,
-                    key: Some(rec.key.clone()),
-                    side: 1 - self.side,
-                    ts: other_ts,
-                };
-                let mut store = outer.store.borrow_mut();
-                if store.get(&key).map_err(|e| outer.err(e))?.is_some() {
-                    store.delete(&key, ts).map_err(|e| outer.err(e))?;
+            .for_each_in_key_range(&rec.key, from, to, &mut |other_ts, values| {
+                matched = true;
+                if failed.is_none()
+                    && let Err(e) = self.forward_matches(cx, &rec, other_ts, values)
+                {
+                    failed = Some(e);
                 }
-            }
-            for other in &values {
-                let value = (self.joined)(&rec.key, &rec.value, Some(other));
-                self.down.forward(
-                    cx,
-                    Record {
-                        key: rec.key.clone(),
-                        value,
-                        timestamp: ts.max(other_ts),
-                        headers: rec.headers.clone(),
-                    },
-                )?;
-            }
+            })
+            .map_err(|e| state_err(&self.other_store_name, e))?;
+        if let Some(e) = failed {
+            return Err(e);
         }
         if matched || !self.this_outer {
             return Ok(());
@@ -237,6 +223,60 @@ where
             .unwrap_or_default();
         values.push((self.wrap)(rec.value));
         store.put(key, values, ts).map_err(|e| outer.err(e))
+    }
+}
+
+impl<K, VT, VO, V1, V2, VR> JoinSide<K, VT, VO, V1, V2, VR>
+where
+    K: Ord + Clone + std::fmt::Debug + 'static,
+    VT: Clone + 'static,
+    VO: Clone + 'static,
+    V1: Clone + 'static,
+    V2: Clone + 'static,
+    VR: Clone + 'static,
+{
+    /// Forwards the joins of `rec` with the other side's arrivals at `other_ts` (at the
+    /// larger time) and, if the other side is outer, deletes their unmatched entry.
+    fn forward_matches(
+        &self,
+        cx: &mut TaskContext,
+        rec: &Record<K, VT>,
+        other_ts: i64,
+        values: &Arrivals<VO>,
+    ) -> Result<(), ProcessError> {
+        let ts = rec.timestamp;
+        if self.other_outer
+            && let Some(outer) = &self.outer
+        {
+            // The other side's close: its `after` is this side's `before`.
+            let close = other_ts
+                .saturating_add(self.before_ms)
+                .saturating_add(1)
+                .saturating_add(self.grace_ms);
+            let key = OuterKey {
+                close,
+                key: Some(rec.key.clone()),
+                side: 1 - self.side,
+                ts: other_ts,
+            };
+            let mut store = outer.store.borrow_mut();
+            if store.get(&key).map_err(|e| outer.err(e))?.is_some() {
+                store.delete(&key, ts).map_err(|e| outer.err(e))?;
+            }
+        }
+        for other in values {
+            let value = (self.joined)(&rec.key, &rec.value, Some(other));
+            self.down.forward(
+                cx,
+                Record {
+                    key: rec.key.clone(),
+                    value,
+                    timestamp: ts.max(other_ts),
+                    headers: rec.headers.clone(),
+                },
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -343,8 +383,8 @@ fn take_i64(b: &mut &[u8], what: &str) -> Result<i64, CodecError> {
 /// `[count u32][len u32, bytes]...`: a side store's list of arrivals.
 pub(crate) struct ListCodec<V>(pub(crate) Box<dyn Codec<V>>);
 
-impl<V> Codec<Vec<V>> for ListCodec<V> {
-    fn encode(&self, values: &Vec<V>, out: &mut Vec<u8>) {
+impl<V> Codec<Arrivals<V>> for ListCodec<V> {
+    fn encode(&self, values: &Arrivals<V>, out: &mut Vec<u8>) {
         put_len(out, values.len());
         let mut buf = Vec::new();
         for v in values {
@@ -355,9 +395,9 @@ impl<V> Codec<Vec<V>> for ListCodec<V> {
         }
     }
 
-    fn decode(&self, mut b: &[u8]) -> Result<Vec<V>, CodecError> {
+    fn decode(&self, mut b: &[u8]) -> Result<Arrivals<V>, CodecError> {
         let n = take_len(&mut b, "join list count")?;
-        let mut out = Vec::with_capacity(n.min(1024));
+        let mut out = Arrivals::with_capacity(n.min(1024));
         for _ in 0..n {
             let len = take_len(&mut b, "join list entry length")?;
             out.push(self.0.decode(take(&mut b, len, "join list entry")?)?);
@@ -462,8 +502,8 @@ mod tests {
     fn codecs_round_trip() {
         let c = ListCodec::<i64>(Box::new(I64Codec));
         let mut out = Vec::new();
-        c.encode(&vec![1, 2, 3], &mut out);
-        assert_eq!(c.decode(&out).unwrap(), vec![1, 2, 3]);
+        c.encode(&Arrivals::from_slice(&[1, 2, 3]), &mut out);
+        assert_eq!(c.decode(&out).unwrap().as_slice(), &[1, 2, 3]);
         let c = LeftOrRightListCodec::<i64, String>(Box::new(I64Codec), Box::new(StringCodec));
         let v = vec![LeftOrRight::Left(4), LeftOrRight::Right("x".to_owned())];
         let mut out = Vec::new();
@@ -480,6 +520,25 @@ mod tests {
         c.encode(&k, &mut out);
         assert_eq!(c.decode(&out).unwrap(), k);
         assert!(c.decode(&out[..5]).is_err());
+    }
+
+    /// The arrivals list kept its changelog format when it moved from `Vec` to an inline
+    /// small vector, and one arrival decodes without a heap allocation.
+    #[test]
+    fn arrivals_keep_the_list_format_and_hold_one_inline() {
+        let c = ListCodec::<i64>(Box::new(I64Codec));
+        let mut out = Vec::new();
+        c.encode(&Arrivals::from_slice(&[7, -1]), &mut out);
+        let mut want = vec![0, 0, 0, 2, 0, 0, 0, 8];
+        want.extend_from_slice(&7i64.to_be_bytes());
+        want.extend_from_slice(&[0, 0, 0, 8]);
+        want.extend_from_slice(&(-1i64).to_be_bytes());
+        assert_eq!(out, want);
+        out.clear();
+        c.encode(&Arrivals::from_slice(&[5]), &mut out);
+        let one = c.decode(&out).unwrap();
+        assert_eq!(one.as_slice(), &[5]);
+        assert!(!one.spilled());
     }
 
     #[test]
