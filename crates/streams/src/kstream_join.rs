@@ -30,6 +30,7 @@ use crate::processors::stream_join::{
     ListCodec, OuterKeyCodec, OuterState, OuterStore, RIGHT,
 };
 use crate::processors::stream_table_join::StreamTableJoin;
+use crate::processors::window_aggregate::EmitFrontier;
 use crate::serde::SerdeRef;
 
 fn note_missing<T>(
@@ -127,8 +128,7 @@ where
     OuterState {
         name: name.to_owned(),
         store,
-        frontier_name,
-        frontier,
+        frontier: EmitFrontier::new(name, frontier),
     }
 }
 

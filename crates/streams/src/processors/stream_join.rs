@@ -40,6 +40,7 @@ use stoatflow_time::Watermark;
 use crate::context::TaskContext;
 use crate::error::ProcessError;
 use crate::graph::{Downstream, FrontierOperator, Push};
+use crate::processors::window_aggregate::EmitFrontier;
 use crate::record::{Headers, Record};
 
 /// Every arrival of one (key, time), in arrival order; one is held inline, so the usual
@@ -51,7 +52,7 @@ pub(crate) type JoinWindowStore<K, V> = InMemoryWindowStore<K, Arrivals<V>>;
 pub(crate) type OuterStore<K, V1, V2> =
     InMemoryKeyValueStore<OuterKey<K>, Vec<LeftOrRight<V1, V2>>>;
 /// The emitted frontier of the unmatched store.
-pub(crate) type JoinFrontierStore = InMemoryKeyValueStore<String, i64>;
+pub(crate) type JoinFrontierStore = crate::processors::window_aggregate::FrontierStore;
 
 /// The full joiner: `(key, left, right)`, a side `None` for a null-join.
 pub(crate) type Joiner<K, V1, V2, VR> =
@@ -105,8 +106,8 @@ pub(crate) struct JoinSide<K, VT, VO, V1, V2, VR> {
 pub(crate) struct OuterState<K, V1, V2> {
     pub(crate) name: String,
     pub(crate) store: Rc<RefCell<OuterStore<K, V1, V2>>>,
-    pub(crate) frontier_name: String,
-    pub(crate) frontier: Rc<RefCell<JoinFrontierStore>>,
+    /// The highest close whose null sides were emitted (`<store>-emitfrontier`).
+    pub(crate) frontier: EmitFrontier,
 }
 
 impl<K, V1, V2> OuterState<K, V1, V2>
@@ -122,18 +123,10 @@ where
         }
     }
 
-    /// The highest close already emitted (read from the store, so it is
+    /// The highest close already emitted (read through the store, so it is
     /// right after a restore too).
     fn emitted(&self) -> Result<Watermark, ProcessError> {
-        let v = self
-            .frontier
-            .borrow()
-            .get(&self.name)
-            .map_err(|source| ProcessError::State {
-                store: self.frontier_name.clone(),
-                source: Box::new(source),
-            })?;
-        Ok(v.map_or(Watermark::MIN, Watermark::from_millis))
+        Ok(self.frontier.value())
     }
 }
 
@@ -295,7 +288,7 @@ where
         if frontier.is_none_yet() {
             return Ok(());
         }
-        if let Some(outer) = &self.outer
+        if let Some(outer) = &mut self.outer
             && frontier > outer.emitted()?
         {
             let bound = OuterKey {
@@ -332,15 +325,7 @@ where
                     .delete(&key, key.ts)
                     .map_err(|e| outer.err(e))?;
             }
-            outer
-                .frontier
-                .borrow_mut()
-                .put(
-                    outer.name.clone(),
-                    frontier.as_millis(),
-                    frontier.as_millis(),
-                )
-                .map_err(|e| state_err(&outer.frontier_name, e))?;
+            outer.frontier.advance(frontier)?;
         }
         self.this_store
             .borrow_mut()
