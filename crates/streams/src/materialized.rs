@@ -176,6 +176,14 @@ impl<K: 'static, V: 'static> Materialized<K, V> {
         self
     }
 
+    /// Uses `serde` for values unless one was given.
+    pub(crate) fn or_value_serde(mut self, serde: Option<SerdeRef<V>>) -> Self {
+        if self.value_serde.is_none() {
+            self.value_serde = serde;
+        }
+        self
+    }
+
     /// No changelog for this store.
     #[must_use]
     pub fn with_logging_disabled(mut self) -> Self {

@@ -71,13 +71,7 @@ where
 
     /// Counts into a named store.
     pub fn count_with(&self, materialized: Materialized<K, i64>) -> KTable<Windowed<K>, i64> {
-        let m = Materialized {
-            value_serde: materialized
-                .value_serde
-                .clone()
-                .or_else(|| Some(Arc::new(I64Serde))),
-            ..materialized
-        };
+        let m = materialized.or_value_serde(Some(Arc::new(I64Serde)));
         let aggregation = SessionAggregation {
             per_record: count_aggregation(),
             init: None,
@@ -93,13 +87,7 @@ where
         reducer: impl Fn(V, V) -> V + Send + Sync + 'static,
         materialized: Materialized<K, V>,
     ) -> KTable<Windowed<K>, V> {
-        let m = Materialized {
-            value_serde: materialized
-                .value_serde
-                .clone()
-                .or_else(|| self.stream.value_serde.clone()),
-            ..materialized
-        };
+        let m = materialized.or_value_serde(self.stream.value_serde.clone());
         let reducer = Arc::new(reducer);
         let merge_reducer = reducer.clone();
         let aggregation = SessionAggregation {
