@@ -46,63 +46,48 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod builder;
-mod cogroup;
 mod config;
-mod context;
 mod cron;
+mod dsl;
 mod error;
-mod graph;
-mod grouped;
-mod joins;
-mod kstream;
-mod kstream_join;
-mod ktable;
-mod materialized;
-mod processor_api;
+mod processor;
 mod processors;
 mod record;
-mod scheduled;
 mod serde;
-mod session_windowed;
-mod shared_store;
-mod sliding_windowed;
-mod suppress;
-mod task;
 mod topology;
-mod windowing;
 mod windows;
 
-pub use builder::StreamsBuilder;
-pub use cogroup::{
+pub use config::{CoordinationMode, DeserializationHandler, DispatchMode, StreamsConfig};
+pub use cron::CronSchedule;
+pub use dsl::builder::StreamsBuilder;
+pub use dsl::cogroup::{
     CogroupValue, CogroupedKStream, SessionWindowedCogroupedKStream,
     SlidingWindowedCogroupedKStream, TimeWindowedCogroupedKStream,
 };
-pub use config::{CoordinationMode, DeserializationHandler, DispatchMode, StreamsConfig};
-pub use context::{DropReason, OutputRecord, RecordMetadata, TaskContext, TaskMetrics};
-pub use cron::CronSchedule;
+pub use dsl::grouped::{KGroupedStream, TimeWindowedKStream};
+pub use dsl::joins::{JoinWindows, Joined, StreamJoined};
+pub use dsl::kstream::{BranchedKStream, KStream};
+pub use dsl::ktable::KTable;
+pub use dsl::materialized::{Consumed, Grouped, Materialized, Produced};
+pub use dsl::session_windowed::SessionWindowedKStream;
+pub use dsl::sliding_windowed::SlidingWindowedKStream;
+pub use dsl::suppress::Suppressed;
+pub use dsl::windowing::Windowing;
 pub use error::{ProcessError, TopologyError};
-pub use grouped::{KGroupedStream, TimeWindowedKStream};
-pub use joins::{JoinWindows, Joined, StreamJoined};
-pub use kstream::{BranchedKStream, KStream};
-pub use ktable::KTable;
-pub use materialized::{Consumed, Grouped, Materialized, Produced};
-pub use processor_api::{
+pub use processor::{
     Cancellable, Processor, ProcessorContext, PunctuationType, Punctuator, StoreBuilder, Stores,
 };
+pub use processors::scheduled_source::Schedule;
+pub use processors::suppress_time::{BufferConfig, BufferFullStrategy};
 pub use record::{Headers, Record, Window, Windowed};
-pub use scheduled::Schedule;
 pub use serde::{
     BytesSerde, F64Serde, I32Serde, I64Serde, JsonSerde, NullableSerde, Serde, SerdeError,
     SerdeRef, Serdes, SessionWindowedSerde, StringSerde, TimeWindowedSerde, UnitSerde,
 };
-pub use session_windowed::SessionWindowedKStream;
-pub use sliding_windowed::SlidingWindowedKStream;
-pub use suppress::{BufferConfig, BufferFullStrategy, Suppressed};
-pub use task::{EpochCommit, StreamTask, TypedInput};
+pub use topology::context::{DropReason, OutputRecord, RecordMetadata, TaskContext, TaskMetrics};
+pub use topology::task::{EpochCommit, StreamTask, TypedInput};
 pub use topology::{SourceDescription, Topology};
-pub use windowing::{SessionWindows, SlidingWindows, Windowing};
-pub use windows::{EmitStrategy, TimeWindows};
+pub use windows::{EmitStrategy, SessionWindows, SlidingWindows, TimeWindows};
 
 /// The in-memory window store behind a windowed aggregation named `store`
 /// (for typed inspection: `task.store::<WindowStoreOf<K, A>>(name)`).

@@ -1,6 +1,10 @@
 //! The processors: one operator (or one family of trivial ones) per file.
+//!
+//! An operator knows the topology layer's contracts (`Push`, `Downstream`,
+//! `FrontierOperator`, `TimeOperator`, the task's context) and the shared
+//! leaves (records, serdes, window definitions); never the DSL that wires it
+//! nor the Processor API.
 
-pub(crate) mod custom;
 pub(crate) mod scheduled_source;
 pub(crate) mod session_aggregate;
 pub(crate) mod sink;

@@ -7,14 +7,45 @@
 //! This module never reads the system clock.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use stoatflow_time::{WallTime, Watermark};
+use stoatflow_time::{WallTime, Watermark, duration_ms};
 
-use crate::context::{RecordMetadata, TaskContext};
+use crate::cron::CronSchedule;
+use crate::error::TopologyError;
+
 use crate::error::ProcessError;
-use crate::graph::{Downstream, TimeOperator};
 use crate::record::Record;
-use crate::scheduled::Schedule;
+use crate::topology::context::{RecordMetadata, TaskContext};
+use crate::topology::graph::{Downstream, TimeOperator};
+
+/// When a scheduled source fires.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Schedule {
+    /// Every interval (ms) of wall-clock time, the first one interval after start.
+    WallClock(i64),
+    /// At the times of a cron expression (UTC).
+    Cron(CronSchedule),
+    /// Every interval (ms) of watermark progress, aligned to 0.
+    StreamTime(i64),
+}
+
+impl Schedule {
+    /// Every `interval` of wall-clock time.
+    pub fn wall_clock(interval: Duration) -> Self {
+        Schedule::WallClock(duration_ms(interval).max(1))
+    }
+
+    /// At the times of a five-field cron expression.
+    pub fn cron(expr: &str) -> Result<Self, TopologyError> {
+        CronSchedule::parse(expr).map(Schedule::Cron)
+    }
+
+    /// Every `interval` of watermark progress.
+    pub fn stream_time(interval: Duration) -> Self {
+        Schedule::StreamTime(duration_ms(interval).max(1))
+    }
+}
 
 pub(crate) type Generator<K, V> = Arc<dyn Fn(i64) -> Vec<(K, V)> + Send + Sync>;
 

@@ -23,13 +23,13 @@ use std::sync::Arc;
 use stoatflow_state::{InMemorySessionStore, Segmented, SessionStore, SessionWindow};
 use stoatflow_time::Watermark;
 
-use crate::context::{DropReason, TaskContext};
 use crate::error::ProcessError;
-use crate::graph::{Downstream, FrontierOperator, Push};
 use crate::processors::window_aggregate::{Aggregation, EmitFrontier};
 use crate::record::{Headers, Record, Window, Windowed};
-use crate::windowing::SessionWindows;
+use crate::topology::context::{DropReason, TaskContext};
+use crate::topology::graph::{Downstream, FrontierOperator, Push};
 use crate::windows::EmitStrategy;
+use crate::windows::SessionWindows;
 
 /// How sessions fold: the per-record [`Aggregation`], an optional initial
 /// aggregate the merge starts from (none for reduce), and the merger.

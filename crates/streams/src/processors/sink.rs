@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use crate::context::{OutputRecord, TaskContext};
 use crate::error::ProcessError;
-use crate::graph::Push;
 use crate::record::Record;
 use crate::serde::SerdeRef;
+use crate::topology::context::{OutputRecord, TaskContext};
+use crate::topology::graph::Push;
 
 pub(crate) struct Sink<K, V> {
     pub(crate) topic: Arc<str>,

@@ -27,13 +27,13 @@ use std::rc::Rc;
 use stoatflow_state::{Segmented, ValueAndTimestamp, WindowStore};
 use stoatflow_time::Watermark;
 
-use crate::context::{DropReason, TaskContext};
 use crate::error::ProcessError;
-use crate::graph::{Downstream, FrontierOperator, Push};
 use crate::processors::window_aggregate::{Aggregation, EmitFrontier, WindowStoreOf};
 use crate::record::{Headers, Record, Windowed};
-use crate::windowing::SlidingWindows;
+use crate::topology::context::{DropReason, TaskContext};
+use crate::topology::graph::{Downstream, FrontierOperator, Push};
 use crate::windows::EmitStrategy;
+use crate::windows::SlidingWindows;
 
 pub(crate) struct SlidingWindowAggregate<K, V, A> {
     pub(crate) node: String,

@@ -7,11 +7,11 @@ use std::rc::Rc;
 use stoatflow_time::WatermarkStrategy;
 
 use crate::config::DeserializationHandler;
-use crate::context::{DropReason, TaskContext};
 use crate::error::{ProcessError, position};
-use crate::graph::{Downstream, Port, Push, SourceInput};
 use crate::record::{Headers, Record};
 use crate::serde::SerdeRef;
+use crate::topology::context::{DropReason, TaskContext};
+use crate::topology::graph::{Downstream, Port, Push, SourceInput};
 
 pub(crate) struct Source<K, V> {
     pub(crate) topic: String,

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use crate::context::TaskContext;
 use crate::error::ProcessError;
-use crate::graph::{Downstream, Push};
 use crate::record::Record;
+use crate::topology::context::TaskContext;
+use crate::topology::graph::{Downstream, Push};
 
 pub(crate) type Pred<K, V> = Arc<dyn Fn(&K, &V) -> bool + Send + Sync>;
 

@@ -37,11 +37,11 @@ use stoatflow_state::{
 };
 use stoatflow_time::Watermark;
 
-use crate::context::TaskContext;
 use crate::error::ProcessError;
-use crate::graph::{Downstream, FrontierOperator, Push};
 use crate::processors::window_aggregate::EmitFrontier;
 use crate::record::{Headers, Record};
+use crate::topology::context::TaskContext;
+use crate::topology::graph::{Downstream, FrontierOperator, Push};
 
 /// Every arrival of one (key, time), in arrival order; one is held inline, so the usual
 /// single arrival costs no allocation (nor a free when its segment drops).

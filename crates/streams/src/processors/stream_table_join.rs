@@ -12,10 +12,10 @@ use std::sync::Arc;
 use stoatflow_state::{KeyValueStore, ValueAndTimestamp};
 
 use crate::KeyValueStoreOf;
-use crate::context::TaskContext;
 use crate::error::ProcessError;
-use crate::graph::{Downstream, Push};
 use crate::record::Record;
+use crate::topology::context::TaskContext;
+use crate::topology::graph::{Downstream, Push};
 
 pub(crate) struct StreamTableJoin<K, V, VT, VR> {
     pub(crate) store_name: String,

@@ -13,10 +13,10 @@ use std::collections::BTreeMap;
 
 use stoatflow_time::Watermark;
 
-use crate::context::TaskContext;
 use crate::error::ProcessError;
-use crate::graph::{Downstream, FrontierOperator, Push};
 use crate::record::Record;
+use crate::topology::context::TaskContext;
+use crate::topology::graph::{Downstream, FrontierOperator, Push};
 
 pub(crate) struct BarrierSuppress<K, V> {
     buffer: BTreeMap<K, (i64, Record<K, Option<V>>)>,

@@ -17,6 +17,7 @@
 //! the store on first use. When a bound is exceeded an eager buffer emits
 //! its oldest entries early (counted in `suppress_early_emits`) and a strict
 //! one fails with `ProcessError::BufferFull`, naming the store and the bound.
+//! The bounds are this buffer's [`BufferConfig`] (the DSL's `Suppressed` carries one).
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -26,11 +27,10 @@ use std::sync::Arc;
 use stoatflow_state::{Codec, CodecError, InMemoryKeyValueStore, KeyValueStore};
 use stoatflow_time::Watermark;
 
-use crate::context::TaskContext;
 use crate::error::ProcessError;
-use crate::graph::{Downstream, FrontierOperator, Push};
 use crate::record::{Headers, Record};
-use crate::suppress::{BufferConfig, BufferFullStrategy};
+use crate::topology::context::TaskContext;
+use crate::topology::graph::{Downstream, FrontierOperator, Push};
 
 /// One buffered key: its first buffer time and its latest update.
 #[derive(Debug, Clone, PartialEq)]
@@ -370,6 +370,87 @@ where
         self.frontier.advance_to(frontier);
         self.ensure_index()?;
         self.release_due(cx)
+    }
+}
+
+/// What a full buffer does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BufferFullStrategy {
+    /// Emit the oldest records early (counted in `suppress_early_emits`).
+    EmitEarly,
+    /// Stop the application with `ProcessError::BufferFull`.
+    ShutDown,
+}
+
+/// Bounds of a suppress buffer: records and serialized bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BufferConfig {
+    pub(crate) max_records: Option<u64>,
+    pub(crate) max_bytes: Option<u64>,
+    pub(crate) when_full: BufferFullStrategy,
+}
+
+impl BufferConfig {
+    /// No bound (strict: it can never be full).
+    pub fn unbounded() -> Self {
+        BufferConfig {
+            max_records: None,
+            max_bytes: None,
+            when_full: BufferFullStrategy::ShutDown,
+        }
+    }
+
+    /// At most `n` records; emits early when full unless told to shut down.
+    pub fn max_records(n: u64) -> Self {
+        BufferConfig {
+            max_records: Some(n),
+            max_bytes: None,
+            when_full: BufferFullStrategy::EmitEarly,
+        }
+    }
+
+    /// At most `n` serialized bytes (keys, values, times and headers);
+    /// emits early when full unless told to shut down.
+    pub fn max_bytes(n: u64) -> Self {
+        BufferConfig {
+            max_records: None,
+            max_bytes: Some(n),
+            when_full: BufferFullStrategy::EmitEarly,
+        }
+    }
+
+    /// Also bounds records.
+    #[must_use]
+    pub fn with_max_records(mut self, n: u64) -> Self {
+        self.max_records = Some(n);
+        self
+    }
+
+    /// Also bounds bytes.
+    #[must_use]
+    pub fn with_max_bytes(mut self, n: u64) -> Self {
+        self.max_bytes = Some(n);
+        self
+    }
+
+    /// Eager: when full, emit the oldest records early.
+    #[must_use]
+    pub fn emit_early_when_full(mut self) -> Self {
+        self.when_full = BufferFullStrategy::EmitEarly;
+        self
+    }
+
+    /// Strict: when full, stop the application with an error naming the
+    /// buffer's store and the bound.
+    #[must_use]
+    pub fn shut_down_when_full(mut self) -> Self {
+        self.when_full = BufferFullStrategy::ShutDown;
+        self
+    }
+
+    /// What a full buffer does.
+    pub fn when_full(&self) -> BufferFullStrategy {
+        self.when_full
     }
 }
 

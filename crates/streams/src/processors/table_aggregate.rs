@@ -6,11 +6,11 @@ use std::rc::Rc;
 
 use stoatflow_state::{InMemoryKeyValueStore, KeyValueStore, ValueAndTimestamp};
 
-use crate::context::TaskContext;
 use crate::error::ProcessError;
-use crate::graph::{Downstream, Push};
 use crate::processors::window_aggregate::Aggregation;
 use crate::record::Record;
+use crate::topology::context::TaskContext;
+use crate::topology::graph::{Downstream, Push};
 
 pub(crate) type KvStoreOf<K, A> = InMemoryKeyValueStore<K, ValueAndTimestamp<A>>;
 

@@ -19,11 +19,11 @@ use stoatflow_state::{
 };
 use stoatflow_time::Watermark;
 
-use crate::context::{DropReason, TaskContext};
 use crate::error::ProcessError;
-use crate::graph::{Downstream, FrontierOperator, Push};
 use crate::record::{Headers, Record, Windowed};
-use crate::shared_store::Shared;
+use crate::topology::context::{DropReason, TaskContext};
+use crate::topology::graph::{Downstream, FrontierOperator, Push};
+use crate::topology::shared_store::Shared;
 use crate::windows::{EmitStrategy, TimeWindows};
 
 /// How values fold into an aggregate: the first value of a window, then each next one.

@@ -8,6 +8,7 @@
 //! Streams' time-windowed (`[key][start: i64 BE]`) and session-windowed
 //! (`[key][end: i64 BE][start: i64 BE]`) serdes.
 
+mod codec;
 mod primitive;
 mod windowed;
 
@@ -18,6 +19,8 @@ pub use primitive::{
     BytesSerde, F64Serde, I32Serde, I64Serde, JsonSerde, NullableSerde, StringSerde, UnitSerde,
 };
 pub use windowed::{SessionWindowedSerde, TimeWindowedSerde};
+
+pub(crate) use codec::{BoxedCodec, codec};
 
 /// Why bytes could not become a value, or a value bytes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -7,60 +7,19 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use stoatflow_state::{
-    Codec, CodecError, InMemoryKeyValueStore, InMemoryWindowStore, SegmentedConfig, StoreConfig,
+    InMemoryKeyValueStore, InMemoryWindowStore, SegmentedConfig, StoreConfig,
     ValueAndTimestampCodec,
 };
 
-use crate::graph::{Downstream, Instantiation};
-use crate::kstream::{KStream, add_processor};
-use crate::ktable::KTable;
-use crate::materialized::Materialized;
+use crate::dsl::kstream::{KStream, add_processor};
+use crate::dsl::ktable::KTable;
+use crate::dsl::materialized::Materialized;
 use crate::processors::table_aggregate::TableAggregate;
 use crate::processors::window_aggregate::{Aggregation, EmitFrontier, TimeWindowAggregate};
 use crate::record::Windowed;
-use crate::serde::{I64Serde, SerdeCodec, SerdeRef};
+use crate::serde::{BoxedCodec, I64Serde, SerdeRef, codec};
+use crate::topology::graph::{Downstream, Instantiation};
 use crate::windows::{EmitStrategy, TimeWindows};
-
-/// A codec for a store whose serde was not given; only reached if the
-/// topology was validated with changelogs on, which validation refuses.
-#[derive(Debug)]
-pub(crate) struct MissingCodec(pub(crate) String);
-
-impl<T> Codec<T> for MissingCodec {
-    /// # Panics
-    /// Always: validation refuses a changelogged store without serdes.
-    fn encode(&self, _: &T, _: &mut Vec<u8>) {
-        panic!(
-            "store {} has no serde; validation must refuse changelogging it",
-            self.0
-        )
-    }
-    fn decode(&self, _: &[u8]) -> Result<T, CodecError> {
-        Err(CodecError::new(format!(
-            "store {} has no serde to decode its changelog",
-            self.0
-        )))
-    }
-}
-
-pub(crate) fn codec<T: 'static>(serde: &Option<SerdeRef<T>>, store: &str) -> Box<dyn Codec<T>> {
-    match serde {
-        Some(s) => Box::new(SerdeCodec::new(s.clone(), format!("{store}-changelog"))),
-        None => Box::new(MissingCodec(store.to_owned())),
-    }
-}
-
-/// Adapts a boxed codec back into `impl Codec`.
-pub(crate) struct BoxedCodec<T>(pub(crate) Box<dyn Codec<T>>);
-
-impl<T> Codec<T> for BoxedCodec<T> {
-    fn encode(&self, v: &T, out: &mut Vec<u8>) {
-        self.0.encode(v, out)
-    }
-    fn decode(&self, b: &[u8]) -> Result<T, CodecError> {
-        self.0.decode(b)
-    }
-}
 
 /// A stream grouped by key, ready to aggregate.
 #[must_use = "a grouped stream does nothing until aggregated"]
@@ -115,7 +74,7 @@ where
 
     /// Windows the grouped stream: by [`TimeWindows`], `SlidingWindows` or
     /// `SessionWindows` (see the `windowing` module for why this is generic).
-    pub fn windowed_by<W: crate::windowing::Windowing>(&self, windows: W) -> W::Stream<K, V> {
+    pub fn windowed_by<W: crate::dsl::windowing::Windowing>(&self, windows: W) -> W::Stream<K, V> {
         windows.stream(self.stream.clone())
     }
 
@@ -189,7 +148,7 @@ where
                 );
                 let kv = Rc::new(RefCell::new(kv));
                 cx.add_store(&store_name, kv.clone());
-                crate::graph::port::<K, V, _>(TableAggregate {
+                crate::topology::graph::port::<K, V, _>(TableAggregate {
                     store_name: store_name.clone(),
                     aggregation: aggregation.clone(),
                     store: kv,
@@ -202,7 +161,7 @@ where
 }
 
 pub(crate) fn note_missing<K, A>(
-    graph: &crate::graph::SharedGraph,
+    graph: &crate::topology::graph::SharedGraph,
     store: &str,
     logging: bool,
     ks: &Option<SerdeRef<K>>,
@@ -367,8 +326,8 @@ where
                     down: Downstream::from_children(ch),
                 }));
                 cx.add_frontier_op(op.clone());
-                let port: crate::graph::Port<K, V> = op;
-                crate::graph::PortHandle::of(port)
+                let port: crate::topology::graph::Port<K, V> = op;
+                crate::topology::graph::PortHandle::of(port)
             }),
         );
         graph
@@ -380,11 +339,5 @@ where
                 as SerdeRef<Windowed<K>>
         });
         KTable::new(graph.clone(), id, key_serde_w, m.value_serde, Some(store))
-    }
-}
-
-impl<T> std::fmt::Debug for BoxedCodec<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("BoxedCodec")
     }
 }

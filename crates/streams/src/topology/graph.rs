@@ -20,9 +20,9 @@ use stoatflow_state::StateStore;
 use stoatflow_time::{SourceTimePolicy, Watermark};
 
 use crate::config::StreamsConfig;
-use crate::context::TaskContext;
 use crate::error::ProcessError;
 use crate::record::{Headers, Record};
+use crate::topology::context::TaskContext;
 
 /// A node's position in the graph (creation order, which is a topological order).
 pub(crate) type NodeId = usize;
@@ -221,6 +221,17 @@ impl Instantiation {
     }
 }
 
+/// A store nodes connect to by name, registered with the builder before any
+/// node uses it (the Processor API's `StoreBuilder` is one). Each node that
+/// connects to it calls `create` when it is instantiated; the first call
+/// registers the store, later ones find it there.
+pub(crate) trait StoreSupplier: Send + Sync + std::fmt::Debug {
+    fn name(&self) -> &str;
+
+    /// Registers the store with `cx`, unless it is there already.
+    fn create(&self, cx: &mut Instantiation);
+}
+
 /// Builds a node's instance from its children's ports.
 pub(crate) type Factory =
     Arc<dyn Fn(&mut Instantiation, Vec<Box<dyn Any>>) -> PortHandle + Send + Sync>;
@@ -285,7 +296,7 @@ pub(crate) struct GraphBuilder {
     /// Stores that lack a serde their changelog would need: (store, "key" | "value").
     pub(crate) missing_serdes: Vec<(String, &'static str)>,
     /// User stores added with `StreamsBuilder::add_state_store`.
-    pub(crate) user_stores: Vec<crate::processor_api::StoreBuilder>,
+    pub(crate) user_stores: Vec<Arc<dyn StoreSupplier>>,
     /// Windowed aggregations: node → `close − window.end` (DESIGN 3.4), for
     /// `suppress(until_window_closes)` to find upstream at build time.
     pub(crate) window_close_offsets: HashMap<NodeId, i64>,

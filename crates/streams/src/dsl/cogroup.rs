@@ -13,16 +13,16 @@
 use std::rc::Rc;
 use std::sync::Arc;
 
-use crate::grouped::{KGroupedStream, TimeWindowedKStream};
-use crate::kstream::KStream;
-use crate::ktable::KTable;
-use crate::materialized::Materialized;
+use crate::dsl::grouped::{KGroupedStream, TimeWindowedKStream};
+use crate::dsl::kstream::KStream;
+use crate::dsl::ktable::KTable;
+use crate::dsl::materialized::Materialized;
+use crate::dsl::session_windowed::SessionWindowedKStream;
+use crate::dsl::sliding_windowed::SlidingWindowedKStream;
+use crate::dsl::windowing::Windowing;
 use crate::processors::session_aggregate::SessionAggregation;
 use crate::processors::window_aggregate::Aggregation;
 use crate::record::Windowed;
-use crate::session_windowed::SessionWindowedKStream;
-use crate::sliding_windowed::SlidingWindowedKStream;
-use crate::windowing::Windowing;
 use crate::windows::EmitStrategy;
 
 /// A record of one cogrouped input, ready to fold into the aggregate.

@@ -1,13 +1,8 @@
-//! Sliding and session window definitions, and [`Windowing`]: how
-//! `windowed_by` picks the windowed stream for a window kind.
-//!
-//! Rust has no overloading, so `KGroupedStream::windowed_by` is generic over
-//! [`Windowing`], whose associated types name the stream it returns:
-//! [`TimeWindows`] gives a [`TimeWindowedKStream`] (as before),
-//! [`SlidingWindows`] a [`SlidingWindowedKStream`], [`SessionWindows`] a
-//! [`SessionWindowedKStream`]; on a cogrouped stream the same call gives the
-//! cogrouped forms. Existing `windowed_by(TimeWindows::..)` calls compile
-//! unchanged.
+//! Window definitions: [`TimeWindows`] (tumbling and hopping, in `time`),
+//! [`SlidingWindows`] and [`SessionWindows`], and the [`EmitStrategy`] of a
+//! windowed aggregation. Each says which windows a record touches and when
+//! each closes; the operators run this arithmetic and the DSL hands it to
+//! them.
 //!
 //! Closes (DESIGN 3.4): a sliding window `[start, start + D]` (both ends
 //! inclusive) closes at `start + D + 1 + grace`; a session `[start, end]`
@@ -15,23 +10,20 @@
 //! `window.end + offset` for a per-operator constant offset, which
 //! `suppress(until_window_closes)` learns from the graph at build time.
 //!
-//! This module owns window arithmetic only; it never sees records or stores.
+//! This module owns window arithmetic only; it never sees records, stores or
+//! the DSL's streams (how `windowed_by` picks a stream per window kind is
+//! `dsl::windowing`).
 
 use std::time::Duration;
 
 use stoatflow_time::duration_ms;
 
-use crate::cogroup::{
-    CogroupValue, SessionWindowedCogroupedKStream, SlidingWindowedCogroupedKStream,
-    TimeWindowedCogroupedKStream,
-};
 use crate::error::TopologyError;
-use crate::grouped::TimeWindowedKStream;
-use crate::kstream::KStream;
 use crate::record::Window;
-use crate::session_windowed::SessionWindowedKStream;
-use crate::sliding_windowed::SlidingWindowedKStream;
-use crate::windows::{EmitStrategy, TimeWindows};
+
+mod time;
+
+pub use time::{EmitStrategy, TimeWindows};
 
 /// Sliding windows of Kafka Streams: `[start, start + D]`, both ends
 /// inclusive, one per distinct set of records within `D` of each other.
@@ -159,100 +151,6 @@ impl SessionWindows {
             });
         }
         Ok(())
-    }
-}
-
-/// A window kind `windowed_by` accepts; its associated types are the
-/// streams it returns for a grouped and for a cogrouped stream.
-pub trait Windowing: Copy + std::fmt::Debug {
-    /// The windowed stream of a grouped stream.
-    type Stream<K, V>;
-    /// The windowed stream of a cogrouped stream aggregating into `A`.
-    type Cogrouped<K, A>;
-
-    #[doc(hidden)]
-    fn stream<K, V>(self, stream: KStream<K, V>) -> Self::Stream<K, V>
-    where
-        K: Ord + Clone + std::fmt::Debug + 'static,
-        V: Clone + 'static;
-
-    #[doc(hidden)]
-    fn cogrouped<K, A>(self, stream: KStream<K, CogroupValue<K, A>>) -> Self::Cogrouped<K, A>
-    where
-        K: Ord + Clone + std::fmt::Debug + 'static,
-        A: Clone + 'static;
-}
-
-impl Windowing for TimeWindows {
-    type Stream<K, V> = TimeWindowedKStream<K, V>;
-    type Cogrouped<K, A> = TimeWindowedCogroupedKStream<K, A>;
-
-    fn stream<K, V>(self, stream: KStream<K, V>) -> TimeWindowedKStream<K, V>
-    where
-        K: Ord + Clone + std::fmt::Debug + 'static,
-        V: Clone + 'static,
-    {
-        TimeWindowedKStream {
-            stream,
-            windows: self,
-            emit: EmitStrategy::default(),
-        }
-    }
-
-    fn cogrouped<K, A>(self, stream: KStream<K, CogroupValue<K, A>>) -> Self::Cogrouped<K, A>
-    where
-        K: Ord + Clone + std::fmt::Debug + 'static,
-        A: Clone + 'static,
-    {
-        TimeWindowedCogroupedKStream {
-            inner: self.stream(stream),
-        }
-    }
-}
-
-impl Windowing for SlidingWindows {
-    type Stream<K, V> = SlidingWindowedKStream<K, V>;
-    type Cogrouped<K, A> = SlidingWindowedCogroupedKStream<K, A>;
-
-    fn stream<K, V>(self, stream: KStream<K, V>) -> SlidingWindowedKStream<K, V>
-    where
-        K: Ord + Clone + std::fmt::Debug + 'static,
-        V: Clone + 'static,
-    {
-        SlidingWindowedKStream::new(stream, self)
-    }
-
-    fn cogrouped<K, A>(self, stream: KStream<K, CogroupValue<K, A>>) -> Self::Cogrouped<K, A>
-    where
-        K: Ord + Clone + std::fmt::Debug + 'static,
-        A: Clone + 'static,
-    {
-        SlidingWindowedCogroupedKStream {
-            inner: self.stream(stream),
-        }
-    }
-}
-
-impl Windowing for SessionWindows {
-    type Stream<K, V> = SessionWindowedKStream<K, V>;
-    type Cogrouped<K, A> = SessionWindowedCogroupedKStream<K, A>;
-
-    fn stream<K, V>(self, stream: KStream<K, V>) -> SessionWindowedKStream<K, V>
-    where
-        K: Ord + Clone + std::fmt::Debug + 'static,
-        V: Clone + 'static,
-    {
-        SessionWindowedKStream::new(stream, self)
-    }
-
-    fn cogrouped<K, A>(self, stream: KStream<K, CogroupValue<K, A>>) -> Self::Cogrouped<K, A>
-    where
-        K: Ord + Clone + std::fmt::Debug + 'static,
-        A: Clone + 'static,
-    {
-        SessionWindowedCogroupedKStream {
-            inner: self.stream(stream),
-        }
     }
 }
 

@@ -28,95 +28,17 @@ use std::time::Duration;
 use stoatflow_state::{InMemoryKeyValueStore, StoreConfig};
 use stoatflow_time::duration_ms;
 
+use crate::dsl::grouped::note_missing;
+use crate::dsl::kstream::add_processor;
+use crate::dsl::ktable::KTable;
 use crate::error::TopologyError;
-use crate::graph::{Downstream, Instantiation, NodeId, PortHandle, SharedGraph};
-use crate::grouped::{BoxedCodec, codec, note_missing};
-use crate::kstream::add_processor;
-use crate::ktable::KTable;
 use crate::processors::suppress_barrier::BarrierSuppress;
-use crate::processors::suppress_time::{BufferedCodec, Sizer, TimeSuppress};
+use crate::processors::suppress_time::{
+    BufferConfig, BufferFullStrategy, BufferedCodec, Sizer, TimeSuppress,
+};
 use crate::record::Windowed;
-
-/// What a full buffer does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BufferFullStrategy {
-    /// Emit the oldest records early (counted in `suppress_early_emits`).
-    EmitEarly,
-    /// Stop the application with `ProcessError::BufferFull`.
-    ShutDown,
-}
-
-/// Bounds of a suppress buffer: records and serialized bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BufferConfig {
-    pub(crate) max_records: Option<u64>,
-    pub(crate) max_bytes: Option<u64>,
-    pub(crate) when_full: BufferFullStrategy,
-}
-
-impl BufferConfig {
-    /// No bound (strict: it can never be full).
-    pub fn unbounded() -> Self {
-        BufferConfig {
-            max_records: None,
-            max_bytes: None,
-            when_full: BufferFullStrategy::ShutDown,
-        }
-    }
-
-    /// At most `n` records; emits early when full unless told to shut down.
-    pub fn max_records(n: u64) -> Self {
-        BufferConfig {
-            max_records: Some(n),
-            max_bytes: None,
-            when_full: BufferFullStrategy::EmitEarly,
-        }
-    }
-
-    /// At most `n` serialized bytes (keys, values, times and headers);
-    /// emits early when full unless told to shut down.
-    pub fn max_bytes(n: u64) -> Self {
-        BufferConfig {
-            max_records: None,
-            max_bytes: Some(n),
-            when_full: BufferFullStrategy::EmitEarly,
-        }
-    }
-
-    /// Also bounds records.
-    #[must_use]
-    pub fn with_max_records(mut self, n: u64) -> Self {
-        self.max_records = Some(n);
-        self
-    }
-
-    /// Also bounds bytes.
-    #[must_use]
-    pub fn with_max_bytes(mut self, n: u64) -> Self {
-        self.max_bytes = Some(n);
-        self
-    }
-
-    /// Eager: when full, emit the oldest records early.
-    #[must_use]
-    pub fn emit_early_when_full(mut self) -> Self {
-        self.when_full = BufferFullStrategy::EmitEarly;
-        self
-    }
-
-    /// Strict: when full, stop the application with an error naming the
-    /// buffer's store and the bound.
-    #[must_use]
-    pub fn shut_down_when_full(mut self) -> Self {
-        self.when_full = BufferFullStrategy::ShutDown;
-        self
-    }
-
-    /// What a full buffer does.
-    pub fn when_full(&self) -> BufferFullStrategy {
-        self.when_full
-    }
-}
+use crate::serde::{BoxedCodec, codec};
+use crate::topology::graph::{Downstream, Instantiation, NodeId, PortHandle, SharedGraph};
 
 pub(crate) enum Trigger<K> {
     WindowCloses { end_of: fn(&K) -> i64 },
@@ -302,7 +224,7 @@ where
                     Downstream::from_children(ch),
                 )));
                 cx.add_frontier_op(op.clone());
-                let port: crate::graph::Port<K, Option<V>> = op;
+                let port: crate::topology::graph::Port<K, Option<V>> = op;
                 PortHandle::of(port)
             }),
         );
@@ -327,7 +249,7 @@ where
                     Downstream::from_children(ch),
                 )));
                 cx.add_frontier_op(op.clone());
-                let port: crate::graph::Port<K, Option<V>> = op;
+                let port: crate::topology::graph::Port<K, Option<V>> = op;
                 PortHandle::of(port)
             }),
         );

@@ -15,13 +15,13 @@ use stoatflow_state::{
     InMemoryKeyValueStore, KeyValueStore, StoreConfig, ValueAndTimestamp, ValueAndTimestampCodec,
 };
 
-use crate::context::TaskContext;
+use crate::dsl::kstream::{KStream, add_processor};
 use crate::error::ProcessError;
-use crate::graph::{Downstream, Instantiation, NodeId, Push, SharedGraph, port};
-use crate::grouped::{BoxedCodec, codec};
-use crate::kstream::{KStream, add_processor};
 use crate::record::Record;
+use crate::serde::{BoxedCodec, codec};
 use crate::serde::{Serde, SerdeError, SerdeRef};
+use crate::topology::context::TaskContext;
+use crate::topology::graph::{Downstream, Instantiation, NodeId, Push, SharedGraph, port};
 
 /// A table, as Kafka Streams' `KTable<K, V>`.
 #[must_use = "a table does nothing until turned into a stream or joined"]

@@ -15,10 +15,12 @@ use std::rc::Rc;
 use stoatflow_state::{ChangelogRecord, StateStore};
 use stoatflow_time::Watermark;
 
-use crate::context::{OutputRecord, RecordMetadata, TaskContext, TaskMetrics};
 use crate::error::ProcessError;
-use crate::graph::{FrontierOperator, Instantiation, Port, SourceInput, StoreHandle, TimeOperator};
 use crate::record::{Headers, Record};
+use crate::topology::context::{OutputRecord, RecordMetadata, TaskContext, TaskMetrics};
+use crate::topology::graph::{
+    FrontierOperator, Instantiation, Port, SourceInput, StoreHandle, TimeOperator,
+};
 
 /// What one epoch commits: its output records and its changelog writes.
 #[derive(Debug, Default)]

@@ -10,11 +10,11 @@ use std::marker::PhantomData;
 
 use stoatflow_time::{WallTime, Watermark};
 
-use crate::context::TaskContext;
 use crate::error::ProcessError;
-use crate::graph::{Push, TimeOperator};
-use crate::processor_api::{NodeState, Processor, ProcessorContext, PunctuationType};
+use crate::processor::{NodeState, Processor, ProcessorContext, PunctuationType};
 use crate::record::Record;
+use crate::topology::context::TaskContext;
+use crate::topology::graph::{Push, TimeOperator};
 
 pub(crate) struct CustomProcessor<P, KIn, VIn, KOut, VOut> {
     processor: P,

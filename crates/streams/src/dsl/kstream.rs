@@ -5,18 +5,18 @@ use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::builder::add_source;
-use crate::graph::{
-    Downstream, Factory, Instantiation, NodeDef, NodeId, NodeKind, SharedGraph, port,
-};
-use crate::grouped::KGroupedStream;
-use crate::ktable::KTable;
-use crate::materialized::{Grouped, Produced};
+use crate::dsl::builder::add_source;
+use crate::dsl::grouped::KGroupedStream;
+use crate::dsl::ktable::KTable;
+use crate::dsl::materialized::{Grouped, Produced};
 use crate::processors::sink::Sink;
 use crate::processors::stateless::{
     Branch, Filter, FlatMap, FlatMapValues, Map, MapValues, PassThrough, Peek, Pred,
 };
 use crate::serde::SerdeRef;
+use crate::topology::graph::{
+    Downstream, Factory, Instantiation, NodeDef, NodeId, NodeKind, SharedGraph, port,
+};
 
 /// A stream of typed records, as Kafka Streams' `KStream<K, V>`.
 #[must_use = "a stream does nothing until it reaches a sink or an aggregation"]
@@ -444,7 +444,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     where
         K: Ord,
     {
-        crate::ktable::table_from_stream(self, store)
+        crate::dsl::ktable::table_from_stream(self, store)
     }
 }
 

@@ -5,15 +5,15 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use crate::dsl::kstream::KStream;
+use crate::dsl::ktable::KTable;
+use crate::dsl::materialized::Consumed;
 use crate::error::TopologyError;
-use crate::graph::{
-    Downstream, Instantiation, NodeDef, NodeKind, PortHandle, SharedGraph, SourceInput, SourceTime,
-};
-use crate::kstream::KStream;
-use crate::ktable::KTable;
-use crate::materialized::Consumed;
 use crate::processors::source::Source;
 use crate::topology::Topology;
+use crate::topology::graph::{
+    Downstream, Instantiation, NodeDef, NodeKind, PortHandle, SharedGraph, SourceInput, SourceTime,
+};
 
 /// Builds a topology with the DSL, as Kafka Streams' `StreamsBuilder`.
 #[derive(Debug, Default)]

@@ -10,44 +10,11 @@ use std::any::Any;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
 
-use stoatflow_time::duration_ms;
-
-use crate::builder::StreamsBuilder;
-use crate::cron::CronSchedule;
-use crate::error::TopologyError;
-use crate::graph::{Downstream, Instantiation, NodeDef, NodeKind, PortHandle};
-use crate::kstream::KStream;
-use crate::processors::scheduled_source::ScheduledSource;
-
-/// When a scheduled source fires.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Schedule {
-    /// Every interval (ms) of wall-clock time, the first one interval after start.
-    WallClock(i64),
-    /// At the times of a cron expression (UTC).
-    Cron(CronSchedule),
-    /// Every interval (ms) of watermark progress, aligned to 0.
-    StreamTime(i64),
-}
-
-impl Schedule {
-    /// Every `interval` of wall-clock time.
-    pub fn wall_clock(interval: Duration) -> Self {
-        Schedule::WallClock(duration_ms(interval).max(1))
-    }
-
-    /// At the times of a five-field cron expression.
-    pub fn cron(expr: &str) -> Result<Self, TopologyError> {
-        CronSchedule::parse(expr).map(Schedule::Cron)
-    }
-
-    /// Every `interval` of watermark progress.
-    pub fn stream_time(interval: Duration) -> Self {
-        Schedule::StreamTime(duration_ms(interval).max(1))
-    }
-}
+use crate::dsl::builder::StreamsBuilder;
+use crate::dsl::kstream::KStream;
+use crate::processors::scheduled_source::{Schedule, ScheduledSource};
+use crate::topology::graph::{Downstream, Instantiation, NodeDef, NodeKind, PortHandle};
 
 impl StreamsBuilder {
     /// A source node named `name` that emits `generator(fire_time)` on

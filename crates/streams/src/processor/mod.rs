@@ -1,7 +1,7 @@
 //! The Processor API: [`Processor`], [`ProcessorContext`], punctuators
 //! ([`PunctuationType`], [`Cancellable`]), event-time timers, user stores
-//! ([`Stores`], [`StoreBuilder`]) and the DSL entries [`KStream::process`]
-//! and [`KStream::process_values`].
+//! ([`Stores`], [`StoreBuilder`]). The DSL entries `KStream::process` and
+//! `KStream::process_values` are `dsl::process`.
 //!
 //! Differences from Kafka Streams, forced by Rust or by event time:
 //! - the context is passed to every call (`init`, `process`, `on_timer`,
@@ -24,7 +24,11 @@
 //!   added.
 //!
 //! This module owns the user-facing API; the node that runs a processor is
-//! `processors::custom`. It never reads the system clock.
+//! `node`. It knows the graph only through its contracts (`Downstream`,
+//! `Instantiation`, `StoreSupplier`), never the DSL, and never reads the
+//! system clock.
+
+pub(crate) mod node;
 
 use std::any::Any;
 use std::cell::RefCell;
@@ -36,15 +40,12 @@ use std::time::Duration;
 use stoatflow_state::{InMemoryKeyValueStore, KeyValueStore, StoreConfig};
 use stoatflow_time::duration_ms;
 
-use crate::builder::StreamsBuilder;
-use crate::context::{RecordMetadata, TaskContext};
 use crate::error::ProcessError;
-use crate::graph::{Downstream, Instantiation, NodeDef, NodeKind};
-use crate::grouped::{BoxedCodec, codec};
-use crate::kstream::KStream;
-use crate::processors::custom::CustomProcessor;
 use crate::record::{Headers, Record};
+use crate::serde::{BoxedCodec, codec};
 use crate::serde::{Serde, SerdeRef};
+use crate::topology::context::{RecordMetadata, TaskContext};
+use crate::topology::graph::{Downstream, Instantiation, StoreSupplier};
 
 /// What drives a punctuator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -407,7 +408,7 @@ impl<KOut: Clone + 'static, VOut: Clone + 'static> ProcessorContext<'_, KOut, VO
 }
 
 /// Creates the changelogged store of one kind of timers and its index.
-fn timer_index(cx: &mut Instantiation, name: &str) -> Timers {
+pub(crate) fn timer_index(cx: &mut Instantiation, name: &str) -> Timers {
     let store = Rc::new(RefCell::new(InMemoryKeyValueStore::new(
         StoreConfig::new(name.to_owned()).with_changelog_enabled(cx.config.changelog_enabled),
         stoatflow_state::StringCodec,
@@ -425,12 +426,22 @@ fn timer_index(cx: &mut Instantiation, name: &str) -> Timers {
 type StoreFactory = Arc<dyn Fn(&mut Instantiation) + Send + Sync>;
 
 /// A user store, as Kafka Streams' `StoreBuilder`: added with
-/// [`StreamsBuilder::add_state_store`], connected by name in
-/// [`KStream::process`].
+/// `StreamsBuilder::add_state_store`, connected by name in
+/// `KStream::process`.
 #[derive(Clone)]
 pub struct StoreBuilder {
     name: String,
     factory: StoreFactory,
+}
+
+impl StoreSupplier for StoreBuilder {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn create(&self, cx: &mut Instantiation) {
+        (self.factory)(cx)
+    }
 }
 
 impl std::fmt::Debug for StoreBuilder {
@@ -473,136 +484,5 @@ impl Stores {
                 cx.add_store(&n, Rc::new(RefCell::new(store)));
             }),
         }
-    }
-}
-
-impl StreamsBuilder {
-    /// Adds a user store that processors connect to by name.
-    pub fn add_state_store(&mut self, store: StoreBuilder) -> &mut Self {
-        self.graph.borrow_mut().user_stores.push(store);
-        self
-    }
-}
-
-fn user_store(graph: &crate::graph::SharedGraph, name: &str) -> Option<StoreBuilder> {
-    graph
-        .borrow()
-        .user_stores
-        .iter()
-        .rev()
-        .find(|b| b.name == name)
-        .cloned()
-}
-
-impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
-    /// Runs a custom processor on every record; `stores` names user stores
-    /// added with [`StreamsBuilder::add_state_store`].
-    pub fn process<KOut, VOut, P>(
-        &self,
-        supplier: impl Fn() -> P + Send + Sync + 'static,
-        stores: &[&str],
-    ) -> KStream<KOut, VOut>
-    where
-        KOut: Clone + 'static,
-        VOut: Clone + 'static,
-        P: Processor<K, V, KOut, VOut> + 'static,
-    {
-        let (id, _) = self.add_custom("KSTREAM-PROCESSOR", supplier, stores);
-        let mut s = KStream::new(self.graph.clone(), id, None, None);
-        s.repartition_required = true;
-        s
-    }
-
-    /// As [`KStream::process`] for a processor that keeps keys (Kafka
-    /// Streams' `FixedKeyProcessor`): no repartition is implied downstream.
-    /// Keeping the key is the processor's contract; it is not checked.
-    pub fn process_values<VOut, P>(
-        &self,
-        supplier: impl Fn() -> P + Send + Sync + 'static,
-        stores: &[&str],
-    ) -> KStream<K, VOut>
-    where
-        VOut: Clone + 'static,
-        P: Processor<K, V, K, VOut> + 'static,
-    {
-        let (id, _) = self.add_custom("KSTREAM-PROCESSVALUES", supplier, stores);
-        let mut s = KStream::new(self.graph.clone(), id, self.key_serde.clone(), None);
-        s.repartition_required = self.repartition_required;
-        s
-    }
-
-    fn add_custom<KOut, VOut, P>(
-        &self,
-        prefix: &str,
-        supplier: impl Fn() -> P + Send + Sync + 'static,
-        stores: &[&str],
-    ) -> (usize, String)
-    where
-        KOut: Clone + 'static,
-        VOut: Clone + 'static,
-        P: Processor<K, V, KOut, VOut> + 'static,
-    {
-        let name = self.graph.borrow_mut().next_name(prefix);
-        let mut builders = Vec::new();
-        for s in stores {
-            match user_store(&self.graph, s) {
-                Some(b) => builders.push(b),
-                None => self.graph.borrow_mut().errors.push(
-                    crate::error::TopologyError::InvalidArgument {
-                        node: name.clone(),
-                        reason: format!(
-                            "store {s} is not added to the builder (StreamsBuilder::add_state_store)"
-                        ),
-                    },
-                ),
-            }
-        }
-        let mut store_names: Vec<String> = stores.iter().map(|s| (*s).to_owned()).collect();
-        let timers = P::EVENT_TIME_TIMERS;
-        let timer_store = format!("{name}-timers");
-        if timers {
-            store_names.push(timer_store.clone());
-        }
-        let wall_timers = P::PROCESSING_TIME_TIMERS;
-        let wall_timer_store = format!("{name}-wall-timers");
-        if wall_timers {
-            store_names.push(wall_timer_store.clone());
-        }
-        let node_name = name.clone();
-        let factory = Arc::new(move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
-            let mut handles: BTreeMap<String, Rc<dyn Any>> = BTreeMap::new();
-            for b in &builders {
-                (b.factory)(cx);
-                if let Some(h) = cx.stores.get(&b.name) {
-                    handles.insert(b.name.clone(), h.typed.clone());
-                }
-            }
-            let timers = timers.then(|| timer_index(cx, &timer_store));
-            let wall_timers = wall_timers.then(|| timer_index(cx, &wall_timer_store));
-            let node = Rc::new(RefCell::new(CustomProcessor::<P, K, V, KOut, VOut>::new(
-                supplier(),
-                NodeState {
-                    name: node_name.clone(),
-                    down: Downstream::from_children(ch),
-                    schedules: Vec::new(),
-                    timers,
-                    wall_timers,
-                    stores: handles,
-                },
-            )));
-            cx.add_time_op(node.clone());
-            crate::graph::PortHandle::of::<K, V>(node)
-        });
-        let mut g = self.graph.borrow_mut();
-        let id = g.add(NodeDef {
-            name: name.clone(),
-            kind: NodeKind::Processor,
-            parents: vec![self.node],
-            stores: store_names,
-            watermark_driven: timers.then_some("event-time timer"),
-            internal: false,
-            factory,
-        });
-        (id, name)
     }
 }

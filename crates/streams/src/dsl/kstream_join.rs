@@ -17,13 +17,11 @@ use std::sync::Arc;
 
 use stoatflow_state::{InMemoryKeyValueStore, InMemoryWindowStore, SegmentedConfig, StoreConfig};
 
+use crate::dsl::joins::{JoinWindows, Joined, StreamJoined};
+use crate::dsl::kstream::{KStream, add_processor};
+use crate::dsl::ktable::{KTable, table_store};
+use crate::dsl::materialized::Grouped;
 use crate::error::TopologyError;
-use crate::graph::{Downstream, Instantiation, PortHandle, SharedGraph, port};
-use crate::grouped::{BoxedCodec, codec};
-use crate::joins::{JoinWindows, Joined, StreamJoined};
-use crate::kstream::{KStream, add_processor};
-use crate::ktable::{KTable, table_store};
-use crate::materialized::Grouped;
 use crate::processors::stateless::PassThrough;
 use crate::processors::stream_join::{
     JoinFrontierStore, JoinSide, JoinWindowStore, Joiner, LEFT, LeftOrRight, LeftOrRightListCodec,
@@ -32,6 +30,8 @@ use crate::processors::stream_join::{
 use crate::processors::stream_table_join::StreamTableJoin;
 use crate::processors::window_aggregate::EmitFrontier;
 use crate::serde::SerdeRef;
+use crate::serde::{BoxedCodec, codec};
+use crate::topology::graph::{Downstream, Instantiation, PortHandle, SharedGraph, port};
 
 fn note_missing<T>(
     graph: &SharedGraph,

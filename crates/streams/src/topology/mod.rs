@@ -1,9 +1,20 @@
-//! [`Topology`]: the built graph, its sub-topologies, `describe()`, and the
-//! validation of DESIGN 3.7.
+//! The engine's bottom layer: the graph and the contracts every operator
+//! implements (`graph`: `Push`, `Downstream`, `FrontierOperator`,
+//! `TimeOperator`, instantiation), the task that runs a sub-topology
+//! (`task`, `context`, `shared_store`) and, here, [`Topology`]: the built
+//! graph, its sub-topologies, `describe()`, and the validation of DESIGN 3.7.
 //!
 //! Sub-topologies are the connected components of the graph once it is cut
 //! at repartition topics (nodes sharing a store stay together). Each is run
 //! by one [`StreamTask`].
+//!
+//! This layer knows nothing of the DSL, the Processor API or what any
+//! operator does; everything above it imports it, never the reverse.
+
+pub(crate) mod context;
+pub(crate) mod graph;
+pub(crate) mod shared_store;
+pub(crate) mod task;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -13,8 +24,8 @@ use stoatflow_time::SourceTimePolicy;
 
 use crate::config::{CoordinationMode, DispatchMode, StreamsConfig};
 use crate::error::TopologyError;
-use crate::graph::{Instantiation, NodeDef, NodeId, NodeKind};
-use crate::task::StreamTask;
+use crate::topology::graph::{Instantiation, NodeDef, NodeId, NodeKind};
+use crate::topology::task::StreamTask;
 
 /// A source topic and the time policy its partitions run.
 #[derive(Debug, Clone)]
@@ -123,7 +134,7 @@ impl Topology {
 
     /// Refuses what DESIGN 3.7 lists, naming the node and the source.
     pub fn validate(&self, config: &StreamsConfig) -> Result<(), TopologyError> {
-        let external: Vec<(&NodeDef, &crate::graph::SourceTime, &str)> = self
+        let external: Vec<(&NodeDef, &crate::topology::graph::SourceTime, &str)> = self
             .nodes
             .iter()
             .filter(|n| !n.internal)
@@ -252,7 +263,7 @@ impl Topology {
             time_ops: BTreeMap::new(),
             stores: BTreeMap::new(),
         };
-        let mut ports: HashMap<NodeId, crate::graph::PortHandle> = HashMap::new();
+        let mut ports: HashMap<NodeId, crate::topology::graph::PortHandle> = HashMap::new();
         for i in (0..self.nodes.len())
             .rev()
             .filter(|&i| self.subtopology_of[i] == st)

@@ -1,93 +1,58 @@
-//! [`SlidingWindowedKStream`]: a grouped stream windowed by
-//! [`SlidingWindows`], and its count, reduce and aggregate into a table of
-//! `Windowed<K>` (window `[start, start + D]`).
+//! [`SessionWindowedKStream`]: a grouped stream windowed by
+//! [`SessionWindows`], and its count, reduce and aggregate (with a merger)
+//! into a table of `Windowed<K>` (window `[start, end]`, both inclusive).
 //!
-//! Owns the building of the sliding aggregation node, its window store
-//! (retention `Materialized::with_retention`, else `2·D + grace`) and its
+//! Owns the building of the session aggregation node, its session store
+//! (retention `Materialized::with_retention`, else `gap + grace`) and its
 //! emit-frontier companion; the operator itself is
-//! `processors::sliding_aggregate`.
+//! `processors::session_aggregate`.
 
 use std::any::Any;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use stoatflow_state::{
-    InMemoryKeyValueStore, InMemoryWindowStore, SegmentedConfig, StoreConfig,
-    ValueAndTimestampCodec,
-};
+use stoatflow_state::{InMemorySessionStore, SegmentedConfig, StoreConfig};
 
-use crate::error::TopologyError;
-use crate::graph::{Downstream, Instantiation, PortHandle};
-use crate::grouped::{
-    BoxedCodec, aggregate_aggregation, codec, count_aggregation, note_missing, reduce_aggregation,
+use crate::dsl::grouped::{
+    aggregate_aggregation, count_aggregation, note_missing, reduce_aggregation,
 };
-use crate::kstream::{KStream, add_processor};
-use crate::ktable::KTable;
-use crate::materialized::Materialized;
-use crate::processors::sliding_aggregate::SlidingWindowAggregate;
-use crate::processors::window_aggregate::{Aggregation, EmitFrontier};
+use crate::dsl::kstream::{KStream, add_processor};
+use crate::dsl::ktable::KTable;
+use crate::dsl::materialized::Materialized;
+use crate::dsl::sliding_windowed::{checked_retention, emit_frontier_for};
+use crate::processors::session_aggregate::{SessionAggregation, SessionWindowAggregate};
 use crate::record::Windowed;
-use crate::serde::{I64Serde, SerdeRef, TimeWindowedSerde};
-use crate::windowing::SlidingWindows;
+use crate::serde::{BoxedCodec, codec};
+use crate::serde::{I64Serde, SerdeRef, SessionWindowedSerde};
+use crate::topology::graph::{Downstream, Instantiation, PortHandle};
 use crate::windows::EmitStrategy;
+use crate::windows::SessionWindows;
 
-/// Registers `<store>-emitfrontier` and reads the emit frontier from it.
-pub(crate) fn emit_frontier_for(cx: &mut Instantiation, store_name: &str) -> EmitFrontier {
-    let name = format!("{store_name}-emitfrontier");
-    let fs = InMemoryKeyValueStore::new(
-        StoreConfig::new(name.clone()).with_changelog_enabled(cx.config.changelog_enabled),
-        stoatflow_state::StringCodec,
-        stoatflow_state::I64Codec,
-    );
-    let fs = Rc::new(RefCell::new(fs));
-    cx.add_store(&name, fs.clone());
-    EmitFrontier::new(store_name, fs)
-}
-
-/// The retention of a windowed store: the configured one if it is at least
-/// the default, else an error naming the store.
-pub(crate) fn checked_retention(
-    store: &str,
-    configured: Option<i64>,
-    default: i64,
-    what: &str,
-) -> Result<i64, TopologyError> {
-    let retention = configured.unwrap_or(default);
-    if retention < default {
-        return Err(TopologyError::InvalidArgument {
-            node: store.to_owned(),
-            reason: format!("retention {retention} ms is shorter than {what} = {default} ms"),
-        });
-    }
-    Ok(retention)
-}
-
-/// A grouped stream windowed by sliding windows, as Kafka Streams'
-/// `TimeWindowedKStream` over `SlidingWindows`.
+/// A grouped stream windowed by sessions, as Kafka Streams' `SessionWindowedKStream`.
 #[must_use = "a windowed stream does nothing until aggregated"]
-pub struct SlidingWindowedKStream<K, V> {
+pub struct SessionWindowedKStream<K, V> {
     stream: KStream<K, V>,
-    windows: SlidingWindows,
+    windows: SessionWindows,
     emit: EmitStrategy,
 }
 
-impl<K, V> std::fmt::Debug for SlidingWindowedKStream<K, V> {
+impl<K, V> std::fmt::Debug for SessionWindowedKStream<K, V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SlidingWindowedKStream")
+        f.debug_struct("SessionWindowedKStream")
             .field("windows", &self.windows)
             .field("emit", &self.emit)
             .finish()
     }
 }
 
-impl<K, V> SlidingWindowedKStream<K, V>
+impl<K, V> SessionWindowedKStream<K, V>
 where
     K: Ord + Clone + std::fmt::Debug + 'static,
     V: Clone + 'static,
 {
-    pub(crate) fn new(stream: KStream<K, V>, windows: SlidingWindows) -> Self {
-        SlidingWindowedKStream {
+    pub(crate) fn new(stream: KStream<K, V>, windows: SessionWindows) -> Self {
+        SessionWindowedKStream {
             stream,
             windows,
             emit: EmitStrategy::default(),
@@ -100,7 +65,7 @@ where
         self
     }
 
-    /// Counts records per key and window.
+    /// Counts records per session.
     pub fn count(&self) -> KTable<Windowed<K>, i64> {
         self.count_with(Materialized::default())
     }
@@ -108,37 +73,56 @@ where
     /// Counts into a named store.
     pub fn count_with(&self, materialized: Materialized<K, i64>) -> KTable<Windowed<K>, i64> {
         let m = materialized.or_value_serde(Some(Arc::new(I64Serde)));
-        self.aggregate_into("KSTREAM-AGGREGATE", count_aggregation(), m)
+        let aggregation = SessionAggregation {
+            per_record: count_aggregation(),
+            init: None,
+            merge: Arc::new(|_, a, b| a + b),
+        };
+        self.aggregate_into("KSTREAM-AGGREGATE", aggregation, m)
     }
 
-    /// Combines values per key and window.
+    /// Combines values per session; merging sessions combines their results
+    /// with the same reducer, earlier session first.
     pub fn reduce(
         &self,
         reducer: impl Fn(V, V) -> V + Send + Sync + 'static,
         materialized: Materialized<K, V>,
     ) -> KTable<Windowed<K>, V> {
         let m = materialized.or_value_serde(self.stream.value_serde.clone());
-        self.aggregate_into("KSTREAM-REDUCE", reduce_aggregation(reducer), m)
+        let reducer = Arc::new(reducer);
+        let merge_reducer = reducer.clone();
+        let aggregation = SessionAggregation {
+            per_record: reduce_aggregation(move |a, b| reducer(a, b)),
+            init: None,
+            merge: Arc::new(move |_, a, b| merge_reducer(a, b)),
+        };
+        self.aggregate_into("KSTREAM-REDUCE", aggregation, m)
     }
 
-    /// Folds values per key and window.
+    /// Folds values per session; `merger` combines two sessions' aggregates
+    /// when a record joins them (the merge starts from `init()`, as in Kafka
+    /// Streams).
     pub fn aggregate<A: Clone + 'static>(
         &self,
         init: impl Fn() -> A + Send + Sync + 'static,
         aggregator: impl Fn(&K, &V, A) -> A + Send + Sync + 'static,
+        merger: impl Fn(&K, A, A) -> A + Send + Sync + 'static,
         materialized: Materialized<K, A>,
     ) -> KTable<Windowed<K>, A> {
-        self.aggregate_into(
-            "KSTREAM-AGGREGATE",
-            aggregate_aggregation(init, aggregator),
-            materialized,
-        )
+        let init: Arc<dyn Fn() -> A + Send + Sync> = Arc::new(init);
+        let first = init.clone();
+        let aggregation = SessionAggregation {
+            per_record: aggregate_aggregation(move || first(), aggregator),
+            init: Some(init),
+            merge: Arc::new(merger),
+        };
+        self.aggregate_into("KSTREAM-AGGREGATE", aggregation, materialized)
     }
 
     pub(crate) fn aggregate_into<A: Clone + 'static>(
         &self,
         prefix: &str,
-        aggregation: Aggregation<K, V, A>,
+        aggregation: SessionAggregation<K, V, A>,
         m: Materialized<K, A>,
     ) -> KTable<Windowed<K>, A> {
         let graph = &self.stream.graph;
@@ -153,7 +137,7 @@ where
                 &store,
                 m.retention_ms,
                 windows.default_retention_ms(),
-                "2 x time difference + grace",
+                "inactivity gap + grace",
             )
         });
         let retention = retention.unwrap_or_else(|e| {
@@ -177,44 +161,41 @@ where
             prefix,
             vec![self.stream.node],
             stores,
-            Some("sliding-window aggregation"),
+            Some("session-window aggregation"),
             Arc::new(move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
                 let changelog = logging && cx.config.changelog_enabled;
                 let config = StoreConfig::new(store_name.clone()).with_changelog_enabled(changelog);
-                let ws = InMemoryWindowStore::new(
+                let ss = InMemorySessionStore::new(
                     config,
                     SegmentedConfig::new(retention),
                     BoxedCodec(codec(&ks, &store_name)),
-                    ValueAndTimestampCodec::new(BoxedCodec(codec(&vs, &store_name))),
+                    BoxedCodec(codec(&vs, &store_name)),
                 );
-                let ws = Rc::new(RefCell::new(ws));
-                cx.add_store(&store_name, ws.clone());
+                let ss = Rc::new(RefCell::new(ss));
+                cx.add_store(&store_name, ss.clone());
                 let emit_frontier = (emit == EmitStrategy::OnWindowClose)
                     .then(|| emit_frontier_for(cx, &store_name));
-                let op = Rc::new(RefCell::new(SlidingWindowAggregate {
+                let op = Rc::new(RefCell::new(SessionWindowAggregate {
                     node: store_name.clone(),
                     store_name: store_name.clone(),
                     windows,
                     aggregation: aggregation.clone(),
-                    store: ws,
+                    store: ss,
                     emit,
                     emit_frontier,
                     down: Downstream::from_children(ch),
-                    window_set: Vec::new(),
                 }));
                 cx.add_frontier_op(op.clone());
-                let port: crate::graph::Port<K, V> = op;
+                let port: crate::topology::graph::Port<K, V> = op;
                 PortHandle::of(port)
             }),
         );
         graph
             .borrow_mut()
             .window_close_offsets
-            .insert(id, 1 + windows.grace_ms());
-        let key_serde_w: Option<SerdeRef<Windowed<K>>> = key_serde.map(|k| {
-            Arc::new(TimeWindowedSerde::new(k, windows.time_difference_ms()))
-                as SerdeRef<Windowed<K>>
-        });
+            .insert(id, windows.close_span());
+        let key_serde_w: Option<SerdeRef<Windowed<K>>> =
+            key_serde.map(|k| Arc::new(SessionWindowedSerde::new(k)) as SerdeRef<Windowed<K>>);
         KTable::new(graph.clone(), id, key_serde_w, m.value_serde, Some(store))
     }
 }

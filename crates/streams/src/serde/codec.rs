@@ -1,0 +1,53 @@
+//! Serdes as the state crate's [`Codec`]: how a store's changelog encodes
+//! with the serde its DSL call was given, and what stands in when none was.
+
+use stoatflow_state::{Codec, CodecError};
+
+use super::{SerdeCodec, SerdeRef};
+
+/// A codec for a store whose serde was not given; only reached if the
+/// topology was validated with changelogs on, which validation refuses.
+#[derive(Debug)]
+pub(crate) struct MissingCodec(pub(crate) String);
+
+impl<T> Codec<T> for MissingCodec {
+    /// # Panics
+    /// Always: validation refuses a changelogged store without serdes.
+    fn encode(&self, _: &T, _: &mut Vec<u8>) {
+        panic!(
+            "store {} has no serde; validation must refuse changelogging it",
+            self.0
+        )
+    }
+    fn decode(&self, _: &[u8]) -> Result<T, CodecError> {
+        Err(CodecError::new(format!(
+            "store {} has no serde to decode its changelog",
+            self.0
+        )))
+    }
+}
+
+pub(crate) fn codec<T: 'static>(serde: &Option<SerdeRef<T>>, store: &str) -> Box<dyn Codec<T>> {
+    match serde {
+        Some(s) => Box::new(SerdeCodec::new(s.clone(), format!("{store}-changelog"))),
+        None => Box::new(MissingCodec(store.to_owned())),
+    }
+}
+
+/// Adapts a boxed codec back into `impl Codec`.
+pub(crate) struct BoxedCodec<T>(pub(crate) Box<dyn Codec<T>>);
+
+impl<T> Codec<T> for BoxedCodec<T> {
+    fn encode(&self, v: &T, out: &mut Vec<u8>) {
+        self.0.encode(v, out)
+    }
+    fn decode(&self, b: &[u8]) -> Result<T, CodecError> {
+        self.0.decode(b)
+    }
+}
+
+impl<T> std::fmt::Debug for BoxedCodec<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BoxedCodec")
+    }
+}
