@@ -79,6 +79,7 @@ pub use processor::{
 };
 pub use processors::scheduled_source::Schedule;
 pub use processors::suppress_time::{BufferConfig, BufferFullStrategy};
+pub use processors::source::EventTimeReader;
 pub use record::{Headers, Record, Window, Windowed};
 pub use serde::{
     BytesSerde, F64Serde, I32Serde, I64Serde, JsonSerde, NullableSerde, Serde, SerdeError,

@@ -111,6 +111,12 @@ where
     }
     let time = SourceTime {
         policy: strategy.as_ref().map(|s| s.policy().clone()),
+        reader: Arc::new(crate::processors::source::SourceTimeReader {
+            topic: topic.to_owned(),
+            key_serde: key_serde.clone(),
+            value_serde: value_serde.clone(),
+            strategy: strategy.clone(),
+        }),
     };
     let topic_owned = topic.to_owned();
     let factory = Arc::new(

@@ -105,3 +105,75 @@ impl<K: Clone + 'static, V: Clone + 'static> SourceInput for Source<K, V> {
         Box::new(port)
     }
 }
+
+/// Reads a serialized record's event time the way its source will assign it
+/// (deserialize, then the strategy's timestamp assigner, else the record's
+/// own timestamp), without processing it. The runtime's dispatcher needs the
+/// event time before a task sees the record: ordered dispatch and the
+/// watermark generators run on it. `Send + Sync`: it runs on the poll thread.
+pub trait EventTimeReader: Send + Sync + std::fmt::Debug {
+    /// The event time `record_timestamp`'s record will be given, with
+    /// `partition_time` the largest event time its partition has produced.
+    ///
+    /// # Errors
+    /// The record does not deserialize or its time is invalid: the message
+    /// names the topic and what failed. The task will meet the same failure
+    /// and route it through the deserialization handler.
+    fn event_time(
+        &self,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        record_timestamp: i64,
+        partition_time: Option<stoatflow_time::EventTime>,
+    ) -> Result<stoatflow_time::EventTime, String>;
+}
+
+pub(crate) struct SourceTimeReader<K, V> {
+    pub(crate) topic: String,
+    pub(crate) key_serde: SerdeRef<K>,
+    pub(crate) value_serde: SerdeRef<V>,
+    pub(crate) strategy: Option<WatermarkStrategy<K, V>>,
+}
+
+impl<K, V> std::fmt::Debug for SourceTimeReader<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SourceTimeReader")
+            .field("topic", &self.topic)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: 'static, V: 'static> EventTimeReader for SourceTimeReader<K, V> {
+    fn event_time(
+        &self,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        record_timestamp: i64,
+        partition_time: Option<stoatflow_time::EventTime>,
+    ) -> Result<stoatflow_time::EventTime, String> {
+        let invalid = |e: stoatflow_time::TimeError| {
+            format!(
+                "record from topic {} has an invalid event time: {e}",
+                self.topic
+            )
+        };
+        let Some(strategy) = self
+            .strategy
+            .as_ref()
+            .filter(|s| s.has_timestamp_assigner())
+        else {
+            return stoatflow_time::EventTime::new(record_timestamp).map_err(invalid);
+        };
+        let k = self
+            .key_serde
+            .deserialize_nullable(&self.topic, key)
+            .map_err(|e| format!("cannot deserialize the key: {e}"))?;
+        let v = self
+            .value_serde
+            .deserialize_nullable(&self.topic, value)
+            .map_err(|e| format!("cannot deserialize the value: {e}"))?;
+        strategy
+            .assign(&k, &v, record_timestamp, partition_time)
+            .map_err(invalid)
+    }
+}

@@ -254,6 +254,9 @@ pub(crate) enum NodeKind {
 pub(crate) struct SourceTime {
     /// `None`: the source declared no strategy (the configured default applies).
     pub(crate) policy: Option<SourceTimePolicy>,
+    /// Reads a serialized record's event time, for whoever orders records
+    /// before a task processes them (the runtime's dispatcher).
+    pub(crate) reader: Arc<dyn crate::processors::source::EventTimeReader>,
 }
 
 impl SourceTime {

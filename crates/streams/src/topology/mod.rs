@@ -123,6 +123,38 @@ impl Topology {
             .collect()
     }
 
+    /// The event-time reader of the source reading `topic` (the runtime's
+    /// dispatcher orders records by it before a task processes them).
+    pub fn event_time_reader(
+        &self,
+        topic: &str,
+    ) -> Option<Arc<dyn crate::processors::source::EventTimeReader>> {
+        self.nodes.iter().find_map(|n| match &n.kind {
+            NodeKind::Source { topics, time } if topics.iter().any(|t| t == topic) => {
+                Some(time.reader.clone())
+            }
+            _ => None,
+        })
+    }
+
+    /// The topics the topology's sinks write, with the sub-topology writing
+    /// each (repartition topics included; see [`Topology::sources`] for which
+    /// are internal).
+    pub fn sink_topics(&self) -> Vec<(String, usize)> {
+        let mut out: Vec<(String, usize)> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| match &n.kind {
+                NodeKind::Sink { topic } => Some((topic.clone(), self.subtopology_of[i])),
+                _ => None,
+            })
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// Whether the topology needs watermark tracking under `AUTO`: a
     /// watermark-driven processor, or a source with an explicit strategy.
     pub fn needs_event_time(&self) -> bool {

@@ -1,0 +1,275 @@
+//! [`StreamsApp`]: the application a user starts, watches and closes.
+//!
+//! Owns the engine thread's handle and the state shared with it (lifecycle
+//! state, listener, error handler, the `/watermarks` view, committed
+//! positions). Knows nothing of how records are processed.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use stoatflow_log::EmbeddedLog;
+use stoatflow_log::{Consumer, Log, TopicPartition};
+use stoatflow_streams::Topology;
+use stoatflow_time::{Clock, SystemClock, WatermarksSnapshot};
+
+use crate::app_state::AppState;
+use crate::config::{Backend, RuntimeConfig};
+use crate::engine::{Shared, run_engine};
+use crate::error::RuntimeError;
+
+/// A topology running on a log: Kafka Streams' `KafkaStreams`.
+///
+/// `start()` returns at once; the application restores its state
+/// (REBALANCING), then processes (RUNNING) until `close()`, which cuts a
+/// final flush barrier and commits it. Dropping it without `close()` stops
+/// it at once and commits nothing more, exactly as a crash would: the next
+/// start resumes from the last committed barrier.
+pub struct StreamsApp<L: Log + 'static = EmbeddedLog> {
+    topology: Arc<Topology>,
+    config: Arc<RuntimeConfig>,
+    log: Arc<L>,
+    clock: Arc<dyn Clock>,
+    shared: Arc<Shared>,
+    engine: Option<JoinHandle<()>>,
+}
+
+impl<L: Log + 'static> std::fmt::Debug for StreamsApp<L> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamsApp")
+            .field("application_id", &self.config.application_id())
+            .field("state", &self.state())
+            .finish_non_exhaustive()
+    }
+}
+
+impl StreamsApp<EmbeddedLog> {
+    /// An application on the embedded log its config names (a directory, or
+    /// memory).
+    ///
+    /// # Errors
+    /// A bad setting or topology (naming the key or node), or a data
+    /// directory that cannot be opened or is locked (naming it).
+    pub fn new(topology: Topology, config: RuntimeConfig) -> Result<Self, RuntimeError> {
+        let log = match &config.backend {
+            Backend::Embedded { dir } => EmbeddedLog::open(dir)?,
+            Backend::InMemory => EmbeddedLog::in_memory(),
+        };
+        Self::with_log(topology, config, Arc::new(log))
+    }
+}
+
+impl<L: Log + 'static> StreamsApp<L> {
+    /// An application on `log` (any backend).
+    ///
+    /// # Errors
+    /// A bad setting (naming the key) or a topology refused by DESIGN 3.7.
+    pub fn with_log(
+        topology: Topology,
+        config: RuntimeConfig,
+        log: Arc<L>,
+    ) -> Result<Self, RuntimeError> {
+        config.validate()?;
+        topology.validate(&config.streams)?;
+        Ok(StreamsApp {
+            topology: Arc::new(topology),
+            config: Arc::new(config),
+            log,
+            clock: Arc::new(SystemClock),
+            shared: Arc::new(Shared::new()),
+            engine: None,
+        })
+    }
+
+    /// Replaces the wall clock (tests).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The log the application runs on.
+    pub fn log(&self) -> &Arc<L> {
+        &self.log
+    }
+
+    /// The current state.
+    pub fn state(&self) -> AppState {
+        self.shared.state()
+    }
+
+    /// Calls `listener(new, old)` on every state change.
+    pub fn set_state_listener(
+        &self,
+        listener: impl Fn(AppState, AppState) + Send + Sync + 'static,
+    ) {
+        *self.shared.listener.lock().expect("listener lock") = Some(Box::new(listener));
+    }
+
+    /// Calls `handler` with the error that stops the application.
+    pub fn set_uncaught_error_handler(
+        &self,
+        handler: impl Fn(&RuntimeError) + Send + Sync + 'static,
+    ) {
+        *self.shared.error_handler.lock().expect("handler lock") = Some(Box::new(handler));
+    }
+
+    /// The error that stopped the application, if one did.
+    pub fn error(&self) -> Option<Arc<RuntimeError>> {
+        self.shared.error.lock().expect("error lock").clone()
+    }
+
+    /// Starts processing on its own threads and returns.
+    ///
+    /// # Errors
+    /// [`RuntimeError::NotStartable`] unless the application is CREATED.
+    pub fn start(&mut self) -> Result<(), RuntimeError> {
+        let state = self.state();
+        if state != AppState::Created || self.engine.is_some() {
+            return Err(RuntimeError::NotStartable { state });
+        }
+        let (topology, config, log, clock, shared) = (
+            self.topology.clone(),
+            self.config.clone(),
+            self.log.clone(),
+            self.clock.clone(),
+            self.shared.clone(),
+        );
+        let handle = std::thread::Builder::new()
+            .name(format!("{}-poll", self.config.application_id()))
+            .spawn(move || run_engine(topology, config, log, clock, shared))
+            .map_err(|e| RuntimeError::ThreadDied {
+                thread: "poll loop".into(),
+                reason: e.to_string(),
+            })?;
+        self.engine = Some(handle);
+        Ok(())
+    }
+
+    /// Stops gracefully: a final barrier flushes every window closing at or
+    /// before its stamp and commits. Returns whether the application stopped
+    /// within `timeout` (if not, it is stopped at once, like a crash).
+    pub fn close(&mut self, timeout: Duration) -> bool {
+        self.shared.stop.store(true, Ordering::Release);
+        let Some(handle) = self.engine.take() else {
+            self.shared.transition(AppState::PendingShutdown);
+            self.shared.transition(AppState::NotRunning);
+            return true;
+        };
+        let deadline = Instant::now() + timeout;
+        while !handle.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let in_time = handle.is_finished();
+        if !in_time {
+            self.shared.halt.store(true, Ordering::Release);
+        }
+        let _ = handle.join();
+        in_time && self.state() == AppState::NotRunning
+    }
+
+    /// Starts, runs until SIGINT or SIGTERM, then closes gracefully.
+    ///
+    /// # Errors
+    /// The start error, or the error that stopped the application.
+    pub fn run(mut self) -> Result<(), RuntimeError> {
+        let signalled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::flag::register(signal, signalled.clone()).map_err(|e| {
+                RuntimeError::ThreadDied {
+                    thread: "signal handler".into(),
+                    reason: e.to_string(),
+                }
+            })?;
+        }
+        self.start()?;
+        while !signalled.load(Ordering::Acquire) && !self.state().has_stopped() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.close(Duration::from_secs(60));
+        match self.error() {
+            Some(e) => Err(RuntimeError::Stopped {
+                reason: e.to_string(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits until the state is `target` or the application stopped; returns
+    /// the state then.
+    pub fn wait_for_state(&self, target: AppState, timeout: Duration) -> AppState {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let s = self.state();
+            if s == target || matches!(s, AppState::Error | AppState::NotRunning) {
+                return s;
+            }
+            if Instant::now() >= deadline {
+                return s;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// Waits until every source partition's committed offset has reached
+    /// the end the partition had when this was called (the input so far is
+    /// consumed and committed). Returns whether it did within `timeout`.
+    ///
+    /// # Errors
+    /// The log's, reading the end offsets.
+    pub fn wait_until_caught_up(&self, timeout: Duration) -> Result<bool, RuntimeError> {
+        let mut consumer = self
+            .log
+            .consumer(&format!("{}-caught-up", self.config.application_id()))?;
+        let mut ends: Vec<(TopicPartition, u64)> = Vec::new();
+        for source in self.topology.sources() {
+            let Some(shape) = self.log.describe_topic(&source.topic)? else {
+                continue;
+            };
+            for p in 0..shape.partitions {
+                let tp = TopicPartition::new(source.topic.clone(), p);
+                let end = consumer.end_offset(&tp)?.0;
+                if end > consumer.beginning_offset(&tp)?.0 {
+                    ends.push((tp, end));
+                }
+            }
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let done = {
+                let committed = self.shared.committed.lock().expect("committed lock");
+                ends.iter()
+                    .all(|(tp, end)| committed.get(tp).is_some_and(|c| c >= end))
+            };
+            if done {
+                return Ok(true);
+            }
+            if Instant::now() >= deadline || self.state().has_stopped() {
+                return Ok(false);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// The tracker's last `/watermarks` view (refreshed every 100 ms).
+    pub fn watermarks(&self) -> Option<WatermarksSnapshot> {
+        self.shared.snapshot.lock().expect("snapshot lock").clone()
+    }
+
+    /// Barriers committed since start.
+    pub fn committed_barriers(&self) -> u64 {
+        self.shared.barriers.load(Ordering::Acquire)
+    }
+}
+
+impl<L: Log + 'static> Drop for StreamsApp<L> {
+    /// Stops at once and commits nothing more (a crash, as far as the log
+    /// can tell). Use [`StreamsApp::close`] for a graceful stop.
+    fn drop(&mut self) {
+        if let Some(handle) = self.engine.take() {
+            self.shared.halt.store(true, Ordering::Release);
+            let _ = handle.join();
+        }
+    }
+}

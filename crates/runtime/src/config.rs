@@ -1,0 +1,252 @@
+//! [`RuntimeConfig`]: what the runtime needs besides the topology.
+//!
+//! Owns the typed settings of the runtime (backend, processing guarantee,
+//! barrier cadence, lanes, the tracker's knobs) and their validation, which
+//! names the offending key. Knows nothing of YAML: a loader builds this.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use stoatflow_streams::StreamsConfig;
+use stoatflow_time::TrackerConfig;
+
+use crate::error::RuntimeError;
+
+/// Where the log lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Backend {
+    /// The embedded log in a directory (the default backend).
+    Embedded {
+        /// Its directory; created if missing.
+        dir: PathBuf,
+    },
+    /// The embedded log in memory: nothing survives the process.
+    InMemory,
+}
+
+/// `processing.guarantee`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ProcessingGuarantee {
+    /// `exactly_once_v2`: one transaction per epoch per instance.
+    #[default]
+    ExactlyOnceV2,
+    /// `at_least_once`: the same barriers, floors and frontier; the commit
+    /// is not transactional, so a crash may repeat an epoch's output.
+    AtLeastOnce,
+}
+
+/// `stoatflow.commit-barrier.*`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CommitBarrierConfig {
+    /// `interval-ms` (500): the seed interval.
+    pub interval: Duration,
+    /// `interval-factor` (1.5): how the measured commit duration scales it.
+    pub interval_factor: f64,
+    /// `min-interval-ms` (150).
+    pub min_interval: Duration,
+    /// `max-interval-ms` (5 000).
+    pub max_interval: Duration,
+}
+
+impl Default for CommitBarrierConfig {
+    fn default() -> Self {
+        CommitBarrierConfig {
+            interval: Duration::from_millis(500),
+            interval_factor: 1.5,
+            min_interval: Duration::from_millis(150),
+            max_interval: Duration::from_millis(5_000),
+        }
+    }
+}
+
+impl CommitBarrierConfig {
+    pub(crate) fn clamp(&self, d: Duration) -> Duration {
+        d.clamp(self.min_interval, self.max_interval)
+    }
+
+    fn validate(&self) -> Result<(), RuntimeError> {
+        let bad = |key: &str, value: String, why: &str| {
+            Err(RuntimeError::Config {
+                key: key.into(),
+                value,
+                reason: why.into(),
+            })
+        };
+        if !(self.interval_factor.is_finite() && self.interval_factor >= 1.0) {
+            return bad(
+                "stoatflow.commit-barrier.interval-factor",
+                self.interval_factor.to_string(),
+                "must be a number of at least 1.0",
+            );
+        }
+        if self.min_interval.is_zero() {
+            return bad(
+                "stoatflow.commit-barrier.min-interval-ms",
+                "0".into(),
+                "must be positive",
+            );
+        }
+        if self.min_interval > self.max_interval {
+            return bad(
+                "stoatflow.commit-barrier.min-interval-ms",
+                self.min_interval.as_millis().to_string(),
+                "must not exceed stoatflow.commit-barrier.max-interval-ms",
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Everything the runtime needs besides the topology.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// The streams settings (application id, coordination mode, handler, changelogs).
+    pub streams: StreamsConfig,
+    /// Where the log lives.
+    pub backend: Backend,
+    /// `processing.guarantee`.
+    pub guarantee: ProcessingGuarantee,
+    /// `stoatflow.commit-barrier.*`.
+    pub barrier: CommitBarrierConfig,
+    /// Record lanes (threads). Default: the machine's cores.
+    pub lanes: usize,
+    /// The watermark tracker's knobs (`stoatflow.watermark.*`).
+    pub tracker: TrackerConfig,
+    /// This instance's id, part of its transactional id.
+    pub instance_id: String,
+    /// The longest a poll waits for records.
+    pub poll_wait: Duration,
+    /// Restore gives up after this long without progress.
+    pub restore_stall_timeout: Duration,
+}
+
+impl RuntimeConfig {
+    /// Defaults for `application_id` on the embedded log in `dir`.
+    pub fn new(application_id: impl Into<String>, backend: Backend) -> Self {
+        let streams = StreamsConfig::new(application_id);
+        let mut tracker = TrackerConfig::default();
+        if let Ok(policy) = stoatflow_time::SourceTimePolicy::from_max_out_of_orderness_ms(
+            streams.max_out_of_orderness.as_millis() as i64,
+        ) {
+            tracker.default_policy = policy;
+        }
+        RuntimeConfig {
+            streams,
+            backend,
+            guarantee: ProcessingGuarantee::default(),
+            barrier: CommitBarrierConfig::default(),
+            lanes: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            tracker,
+            instance_id: "0".into(),
+            poll_wait: Duration::from_millis(5),
+            restore_stall_timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// Replaces the streams settings (keeping the application id they carry).
+    #[must_use]
+    pub fn with_streams(mut self, streams: StreamsConfig) -> Self {
+        self.streams = streams;
+        self
+    }
+
+    /// Sets the number of record lanes.
+    #[must_use]
+    pub fn with_lanes(mut self, lanes: usize) -> Self {
+        self.lanes = lanes;
+        self
+    }
+
+    /// Sets the barrier cadence.
+    #[must_use]
+    pub fn with_barrier(mut self, barrier: CommitBarrierConfig) -> Self {
+        self.barrier = barrier;
+        self
+    }
+
+    /// Sets the processing guarantee.
+    #[must_use]
+    pub fn with_guarantee(mut self, guarantee: ProcessingGuarantee) -> Self {
+        self.guarantee = guarantee;
+        self
+    }
+
+    /// Sets the tracker's knobs.
+    #[must_use]
+    pub fn with_tracker(mut self, tracker: TrackerConfig) -> Self {
+        self.tracker = tracker;
+        self
+    }
+
+    /// The application id.
+    pub fn application_id(&self) -> &str {
+        &self.streams.application_id
+    }
+
+    /// The transactional id of this instance's one producer (DESIGN 3.3).
+    pub fn transactional_id(&self) -> String {
+        format!("{}-{}", self.application_id(), self.instance_id)
+    }
+
+    /// Checks every setting, naming the first bad key.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Config`].
+    pub fn validate(&self) -> Result<(), RuntimeError> {
+        let app = self.application_id();
+        if app.is_empty()
+            || !app
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        {
+            return Err(RuntimeError::Config {
+                key: "application.id".into(),
+                value: app.into(),
+                reason: "must be non-empty ASCII letters, digits, '.', '_' or '-' (it prefixes topic names)".into(),
+            });
+        }
+        if self.lanes == 0 || self.lanes > 1024 {
+            return Err(RuntimeError::Config {
+                key: "stoatflow.processing.lanes".into(),
+                value: self.lanes.to_string(),
+                reason: "must be between 1 and 1024".into(),
+            });
+        }
+        self.barrier.validate()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_values_name_their_key() {
+        let base = RuntimeConfig::new("app", Backend::InMemory);
+        let err = base.clone().with_lanes(0).validate().unwrap_err();
+        assert!(
+            err.to_string().contains("stoatflow.processing.lanes"),
+            "{err}"
+        );
+        let err = base
+            .clone()
+            .with_barrier(CommitBarrierConfig {
+                min_interval: Duration::from_secs(10),
+                ..CommitBarrierConfig::default()
+            })
+            .validate()
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("stoatflow.commit-barrier.min-interval-ms"),
+            "{err}"
+        );
+        let err = RuntimeConfig::new("a/b", Backend::InMemory)
+            .validate()
+            .unwrap_err();
+        assert!(err.to_string().contains("application.id"), "{err}");
+        assert!(base.validate().is_ok());
+    }
+}

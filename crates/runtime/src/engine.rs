@@ -1,0 +1,868 @@
+//! The engine: one poll loop that reads the source partitions, runs each
+//! source's event-time reader, feeds the watermark tracker and ordered
+//! dispatch, hands records to the lanes in batches, cuts commit barriers
+//! stamped with the watermark, and commits each epoch in one transaction
+//! (DESIGN 3.3).
+//!
+//! Owns the consumer, the tracker, the dispatcher, the one transactional
+//! producer of the instance, the `stoatflow-watermark` store and the lanes'
+//! channels. Knows the log only through its traits (never rdkafka) and the
+//! tasks only through the lanes.
+//!
+//! An epoch N is everything dispatched between barriers N−1 and N plus what
+//! the emission pass at barrier N−1 produced. Transaction N carries its
+//! sink records, its changelog records, the stamp ring with W(N), and the
+//! source offsets fixed at barrier N with their partition times (Kafka
+//! Streams' committed-offset metadata). Barrier N+1 is cut only after
+//! transaction N committed ("one committing, one processing"; here the poll
+//! loop commits synchronously, so the lanes drain while it commits).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use stoatflow_log::offset_metadata::{self, PartitionMetadata};
+use stoatflow_log::{
+    Consumer, ErrorKind, Log, LogError, Offset, OffsetAndMetadata, Record, Timestamp,
+    TopicPartition, TopicSpec, TransactionalProducer,
+};
+use stoatflow_state::{
+    BarrierStamp, ChangelogRecord, InMemoryKeyValueStore, StateStore, WATERMARK_STORE_NAME,
+    WatermarkKey, WatermarkStore, changelog_topic, in_memory_watermark_store,
+};
+use stoatflow_streams::{CoordinationMode, EventTimeReader, Headers, OutputRecord, Topology};
+use stoatflow_time::{
+    Clock, EventTime, OrderedDispatch, PartitionIndex, SourcePartition, WallTime, Watermark,
+    WatermarkTracker, WatermarksSnapshot,
+};
+
+use crate::app_state::AppState;
+use crate::cadence::BarrierCadence;
+use crate::config::{ProcessingGuarantee, RuntimeConfig};
+use crate::error::RuntimeError;
+use crate::lane::{LaneMsg, LaneRecord, LaneReply, LaneSetup, changelog_entry, run_lane};
+use crate::partitioner::partition_for_key;
+use crate::task_id::TaskId;
+
+/// How often lanes get a wall-clock tick.
+const WALL_CLOCK_TICK: Duration = Duration::from_millis(50);
+/// How often the shared `/watermarks` view is refreshed.
+const SNAPSHOT_EVERY: Duration = Duration::from_millis(100);
+/// Records per lane batch before it is sent without waiting for the poll to end.
+const BATCH: usize = 4096;
+/// Bound of each lane's inbox, in messages (batches): backpressure on the poll loop.
+const LANE_QUEUE: usize = 16;
+/// Retries of a commit that failed with a retriable error.
+const COMMIT_RETRIES: u32 = 5;
+
+/// What the application and the engine share.
+pub(crate) struct Shared {
+    pub(crate) state: Mutex<AppState>,
+    pub(crate) listener: Mutex<Option<StateListener>>,
+    pub(crate) error_handler: Mutex<Option<ErrorHandler>>,
+    /// `close()`: cut a final flush barrier, then stop.
+    pub(crate) stop: AtomicBool,
+    /// Dropped without `close()`: stop at once, commit nothing more.
+    pub(crate) halt: AtomicBool,
+    pub(crate) snapshot: Mutex<Option<WatermarksSnapshot>>,
+    /// Per source partition, the offset committed by the last transaction.
+    pub(crate) committed: Mutex<HashMap<TopicPartition, u64>>,
+    /// Barriers committed since start.
+    pub(crate) barriers: std::sync::atomic::AtomicU64,
+    /// The error that stopped the application.
+    pub(crate) error: Mutex<Option<Arc<RuntimeError>>>,
+}
+
+/// Called on every state change with (new, old).
+pub type StateListener = Box<dyn Fn(AppState, AppState) + Send + Sync>;
+/// Called once with the error that stopped the application.
+pub type ErrorHandler = Box<dyn Fn(&RuntimeError) + Send + Sync>;
+
+impl Shared {
+    pub(crate) fn new() -> Self {
+        Shared {
+            state: Mutex::new(AppState::Created),
+            listener: Mutex::new(None),
+            error_handler: Mutex::new(None),
+            stop: AtomicBool::new(false),
+            halt: AtomicBool::new(false),
+            snapshot: Mutex::new(None),
+            committed: Mutex::new(HashMap::new()),
+            barriers: std::sync::atomic::AtomicU64::new(0),
+            error: Mutex::new(None),
+        }
+    }
+
+    pub(crate) fn state(&self) -> AppState {
+        *self.state.lock().expect("state lock")
+    }
+
+    /// Moves to `to` if the lifecycle allows it; tells the listener.
+    pub(crate) fn transition(&self, to: AppState) -> bool {
+        let from = {
+            let mut s = self.state.lock().expect("state lock");
+            if !s.can_become(to) {
+                return false;
+            }
+            std::mem::replace(&mut *s, to)
+        };
+        tracing::info!(from = %from, to = %to, "application state");
+        if let Some(l) = &*self.listener.lock().expect("listener lock") {
+            l(to, from);
+        }
+        true
+    }
+
+    pub(crate) fn fail(&self, error: &RuntimeError) {
+        tracing::error!(error = %error, "application stopped by an error");
+        self.transition(AppState::PendingError);
+        *self.error.lock().expect("error lock") = Some(Arc::new(RuntimeError::Stopped {
+            reason: error.to_string(),
+        }));
+        if let Some(h) = &*self.error_handler.lock().expect("handler lock") {
+            h(error);
+        }
+        self.transition(AppState::Error);
+    }
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("state", &self.state())
+            .field("stop", &self.stop)
+            .field("halt", &self.halt)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One source partition as the poll loop sees it.
+struct SourceSlot {
+    tp: TopicPartition,
+    topic: Arc<str>,
+    index: PartitionIndex,
+    task: TaskId,
+    lane: usize,
+    reader: Option<Arc<dyn EventTimeReader>>,
+    /// Next offset to commit: one past the last dispatched record.
+    position: Option<u64>,
+    /// The largest event time dispatched (committed as partition time).
+    partition_time: Option<EventTime>,
+}
+
+/// A fetched record waiting in ordered dispatch.
+struct Pending {
+    slot: usize,
+    record: stoatflow_log::Record,
+}
+
+/// The layout the topology needs on the log, worked out at start.
+struct Plan {
+    /// Per sub-topology, its input partition count.
+    partitions: BTreeMap<usize, u32>,
+    /// Sink topics and their partition counts.
+    sinks: HashMap<String, u32>,
+}
+
+/// The engine thread's body. Returns when the application stops.
+pub(crate) fn run_engine<L: Log + 'static>(
+    topology: Arc<Topology>,
+    config: Arc<RuntimeConfig>,
+    log: Arc<L>,
+    clock: Arc<dyn Clock>,
+    shared: Arc<Shared>,
+) {
+    let result = Engine::start(&topology, &config, &log, &clock, &shared)
+        .and_then(|mut engine| engine.run());
+    match result {
+        Ok(()) => {
+            shared.transition(AppState::PendingShutdown);
+            shared.transition(AppState::NotRunning);
+        }
+        Err(e) => {
+            if shared.halt.load(Ordering::Acquire) {
+                tracing::debug!(error = %e, "stopped without close");
+            }
+            shared.fail(&e);
+        }
+    }
+}
+
+struct Engine<L: Log> {
+    config: Arc<RuntimeConfig>,
+    clock: Arc<dyn Clock>,
+    shared: Arc<Shared>,
+    consumer: L::Consumer,
+    producer: L::Producer,
+    tracker: WatermarkTracker,
+    dispatch: OrderedDispatch<Pending>,
+    slots: Vec<SourceSlot>,
+    slot_of: HashMap<TopicPartition, usize>,
+    plan: Plan,
+    stamps: WatermarkStore<InMemoryKeyValueStore<WatermarkKey, i64>>,
+    lanes: Vec<SyncSender<LaneMsg>>,
+    lane_threads: Vec<JoinHandle<()>>,
+    replies: Receiver<LaneReply>,
+    pending_output: Arc<AtomicBool>,
+    cadence: BarrierCadence,
+    barrier: u64,
+    last_barrier_at: Instant,
+    /// The last two stamps, newest last.
+    recent_stamps: [Watermark; 2],
+    dispatched_since_barrier: u64,
+    punctuation_since_barrier: bool,
+    batches: Vec<Vec<LaneRecord>>,
+    null_key_counter: u32,
+    last_tick: Instant,
+    last_snapshot: Instant,
+}
+
+impl<L: Log + 'static> Engine<L> {
+    fn start(
+        topology: &Arc<Topology>,
+        config: &Arc<RuntimeConfig>,
+        log: &Arc<L>,
+        clock: &Arc<dyn Clock>,
+        shared: &Arc<Shared>,
+    ) -> Result<Self, RuntimeError> {
+        shared.transition(AppState::Rebalancing);
+        let app = config.application_id().to_owned();
+        let plan = plan(topology, config, &**log)?;
+        let now = clock.now();
+
+        // The watermark store first: its seed is every task's floor and frontier.
+        let mut stamps = in_memory_watermark_store(config.streams.changelog_enabled);
+        if config.streams.changelog_enabled {
+            let mut consumer = log.consumer(&format!("{app}-restore"))?;
+            let tp = TopicPartition::new(changelog_topic(&app, WATERMARK_STORE_NAME), 0);
+            let mut entries = Vec::new();
+            stoatflow_log::restore(&mut consumer, &tp, config.restore_stall_timeout, |r| {
+                entries.push(changelog_entry(r));
+            })?;
+            let state_err = |source| RuntimeError::State {
+                store: WATERMARK_STORE_NAME.into(),
+                source,
+            };
+            let entries = entries
+                .into_iter()
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| state_err(e.corrupt(WATERMARK_STORE_NAME, "record has no key")))?;
+            let total = entries.len() as u64;
+            stoatflow_state::restore(stamps.store_mut(), entries, total, &mut |_| {})
+                .map_err(state_err)?;
+        }
+        let seed = stamps.seed().map_err(|source| RuntimeError::State {
+            store: WATERMARK_STORE_NAME.into(),
+            source,
+        })?;
+        let floor = Watermark::from_millis(seed.floor);
+        let frontier = Watermark::from_millis(seed.frontier);
+        tracing::info!(
+            graceful = seed.graceful,
+            floor = %floor,
+            frontier = %frontier,
+            last_barrier = ?seed.last_barrier,
+            "seeded from the watermark store"
+        );
+
+        // Source partitions: tracker registration, committed offsets, partition times.
+        let lanes_n = config.lanes;
+        let mut tracker = WatermarkTracker::new(config.tracker.clone());
+        let tracking = config.streams.coordination != CoordinationMode::Disabled;
+        let mut slots = Vec::new();
+        let mut slot_of = HashMap::new();
+        for source in topology.sources() {
+            let partitions = plan.partitions[&source.subtopology];
+            let reader = topology.event_time_reader(&source.topic);
+            for p in 0..partitions {
+                let sp = SourcePartition::new(source.topic.as_str(), p as i32);
+                let index = match &source.policy {
+                    Some(policy) => tracker.register(sp, policy, now)?,
+                    None => tracker.register_default(sp, now)?,
+                };
+                let tp = TopicPartition::new(source.topic.clone(), p);
+                slot_of.insert(tp.clone(), slots.len());
+                slots.push(SourceSlot {
+                    tp,
+                    topic: Arc::from(source.topic.as_str()),
+                    index,
+                    task: TaskId {
+                        subtopology: source.subtopology,
+                        partition: p,
+                    },
+                    lane: p as usize % lanes_n,
+                    reader: reader.clone(),
+                    position: None,
+                    partition_time: None,
+                });
+            }
+        }
+        if let Some(w) = tracker.report_startup() {
+            tracing::warn!(warning = ?w, "watermark tracker");
+        }
+        let group = app.clone();
+        let tps: Vec<TopicPartition> = slots.iter().map(|s| s.tp.clone()).collect();
+        let committed = log.committed_offsets(&group, &tps)?;
+        {
+            let mut shared_committed = shared.committed.lock().expect("committed lock");
+            for (tp, om) in committed {
+                let Some(om) = om else { continue };
+                let slot = &mut slots[slot_of[&tp]];
+                slot.position = Some(om.offset.0);
+                shared_committed.insert(tp.clone(), om.offset.0);
+                let meta = offset_metadata::decode(&om.metadata).map_err(|e| {
+                    RuntimeError::OffsetMetadata {
+                        partition: tp.to_string(),
+                        reason: e.to_string(),
+                    }
+                })?;
+                if let Some(t) = meta.partition_time {
+                    let t = EventTime::new(t).map_err(|e| RuntimeError::OffsetMetadata {
+                        partition: tp.to_string(),
+                        reason: e.to_string(),
+                    })?;
+                    slot.partition_time = Some(t);
+                    if tracking {
+                        tracker.seed_partition_time(slot.index, t)?;
+                    }
+                }
+            }
+        }
+        let mut consumer = log.consumer(&group)?;
+        consumer.assign(&tps)?;
+        let producer = log.transactional_producer(&config.transactional_id())?;
+
+        // Lanes: each builds, restores and seeds its own tasks.
+        let mut by_lane: Vec<Vec<TaskId>> = vec![Vec::new(); lanes_n];
+        for (&st, &partitions) in &plan.partitions {
+            for p in 0..partitions {
+                by_lane[p as usize % lanes_n].push(TaskId {
+                    subtopology: st,
+                    partition: p,
+                });
+            }
+        }
+        let streams_config = Arc::new(config.streams.clone());
+        let pending_output = Arc::new(AtomicBool::new(false));
+        let (reply_tx, replies) = sync_channel(lanes_n * 2 + 4);
+        let mut lanes = Vec::new();
+        let mut lane_threads = Vec::new();
+        for (lane, tasks) in by_lane.into_iter().enumerate() {
+            let (tx, rx) = sync_channel(LANE_QUEUE);
+            let setup = LaneSetup {
+                lane,
+                tasks,
+                topology: topology.clone(),
+                config: streams_config.clone(),
+                log: log.clone(),
+                seed: (floor, frontier),
+                restore_stall_timeout: config.restore_stall_timeout,
+                wall_clock: now,
+                pending_output: pending_output.clone(),
+            };
+            let reply_tx = reply_tx.clone();
+            let handle = std::thread::Builder::new()
+                .name(format!("{app}-lane-{lane}"))
+                .spawn(move || run_lane(setup, rx, reply_tx))
+                .map_err(|e| RuntimeError::ThreadDied {
+                    thread: format!("lane {lane}"),
+                    reason: e.to_string(),
+                })?;
+            lanes.push(tx);
+            lane_threads.push(handle);
+        }
+        drop(reply_tx);
+        let mut restored = 0u64;
+        for _ in 0..lanes_n {
+            match replies.recv() {
+                Ok(LaneReply::Ready { restored: r, .. }) => restored += r,
+                Ok(LaneReply::Failed { lane, error }) => return Err(lane_failed(lane, error)),
+                Ok(other) => unreachable!("a lane answers Ready or Failed first, not {other:?}"),
+                Err(_) => {
+                    return Err(RuntimeError::ThreadDied {
+                        thread: "lane".into(),
+                        reason: "exited during restore".into(),
+                    });
+                }
+            }
+        }
+        tracing::info!(restored, lanes = lanes_n, "stores restored");
+        let barrier = seed.last_barrier.unwrap_or(0);
+        let recent = [frontier, floor];
+        let engine = Engine {
+            config: config.clone(),
+            clock: clock.clone(),
+            shared: shared.clone(),
+            consumer,
+            producer,
+            tracker,
+            dispatch: OrderedDispatch::new(),
+            slots,
+            slot_of,
+            plan,
+            stamps,
+            lanes,
+            lane_threads,
+            replies,
+            pending_output,
+            cadence: BarrierCadence::new(config.barrier),
+            barrier,
+            last_barrier_at: Instant::now(),
+            recent_stamps: recent,
+            dispatched_since_barrier: 0,
+            punctuation_since_barrier: false,
+            batches: (0..lanes_n).map(|_| Vec::new()).collect(),
+            null_key_counter: 0,
+            last_tick: Instant::now(),
+            last_snapshot: Instant::now() - SNAPSHOT_EVERY,
+        };
+        shared.transition(AppState::Running);
+        Ok(engine)
+    }
+
+    fn run(&mut self) -> Result<(), RuntimeError> {
+        let result = self.poll_loop();
+        // Hang up on the lanes and wait for them.
+        self.lanes.clear();
+        for h in self.lane_threads.drain(..) {
+            let _ = h.join();
+        }
+        result
+    }
+
+    fn poll_loop(&mut self) -> Result<(), RuntimeError> {
+        loop {
+            if self.shared.halt.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            if self.shared.stop.load(Ordering::Acquire) {
+                self.shared.transition(AppState::PendingShutdown);
+                // Dispatch what is buffered, then the final flush barrier.
+                self.drain_dispatch()?;
+                self.barrier(true)?;
+                return Ok(());
+            }
+            let fetched = self.consumer.fetch(self.config.poll_wait)?;
+            let now = self.clock.now();
+            for r in fetched {
+                self.buffer(r, now)?;
+            }
+            self.drain_dispatch()?;
+            if let Some(w) = self.tracker.poll_watermark(now) {
+                for lane in &self.lanes {
+                    send(lane, LaneMsg::Watermark(w))?;
+                }
+                self.punctuation_since_barrier = true;
+            }
+            if self.last_tick.elapsed() >= WALL_CLOCK_TICK {
+                self.last_tick = Instant::now();
+                for lane in &self.lanes {
+                    send(lane, LaneMsg::WallClock(now))?;
+                }
+            }
+            if self.last_snapshot.elapsed() >= SNAPSHOT_EVERY {
+                self.last_snapshot = Instant::now();
+                *self.shared.snapshot.lock().expect("snapshot lock") =
+                    Some(self.tracker.snapshot());
+            }
+            let work = self.epoch_has_work();
+            if self.cadence.is_due(self.last_barrier_at.elapsed(), work) {
+                self.barrier(false)?;
+            }
+            self.check_replies()?;
+        }
+    }
+
+    /// Whether the epoch since the last barrier did anything, or a later
+    /// barrier still has final results to emit or commit (DESIGN 3.3).
+    fn epoch_has_work(&self) -> bool {
+        self.dispatched_since_barrier > 0
+            || self.punctuation_since_barrier
+            || self.pending_output.load(Ordering::Acquire)
+            || self.tracker.current() != self.recent_stamps[1]
+            || self.recent_stamps[0] != self.recent_stamps[1]
+    }
+
+    /// A lane that failed between barriers stops the application now.
+    fn check_replies(&mut self) -> Result<(), RuntimeError> {
+        match self.replies.try_recv() {
+            Ok(LaneReply::Failed { lane, error }) => Err(lane_failed(lane, error)),
+            Ok(other) => unreachable!("lanes answer only barriers, not {other:?}"),
+            Err(_) => Ok(()),
+        }
+    }
+
+    fn buffer(
+        &mut self,
+        r: stoatflow_log::FetchedRecord,
+        now: WallTime,
+    ) -> Result<(), RuntimeError> {
+        let Some(&slot) = self.slot_of.get(&r.partition) else {
+            return Ok(());
+        };
+        let s = &self.slots[slot];
+        let record_ts = r.record.timestamp.0;
+        let event_time = match &s.reader {
+            Some(reader) => reader.event_time(
+                r.record.key.as_deref(),
+                r.record.value.as_deref(),
+                record_ts,
+                s.partition_time,
+            ),
+            None => EventTime::new(record_ts).map_err(|e| e.to_string()),
+        };
+        let event_time = match event_time {
+            Ok(t) => t,
+            Err(reason) => {
+                // The task meets the same failure and its deserialization
+                // handler decides; dispatch orders it by its log timestamp.
+                tracing::debug!(partition = %r.partition, offset = r.offset.0, reason, "event time unreadable at dispatch");
+                EventTime::new(record_ts.max(0))
+                    .unwrap_or_else(|_| EventTime::new(0).expect("zero is a valid event time"))
+            }
+        };
+        self.dispatch
+            .push(
+                &mut self.tracker,
+                s.index,
+                stoatflow_time::Offset(r.offset.0 as i64),
+                event_time,
+                Pending {
+                    slot,
+                    record: r.record,
+                },
+                now,
+            )
+            .map_err(|e| RuntimeError::ThreadDied {
+                thread: "poll loop".into(),
+                reason: e.to_string(),
+            })
+    }
+
+    fn drain_dispatch(&mut self) -> Result<(), RuntimeError> {
+        let now = self.clock.now();
+        let ready = self.dispatch.drain_ready(&mut self.tracker, now);
+        for d in ready {
+            let Pending { slot, record } = d.record;
+            let s = &mut self.slots[slot];
+            let offset = d.offset.0 as u64;
+            s.position = Some(offset + 1);
+            if s.partition_time.is_none_or(|p| d.event_time > p) {
+                s.partition_time = Some(d.event_time);
+            }
+            self.dispatched_since_barrier += 1;
+            let batch = &mut self.batches[s.lane];
+            batch.push(LaneRecord {
+                task: s.task,
+                topic: s.topic.clone(),
+                partition: s.tp.partition.0,
+                offset,
+                key: record.key,
+                value: record.value,
+                timestamp: record.timestamp.0,
+                headers: to_headers(record.headers),
+            });
+            if batch.len() >= BATCH {
+                let full = std::mem::take(batch);
+                send(&self.lanes[s.lane], LaneMsg::Records(full))?;
+            }
+        }
+        for (lane, batch) in self.batches.iter_mut().enumerate() {
+            if !batch.is_empty() {
+                send(&self.lanes[lane], LaneMsg::Records(std::mem::take(batch)))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Barrier N: fix the offsets, stamp W(N), let every lane cross, and
+    /// commit the epoch in one transaction.
+    fn barrier(&mut self, flush: bool) -> Result<(), RuntimeError> {
+        let now = self.clock.now();
+        let stamp = self.tracker.force_watermark(now);
+        let n = self.barrier + 1;
+        let offsets: Vec<(TopicPartition, OffsetAndMetadata)> = self
+            .slots
+            .iter()
+            .filter_map(|s| {
+                let position = s.position?;
+                let meta = PartitionMetadata {
+                    partition_time: s.partition_time.map(EventTime::as_millis),
+                    processor: Vec::new(),
+                };
+                Some((
+                    s.tp.clone(),
+                    OffsetAndMetadata {
+                        offset: Offset(position),
+                        metadata: offset_metadata::encode(&meta),
+                    },
+                ))
+            })
+            .collect();
+        self.pending_output.store(false, Ordering::Release);
+        for lane in &self.lanes {
+            send(
+                lane,
+                LaneMsg::Barrier {
+                    barrier: n,
+                    stamp,
+                    flush,
+                },
+            )?;
+        }
+        let mut commits = Vec::new();
+        for _ in 0..self.lanes.len() {
+            match self.replies.recv() {
+                Ok(LaneReply::Crossed {
+                    barrier,
+                    commits: c,
+                }) => {
+                    debug_assert_eq!(barrier, n);
+                    commits.extend(c);
+                }
+                Ok(LaneReply::Failed { lane, error }) => return Err(lane_failed(lane, error)),
+                Ok(LaneReply::Ready { .. }) => unreachable!("lanes are ready before any barrier"),
+                Err(_) => {
+                    return Err(RuntimeError::ThreadDied {
+                        thread: "lane".into(),
+                        reason: "hung up before crossing a barrier".into(),
+                    });
+                }
+            }
+        }
+        // Task order, whatever the lane count: the same output sequence.
+        commits.sort_by_key(|(id, _)| *id);
+        let ts = now.as_millis();
+        let state_err = |source| RuntimeError::State {
+            store: WATERMARK_STORE_NAME.into(),
+            source,
+        };
+        self.stamps
+            .record_stamp(
+                BarrierStamp {
+                    barrier: n,
+                    watermark: stamp.as_millis(),
+                },
+                ts,
+            )
+            .map_err(state_err)?;
+        if flush {
+            self.stamps.mark_graceful_flush(n, ts).map_err(state_err)?;
+        }
+        let mut stamp_records = Vec::new();
+        if self.stamps.store().changelog_enabled() {
+            self.stamps
+                .store_mut()
+                .flush_changelog(&mut stamp_records)
+                .map_err(state_err)?;
+        }
+        let started = Instant::now();
+        self.commit_epoch(&commits, &stamp_records, &offsets)?;
+        self.cadence.on_commit(started.elapsed());
+        self.barrier = n;
+        self.last_barrier_at = Instant::now();
+        self.recent_stamps = [self.recent_stamps[1], stamp];
+        self.dispatched_since_barrier = 0;
+        self.punctuation_since_barrier = false;
+        {
+            let mut committed = self.shared.committed.lock().expect("committed lock");
+            for (tp, om) in &offsets {
+                committed.insert(tp.clone(), om.offset.0);
+            }
+        }
+        self.shared
+            .barriers
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        tracing::debug!(barrier = n, stamp = %stamp, flush, "barrier committed");
+        Ok(())
+    }
+
+    fn commit_epoch(
+        &mut self,
+        commits: &[(TaskId, stoatflow_streams::EpochCommit)],
+        stamp_records: &[ChangelogRecord],
+        offsets: &[(TopicPartition, OffsetAndMetadata)],
+    ) -> Result<(), RuntimeError> {
+        let app = self.config.application_id().to_owned();
+        let group = app.clone();
+        self.producer.begin()?;
+        let sent = (|| -> Result<(), LogError> {
+            for (id, commit) in commits {
+                for out in &commit.outputs {
+                    let partition = self.sink_partition(out)?;
+                    self.producer.send(&partition, &to_log_record(out))?;
+                }
+                for (store, records) in &commit.changelogs {
+                    let tp = TopicPartition::new(changelog_topic(&app, store), id.partition);
+                    for r in records {
+                        self.producer.send(&tp, &changelog_log_record(r))?;
+                    }
+                }
+            }
+            let tp = TopicPartition::new(changelog_topic(&app, WATERMARK_STORE_NAME), 0);
+            for r in stamp_records {
+                self.producer.send(&tp, &changelog_log_record(r))?;
+            }
+            if !offsets.is_empty() {
+                self.producer.send_offsets(&group, offsets)?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = sent {
+            let _ = self.producer.abort();
+            return Err(e.into());
+        }
+        let mut attempt = 0;
+        loop {
+            match self.producer.commit() {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == ErrorKind::Retriable && attempt < COMMIT_RETRIES => {
+                    attempt += 1;
+                    tracing::warn!(error = %e, attempt, "commit failed, retrying");
+                    std::thread::sleep(Duration::from_millis(50 << attempt));
+                }
+                Err(e) => {
+                    if e.kind() != ErrorKind::Fatal {
+                        let _ = self.producer.abort();
+                    }
+                    if self.config.guarantee == ProcessingGuarantee::AtLeastOnce {
+                        tracing::error!(error = %e, "commit failed under at-least-once");
+                    }
+                    return Err(e.into());
+                }
+            }
+        }
+    }
+
+    fn sink_partition(&mut self, out: &OutputRecord) -> Result<TopicPartition, LogError> {
+        let partitions = match self.plan.sinks.get(&*out.topic) {
+            Some(&n) => n,
+            None => {
+                return Err(LogError::UnknownTopic {
+                    topic: out.topic.to_string(),
+                });
+            }
+        };
+        let p = match &out.key {
+            Some(k) => partition_for_key(k, partitions),
+            None => {
+                self.null_key_counter = self.null_key_counter.wrapping_add(1);
+                self.null_key_counter % partitions
+            }
+        };
+        Ok(TopicPartition::new(&*out.topic, p))
+    }
+}
+
+fn lane_failed(lane: usize, error: RuntimeError) -> RuntimeError {
+    tracing::error!(lane, error = %error, "record lane failed");
+    error
+}
+
+fn send(lane: &SyncSender<LaneMsg>, msg: LaneMsg) -> Result<(), RuntimeError> {
+    lane.send(msg).map_err(|_| RuntimeError::ThreadDied {
+        thread: "lane".into(),
+        reason: "its inbox is closed".into(),
+    })
+}
+
+fn to_headers(headers: Vec<stoatflow_log::Header>) -> Headers {
+    if headers.is_empty() {
+        return Headers::empty();
+    }
+    Headers::from_pairs(headers.into_iter().map(|h| (h.key, h.value)).collect())
+}
+
+fn to_log_record(out: &OutputRecord) -> Record {
+    let mut r = Record::new(
+        out.key.as_deref(),
+        out.value.as_deref(),
+        Timestamp(out.timestamp),
+    );
+    for (k, v) in out.headers.iter() {
+        r = r.with_header(k, v);
+    }
+    r
+}
+
+fn changelog_log_record(r: &ChangelogRecord) -> Record {
+    Record::new(Some(&r.key), r.value.as_deref(), Timestamp(r.timestamp))
+}
+
+/// Checks the topics the topology reads and writes, creates its changelogs,
+/// and works out each sub-topology's partition count.
+fn plan<L: Log>(
+    topology: &Topology,
+    config: &RuntimeConfig,
+    log: &L,
+) -> Result<Plan, RuntimeError> {
+    topology.validate(&config.streams)?;
+    let app = config.application_id();
+    let mut partitions: BTreeMap<usize, (String, u32)> = BTreeMap::new();
+    for source in topology.sources() {
+        if source.internal {
+            return Err(RuntimeError::Unsupported {
+                what: format!(
+                    "the repartition topic {} (read by {})",
+                    source.topic, source.node
+                ),
+            });
+        }
+        let shape =
+            log.describe_topic(&source.topic)?
+                .ok_or_else(|| RuntimeError::MissingSourceTopic {
+                    topic: source.topic.clone(),
+                })?;
+        match partitions.get(&source.subtopology) {
+            Some((first, n)) if *n != shape.partitions => {
+                return Err(RuntimeError::NotCopartitioned {
+                    first: first.clone(),
+                    first_partitions: *n,
+                    second: source.topic.clone(),
+                    second_partitions: shape.partitions,
+                });
+            }
+            Some(_) => {}
+            None => {
+                partitions.insert(source.subtopology, (source.topic.clone(), shape.partitions));
+            }
+        }
+    }
+    for st in 0..topology.subtopology_count() {
+        if !partitions.contains_key(&st) {
+            return Err(RuntimeError::Unsupported {
+                what: format!("sub-topology {st} without a source topic"),
+            });
+        }
+    }
+    let mut sinks = HashMap::new();
+    for (topic, _) in topology.sink_topics() {
+        let shape = log
+            .describe_topic(&topic)?
+            .ok_or_else(|| RuntimeError::MissingSinkTopic {
+                topic: topic.clone(),
+            })?;
+        sinks.insert(topic, shape.partitions);
+    }
+    let streams_config = Arc::new(config.streams.clone());
+    for (&st, (_, n)) in &partitions {
+        let task = topology.instantiate(st, &streams_config);
+        if config.streams.changelog_enabled {
+            for name in task.store_names() {
+                log.ensure_topic(&TopicSpec::new(changelog_topic(app, name), *n).compacted())?;
+            }
+        }
+    }
+    if config.streams.changelog_enabled {
+        log.ensure_topic(
+            &TopicSpec::new(changelog_topic(app, WATERMARK_STORE_NAME), 1).compacted(),
+        )?;
+    }
+    Ok(Plan {
+        partitions: partitions.into_iter().map(|(st, (_, n))| (st, n)).collect(),
+        sinks,
+    })
+}

@@ -1,0 +1,284 @@
+//! A record lane: one thread that owns a set of tasks and applies, in FIFO
+//! order, what the poll loop sends it — record batches, watermark events,
+//! wall-clock ticks and barriers (STYLE: control signals travel with the
+//! data, so "processed before it crossed barrier N" holds by construction).
+//!
+//! Owns its tasks outright: `StreamTask` is `!Send` (ports and stores are
+//! `Rc<RefCell<..>>`), so each lane builds its tasks on its own thread and
+//! restores their stores there. A task is one sub-topology on one input
+//! partition; every task of partition `p` lives on lane `p mod lanes`, so a
+//! key's state lives on one lane. Knows nothing of the tracker, the
+//! producer or transactions: it answers a barrier with the epoch's commits.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender};
+
+use stoatflow_log::{Consumer, Log, TopicPartition};
+use stoatflow_state::{ChangelogEntry, ChangelogOffset, ChangelogPartition, changelog_topic};
+use stoatflow_streams::{EpochCommit, Headers, StreamTask, StreamsConfig, Topology};
+use stoatflow_time::{WallTime, Watermark};
+
+use crate::error::RuntimeError;
+use crate::task_id::TaskId;
+
+/// One record for one task, as fetched.
+#[derive(Debug)]
+pub(crate) struct LaneRecord {
+    pub(crate) task: TaskId,
+    pub(crate) topic: Arc<str>,
+    pub(crate) partition: u32,
+    pub(crate) offset: u64,
+    pub(crate) key: Option<Vec<u8>>,
+    pub(crate) value: Option<Vec<u8>>,
+    pub(crate) timestamp: i64,
+    pub(crate) headers: Headers,
+}
+
+/// What the poll loop sends a lane, in order.
+#[derive(Debug)]
+pub(crate) enum LaneMsg {
+    /// Records, in dispatch order.
+    Records(Vec<LaneRecord>),
+    /// The global watermark advanced: fire what runs on event time.
+    Watermark(Watermark),
+    /// A wall-clock tick: processing-time timers and wall-clock punctuators.
+    WallClock(WallTime),
+    /// Barrier `barrier` stamped `stamp`. With `flush` (the final barrier of
+    /// a graceful shutdown) every window closing at or before the stamp is
+    /// emitted into the same commit.
+    Barrier {
+        barrier: u64,
+        stamp: Watermark,
+        flush: bool,
+    },
+}
+
+/// What a lane answers.
+#[derive(Debug)]
+pub(crate) enum LaneReply {
+    /// Stores restored and clocks seeded: ready for records.
+    Ready { restored: u64 },
+    /// Every task crossed the barrier; the epoch's commits, in task order.
+    Crossed {
+        barrier: u64,
+        commits: Vec<(TaskId, EpochCommit)>,
+    },
+    /// A task failed; the lane has stopped.
+    Failed { lane: usize, error: RuntimeError },
+}
+
+/// Everything a lane thread starts with.
+pub(crate) struct LaneSetup<L: Log> {
+    pub(crate) lane: usize,
+    pub(crate) tasks: Vec<TaskId>,
+    pub(crate) topology: Arc<Topology>,
+    pub(crate) config: Arc<StreamsConfig>,
+    pub(crate) log: Arc<L>,
+    pub(crate) seed: (Watermark, Watermark),
+    pub(crate) restore_stall_timeout: std::time::Duration,
+    pub(crate) wall_clock: WallTime,
+    /// Set when a task holds output that only the next barrier commits
+    /// (the emission work signal of DESIGN 3.3).
+    pub(crate) pending_output: Arc<AtomicBool>,
+}
+
+/// The lane thread's body: restore, report ready, then serve messages until
+/// the sender hangs up.
+pub(crate) fn run_lane<L: Log + 'static>(
+    setup: LaneSetup<L>,
+    inbox: Receiver<LaneMsg>,
+    replies: SyncSender<LaneReply>,
+) {
+    let lane = setup.lane;
+    let mut tasks = match build_tasks(&setup) {
+        Ok((tasks, restored)) => {
+            if replies.send(LaneReply::Ready { restored }).is_err() {
+                return;
+            }
+            tasks
+        }
+        Err(error) => {
+            let _ = replies.send(LaneReply::Failed { lane, error });
+            return;
+        }
+    };
+    while let Ok(msg) = inbox.recv() {
+        let reply = match apply(&mut tasks, msg, &setup.pending_output) {
+            Ok(None) => continue,
+            Ok(Some((barrier, commits))) => LaneReply::Crossed { barrier, commits },
+            Err(error) => {
+                let _ = replies.send(LaneReply::Failed { lane, error });
+                return;
+            }
+        };
+        if replies.send(reply).is_err() {
+            return;
+        }
+    }
+}
+
+fn process_err(task: TaskId) -> impl FnOnce(stoatflow_streams::ProcessError) -> RuntimeError {
+    move |source| RuntimeError::Process {
+        task: task.to_string(),
+        source,
+    }
+}
+
+type Crossing = (u64, Vec<(TaskId, EpochCommit)>);
+
+fn apply(
+    tasks: &mut BTreeMap<TaskId, StreamTask>,
+    msg: LaneMsg,
+    pending_output: &AtomicBool,
+) -> Result<Option<Crossing>, RuntimeError> {
+    match msg {
+        LaneMsg::Records(batch) => {
+            for r in batch {
+                let task = tasks
+                    .get_mut(&r.task)
+                    .expect("the poll loop routes records only to this lane's tasks");
+                task.process(
+                    &r.topic,
+                    Some(r.partition as i32),
+                    Some(r.offset as i64),
+                    r.key.as_deref(),
+                    r.value.as_deref(),
+                    r.timestamp,
+                    r.headers,
+                )
+                .map_err(process_err(r.task))?;
+            }
+        }
+        LaneMsg::Watermark(w) => {
+            for (id, task) in tasks.iter_mut() {
+                task.on_watermark(w);
+                let timers = task.floor();
+                task.fire_event_time(w, timers).map_err(process_err(*id))?;
+            }
+            note_pending(tasks, pending_output);
+        }
+        LaneMsg::WallClock(now) => {
+            for (id, task) in tasks.iter_mut() {
+                task.on_wall_clock(now).map_err(process_err(*id))?;
+            }
+            note_pending(tasks, pending_output);
+        }
+        LaneMsg::Barrier {
+            barrier,
+            stamp,
+            flush,
+        } => {
+            let mut commits = Vec::with_capacity(tasks.len());
+            for (id, task) in tasks.iter_mut() {
+                let mut commit = task.on_barrier(stamp).map_err(process_err(*id))?;
+                if flush {
+                    // The final barrier: everything closing at or before the
+                    // stamp is emitted now and commits with this epoch.
+                    task.advance_frontier(stamp).map_err(process_err(*id))?;
+                    let rest = task.commit().map_err(process_err(*id))?;
+                    commit.outputs.extend(rest.outputs);
+                    commit.changelogs.extend(rest.changelogs);
+                }
+                commits.push((*id, commit));
+            }
+            note_pending(tasks, pending_output);
+            return Ok(Some((barrier, commits)));
+        }
+    }
+    Ok(None)
+}
+
+fn note_pending(tasks: &BTreeMap<TaskId, StreamTask>, pending_output: &AtomicBool) {
+    if tasks.values().any(|t| !t.pending_output().is_empty()) {
+        pending_output.store(true, Ordering::Release);
+    }
+}
+
+/// Instantiates this lane's tasks, restores their stores from the committed
+/// changelogs (partition = the task's partition) and seeds their clocks.
+fn build_tasks<L: Log>(
+    setup: &LaneSetup<L>,
+) -> Result<(BTreeMap<TaskId, StreamTask>, u64), RuntimeError> {
+    let mut tasks = BTreeMap::new();
+    let mut restored = 0u64;
+    let mut consumer = None;
+    for &id in &setup.tasks {
+        let mut task = setup.topology.instantiate(id.subtopology, &setup.config);
+        if setup.config.changelog_enabled {
+            let names: Vec<String> = task.store_names().map(str::to_owned).collect();
+            for store in names {
+                let consumer = match &mut consumer {
+                    Some(c) => c,
+                    None => consumer.insert(setup.log.consumer(&format!(
+                        "{}-restore-lane-{}",
+                        setup.config.application_id, setup.lane
+                    ))?),
+                };
+                restored += restore_store(setup, consumer, &task, id, &store)?;
+            }
+        }
+        let (floor, frontier) = setup.seed;
+        task.seed(floor, frontier);
+        task.on_watermark(floor);
+        // After the restore: timer indexes are built from restored stores.
+        task.on_wall_clock(setup.wall_clock)
+            .map_err(process_err(id))?;
+        tasks.insert(id, task);
+    }
+    Ok((tasks, restored))
+}
+
+fn restore_store<C: Consumer>(
+    setup: &LaneSetup<impl Log>,
+    consumer: &mut C,
+    task: &StreamTask,
+    id: TaskId,
+    store: &str,
+) -> Result<u64, RuntimeError> {
+    let state = task
+        .state_store(store)
+        .expect("store_names lists only the task's stores");
+    let topic = changelog_topic(&setup.config.application_id, store);
+    let tp = TopicPartition::new(topic, id.partition);
+    let mut entries = Vec::new();
+    stoatflow_log::restore(consumer, &tp, setup.restore_stall_timeout, |r| {
+        entries.push(changelog_entry(r));
+    })?;
+    let entries = entries
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|entry| RuntimeError::State {
+            store: store.to_owned(),
+            source: entry.corrupt(store, "changelog record has no key"),
+        })?;
+    let total = entries.len() as u64;
+    let mut state = state.borrow_mut();
+    stoatflow_state::restore(&mut *state, entries, total, &mut |p| {
+        tracing::debug!(store, task = %id, restored = p.restored, total = p.total, "restoring");
+    })
+    .map_err(|source| RuntimeError::State {
+        store: store.to_owned(),
+        source,
+    })
+}
+
+/// A committed changelog record as the state crate reads it back; a record
+/// with no key is not a changelog record (the entry, keyless, is returned
+/// so the caller can name its position).
+pub(crate) fn changelog_entry(
+    r: stoatflow_log::FetchedRecord,
+) -> Result<ChangelogEntry, ChangelogEntry> {
+    let entry = ChangelogEntry {
+        partition: ChangelogPartition(r.partition.partition.0),
+        offset: ChangelogOffset(r.offset.0),
+        key: Vec::new(),
+        value: r.record.value,
+        timestamp: r.record.timestamp.0,
+    };
+    match r.record.key {
+        Some(key) => Ok(ChangelogEntry { key, ..entry }),
+        None => Err(entry),
+    }
+}

@@ -1,0 +1,53 @@
+//! # stoatflow-runtime
+//!
+//! Runs a topology on a log: the poll loop, ordered dispatch across source
+//! partitions, record lanes, commit barriers stamped with the one
+//! application-wide watermark, one transaction per epoch, recovery and
+//! shutdown (DESIGN 3.3 and 3.6).
+//!
+//! A short tour:
+//! - [`StreamsApp`]: `new` (the embedded log of the config) or `with_log`
+//!   (any [`stoatflow_log::Log`]), `start`, `state`, `close`, `run`.
+//! - [`RuntimeConfig`]: backend, processing guarantee, barrier cadence
+//!   ([`CommitBarrierConfig`]), lanes, the tracker's knobs.
+//! - [`AppState`]: Kafka Streams' lifecycle; `RUNNING` is 4.
+//! - [`BarrierCadence`]: when the next barrier is due.
+//!
+//! ```
+//! use std::time::Duration;
+//! use stoatflow_log::{Log, TopicSpec};
+//! use stoatflow_runtime::{Backend, RuntimeConfig, StreamsApp};
+//! use stoatflow_streams::*;
+//!
+//! let mut builder = StreamsBuilder::new();
+//! builder
+//!     .stream("words", Consumed::with(Serdes::string(), Serdes::string()))
+//!     .map_values(|_k: &String, v: String| v.len() as i64)
+//!     .to("lengths", Produced::with(Serdes::string(), Serdes::i64()));
+//! let config = RuntimeConfig::new("doc-app", Backend::InMemory).with_lanes(1);
+//! let mut app = StreamsApp::new(builder.build()?, config)?;
+//! app.log().create_topic(&TopicSpec::new("words", 1))?;
+//! app.log().create_topic(&TopicSpec::new("lengths", 1))?;
+//! app.start()?;
+//! assert!(app.close(Duration::from_secs(10)));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod app;
+mod app_state;
+mod cadence;
+mod config;
+mod engine;
+mod error;
+mod lane;
+mod partitioner;
+mod task_id;
+
+pub use app::StreamsApp;
+pub use app_state::AppState;
+pub use cadence::BarrierCadence;
+pub use config::{Backend, CommitBarrierConfig, ProcessingGuarantee, RuntimeConfig};
+pub use engine::{ErrorHandler, StateListener};
+pub use error::RuntimeError;
+pub use partitioner::{murmur2, partition_for_key};
+pub use task_id::TaskId;

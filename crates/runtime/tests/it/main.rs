@@ -1,0 +1,6 @@
+//! Integration tests of the runtime, through its public API only.
+
+mod end_to_end;
+mod recovery;
+mod refusals;
+mod support;

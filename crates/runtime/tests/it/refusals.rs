@@ -1,0 +1,120 @@
+//! Bad input: a clear error naming the thing, the app in ERROR, nothing
+//! committed half.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use stoatflow_log::{EmbeddedLog, Log, TopicSpec};
+use stoatflow_runtime::{AppState, Backend, RuntimeConfig, StreamsApp};
+
+use crate::support::*;
+
+#[test]
+fn a_missing_source_topic_stops_the_app_in_error_naming_it() {
+    let log = Arc::new(EmbeddedLog::in_memory());
+    log.create_topic(&TopicSpec::new(OUTPUT, PARTITIONS))
+        .unwrap();
+    let mut app = StreamsApp::with_log(tumbling_count(), config("missing", 1), log).unwrap();
+    let handled = Arc::new(std::sync::Mutex::new(None));
+    let h = handled.clone();
+    app.set_uncaught_error_handler(move |e| *h.lock().unwrap() = Some(e.to_string()));
+    app.start().unwrap();
+    assert_eq!(
+        app.wait_for_state(AppState::Error, Duration::from_secs(10)),
+        AppState::Error
+    );
+    let message = app.error().unwrap().to_string();
+    assert!(message.contains(INPUT), "{message}");
+    assert_eq!(handled.lock().unwrap().as_deref(), Some(message.as_str()));
+}
+
+#[test]
+fn a_changelog_topic_of_the_wrong_shape_is_named() {
+    let log = Arc::new(EmbeddedLog::in_memory());
+    create_topics(&*log);
+    let config = config("shape", 1);
+    let changelog = "shape-stoatflow-watermark-changelog";
+    log.create_topic(&TopicSpec::new(changelog, 2)).unwrap();
+    let mut app = StreamsApp::with_log(tumbling_count(), config, log).unwrap();
+    app.start().unwrap();
+    assert_eq!(
+        app.wait_for_state(AppState::Error, Duration::from_secs(10)),
+        AppState::Error
+    );
+    let message = app.error().unwrap().to_string();
+    assert!(message.contains(changelog), "{message}");
+}
+
+#[test]
+fn a_locked_data_directory_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Backend::Embedded {
+        dir: dir.path().to_owned(),
+    };
+    let _first =
+        StreamsApp::new(tumbling_count(), RuntimeConfig::new("a", backend.clone())).unwrap();
+    let err = StreamsApp::new(tumbling_count(), RuntimeConfig::new("b", backend)).unwrap_err();
+    assert!(
+        err.to_string().contains(&dir.path().display().to_string()),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_poisoned_record_goes_to_the_handler_and_loses_nothing_else() {
+    use stoatflow_log::{Record, Timestamp, TopicPartition, TransactionalProducer};
+    use stoatflow_streams::{DeserializationHandler, StreamsConfig};
+    let records = input(200, 3, 6);
+    let log = Arc::new(EmbeddedLog::in_memory());
+    create_topics(&*log);
+    produce(&*log, &records[..100], 20);
+    {
+        let mut p = log.transactional_producer("poison").unwrap();
+        p.begin().unwrap();
+        // A 3-byte value where an i64 is expected.
+        let r = Record::new(Some(b"k0"), Some(b"bad"), Timestamp(START + 5_000));
+        p.send(&TopicPartition::new(INPUT, 0), &r).unwrap();
+        p.commit().unwrap();
+    }
+    produce(&*log, &records[100..], 20);
+    let config = config("poison", 2).with_streams(
+        StreamsConfig::new("poison")
+            .with_deserialization_handler(DeserializationHandler::LogAndContinue),
+    );
+    let mut app = StreamsApp::with_log(tumbling_count(), config, log.clone()).unwrap();
+    app.start().unwrap();
+    assert!(app.wait_until_caught_up(Duration::from_secs(60)).unwrap());
+    assert!(app.close(Duration::from_secs(30)));
+    let engine = regular(read_output(&*log));
+    assert_eq!(engine, regular(driver_finals(tumbling_count(), &records)));
+}
+
+#[test]
+fn a_poisoned_record_under_log_and_fail_stops_the_app_naming_it() {
+    use stoatflow_log::{Record, Timestamp, TopicPartition, TransactionalProducer};
+    let log = Arc::new(EmbeddedLog::in_memory());
+    create_topics(&*log);
+    {
+        let mut p = log.transactional_producer("poison").unwrap();
+        p.begin().unwrap();
+        let r = Record::new(Some(b"k0"), Some(b"bad"), Timestamp(START));
+        p.send(&TopicPartition::new(INPUT, 1), &r).unwrap();
+        p.commit().unwrap();
+    }
+    let mut app = StreamsApp::with_log(tumbling_count(), config("fail", 1), log.clone()).unwrap();
+    app.start().unwrap();
+    assert_eq!(
+        app.wait_for_state(AppState::Error, Duration::from_secs(10)),
+        AppState::Error
+    );
+    let message = app.error().unwrap().to_string();
+    assert!(
+        message.contains(INPUT) && message.contains("partition 1 offset 0"),
+        "{message}"
+    );
+    // Nothing was committed: no offsets for the group.
+    let committed = log
+        .committed_offsets("fail", &[TopicPartition::new(INPUT, 1)])
+        .unwrap();
+    assert_eq!(committed[0].1, None);
+}

@@ -1,0 +1,237 @@
+//! What the runtime tests share: a windowed-count topology, input written
+//! to the log in transactions, committed output read back, and the same
+//! input through the `TopologyTestDriver` for comparison.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use stoatflow_log::{
+    Consumer, EmbeddedLog, Log, Record, SeekTo, Timestamp, TopicPartition, TopicSpec,
+    TransactionalProducer,
+};
+use stoatflow_runtime::{
+    Backend, CommitBarrierConfig, RuntimeConfig, StreamsApp, partition_for_key,
+};
+use stoatflow_streams::{
+    Consumed, EmitStrategy, Produced, Serde, Serdes, StreamsBuilder, StreamsConfig, TimeWindows,
+    Topology, Windowed,
+};
+use stoatflow_testing::TopologyTestDriver;
+use stoatflow_time::WatermarkStrategy;
+
+pub const INPUT: &str = "events";
+pub const OUTPUT: &str = "counts";
+pub const PARTITIONS: u32 = 3;
+pub const WINDOW_MS: i64 = 10_000;
+pub const GRACE_MS: i64 = 5_000;
+/// The source's out-of-orderness bound: above the input's jitter, so the
+/// engine's floor never drops an on-time record.
+pub const BOUND_MS: u64 = 3_000;
+pub const START: i64 = 1_790_000_000_000;
+
+/// A tumbling count per key, final results only.
+pub fn tumbling_count() -> Topology {
+    let mut builder = StreamsBuilder::new();
+    builder
+        .stream(
+            INPUT,
+            Consumed::with(Serdes::string(), Serdes::i64()).with_watermark_strategy(
+                WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(BOUND_MS)),
+            ),
+        )
+        .group_by_key()
+        .windowed_by(TimeWindows::of_size_and_grace(
+            Duration::from_millis(WINDOW_MS as u64),
+            Duration::from_millis(GRACE_MS as u64),
+        ))
+        .emit_strategy(EmitStrategy::on_window_close())
+        .count()
+        .to_stream()
+        .to(
+            OUTPUT,
+            Produced::with(
+                Serdes::time_windowed(Serdes::string(), WINDOW_MS),
+                Serdes::i64(),
+            ),
+        );
+    builder.build().expect("the topology builds")
+}
+
+/// One input record: key, event time (the record timestamp), value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Input {
+    pub key: String,
+    pub ts: i64,
+    pub value: i64,
+}
+
+/// `n` records over `keys` keys, about 100 ms apart, jittered by up to 2 s
+/// (below [`BOUND_MS`] and [`GRACE_MS`]), then one far-future record per
+/// partition so that every earlier window closes under both clocks.
+pub fn input(n: usize, keys: usize, seed: u64) -> Vec<Input> {
+    let mut rng = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+    let mut next = || {
+        rng = rng
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        rng >> 33
+    };
+    let mut out: Vec<Input> = (0..n)
+        .map(|i| {
+            let key = format!("k{}", next() as usize % keys);
+            let jitter = (next() % 2_000) as i64;
+            Input {
+                key,
+                ts: START + i as i64 * 100 - jitter,
+                value: i as i64,
+            }
+        })
+        .collect();
+    let end = START + n as i64 * 100 + 3_600_000;
+    for p in 0..PARTITIONS {
+        let key = (0..)
+            .map(|i| format!("end{i}"))
+            .find(|k| partition_for_key(k.as_bytes(), PARTITIONS) == p)
+            .expect("some key lands in every partition");
+        out.push(Input {
+            key,
+            ts: end,
+            value: -1,
+        });
+    }
+    out
+}
+
+/// Creates the input and output topics.
+pub fn create_topics<L: Log>(log: &L) {
+    log.create_topic(&TopicSpec::new(INPUT, PARTITIONS))
+        .unwrap();
+    log.create_topic(&TopicSpec::new(OUTPUT, PARTITIONS))
+        .unwrap();
+}
+
+/// Writes `records` to the input topic in transactions of `per_txn`,
+/// partitioned by key as Kafka's producer would.
+pub fn produce<L: Log>(log: &L, records: &[Input], per_txn: usize) {
+    let mut producer = log.transactional_producer("test-input").unwrap();
+    for chunk in records.chunks(per_txn.max(1)) {
+        producer.begin().unwrap();
+        for r in chunk {
+            let p = partition_for_key(r.key.as_bytes(), PARTITIONS);
+            let record = Record::new(
+                Some(r.key.as_bytes()),
+                Some(&r.value.to_be_bytes()),
+                Timestamp(r.ts),
+            );
+            producer
+                .send(&TopicPartition::new(INPUT, p), &record)
+                .unwrap();
+        }
+        producer.commit().unwrap();
+    }
+}
+
+/// Final counts keyed by (key, window start), each with every value emitted
+/// for it (a window emitted twice shows two values).
+pub type Finals = BTreeMap<(String, i64), Vec<i64>>;
+
+/// The committed output topic, read back.
+pub fn read_output<L: Log>(log: &L) -> Finals {
+    let mut consumer = log.consumer("test-reader").unwrap();
+    let tps: Vec<_> = (0..PARTITIONS)
+        .map(|p| TopicPartition::new(OUTPUT, p))
+        .collect();
+    consumer.assign(&tps).unwrap();
+    let mut ends = Vec::new();
+    for tp in &tps {
+        consumer.seek(tp, SeekTo::Beginning).unwrap();
+        ends.push(consumer.end_offset(tp).unwrap());
+    }
+    let key_serde = Serdes::time_windowed(Serdes::string(), WINDOW_MS);
+    let mut out = Finals::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while tps
+        .iter()
+        .zip(&ends)
+        .any(|(tp, end)| consumer.position(tp).unwrap() < *end)
+    {
+        assert!(std::time::Instant::now() < deadline, "output not readable");
+        for r in consumer.fetch(Duration::from_millis(20)).unwrap() {
+            let w: Windowed<String> = key_serde
+                .deserialize(OUTPUT, r.record.key.as_deref().unwrap())
+                .unwrap();
+            let count = i64::from_be_bytes(r.record.value.as_deref().unwrap().try_into().unwrap());
+            out.entry((w.key, w.window.start)).or_default().push(count);
+        }
+    }
+    out
+}
+
+/// The same input through the test driver, in input order.
+pub fn driver_finals(topology: Topology, records: &[Input]) -> Finals {
+    let driver = TopologyTestDriver::new(topology, StreamsConfig::new("driver")).unwrap();
+    let input = driver.create_input_topic(INPUT, Serdes::string(), Serdes::i64());
+    let output = driver.create_output_topic(
+        OUTPUT,
+        Serdes::time_windowed(Serdes::string(), WINDOW_MS),
+        Serdes::i64(),
+    );
+    for r in records {
+        input
+            .pipe_input_with_timestamp(r.key.clone(), r.value, r.ts)
+            .unwrap();
+    }
+    let mut out = Finals::new();
+    for r in output.read_records_to_list().unwrap() {
+        out.entry((r.key.key, r.key.window.start))
+            .or_default()
+            .push(r.value);
+    }
+    out
+}
+
+/// Keeps only windows of regular keys (the far-future sentinels' windows
+/// are still open at the end).
+pub fn regular(finals: Finals) -> Finals {
+    finals
+        .into_iter()
+        .filter(|((k, _), _)| !k.starts_with("end"))
+        .collect()
+}
+
+/// A runtime config on `lanes` lanes with a fast barrier cadence.
+pub fn config(app: &str, lanes: usize) -> RuntimeConfig {
+    RuntimeConfig::new(app, Backend::InMemory)
+        .with_lanes(lanes)
+        .with_barrier(CommitBarrierConfig {
+            interval: Duration::from_millis(20),
+            min_interval: Duration::from_millis(10),
+            ..CommitBarrierConfig::default()
+        })
+}
+
+/// Starts an app on `log`, waits until the input is consumed, closes it.
+pub fn run_to_end(log: &Arc<EmbeddedLog>, app_id: &str, lanes: usize) {
+    let mut app =
+        StreamsApp::with_log(tumbling_count(), config(app_id, lanes), log.clone()).unwrap();
+    app.start().unwrap();
+    assert!(
+        app.wait_until_caught_up(Duration::from_secs(60)).unwrap(),
+        "caught up; state {}, error {:?}",
+        app.state(),
+        app.error()
+    );
+    assert!(
+        app.close(Duration::from_secs(30)),
+        "closed: {:?}",
+        app.error()
+    );
+}
+
+/// Asserts each window appears once.
+pub fn assert_each_once(finals: &Finals) {
+    for (window, values) in finals {
+        assert_eq!(values.len(), 1, "window {window:?} emitted {values:?}");
+    }
+}
