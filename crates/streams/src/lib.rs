@@ -79,7 +79,6 @@ pub use processor::{
 };
 pub use processors::scheduled_source::Schedule;
 pub use processors::suppress_time::{BufferConfig, BufferFullStrategy};
-pub use processors::source::EventTimeReader;
 pub use record::{Headers, Record, Window, Windowed};
 pub use serde::{
     BytesSerde, F64Serde, I32Serde, I64Serde, JsonSerde, NullableSerde, Serde, SerdeError,
@@ -87,7 +86,7 @@ pub use serde::{
 };
 pub use topology::context::{DropReason, OutputRecord, RecordMetadata, TaskContext, TaskMetrics};
 pub use topology::task::{EpochCommit, StreamTask, TypedInput};
-pub use topology::{SourceDescription, Topology};
+pub use topology::{EventTimeReader, SourceDescription, Topology};
 pub use windows::{EmitStrategy, SessionWindows, SlidingWindows, TimeWindows};
 
 /// The in-memory window store behind a windowed aggregation named `store`

@@ -106,28 +106,6 @@ impl<K: Clone + 'static, V: Clone + 'static> SourceInput for Source<K, V> {
     }
 }
 
-/// Reads a serialized record's event time the way its source will assign it
-/// (deserialize, then the strategy's timestamp assigner, else the record's
-/// own timestamp), without processing it. The runtime's dispatcher needs the
-/// event time before a task sees the record: ordered dispatch and the
-/// watermark generators run on it. `Send + Sync`: it runs on the poll thread.
-pub trait EventTimeReader: Send + Sync + std::fmt::Debug {
-    /// The event time `record_timestamp`'s record will be given, with
-    /// `partition_time` the largest event time its partition has produced.
-    ///
-    /// # Errors
-    /// The record does not deserialize or its time is invalid: the message
-    /// names the topic and what failed. The task will meet the same failure
-    /// and route it through the deserialization handler.
-    fn event_time(
-        &self,
-        key: Option<&[u8]>,
-        value: Option<&[u8]>,
-        record_timestamp: i64,
-        partition_time: Option<stoatflow_time::EventTime>,
-    ) -> Result<stoatflow_time::EventTime, String>;
-}
-
 pub(crate) struct SourceTimeReader<K, V> {
     pub(crate) topic: String,
     pub(crate) key_serde: SerdeRef<K>,
@@ -143,7 +121,7 @@ impl<K, V> std::fmt::Debug for SourceTimeReader<K, V> {
     }
 }
 
-impl<K: 'static, V: 'static> EventTimeReader for SourceTimeReader<K, V> {
+impl<K: 'static, V: 'static> crate::topology::EventTimeReader for SourceTimeReader<K, V> {
     fn event_time(
         &self,
         key: Option<&[u8]>,

@@ -256,7 +256,7 @@ pub(crate) struct SourceTime {
     pub(crate) policy: Option<SourceTimePolicy>,
     /// Reads a serialized record's event time, for whoever orders records
     /// before a task processes them (the runtime's dispatcher).
-    pub(crate) reader: Arc<dyn crate::processors::source::EventTimeReader>,
+    pub(crate) reader: Arc<dyn super::EventTimeReader>,
 }
 
 impl SourceTime {

@@ -12,9 +12,12 @@
 //! operator does; everything above it imports it, never the reverse.
 
 pub(crate) mod context;
+mod event_time;
 pub(crate) mod graph;
 pub(crate) mod shared_store;
 pub(crate) mod task;
+
+pub use event_time::EventTimeReader;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -125,10 +128,7 @@ impl Topology {
 
     /// The event-time reader of the source reading `topic` (the runtime's
     /// dispatcher orders records by it before a task processes them).
-    pub fn event_time_reader(
-        &self,
-        topic: &str,
-    ) -> Option<Arc<dyn crate::processors::source::EventTimeReader>> {
+    pub fn event_time_reader(&self, topic: &str) -> Option<Arc<dyn EventTimeReader>> {
         self.nodes.iter().find_map(|n| match &n.kind {
             NodeKind::Source { topics, time } if topics.iter().any(|t| t == topic) => {
                 Some(time.reader.clone())
