@@ -1,28 +1,40 @@
-//! The quickstart: orders per shop per 5-minute window, final results only.
+//! The quickstart: orders per shop per 5-minute window, final results only,
+//! on the real engine.
 //!
 //! Three partitions of an `orders` topic (JSON orders stamped with
-//! `placed_at`, up to 20 s out of order; one partition goes quiet) run through
-//! the engine's event-time path as it exists: ordered dispatch, the watermark
-//! tracker (30 s bound, 2 min idleness), and the streams task, cut into epochs
-//! by commit barriers stamped with the watermark. Each final count is printed
-//! when the barrier that emits it commits.
+//! `placed_at`, up to 20 s out of order; partition 2 goes quiet after ten
+//! minutes) are written, a minute of orders at a time, to an embedded log in
+//! a temporary directory while the application (30 s bound, 2 min idleness)
+//! runs on it. The application's wall clock is a manual clock moved a minute
+//! per minute of orders, so the quiet partition turns idle two minutes after
+//! its last order and the watermark follows the other two. When the input
+//! is consumed, `close()` cuts the final barrier, which emits every window
+//! the watermark has closed and commits it. The final counts are read back
+//! from `order-counts` (read committed) and printed with the `/watermarks`
+//! view.
+//!
+//! `--dir D` keeps the log in `D` instead of a temporary directory.
 
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
-use stoatflow_streams::{
-    Consumed, EmitStrategy, Headers, Produced, Serde, Serdes, StreamsBuilder, StreamsConfig,
-    TimeWindows, Windowed,
+use anyhow::{Context, bail};
+use stoatflow::log::{
+    Consumer, EmbeddedLog, Log, Record, SeekTo, Timestamp, TopicPartition, TopicSpec,
+    TransactionalProducer,
 };
-use stoatflow_time::{
-    Clock, ManualClock, Offset, OrderedDispatch, SourcePartition, TrackerConfig, WallTime,
-    WatermarkStrategy, WatermarkTracker,
-};
+use stoatflow::*;
 
 /// 2026-09-22T10:00:00Z.
 const START_MS: i64 = 1_790_071_200_000;
 const SHOPS: [&str; 3] = ["lisbon", "porto", "faro"];
+const SECONDS: i64 = 1_800;
+const WINDOW_MS: i64 = 300_000;
+const ORDERS: &str = "orders";
+const COUNTS: &str = "order-counts";
+const APP: &str = "quickstart";
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Order {
@@ -31,7 +43,7 @@ struct Order {
     placed_at: i64,
 }
 
-pub fn run(_args: &[String]) -> anyhow::Result<()> {
+fn topology() -> anyhow::Result<Topology> {
     let strategy =
         WatermarkStrategy::<String, Order>::for_bounded_out_of_orderness(Duration::from_secs(30))
             .with_timestamp_assigner(|_k: &String, o: &Order, _ts| o.placed_at)
@@ -39,9 +51,9 @@ pub fn run(_args: &[String]) -> anyhow::Result<()> {
     let mut builder = StreamsBuilder::new();
     builder
         .stream(
-            "orders",
+            ORDERS,
             Consumed::with(Serdes::string(), Serdes::json::<Order>())
-                .with_watermark_strategy(strategy.clone()),
+                .with_watermark_strategy(strategy),
         )
         .group_by_key()
         .windowed_by(TimeWindows::of_size_and_grace(
@@ -52,105 +64,157 @@ pub fn run(_args: &[String]) -> anyhow::Result<()> {
         .count()
         .to_stream()
         .to(
-            "order-counts",
+            COUNTS,
             Produced::with(
-                Serdes::time_windowed(Serdes::string(), 300_000),
+                Serdes::time_windowed(Serdes::string(), WINDOW_MS),
                 Serdes::i64(),
             ),
         );
-    let topology = builder.build()?;
-    let config = Arc::new(StreamsConfig::new("quickstart"));
-    topology.validate(&config)?;
-    println!("{}", topology.describe().trim_end());
+    Ok(builder.build()?)
+}
 
-    let mut task = topology.instantiate(0, &config);
-    let clock = ManualClock::new(WallTime::from_millis(START_MS));
-    let mut tracker = WatermarkTracker::new(TrackerConfig::default());
-    let partitions: Vec<_> = (0..3)
-        .map(|p| {
-            tracker.register(
-                SourcePartition::new("orders", p),
-                strategy.policy(),
-                clock.now(),
-            )
-        })
-        .collect::<Result<_, _>>()?;
-    let mut dispatch = OrderedDispatch::new();
-    let json = Serdes::json::<Order>();
-    let key_serde = Serdes::time_windowed(Serdes::string(), 300_000);
-    let mut offsets = [0i64; 3];
-    let (mut records, mut barriers, mut finals) = (0u64, 0u64, 0u64);
-    println!(
-        "\norders: 3 partitions, 30 s bound, 2 min idleness; partition 2 stops after 10 minutes; barrier every second"
-    );
-    for second in 0..1_800i64 {
-        clock.advance(Duration::from_secs(1));
-        let now = clock.now();
-        for (p, shop) in SHOPS.iter().enumerate() {
-            if p == 2 && second >= 600 {
-                continue;
-            }
-            let late_by = ((second * 7 + p as i64 * 13) % 21) * 1_000;
-            let order = Order {
-                shop: (*shop).into(),
-                amount_cents: 100 + second % 900,
-                placed_at: START_MS + second * 1_000 - late_by,
-            };
-            let mut value = Vec::new();
-            json.serialize("orders", &order, &mut value)?;
-            let event_time = strategy.assign(&order.shop, &order, now.as_millis(), None)?;
-            dispatch.push(
-                &mut tracker,
-                partitions[p],
-                Offset(offsets[p]),
-                event_time,
-                (order.shop, value),
-                now,
-            )?;
-            offsets[p] += 1;
-        }
-        for d in dispatch.drain_ready(&mut tracker, now) {
-            let (key, value) = d.record;
-            let part = tracker.partition(d.partition)?.partition();
-            task.process(
-                "orders",
-                Some(part),
-                Some(d.offset.0),
-                Some(key.as_bytes()),
-                Some(&value),
-                now.as_millis(),
-                Headers::empty(),
-            )?;
-            records += 1;
-        }
-        let stamp = tracker.force_watermark(now);
-        let commit = task.on_barrier(stamp)?;
-        barriers += 1;
-        for out in commit.outputs {
-            let window: Windowed<String> = key_serde
-                .deserialize("order-counts", out.key.as_deref().context("windowed key")?)?;
-            let count = i64::from_be_bytes(out.value.as_deref().context("count")?.try_into()?);
-            println!(
-                "  barrier {:>4} (stamp {})  {:<7} [{} .. {})  {count} orders",
-                commit.epoch,
-                stamp.to_iso8601(),
-                window.key,
-                WallTime::from_millis(window.window.start).to_iso8601(),
-                WallTime::from_millis(window.window.end).to_iso8601(),
-            );
-            finals += 1;
+pub fn run(args: &[String]) -> anyhow::Result<()> {
+    let mut dir: Option<PathBuf> = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--dir" => dir = Some(it.next().context("--dir needs a directory")?.into()),
+            other => bail!("unknown quickstart argument '{other}' (try --dir DIR)"),
         }
     }
-    let metrics = tracker.metrics(clock.now());
+    match dir {
+        Some(dir) => run_in(&dir),
+        None => run_in(tempfile::tempdir()?.path()),
+    }
+}
+
+fn run_in(dir: &Path) -> anyhow::Result<()> {
+    let topology = topology()?;
+    println!("{}", topology.describe().trim_end());
     println!(
-        "\n{records} records in {barriers} epochs; {finals} final results; watermark {} ({} ms behind wall clock); {} late arrivals; {} dropped as late",
-        metrics.current.to_iso8601(),
-        metrics.lag_ms.unwrap_or_default(),
-        metrics.late_records_total,
-        task.metrics()
-            .dropped(stoatflow_streams::DropReason::LateWindow),
+        "\norders: 3 partitions, 30 s bound, 2 min idleness; partition 2 stops after 10 minutes"
     );
-    let (_, body) = stoatflow_server::watermarks_response(&tracker.snapshot(), true);
-    println!("GET /watermarks\n{}", serde_json::to_string_pretty(&body)?);
+    let clock = Arc::new(ManualClock::new(WallTime::from_millis(START_MS)));
+    let config = RuntimeConfig::new(
+        APP,
+        Backend::Embedded {
+            dir: dir.to_owned(),
+        },
+    )
+    .with_lanes(2)
+    .with_barrier(CommitBarrierConfig {
+        interval: Duration::from_millis(150),
+        ..CommitBarrierConfig::default()
+    });
+    let mut app = StreamsApp::new(topology, config)?.with_clock(clock.clone());
+    let log = app.log().clone();
+    for topic in [ORDERS, COUNTS] {
+        log.ensure_topic(&TopicSpec::new(topic, 3))?;
+    }
+    app.start()?;
+    let json = Serdes::json::<Order>();
+    let mut producer = log.transactional_producer("quickstart-orders")?;
+    let mut records = 0;
+    for minute in 0..SECONDS / 60 {
+        producer.begin()?;
+        for second in minute * 60..(minute + 1) * 60 {
+            for (p, shop) in SHOPS.iter().enumerate() {
+                if p == 2 && second >= 600 {
+                    continue;
+                }
+                let late_by = ((second * 7 + p as i64 * 13) % 21) * 1_000;
+                let order = Order {
+                    shop: (*shop).into(),
+                    amount_cents: 100 + second % 900,
+                    placed_at: START_MS + second * 1_000 - late_by,
+                };
+                let mut value = Vec::new();
+                json.serialize(ORDERS, &order, &mut value)?;
+                let record = Record::new(
+                    Some(shop.as_bytes()),
+                    Some(&value),
+                    Timestamp(START_MS + second * 1_000),
+                );
+                producer.send(&TopicPartition::new(ORDERS, p as u32), &record)?;
+                records += 1;
+            }
+        }
+        producer.commit()?;
+        clock.advance(Duration::from_secs(60));
+        if !app.wait_until_caught_up(Duration::from_secs(120))? {
+            bail!(
+                "the application did not consume its input: state {}, error {:?}",
+                app.state(),
+                app.error()
+            );
+        }
+    }
+    println!("wrote {records} orders to {} ({ORDERS})", dir.display());
+    let watermarks = app.watermarks();
+    if !app.close(Duration::from_secs(60)) {
+        bail!("close did not finish: {:?}", app.error());
+    }
+    if let Some(snapshot) = watermarks {
+        let (_, body) = server::watermarks_response(&snapshot, true);
+        println!(
+            "\nGET /watermarks\n{}",
+            serde_json::to_string_pretty(&body)?
+        );
+    }
+    let counts = read_counts(&log)?;
+    println!("\nfinal counts read back from {COUNTS} (read committed):");
+    for ((shop, start), c) in &counts {
+        println!(
+            "  {shop:<7} [{} .. {})  {} orders",
+            WallTime::from_millis(*start).to_iso8601(),
+            WallTime::from_millis(start + WINDOW_MS).to_iso8601(),
+            c.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+        );
+    }
+    let windows: usize = counts.values().map(Vec::len).sum();
+    println!("\n{windows} final results, each committed once");
+    if counts.values().any(|c| c.len() != 1) {
+        bail!("a window was emitted more than once");
+    }
     Ok(())
+}
+
+type Counts = BTreeMap<(String, i64), Vec<i64>>;
+
+/// The committed final counts, per (shop, window start), every value emitted.
+fn read_counts(log: &EmbeddedLog) -> anyhow::Result<Counts> {
+    let mut consumer = log.consumer("quickstart-reader")?;
+    let tps: Vec<_> = (0..3).map(|p| TopicPartition::new(COUNTS, p)).collect();
+    consumer.assign(&tps)?;
+    let mut ends = Vec::new();
+    for tp in &tps {
+        consumer.seek(tp, SeekTo::Beginning)?;
+        ends.push(consumer.end_offset(tp)?);
+    }
+    let key_serde = Serdes::time_windowed(Serdes::string(), WINDOW_MS);
+    let mut out = Counts::new();
+    while tps
+        .iter()
+        .zip(&ends)
+        .map(|(tp, end)| Ok(consumer.position(tp)? < *end))
+        .collect::<Result<Vec<bool>, stoatflow::log::LogError>>()?
+        .contains(&true)
+    {
+        for r in consumer.fetch(Duration::from_millis(50))? {
+            let key: Windowed<String> =
+                key_serde.deserialize(COUNTS, r.record.key.as_deref().context("windowed key")?)?;
+            let count = i64::from_be_bytes(
+                r.record
+                    .value
+                    .as_deref()
+                    .context("count")?
+                    .try_into()
+                    .context("an 8-byte count")?,
+            );
+            out.entry((key.key, key.window.start))
+                .or_default()
+                .push(count);
+        }
+    }
+    Ok(out)
 }
