@@ -1,6 +1,7 @@
 //! Integration tests of the runtime, through its public API only.
 
 mod end_to_end;
+mod families;
 mod kill;
 mod recovery;
 mod refusals;

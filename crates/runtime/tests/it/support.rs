@@ -114,7 +114,14 @@ pub fn create_topics<L: Log>(log: &L) {
 /// Writes `records` to the input topic in transactions of `per_txn`,
 /// partitioned by key as Kafka's producer would.
 pub fn produce<L: Log>(log: &L, records: &[Input], per_txn: usize) {
-    let mut producer = log.transactional_producer("test-input").unwrap();
+    produce_to(log, INPUT, records, per_txn);
+}
+
+/// As [`produce`], to `topic`.
+pub fn produce_to<L: Log>(log: &L, topic: &str, records: &[Input], per_txn: usize) {
+    let mut producer = log
+        .transactional_producer(&format!("test-input-{topic}"))
+        .unwrap();
     for chunk in records.chunks(per_txn.max(1)) {
         producer.begin().unwrap();
         for r in chunk {
@@ -125,7 +132,7 @@ pub fn produce<L: Log>(log: &L, records: &[Input], per_txn: usize) {
                 Timestamp(r.ts),
             );
             producer
-                .send(&TopicPartition::new(INPUT, p), &record)
+                .send(&TopicPartition::new(topic, p), &record)
                 .unwrap();
         }
         producer.commit().unwrap();

@@ -1,0 +1,261 @@
+//! For each topology family the engine's committed final output equals the
+//! `TopologyTestDriver`'s for the same input where no record is late under
+//! either clock, on 1, 2 and 4 lanes: sliding, session, suppress
+//! (until_window_closes), and inner and left stream-stream joins.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use stoatflow_log::{Consumer, EmbeddedLog, Log, SeekTo, TopicPartition, TopicSpec};
+use stoatflow_runtime::StreamsApp;
+use stoatflow_streams::{
+    BufferConfig, Consumed, EmitStrategy, JoinWindows, KStream, Produced, Serdes, SessionWindows,
+    SlidingWindows, StreamJoined, StreamsBuilder, StreamsConfig, Suppressed, TimeWindows, Topology,
+};
+use stoatflow_testing::TopologyTestDriver;
+use stoatflow_time::WatermarkStrategy;
+
+use crate::support::*;
+
+const OTHER: &str = "others";
+
+fn source(builder: &mut StreamsBuilder, topic: &str) -> KStream<String, i64> {
+    builder.stream(
+        topic,
+        Consumed::with(Serdes::string(), Serdes::i64()).with_watermark_strategy(
+            WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(BOUND_MS)),
+        ),
+    )
+}
+
+fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+fn sliding() -> Topology {
+    let mut b = StreamsBuilder::new();
+    source(&mut b, INPUT)
+        .group_by_key()
+        .windowed_by(SlidingWindows::of_time_difference_and_grace(
+            secs(3),
+            secs(5),
+        ))
+        .emit_strategy(EmitStrategy::on_window_close())
+        .count()
+        .to_stream()
+        .to(
+            OUTPUT,
+            Produced::with(
+                Serdes::time_windowed(Serdes::string(), 3_000),
+                Serdes::i64(),
+            ),
+        );
+    b.build().unwrap()
+}
+
+fn session() -> Topology {
+    let mut b = StreamsBuilder::new();
+    source(&mut b, INPUT)
+        .group_by_key()
+        .windowed_by(SessionWindows::of_inactivity_gap_and_grace(
+            secs(2),
+            secs(5),
+        ))
+        .emit_strategy(EmitStrategy::on_window_close())
+        .count()
+        .to_stream()
+        .to(
+            OUTPUT,
+            Produced::with(Serdes::session_windowed(Serdes::string()), Serdes::i64()),
+        );
+    b.build().unwrap()
+}
+
+fn suppressed() -> Topology {
+    let mut b = StreamsBuilder::new();
+    source(&mut b, INPUT)
+        .group_by_key()
+        .windowed_by(TimeWindows::of_size_and_grace(secs(10), secs(5)))
+        .count()
+        .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
+        .to_stream()
+        .to(
+            OUTPUT,
+            Produced::with(
+                Serdes::time_windowed(Serdes::string(), 10_000),
+                Serdes::i64(),
+            ),
+        );
+    b.build().unwrap()
+}
+
+fn inner_join() -> Topology {
+    let mut b = StreamsBuilder::new();
+    let left = source(&mut b, INPUT);
+    let right = source(&mut b, OTHER);
+    left.join(
+        &right,
+        |l: &i64, r: &i64| l * 1_000_000 + r,
+        JoinWindows::of_time_difference_and_grace(secs(1), secs(5)),
+        StreamJoined::with(Serdes::string(), Serdes::i64(), Serdes::i64()),
+    )
+    .to(OUTPUT, Produced::with(Serdes::string(), Serdes::i64()));
+    b.build().unwrap()
+}
+
+fn left_join() -> Topology {
+    let mut b = StreamsBuilder::new();
+    let left = source(&mut b, INPUT);
+    let right = source(&mut b, OTHER);
+    left.left_join(
+        &right,
+        |l: &i64, r: Option<&i64>| l * 1_000_000 + r.copied().unwrap_or(-1),
+        JoinWindows::of_time_difference_and_grace(secs(1), secs(5)),
+        StreamJoined::with(Serdes::string(), Serdes::i64(), Serdes::i64()),
+    )
+    .to(OUTPUT, Produced::with(Serdes::string(), Serdes::i64()));
+    b.build().unwrap()
+}
+
+/// Raw committed output records (key, value), sorted, sentinels left out.
+type Raw = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn keep(out: Raw) -> Raw {
+    let mut out: Raw = out
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with(b"end"))
+        .collect();
+    out.sort();
+    out
+}
+
+fn read_raw<L: Log>(log: &L) -> Raw {
+    let mut consumer = log.consumer("family-reader").unwrap();
+    let tps: Vec<_> = (0..PARTITIONS)
+        .map(|p| TopicPartition::new(OUTPUT, p))
+        .collect();
+    consumer.assign(&tps).unwrap();
+    let mut ends = Vec::new();
+    for tp in &tps {
+        consumer.seek(tp, SeekTo::Beginning).unwrap();
+        ends.push(consumer.end_offset(tp).unwrap());
+    }
+    let mut out = Raw::new();
+    while tps
+        .iter()
+        .zip(&ends)
+        .any(|(tp, end)| consumer.position(tp).unwrap() < *end)
+    {
+        for r in consumer.fetch(Duration::from_millis(20)).unwrap() {
+            out.push((r.record.key.unwrap(), r.record.value.unwrap()));
+        }
+    }
+    keep(out)
+}
+
+fn driver_raw(topology: Topology, inputs: &[(&str, Vec<Input>)]) -> Raw {
+    let driver = TopologyTestDriver::new(topology, StreamsConfig::new("driver")).unwrap();
+    let output = driver.create_output_topic(OUTPUT, Serdes::bytes(), Serdes::bytes());
+    // Interleave the topics in event-time order, as the engine dispatches.
+    let mut all: Vec<(&str, &Input)> = inputs
+        .iter()
+        .flat_map(|(t, rs)| rs.iter().map(move |r| (*t, r)))
+        .collect();
+    all.sort_by_key(|(_, r)| r.ts);
+    let topics: Vec<_> = inputs
+        .iter()
+        .map(|(t, _)| {
+            (
+                *t,
+                driver.create_input_topic(t, Serdes::string(), Serdes::i64()),
+            )
+        })
+        .collect();
+    for (t, r) in all {
+        let topic = &topics.iter().find(|(n, _)| *n == t).unwrap().1;
+        topic
+            .pipe_input_with_timestamp(r.key.clone(), r.value, r.ts)
+            .unwrap();
+    }
+    keep(
+        output
+            .read_key_values_to_list()
+            .unwrap()
+            .into_iter()
+            .collect(),
+    )
+}
+
+fn engine_raw(
+    topology: fn() -> Topology,
+    inputs: &[(&str, Vec<Input>)],
+    lanes: usize,
+    app: &str,
+) -> Raw {
+    let log = Arc::new(EmbeddedLog::in_memory());
+    log.create_topic(&TopicSpec::new(OUTPUT, PARTITIONS))
+        .unwrap();
+    for (topic, records) in inputs {
+        log.create_topic(&TopicSpec::new(*topic, PARTITIONS))
+            .unwrap();
+        produce_to(&*log, topic, records, 50);
+    }
+    let mut app = StreamsApp::with_log(topology(), config(app, lanes), log.clone()).unwrap();
+    app.start().unwrap();
+    assert!(
+        app.wait_until_caught_up(Duration::from_secs(60)).unwrap(),
+        "{:?}",
+        app.error()
+    );
+    assert!(app.close(Duration::from_secs(30)), "{:?}", app.error());
+    read_raw(&*log)
+}
+
+fn check_family(name: &str, topology: fn() -> Topology, inputs: Vec<(&str, Vec<Input>)>) {
+    let driver = driver_raw(topology(), &inputs);
+    assert!(!driver.is_empty(), "{name}: the driver emitted nothing");
+    for lanes in [1, 2, 4] {
+        let engine = engine_raw(topology, &inputs, lanes, &format!("{name}-{lanes}"));
+        assert_eq!(
+            engine.len(),
+            driver.len(),
+            "{name} on {lanes} lanes: {} results, the driver {}",
+            engine.len(),
+            driver.len()
+        );
+        assert_eq!(engine, driver, "{name} on {lanes} lanes");
+    }
+}
+
+#[test]
+fn sliding_count_equals_the_driver() {
+    check_family("sliding", sliding, vec![(INPUT, input(400, 5, 11))]);
+}
+
+#[test]
+fn session_count_equals_the_driver() {
+    check_family("session", session, vec![(INPUT, input(400, 23, 12))]);
+}
+
+#[test]
+fn suppress_until_window_closes_equals_the_driver() {
+    check_family("suppress", suppressed, vec![(INPUT, input(400, 7, 13))]);
+}
+
+#[test]
+fn inner_join_equals_the_driver() {
+    check_family(
+        "inner-join",
+        inner_join,
+        vec![(INPUT, input(300, 17, 14)), (OTHER, input(300, 17, 15))],
+    );
+}
+
+#[test]
+fn left_join_equals_the_driver() {
+    check_family(
+        "left-join",
+        left_join,
+        vec![(INPUT, input(300, 17, 16)), (OTHER, input(300, 17, 17))],
+    );
+}
