@@ -201,6 +201,8 @@ struct Engine<L: Log> {
     dispatch: OrderedDispatch<Pending>,
     slots: Vec<SourceSlot>,
     slot_of: HashMap<TopicPartition, usize>,
+    /// The slot of the last fetched record.
+    last_slot: Option<usize>,
     plan: Plan,
     stamps: WatermarkStore<InMemoryKeyValueStore<WatermarkKey, i64>>,
     lanes: Vec<SyncSender<LaneMsg>>,
@@ -402,6 +404,7 @@ impl<L: Log + 'static> Engine<L> {
             dispatch: OrderedDispatch::new(),
             slots,
             slot_of,
+            last_slot: None,
             plan,
             stamps,
             lanes,
@@ -500,8 +503,16 @@ impl<L: Log + 'static> Engine<L> {
         r: stoatflow_log::FetchedRecord,
         now: WallTime,
     ) -> Result<(), RuntimeError> {
-        let Some(&slot) = self.slot_of.get(&r.partition) else {
-            return Ok(());
+        // Fetches come in runs per partition: look the slot up once per run.
+        let slot = match self.last_slot {
+            Some(slot) if self.slots[slot].tp == r.partition => slot,
+            _ => {
+                let Some(&slot) = self.slot_of.get(&r.partition) else {
+                    return Ok(());
+                };
+                self.last_slot = Some(slot);
+                slot
+            }
         };
         let s = &self.slots[slot];
         let record_ts = r.record.timestamp.0;
