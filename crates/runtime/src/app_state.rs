@@ -7,7 +7,9 @@ use std::fmt;
 
 /// Where an application is in its life. The transitions are Kafka Streams':
 /// `CREATED → REBALANCING → RUNNING`, any live state `→ PENDING_SHUTDOWN →
-/// NOT_RUNNING`, and on a fatal error `→ PENDING_ERROR → ERROR`.
+/// NOT_RUNNING`, and on a fatal error `→ PENDING_ERROR → ERROR` (also from
+/// PENDING_SHUTDOWN: a final barrier that fails to commit is an error, not
+/// a clean stop).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum AppState {
@@ -65,7 +67,7 @@ impl AppState {
             (Created, Rebalancing | PendingShutdown | PendingError)
                 | (Rebalancing, Running | PendingShutdown | PendingError)
                 | (Running, Rebalancing | PendingShutdown | PendingError)
-                | (PendingShutdown, NotRunning)
+                | (PendingShutdown, NotRunning | PendingError)
                 | (PendingError, Error)
                 | (Error, PendingShutdown)
         )

@@ -49,6 +49,10 @@ use crate::layout::{Layout, log_topic_name, marker, marker_watermark};
 use crate::partitioner::partition_for_key;
 use crate::task_id::TaskId;
 
+/// The key, in a repartition partition's committed offset metadata (Kafka
+/// Streams' processor metadata), of the last watermark marker read.
+const MARKER_METADATA_KEY: &str = "stoatflow.watermark.marker";
+
 /// How often lanes get a wall-clock tick.
 const WALL_CLOCK_TICK: Duration = Duration::from_millis(50);
 /// How often the shared `/watermarks` view is refreshed.
@@ -376,6 +380,14 @@ impl<L: Log + 'static> Engine<L> {
                         reason: e.to_string(),
                     }
                 })?;
+                if let (Some(cell), Some((_, w))) = (
+                    &slot.last_marker,
+                    meta.processor
+                        .iter()
+                        .find(|(k, _)| k == MARKER_METADATA_KEY),
+                ) {
+                    cell.store(*w, Ordering::Release);
+                }
                 if let Some(t) = meta.partition_time {
                     let t = EventTime::new(t).map_err(|e| RuntimeError::OffsetMetadata {
                         partition: tp.to_string(),
@@ -470,7 +482,12 @@ impl<L: Log + 'static> Engine<L> {
             last_barrier_at: Instant::now(),
             dispatched_since_barrier: 0,
             punctuation_since_barrier: false,
-            markers_since_barrier: false,
+            // The first barrier after a start is always cut: it writes each
+            // repartition topic a marker with the writer's resumed stamp, so
+            // a reader that had consumed every earlier marker learns its
+            // watermark again (markers are not replayed: the reader's
+            // committed position is past them).
+            markers_since_barrier: true,
             batches: (0..lanes_n).map(|_| Vec::new()).collect(),
             null_key_counter: 0,
             last_tick: Instant::now(),
@@ -703,9 +720,19 @@ impl<L: Log + 'static> Engine<L> {
             .iter()
             .filter_map(|s| {
                 let position = s.position?;
+                // A repartition partition's watermark is the last marker
+                // read; it commits with the position past it, so a restart
+                // resumes it (markers before the position are not re-read).
+                let processor = s
+                    .last_marker
+                    .as_ref()
+                    .map(|m| m.load(Ordering::Acquire))
+                    .filter(|&w| w != i64::MIN)
+                    .map(|w| vec![(MARKER_METADATA_KEY.to_owned(), w)])
+                    .unwrap_or_default();
                 let meta = PartitionMetadata {
                     partition_time: s.partition_time.map(EventTime::as_millis),
-                    processor: Vec::new(),
+                    processor,
                 };
                 Some((
                     s.tp.clone(),

@@ -18,7 +18,7 @@ use stoatflow_time::WatermarkStrategy;
 
 use crate::support::*;
 
-const OTHER: &str = "others";
+pub(crate) const OTHER: &str = "others";
 
 fn source(builder: &mut StreamsBuilder, topic: &str) -> KStream<String, i64> {
     builder.stream(
@@ -33,7 +33,7 @@ fn secs(s: u64) -> Duration {
     Duration::from_secs(s)
 }
 
-fn sliding() -> Topology {
+pub(crate) fn sliding() -> Topology {
     let mut b = StreamsBuilder::new();
     source(&mut b, INPUT)
         .group_by_key()
@@ -54,7 +54,7 @@ fn sliding() -> Topology {
     b.build().unwrap()
 }
 
-fn session() -> Topology {
+pub(crate) fn session() -> Topology {
     let mut b = StreamsBuilder::new();
     source(&mut b, INPUT)
         .group_by_key()
@@ -72,7 +72,7 @@ fn session() -> Topology {
     b.build().unwrap()
 }
 
-fn suppressed() -> Topology {
+pub(crate) fn suppressed() -> Topology {
     let mut b = StreamsBuilder::new();
     source(&mut b, INPUT)
         .group_by_key()
@@ -104,7 +104,7 @@ fn inner_join() -> Topology {
     b.build().unwrap()
 }
 
-fn left_join() -> Topology {
+pub(crate) fn left_join() -> Topology {
     let mut b = StreamsBuilder::new();
     let left = source(&mut b, INPUT);
     let right = source(&mut b, OTHER);
@@ -120,7 +120,7 @@ fn left_join() -> Topology {
 
 /// A re-key (the key's first two characters, so keys merge across input
 /// partitions), then a windowed count: one hop through a repartition topic.
-fn repartition_hop() -> Topology {
+pub(crate) fn repartition_hop() -> Topology {
     let mut b = StreamsBuilder::new();
     source(&mut b, INPUT)
         .map(|k: String, v: i64| (k.chars().take(2).collect::<String>(), v))
@@ -140,7 +140,7 @@ fn repartition_hop() -> Topology {
 }
 
 /// Raw committed output records (key, value), sorted, sentinels left out.
-type Raw = Vec<(Vec<u8>, Vec<u8>)>;
+pub(crate) type Raw = Vec<(Vec<u8>, Vec<u8>)>;
 
 fn keep(out: Raw) -> Raw {
     let mut out: Raw = out
@@ -151,7 +151,7 @@ fn keep(out: Raw) -> Raw {
     out
 }
 
-fn read_raw<L: Log>(log: &L) -> Raw {
+pub(crate) fn read_raw<L: Log>(log: &L) -> Raw {
     let mut consumer = log.consumer("family-reader").unwrap();
     let tps: Vec<_> = (0..PARTITIONS)
         .map(|p| TopicPartition::new(OUTPUT, p))

@@ -1,0 +1,335 @@
+//! Exactly-once under a crash at every point (issue 17 items 1 and 2, at the
+//! log's granularity): a log wrapper counts every operation that changes
+//! durable state — creating a topic, taking a producer epoch, committing or
+//! aborting a transaction (sends and offsets are buffered in the producer
+//! until the commit, so a crash between them is a crash before the commit) —
+//! and "loses power" right before or right after operation k: that
+//! operation and every later call fail, the application stops, and a fresh
+//! application is started on what is durable. For every k up to the
+//! uninterrupted run's count, both ways, the committed final output must
+//! equal the uninterrupted run's, each final result once. A sample of double
+//! crashes (a second crash during the recovery) too.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use stoatflow_log::{
+    Consumer, EmbeddedLog, ErrorKind, FetchedRecord, Log, LogError, Offset, OffsetAndMetadata,
+    Record, SeekTo, TopicPartition, TopicShape, TopicSpec, TransactionalProducer,
+};
+use stoatflow_runtime::{AppState, StreamsApp};
+use stoatflow_streams::Topology;
+
+use crate::families::{
+    OTHER, Raw, left_join, read_raw, repartition_hop, session, sliding, suppressed,
+};
+use crate::support::*;
+
+/// When the power goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cut {
+    /// Operation k does not happen.
+    Before,
+    /// Operation k happens; the process dies before it learns so.
+    After,
+}
+
+#[derive(Debug, Default)]
+struct Power {
+    ops: AtomicU64,
+    cut: Option<(u64, Cut)>,
+    dead: AtomicBool,
+}
+
+fn lost() -> LogError {
+    LogError::Broker {
+        op: "anything".into(),
+        message: "power lost (injected)".into(),
+        kind: ErrorKind::Fatal,
+    }
+}
+
+impl Power {
+    fn alive(&self) -> Result<(), LogError> {
+        if self.dead.load(Ordering::Acquire) {
+            Err(lost())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// A durable operation: counted, and the power may go around it.
+    fn durable<T>(&self, op: impl FnOnce() -> Result<T, LogError>) -> Result<T, LogError> {
+        self.alive()?;
+        let k = self.ops.fetch_add(1, Ordering::AcqRel) + 1;
+        match self.cut {
+            Some((at, cut)) if at == k => {
+                self.dead.store(true, Ordering::Release);
+                if cut == Cut::After {
+                    let _ = op();
+                }
+                Err(lost())
+            }
+            _ => op(),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct FaultyLog {
+    inner: Arc<EmbeddedLog>,
+    power: Arc<Power>,
+}
+
+#[derive(Debug)]
+struct FaultyConsumer {
+    inner: <EmbeddedLog as Log>::Consumer,
+    power: Arc<Power>,
+}
+
+#[derive(Debug)]
+struct FaultyProducer {
+    inner: <EmbeddedLog as Log>::Producer,
+    power: Arc<Power>,
+}
+
+impl Log for FaultyLog {
+    type Consumer = FaultyConsumer;
+    type Producer = FaultyProducer;
+
+    fn create_topic(&self, spec: &TopicSpec) -> Result<(), LogError> {
+        self.power.durable(|| self.inner.create_topic(spec))
+    }
+    fn describe_topic(&self, topic: &str) -> Result<Option<TopicShape>, LogError> {
+        self.power.alive()?;
+        self.inner.describe_topic(topic)
+    }
+    fn consumer(&self, group: &str) -> Result<Self::Consumer, LogError> {
+        self.power.alive()?;
+        Ok(FaultyConsumer {
+            inner: self.inner.consumer(group)?,
+            power: self.power.clone(),
+        })
+    }
+    fn transactional_producer(&self, id: &str) -> Result<Self::Producer, LogError> {
+        let inner = self
+            .power
+            .durable(|| self.inner.transactional_producer(id))?;
+        Ok(FaultyProducer {
+            inner,
+            power: self.power.clone(),
+        })
+    }
+    fn committed_offsets(
+        &self,
+        group: &str,
+        partitions: &[TopicPartition],
+    ) -> Result<Vec<(TopicPartition, Option<OffsetAndMetadata>)>, LogError> {
+        self.power.alive()?;
+        self.inner.committed_offsets(group, partitions)
+    }
+}
+
+impl Consumer for FaultyConsumer {
+    fn assign(&mut self, partitions: &[TopicPartition]) -> Result<(), LogError> {
+        self.power.alive()?;
+        self.inner.assign(partitions)
+    }
+    fn seek(&mut self, partition: &TopicPartition, to: SeekTo) -> Result<(), LogError> {
+        self.power.alive()?;
+        self.inner.seek(partition, to)
+    }
+    fn position(&self, partition: &TopicPartition) -> Result<Offset, LogError> {
+        self.power.alive()?;
+        self.inner.position(partition)
+    }
+    fn fetch(&mut self, max_wait: Duration) -> Result<Vec<FetchedRecord>, LogError> {
+        self.power.alive()?;
+        self.inner.fetch(max_wait)
+    }
+    fn end_offset(&mut self, partition: &TopicPartition) -> Result<Offset, LogError> {
+        self.power.alive()?;
+        self.inner.end_offset(partition)
+    }
+    fn beginning_offset(&mut self, partition: &TopicPartition) -> Result<Offset, LogError> {
+        self.power.alive()?;
+        self.inner.beginning_offset(partition)
+    }
+}
+
+impl TransactionalProducer for FaultyProducer {
+    fn begin(&mut self) -> Result<(), LogError> {
+        self.power.alive()?;
+        self.inner.begin()
+    }
+    fn send(&mut self, partition: &TopicPartition, record: &Record) -> Result<(), LogError> {
+        self.power.alive()?;
+        self.inner.send(partition, record)
+    }
+    fn send_offsets(
+        &mut self,
+        group: &str,
+        offsets: &[(TopicPartition, OffsetAndMetadata)],
+    ) -> Result<(), LogError> {
+        self.power.alive()?;
+        self.inner.send_offsets(group, offsets)
+    }
+    fn commit(&mut self) -> Result<(), LogError> {
+        let inner = &mut self.inner;
+        self.power.durable(|| inner.commit())
+    }
+    fn abort(&mut self) -> Result<(), LogError> {
+        let inner = &mut self.inner;
+        self.power.durable(|| inner.abort())
+    }
+}
+
+/// A family: its topology and its input per topic.
+struct Family {
+    name: &'static str,
+    topology: fn() -> Topology,
+    inputs: Vec<(&'static str, Vec<Input>)>,
+}
+
+fn families() -> Vec<Family> {
+    vec![
+        Family {
+            name: "tumbling",
+            topology: tumbling_count,
+            inputs: vec![(INPUT, input(120, 5, 31))],
+        },
+        Family {
+            name: "sliding",
+            topology: sliding,
+            inputs: vec![(INPUT, input(120, 5, 32))],
+        },
+        Family {
+            name: "session",
+            topology: session,
+            inputs: vec![(INPUT, input(120, 9, 33))],
+        },
+        Family {
+            name: "suppress",
+            topology: suppressed,
+            inputs: vec![(INPUT, input(120, 5, 34))],
+        },
+        Family {
+            name: "left-join",
+            topology: left_join,
+            inputs: vec![(INPUT, input(80, 7, 35)), (OTHER, input(80, 7, 36))],
+        },
+        Family {
+            name: "repartition-hop",
+            topology: repartition_hop,
+            inputs: vec![(INPUT, input(120, 40, 37))],
+        },
+    ]
+}
+
+/// A log with the family's topics and input, written without faults.
+fn prepared(family: &Family) -> Arc<EmbeddedLog> {
+    let log = Arc::new(EmbeddedLog::in_memory());
+    log.create_topic(&TopicSpec::new(OUTPUT, PARTITIONS))
+        .unwrap();
+    for (topic, records) in &family.inputs {
+        log.create_topic(&TopicSpec::new(*topic, PARTITIONS))
+            .unwrap();
+        produce_to(&*log, topic, records, 20);
+    }
+    log
+}
+
+/// Runs the family's app on `log` with the power going at `cut` (if the run
+/// gets that far). Returns the operations it made and whether it crashed.
+fn run(
+    family: &Family,
+    log: &Arc<EmbeddedLog>,
+    app_id: &str,
+    cut: Option<(u64, Cut)>,
+) -> (u64, bool) {
+    let power = Arc::new(Power {
+        cut,
+        ..Power::default()
+    });
+    let faulty = Arc::new(FaultyLog {
+        inner: log.clone(),
+        power: power.clone(),
+    });
+    let mut app = StreamsApp::with_log((family.topology)(), config(app_id, 2), faulty).unwrap();
+    app.start().unwrap();
+    let finished = app
+        .wait_until_caught_up(Duration::from_secs(60))
+        .unwrap_or(false)
+        && app.close(Duration::from_secs(30));
+    let crashed = power.dead.load(Ordering::Acquire);
+    assert!(
+        finished || crashed,
+        "{}: neither finished nor crashed: {:?} {:?}",
+        family.name,
+        app.state(),
+        app.error()
+    );
+    if crashed {
+        // The engine meets the lost log on its next call.
+        let state = app.wait_for_state(AppState::Error, Duration::from_secs(10));
+        assert!(
+            matches!(state, AppState::Error | AppState::NotRunning),
+            "{}: a lost log stops the app, state {state}",
+            family.name,
+        );
+    }
+    (power.ops.load(Ordering::Acquire), crashed)
+}
+
+fn check(family: &Family, expected: &Raw, log: &EmbeddedLog, what: &str) {
+    let got = read_raw(log);
+    assert_eq!(&got, expected, "{}: {what}", family.name);
+}
+
+#[test]
+fn a_crash_before_or_after_every_durable_operation_keeps_every_final_result_once() {
+    let heavy = std::env::var_os("STOATFLOW_HEAVY_TESTS").is_some();
+    let mut report = Vec::new();
+    let mut total = 0u64;
+    for family in families() {
+        let log = prepared(&family);
+        let (ops, crashed) = run(&family, &log, "clean", None);
+        assert!(!crashed);
+        let expected = read_raw(&*log);
+        assert!(!expected.is_empty(), "{}: nothing emitted", family.name);
+        let mut points = 0u64;
+        for k in 1..=ops {
+            for cut in [Cut::Before, Cut::After] {
+                let log = prepared(&family);
+                let app_id = format!("crash-{k}");
+                let (_, crashed) = run(&family, &log, &app_id, Some((k, cut)));
+                if crashed {
+                    points += 1;
+                }
+                let (_, again) = run(&family, &log, &app_id, None);
+                assert!(!again);
+                check(
+                    &family,
+                    &expected,
+                    &log,
+                    &format!("crash {cut:?} operation {k}"),
+                );
+            }
+        }
+        // Double crashes: a second crash during the recovery, on a sample.
+        let step = if heavy { 1 } else { (ops / 4).max(1) };
+        for k in (1..=ops).step_by(step as usize) {
+            let log = prepared(&family);
+            let app_id = format!("double-{k}");
+            run(&family, &log, &app_id, Some((k, Cut::After)));
+            run(&family, &log, &app_id, Some((1 + k % 7, Cut::Before)));
+            run(&family, &log, &app_id, None);
+            check(&family, &expected, &log, &format!("double crash at {k}"));
+        }
+        assert!(points > 0, "{}: no crash happened", family.name);
+        report.push(format!("{} {points}", family.name));
+        total += points;
+    }
+    eprintln!("crash points: {} (total {total})", report.join(", "));
+}
