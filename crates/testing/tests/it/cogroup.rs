@@ -8,7 +8,9 @@ use stoatflow_streams::{
     StreamsBuilder, TimeWindows,
 };
 
-use crate::harness::{Step, out, pipe, pipe_to, run, to_topic, to_topic_windowed};
+use crate::harness::{
+    INPUT, Scenario, Step, out, pipe, pipe_to, to_topic, to_topic_windowed, tombstone,
+};
 
 fn grouped(b: &mut StreamsBuilder, topic: &str) -> KGroupedStream<String, String> {
     b.stream(topic, Consumed::with(Serdes::string(), Serdes::string()))
@@ -37,19 +39,18 @@ fn m() -> Materialized<String, String> {
 
 #[test]
 fn cogroup_folds_every_input_with_its_own_aggregator() {
-    let o = run(
-        |b| {
-            to_topic(
-                cogrouped(b)
-                    .aggregate(|| "0".into(), m())
-                    .to_stream_with_tombstones(),
-                "out",
-            )
-        },
-        true,
-        &["out"],
-        &inputs(),
-    );
+    let o = Scenario::build(|b| {
+        to_topic(
+            cogrouped(b)
+                .aggregate(|| "0".into(), m())
+                .to_stream_with_tombstones(),
+            "out",
+        )
+    })
+    .text_inputs(&[INPUT, "input2"])
+    .text_outputs(&["out"])
+    .steps(inputs())
+    .run();
     assert_eq!(
         o.all("out"),
         vec![
@@ -63,22 +64,21 @@ fn cogroup_folds_every_input_with_its_own_aggregator() {
 
 #[test]
 fn cogroup_over_time_windows() {
-    let o = run(
-        |b| {
-            to_topic_windowed(
-                cogrouped(b)
-                    .windowed_by(TimeWindows::of_size_with_no_grace(Duration::from_millis(
-                        10,
-                    )))
-                    .aggregate(|| "0".into(), m())
-                    .to_stream_with_tombstones(),
-                "out",
-            )
-        },
-        true,
-        &["out"],
-        &inputs(),
-    );
+    let o = Scenario::build(|b| {
+        to_topic_windowed(
+            cogrouped(b)
+                .windowed_by(TimeWindows::of_size_with_no_grace(Duration::from_millis(
+                    10,
+                )))
+                .aggregate(|| "0".into(), m())
+                .to_stream_with_tombstones(),
+            "out",
+        )
+    })
+    .text_inputs(&[INPUT, "input2"])
+    .text_outputs(&["out"])
+    .steps(inputs())
+    .run();
     assert_eq!(
         o.all("out"),
         vec![
@@ -92,23 +92,22 @@ fn cogroup_over_time_windows() {
 
 #[test]
 fn cogroup_over_sliding_windows() {
-    let o = run(
-        |b| {
-            to_topic_windowed(
-                cogrouped(b)
-                    .windowed_by(SlidingWindows::of_time_difference_and_grace(
-                        Duration::from_millis(5),
-                        Duration::from_millis(20),
-                    ))
-                    .aggregate(|| "0".into(), m())
-                    .to_stream_with_tombstones(),
-                "out",
-            )
-        },
-        true,
-        &["out"],
-        &inputs(),
-    );
+    let o = Scenario::build(|b| {
+        to_topic_windowed(
+            cogrouped(b)
+                .windowed_by(SlidingWindows::of_time_difference_and_grace(
+                    Duration::from_millis(5),
+                    Duration::from_millis(20),
+                ))
+                .aggregate(|| "0".into(), m())
+                .to_stream_with_tombstones(),
+            "out",
+        )
+    })
+    .text_inputs(&[INPUT, "input2"])
+    .text_outputs(&["out"])
+    .steps(inputs())
+    .run();
     assert_eq!(
         o.all("out"),
         vec![
@@ -123,31 +122,30 @@ fn cogroup_over_sliding_windows() {
 
 #[test]
 fn cogroup_over_session_windows() {
-    let o = run(
-        |b| {
-            to_topic_windowed(
-                cogrouped(b)
-                    .windowed_by(SessionWindows::of_inactivity_gap_with_no_grace(
-                        Duration::from_millis(5),
-                    ))
-                    .aggregate(
-                        || "0".into(),
-                        |_, a: String, b: String| format!("{a}|{b}"),
-                        m(),
-                    )
-                    .to_stream_with_tombstones(),
-                "out",
-            )
-        },
-        true,
-        &["out"],
-        &inputs(),
-    );
+    let o = Scenario::build(|b| {
+        to_topic_windowed(
+            cogrouped(b)
+                .windowed_by(SessionWindows::of_inactivity_gap_with_no_grace(
+                    Duration::from_millis(5),
+                ))
+                .aggregate(
+                    || "0".into(),
+                    |_, a: String, b: String| format!("{a}|{b}"),
+                    m(),
+                )
+                .to_stream_with_tombstones(),
+            "out",
+        )
+    })
+    .text_inputs(&[INPUT, "input2"])
+    .text_outputs(&["out"])
+    .steps(inputs())
+    .run();
     assert_eq!(
         o.all("out"),
         vec![
             out("[k@0/0]", "0+A1", 0),
-            crate::harness::tombstone("[k@0/0]", 0),
+            tombstone("[k@0/0]", 0),
             out("[k@0/1]", "0|0+A1+B2", 1),
             out("[k@12/12]", "0+A3", 12),
             out("[j@13/13]", "0+B4", 13),

@@ -10,7 +10,7 @@ use stoatflow_streams::{
     StreamsBuilder, WindowStoreOf,
 };
 
-use crate::harness::{Step, pipe, run, to_topic_windowed};
+use crate::harness::{INPUT, Outcome, Scenario, Step, pipe, to_topic_windowed};
 
 fn sessions(retention: Option<Duration>) -> impl FnOnce(&mut StreamsBuilder) {
     move |b| {
@@ -31,10 +31,17 @@ fn sessions(retention: Option<Duration>) -> impl FnOnce(&mut StreamsBuilder) {
     }
 }
 
-fn session_entries(o: &crate::harness::Outcome) -> u64 {
-    o.driver
-        .store::<SessionStoreOf<String, i64>>("sessions")
-        .unwrap()
+/// Runs `steps` over `build`, which writes to `out`.
+fn run(build: impl FnOnce(&mut StreamsBuilder), steps: &[Step]) -> Outcome {
+    Scenario::build(build)
+        .text_inputs(&[INPUT])
+        .text_outputs(&["out"])
+        .steps(steps.iter().cloned())
+        .run()
+}
+
+fn session_entries(o: &Outcome) -> u64 {
+    o.store::<SessionStoreOf<String, i64>>("sessions")
         .borrow()
         .approximate_num_entries()
 }
@@ -48,16 +55,11 @@ fn session_store_expires_on_the_frontier_after_gap_plus_grace() {
         Step::Advance(119_999),
         Step::Advance(120_000),
     ];
-    let o = run(sessions(None), true, &["out"], &steps[..2]);
+    let o = run(sessions(None), &steps[..2]);
     assert_eq!(session_entries(&o), 1, "kept up to 59 999 + 60 000");
-    let o = run(sessions(None), true, &["out"], &steps);
+    let o = run(sessions(None), &steps);
     assert_eq!(session_entries(&o), 0, "expired past it");
-    let o = run(
-        sessions(Some(Duration::from_secs(600))),
-        true,
-        &["out"],
-        &steps,
-    );
+    let o = run(sessions(Some(Duration::from_secs(600))), &steps);
     assert_eq!(session_entries(&o), 1, "with_retention keeps it longer");
 }
 
@@ -77,11 +79,8 @@ fn sliding_store_default_retention_is_twice_the_difference_plus_grace() {
         )
     };
     let entries = |steps: &[Step]| {
-        let o = run(build, true, &["out"], steps);
-        let store = o
-            .driver
-            .store::<WindowStoreOf<String, i64>>("sliding")
-            .unwrap();
+        let o = run(build, steps);
+        let store = o.store::<WindowStoreOf<String, i64>>("sliding");
         store.borrow().approximate_num_entries()
     };
     // Retention 90 s, segment 60 s: [0, 40 000] (start 0) goes past 59 999 + 90 000.

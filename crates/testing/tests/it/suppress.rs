@@ -10,7 +10,9 @@ use stoatflow_streams::{
     SessionWindows, SlidingWindows, StreamsBuilder, Suppressed, TimeWindows, Windowed,
 };
 
-use crate::harness::{Out, Step, out, pipe, run, to_topic, to_topic_windowed};
+use crate::harness::{
+    INPUT, Out, Scenario, Step, out, pipe, to_topic, to_topic_windowed, tombstone,
+};
 
 fn counts_by_key(b: &mut StreamsBuilder) -> stoatflow_streams::KGroupedStream<String, String> {
     b.stream("input", Consumed::with(Serdes::string(), Serdes::string()))
@@ -36,28 +38,27 @@ fn ms(n: u64) -> Duration {
 
 #[test]
 fn should_support_final_results_for_time_windows() {
-    let o = run(
-        |b| {
-            let t = counts_by_key(b)
-                .windowed_by(TimeWindows::of_size_and_grace(ms(2), ms(1)))
-                .count_with(Materialized::as_("counts"));
-            windowed(
-                t,
-                Suppressed::until_window_closes(BufferConfig::unbounded()),
-            );
-        },
-        true,
-        &["raw", "suppressed"],
-        &steps(&[
-            ("k1", 0),
-            ("k1", 1),
-            ("k1", 2),
-            ("k1", 1),
-            ("k1", 0),
-            ("k1", 5),
-            ("k1", 0),
-        ]),
-    );
+    let o = Scenario::build(|b| {
+        let t = counts_by_key(b)
+            .windowed_by(TimeWindows::of_size_and_grace(ms(2), ms(1)))
+            .count_with(Materialized::as_("counts"));
+        windowed(
+            t,
+            Suppressed::until_window_closes(BufferConfig::unbounded()),
+        );
+    })
+    .text_inputs(&[INPUT])
+    .text_outputs(&["raw", "suppressed"])
+    .steps(steps(&[
+        ("k1", 0),
+        ("k1", 1),
+        ("k1", 2),
+        ("k1", 1),
+        ("k1", 0),
+        ("k1", 5),
+        ("k1", 0),
+    ]))
+    .run();
     assert_eq!(
         o.all("raw"),
         vec![
@@ -77,30 +78,29 @@ fn should_support_final_results_for_time_windows() {
 
 #[test]
 fn should_support_final_results_for_time_windows_with_large_jump() {
-    let o = run(
-        |b| {
-            let t = counts_by_key(b)
-                .windowed_by(TimeWindows::of_size_and_grace(ms(2), ms(2)))
-                .count_with(Materialized::as_("counts"));
-            windowed(
-                t,
-                Suppressed::until_window_closes(BufferConfig::unbounded()),
-            );
-        },
-        true,
-        &["raw", "suppressed"],
-        &steps(&[
-            ("k1", 0),
-            ("k1", 1),
-            ("k1", 2),
-            ("k1", 0),
-            ("k1", 3),
-            ("k1", 0),
-            ("k1", 4),
-            ("k1", 0),
-            ("k1", 30),
-        ]),
-    );
+    let o = Scenario::build(|b| {
+        let t = counts_by_key(b)
+            .windowed_by(TimeWindows::of_size_and_grace(ms(2), ms(2)))
+            .count_with(Materialized::as_("counts"));
+        windowed(
+            t,
+            Suppressed::until_window_closes(BufferConfig::unbounded()),
+        );
+    })
+    .text_inputs(&[INPUT])
+    .text_outputs(&["raw", "suppressed"])
+    .steps(steps(&[
+        ("k1", 0),
+        ("k1", 1),
+        ("k1", 2),
+        ("k1", 0),
+        ("k1", 3),
+        ("k1", 0),
+        ("k1", 4),
+        ("k1", 0),
+        ("k1", 30),
+    ]))
+    .run();
     assert_eq!(
         o.all("raw"),
         vec![
@@ -126,30 +126,29 @@ fn should_support_final_results_for_time_windows_with_large_jump() {
 
 #[test]
 fn should_support_final_results_for_sliding_windows() {
-    let o = run(
-        |b| {
-            let t = counts_by_key(b)
-                .windowed_by(SlidingWindows::of_time_difference_and_grace(ms(5), ms(15)))
-                .count_with(Materialized::as_("counts"));
-            windowed(
-                t,
-                Suppressed::until_window_closes(BufferConfig::unbounded()),
-            );
-        },
-        true,
-        &["raw", "suppressed"],
-        &steps(&[
-            ("k1", 10),
-            ("k1", 11),
-            ("k1", 10),
-            ("k1", 13),
-            ("k1", 10),
-            ("k1", 24),
-            ("k1", 5),
-            ("k1", 7),
-            ("k1", 90),
-        ]),
-    );
+    let o = Scenario::build(|b| {
+        let t = counts_by_key(b)
+            .windowed_by(SlidingWindows::of_time_difference_and_grace(ms(5), ms(15)))
+            .count_with(Materialized::as_("counts"));
+        windowed(
+            t,
+            Suppressed::until_window_closes(BufferConfig::unbounded()),
+        );
+    })
+    .text_inputs(&[INPUT])
+    .text_outputs(&["raw", "suppressed"])
+    .steps(steps(&[
+        ("k1", 10),
+        ("k1", 11),
+        ("k1", 10),
+        ("k1", 13),
+        ("k1", 10),
+        ("k1", 24),
+        ("k1", 5),
+        ("k1", 7),
+        ("k1", 90),
+    ]))
+    .run();
     let mut raw = o.all("raw");
     raw.sort_by(|a, b| (&a.key, a.ts).cmp(&(&b.key, b.ts)));
     let mut expected = vec![
@@ -188,34 +187,33 @@ fn should_support_final_results_for_sliding_windows() {
 
 #[test]
 fn should_support_final_results_for_session_windows() {
-    let o = run(
-        |b| {
-            let t = counts_by_key(b)
-                .windowed_by(SessionWindows::of_inactivity_gap_with_no_grace(ms(5)))
-                .count_with(Materialized::as_("counts"));
-            windowed(
-                t,
-                Suppressed::until_window_closes(BufferConfig::unbounded()),
-            );
-        },
-        true,
-        &["raw", "suppressed"],
-        &steps(&[
-            ("k1", 0),
-            ("k1", 5),
-            ("k1", 1),
-            ("k2", 11),
-            ("k1", 5),
-            ("k1", 30),
-        ]),
-    );
+    let o = Scenario::build(|b| {
+        let t = counts_by_key(b)
+            .windowed_by(SessionWindows::of_inactivity_gap_with_no_grace(ms(5)))
+            .count_with(Materialized::as_("counts"));
+        windowed(
+            t,
+            Suppressed::until_window_closes(BufferConfig::unbounded()),
+        );
+    })
+    .text_inputs(&[INPUT])
+    .text_outputs(&["raw", "suppressed"])
+    .steps(steps(&[
+        ("k1", 0),
+        ("k1", 5),
+        ("k1", 1),
+        ("k2", 11),
+        ("k1", 5),
+        ("k1", 30),
+    ]))
+    .run();
     assert_eq!(
         o.all("raw"),
         vec![
             out("[k1@0/0]", "1", 0),
-            crate::harness::tombstone("[k1@0/0]", 0),
+            tombstone("[k1@0/0]", 0),
             out("[k1@0/5]", "2", 5),
-            crate::harness::tombstone("[k1@0/5]", 5),
+            tombstone("[k1@0/5]", 5),
             out("[k1@0/5]", "3", 5),
             out("[k2@11/11]", "1", 11),
             out("[k1@30/30]", "1", 30),
@@ -251,23 +249,22 @@ fn by_value(input: &[(&str, &str, i64)]) -> Vec<Step> {
 
 #[test]
 fn should_suppress_intermediate_events_with_time_limit() {
-    let o = run(
-        |b| {
-            counts_by_value(
-                b,
-                Suppressed::until_time_limit(ms(2), BufferConfig::unbounded()),
-            )
-        },
-        true,
-        &["raw", "suppressed"],
-        &by_value(&[
-            ("k1", "v1", 0),
-            ("k1", "v2", 1),
-            ("k2", "v1", 2),
-            ("tick", "tick", 3),
-            ("tick", "tock", 4),
-        ]),
-    );
+    let o = Scenario::build(|b| {
+        counts_by_value(
+            b,
+            Suppressed::until_time_limit(ms(2), BufferConfig::unbounded()),
+        )
+    })
+    .text_inputs(&[INPUT])
+    .text_outputs(&["raw", "suppressed"])
+    .steps(by_value(&[
+        ("k1", "v1", 0),
+        ("k1", "v2", 1),
+        ("k2", "v1", 2),
+        ("tick", "tick", 3),
+        ("tick", "tock", 4),
+    ]))
+    .run();
     // Stream time 2: v1, first buffered at 0, is due (0 + 2 <= 2) with its latest update.
     assert_eq!(o.at(2, "suppressed"), vec![out("v1", "2", 2)]);
     // Stream time 3: v2, buffered at 1.
@@ -279,43 +276,41 @@ fn should_suppress_intermediate_events_with_time_limit() {
 
 #[test]
 fn should_immediately_emit_events_with_zero_emit_after() {
-    let o = run(
-        |b| {
-            counts_by_value(
-                b,
-                Suppressed::until_time_limit(Duration::ZERO, BufferConfig::unbounded()),
-            )
-        },
-        true,
-        &["raw", "suppressed"],
-        &by_value(&[
-            ("k1", "v1", 0),
-            ("k1", "v2", 1),
-            ("k2", "v1", 2),
-            ("x", "x", 3),
-        ]),
-    );
+    let o = Scenario::build(|b| {
+        counts_by_value(
+            b,
+            Suppressed::until_time_limit(Duration::ZERO, BufferConfig::unbounded()),
+        )
+    })
+    .text_inputs(&[INPUT])
+    .text_outputs(&["raw", "suppressed"])
+    .steps(by_value(&[
+        ("k1", "v1", 0),
+        ("k1", "v2", 1),
+        ("k2", "v1", 2),
+        ("x", "x", 3),
+    ]))
+    .run();
     assert_eq!(o.all("suppressed"), o.all("raw"));
     assert_eq!(o.all("suppressed").len(), 4);
 }
 
 fn eager_scenario(config: BufferConfig) {
-    let o = run(
-        move |b| {
-            counts_by_value(
-                b,
-                Suppressed::until_time_limit(Duration::from_secs(1 << 40), config),
-            )
-        },
-        true,
-        &["raw", "suppressed"],
-        &by_value(&[
-            ("k1", "v1", 0),
-            ("k1", "v2", 1),
-            ("k2", "v1", 2),
-            ("x", "x", 3),
-        ]),
-    );
+    let o = Scenario::build(move |b| {
+        counts_by_value(
+            b,
+            Suppressed::until_time_limit(Duration::from_secs(1 << 40), config),
+        )
+    })
+    .text_inputs(&[INPUT])
+    .text_outputs(&["raw", "suppressed"])
+    .steps(by_value(&[
+        ("k1", "v1", 0),
+        ("k1", "v2", 1),
+        ("k2", "v1", 2),
+        ("x", "x", 3),
+    ]))
+    .run();
     // Each new key pushes the oldest out early; the last update waits.
     assert_eq!(
         o.all("suppressed"),
@@ -337,21 +332,24 @@ fn should_suppress_intermediate_events_with_bytes_limit() {
 
 #[test]
 fn strict_buffer_full_stops_with_an_error_naming_store_and_bound() {
-    let o = run(
-        |b| {
-            counts_by_value(
-                b,
-                Suppressed::until_time_limit(
-                    ms(100),
-                    BufferConfig::max_records(1).shut_down_when_full(),
-                )
-                .with_name("held"),
+    let o = Scenario::build(|b| {
+        counts_by_value(
+            b,
+            Suppressed::until_time_limit(
+                ms(100),
+                BufferConfig::max_records(1).shut_down_when_full(),
             )
-        },
-        true,
-        &["raw", "suppressed"],
-        &by_value(&[("k1", "v1", 0), ("k1", "v2", 1), ("k1", "v3", 2)]),
-    );
+            .with_name("held"),
+        )
+    })
+    .text_inputs(&[INPUT])
+    .text_outputs(&["raw", "suppressed"])
+    .steps(by_value(&[
+        ("k1", "v1", 0),
+        ("k1", "v2", 1),
+        ("k1", "v3", 2),
+    ]))
+    .run_until_error();
     let (step, error) = o
         .error
         .clone()
@@ -387,21 +385,21 @@ fn until_barrier_releases_one_record_per_key_at_the_barrier_and_never_evicts() {
     }
     let updates = steps.len();
     steps.push(Step::Commit);
-    let o = run(
-        |b| {
-            let t = counts_by_key(b).count_with(Materialized::as_("counts"));
-            // An eager buffer of one record upstream would evict; until_barrier never does.
-            to_topic(
-                t.suppress(Suppressed::until_barrier())
-                    .to_stream_with_tombstones(),
-                "suppressed",
-            );
-            to_topic(t.to_stream_with_tombstones(), "raw");
-        },
-        false,
-        &["raw", "suppressed"],
-        &steps,
-    );
+    let o = Scenario::build(|b| {
+        let t = counts_by_key(b).count_with(Materialized::as_("counts"));
+        // An eager buffer of one record upstream would evict; until_barrier never does.
+        to_topic(
+            t.suppress(Suppressed::until_barrier())
+                .to_stream_with_tombstones(),
+            "suppressed",
+        );
+        to_topic(t.to_stream_with_tombstones(), "raw");
+    })
+    .text_inputs(&[INPUT])
+    .text_outputs(&["raw", "suppressed"])
+    .manual_commit()
+    .steps(steps)
+    .run();
     for i in 0..updates {
         assert!(
             o.at(i, "suppressed").is_empty(),
@@ -435,28 +433,27 @@ fn releases_keep_the_latest_headers_and_leave_in_buffer_time_then_key_order() {
             headers,
         }
     };
-    let o = run(
-        |b| {
-            let t = counts_by_key(b).count_with(Materialized::as_("counts"));
-            to_topic(
-                t.suppress(Suppressed::until_time_limit(
-                    ms(10),
-                    BufferConfig::unbounded(),
-                ))
-                .to_stream_with_tombstones(),
-                "suppressed",
-            );
-        },
-        true,
-        &["suppressed"],
-        &[
-            with_header("b", 0, "b0"),
-            with_header("a", 0, "a0"),
-            with_header("c", 1, "c1"),
-            with_header("b", 5, "b5"),
-            Step::Advance(20),
-        ],
-    );
+    let o = Scenario::build(|b| {
+        let t = counts_by_key(b).count_with(Materialized::as_("counts"));
+        to_topic(
+            t.suppress(Suppressed::until_time_limit(
+                ms(10),
+                BufferConfig::unbounded(),
+            ))
+            .to_stream_with_tombstones(),
+            "suppressed",
+        );
+    })
+    .text_inputs(&[INPUT])
+    .text_outputs(&["suppressed"])
+    .steps([
+        with_header("b", 0, "b0"),
+        with_header("a", 0, "a0"),
+        with_header("c", 1, "c1"),
+        with_header("b", 5, "b5"),
+        Step::Advance(20),
+    ])
+    .run();
     let released = o.with_headers("suppressed");
     let got: Vec<(String, String, i64, Option<Vec<u8>>)> = released
         .into_iter()
@@ -484,20 +481,19 @@ fn releases_keep_the_latest_headers_and_leave_in_buffer_time_then_key_order() {
 /// after Kafka Streams' suppress, which releases it at stream time 10.
 #[test]
 fn suppress_releases_sliding_windows_at_their_close_one_tick_after_kafka_streams_design_3_4() {
-    let o = run(
-        |b| {
-            let t = counts_by_key(b)
-                .windowed_by(SlidingWindows::of_time_difference_with_no_grace(ms(5)))
-                .count_with(Materialized::as_("counts"));
-            windowed(
-                t,
-                Suppressed::until_window_closes(BufferConfig::unbounded()),
-            );
-        },
-        true,
-        &["raw", "suppressed"],
-        &[pipe("k", "v", 10), pipe("other", "v", 11)],
-    );
+    let o = Scenario::build(|b| {
+        let t = counts_by_key(b)
+            .windowed_by(SlidingWindows::of_time_difference_with_no_grace(ms(5)))
+            .count_with(Materialized::as_("counts"));
+        windowed(
+            t,
+            Suppressed::until_window_closes(BufferConfig::unbounded()),
+        );
+    })
+    .text_inputs(&[INPUT])
+    .text_outputs(&["raw", "suppressed"])
+    .steps([pipe("k", "v", 10), pipe("other", "v", 11)])
+    .run();
     // At stream time 10 Kafka Streams releases [k@5/10], though its
     // aggregation would still add a record at 5 to it.
     assert!(
@@ -512,24 +508,23 @@ fn suppress_releases_sliding_windows_at_their_close_one_tick_after_kafka_streams
 /// still merge a record there.
 #[test]
 fn suppress_releases_sessions_at_their_close_one_tick_after_kafka_streams_design_3_4() {
-    let o = run(
-        |b| {
-            let t = counts_by_key(b)
-                .windowed_by(SessionWindows::of_inactivity_gap_with_no_grace(ms(5)))
-                .count_with(Materialized::as_("counts"));
-            windowed(
-                t,
-                Suppressed::until_window_closes(BufferConfig::unbounded()),
-            );
-        },
-        true,
-        &["raw", "suppressed"],
-        &[
-            pipe("k", "v", 0),
-            pipe("other", "v", 5),
-            pipe("other", "v", 6),
-        ],
-    );
+    let o = Scenario::build(|b| {
+        let t = counts_by_key(b)
+            .windowed_by(SessionWindows::of_inactivity_gap_with_no_grace(ms(5)))
+            .count_with(Materialized::as_("counts"));
+        windowed(
+            t,
+            Suppressed::until_window_closes(BufferConfig::unbounded()),
+        );
+    })
+    .text_inputs(&[INPUT])
+    .text_outputs(&["raw", "suppressed"])
+    .steps([
+        pipe("k", "v", 0),
+        pipe("other", "v", 5),
+        pipe("other", "v", 6),
+    ])
+    .run();
     assert!(
         o.at(1, "suppressed").is_empty(),
         "Kafka Streams would release [k@0/0] here"
@@ -539,31 +534,30 @@ fn suppress_releases_sessions_at_their_close_one_tick_after_kafka_streams_design
 
 #[test]
 fn suppress_buffer_is_changelogged_and_until_barrier_has_no_store() {
-    let o = run(
-        |b| {
-            let t = counts_by_key(b).count_with(Materialized::as_("counts"));
-            to_topic(
-                t.suppress(
-                    Suppressed::until_time_limit(ms(10), BufferConfig::unbounded()).with_name("s"),
-                )
+    let o = Scenario::build(|b| {
+        let t = counts_by_key(b).count_with(Materialized::as_("counts"));
+        to_topic(
+            t.suppress(
+                Suppressed::until_time_limit(ms(10), BufferConfig::unbounded()).with_name("s"),
+            )
+            .to_stream_with_tombstones(),
+            "a",
+        );
+        to_topic(
+            t.suppress(Suppressed::until_barrier())
                 .to_stream_with_tombstones(),
-                "a",
-            );
-            to_topic(
-                t.suppress(Suppressed::until_barrier())
-                    .to_stream_with_tombstones(),
-                "b",
-            );
-        },
-        true,
-        &["a", "b"],
-        &[pipe("k", "x", 0), pipe("k", "x", 20)],
-    );
-    let mut stores = o.driver.store_names();
+            "b",
+        );
+    })
+    .text_inputs(&[INPUT])
+    .text_outputs(&["a", "b"])
+    .steps([pipe("k", "x", 0), pipe("k", "x", 20)])
+    .run();
+    let mut stores = o.store_names();
     stores.sort();
     assert_eq!(stores, vec!["counts".to_string(), "s-store".to_string()]);
     // Buffered at the first pipe, deleted (tombstone) when released at the second.
-    let changelog = o.driver.changelog("s-store");
+    let changelog = o.changelog("s-store");
     assert_eq!(changelog.len(), 2);
     assert!(changelog[0].value.is_some());
     assert!(changelog[1].value.is_none());
