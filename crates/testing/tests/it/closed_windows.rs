@@ -15,7 +15,7 @@ use stoatflow_streams::{
 use crate::harness::{Scenario, Step, dropped, pipe_to};
 
 /// A windowed count of `in`, written to `out` as `(key@start, count)`.
-fn counting(windows: TimeWindows, emit: EmitStrategy) -> Scenario {
+pub fn counting(windows: TimeWindows, emit: EmitStrategy) -> Scenario {
     Scenario::build(|b| {
         b.stream("in", Consumed::with(Serdes::string(), Serdes::string()))
             .group_by_key()

@@ -5,19 +5,19 @@
 use std::time::Duration;
 
 use stoatflow_streams::DropReason::LateWindow;
-use stoatflow_streams::{Consumed, Grouped, Materialized, Serdes, TimeWindows};
+use stoatflow_streams::{Materialized, TimeWindows};
 
 use crate::harness::Step::Advance;
 use crate::harness::{
-    INPUT, Scenario, dropped, expect, expect_key_values, nothing, out, pipe, to_topic_windowed,
+    INPUT, Scenario, dropped, expect, expect_key_values, grouped_text, nothing, out, pipe,
+    to_topic_windowed,
 };
 
 /// A tumbling 10 ms count of `input`, updates on `out`.
 fn counts() -> Scenario {
     Scenario::build(|b| {
         to_topic_windowed(
-            b.stream(INPUT, Consumed::with(Serdes::string(), Serdes::string()))
-                .group_by_key_with(Grouped::with(Serdes::string(), Serdes::string()))
+            grouped_text(b, INPUT)
                 .windowed_by(TimeWindows::of_size_with_no_grace(Duration::from_millis(
                     10,
                 )))

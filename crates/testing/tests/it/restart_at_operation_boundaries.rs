@@ -15,28 +15,16 @@ use stoatflow_streams::{
     TimeWindows, Windowed,
 };
 
+use crate::closed_windows::counting;
 use crate::harness::Step::{Advance, AdvanceUnlessPast, Commit, Crash, Restart};
 use crate::harness::{Out, Scenario, Step, dropped, expect_key_values, nothing, pipe_to};
 
 /// A tumbling count (10 ms, grace 2 ms) of `in`, emitted on close to `out`
 /// as `(key@start, count)`.
 fn tumbling() -> Scenario {
-    Scenario::build(|b| {
-        b.stream("in", Consumed::with(Serdes::string(), Serdes::string()))
-            .group_by_key()
-            .windowed_by(TimeWindows::of_size_and_grace(
-                Duration::from_millis(10),
-                Duration::from_millis(2),
-            ))
-            .emit_strategy(EmitStrategy::on_window_close())
-            .count_with(Materialized::as_("counts"))
-            .to_stream()
-            .map(|k: Windowed<String>, v| (format!("{}@{}", k.key, k.window.start), v))
-            .to("out", Produced::with(Serdes::string(), Serdes::i64()));
-    })
-    .config(StreamsConfig::new("restart"))
-    .input::<String, String>("in")
-    .output::<String, i64>("out")
+    let windows =
+        TimeWindows::of_size_and_grace(Duration::from_millis(10), Duration::from_millis(2));
+    counting(windows, EmitStrategy::on_window_close()).config(StreamsConfig::new("restart"))
 }
 
 /// Pipes `(key, "v")` at `ts` into `in`.

@@ -6,11 +6,10 @@ use std::time::Duration;
 
 use stoatflow_state::StateStore;
 use stoatflow_streams::{
-    Consumed, Grouped, Materialized, Serdes, SessionStoreOf, SessionWindows, SlidingWindows,
-    StreamsBuilder, WindowStoreOf,
+    Materialized, SessionStoreOf, SessionWindows, SlidingWindows, StreamsBuilder, WindowStoreOf,
 };
 
-use crate::harness::{INPUT, Outcome, Scenario, Step, pipe, to_topic_windowed};
+use crate::harness::{INPUT, Outcome, Scenario, Step, grouped_text, pipe, to_topic_windowed};
 
 fn sessions(retention: Option<Duration>) -> impl FnOnce(&mut StreamsBuilder) {
     move |b| {
@@ -19,8 +18,7 @@ fn sessions(retention: Option<Duration>) -> impl FnOnce(&mut StreamsBuilder) {
             m = m.with_retention(r);
         }
         to_topic_windowed(
-            b.stream("input", Consumed::with(Serdes::string(), Serdes::string()))
-                .group_by_key_with(Grouped::with(Serdes::string(), Serdes::string()))
+            grouped_text(b, INPUT)
                 .windowed_by(SessionWindows::of_inactivity_gap_with_no_grace(
                     Duration::from_secs(60),
                 ))
@@ -67,8 +65,7 @@ fn session_store_expires_on_the_frontier_after_gap_plus_grace() {
 fn sliding_store_default_retention_is_twice_the_difference_plus_grace() {
     let build = |b: &mut StreamsBuilder| {
         to_topic_windowed(
-            b.stream("input", Consumed::with(Serdes::string(), Serdes::string()))
-                .group_by_key_with(Grouped::with(Serdes::string(), Serdes::string()))
+            grouped_text(b, INPUT)
                 .windowed_by(SlidingWindows::of_time_difference_and_grace(
                     Duration::from_secs(40),
                     Duration::from_secs(10),
@@ -91,9 +88,7 @@ fn sliding_store_default_retention_is_twice_the_difference_plus_grace() {
 #[test]
 fn retention_shorter_than_the_default_is_refused_naming_the_store() {
     let mut b = StreamsBuilder::new();
-    let _ = b
-        .stream("input", Consumed::with(Serdes::string(), Serdes::string()))
-        .group_by_key_with(Grouped::with(Serdes::string(), Serdes::string()))
+    let _ = grouped_text(&mut b, INPUT)
         .windowed_by(SessionWindows::of_inactivity_gap_and_grace(
             Duration::from_secs(5),
             Duration::from_secs(5),

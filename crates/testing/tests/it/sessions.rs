@@ -5,12 +5,10 @@
 
 use std::time::Duration;
 
-use stoatflow_streams::{
-    Consumed, DropReason, EmitStrategy, Grouped, Materialized, Serdes, SessionWindows,
-};
+use stoatflow_streams::{DropReason, EmitStrategy, Materialized, Serdes, SessionWindows};
 
 use crate::harness::{
-    INPUT, Out, Outcome, Scenario, Step, out, pipe, to_topic_windowed, tombstone,
+    INPUT, Out, Outcome, Scenario, Step, grouped_text, out, pipe, to_topic_windowed, tombstone,
 };
 
 #[derive(Clone, Copy, Debug)]
@@ -25,9 +23,7 @@ pub enum Agg {
 /// A session aggregation (`gap`, `grace`) of `input`, its updates on `out`.
 pub fn sessions(agg: Agg, emit: EmitStrategy, gap: u64, grace: u64) -> Scenario {
     Scenario::build(move |b| {
-        let windowed = b
-            .stream("input", Consumed::with(Serdes::string(), Serdes::string()))
-            .group_by_key_with(Grouped::with(Serdes::string(), Serdes::string()))
+        let windowed = grouped_text(b, INPUT)
             .windowed_by(SessionWindows::of_inactivity_gap_and_grace(
                 Duration::from_millis(gap),
                 Duration::from_millis(grace),

@@ -5,11 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use stoatflow_streams::{
-    Consumed, DropReason, EmitStrategy, Grouped, Materialized, Serdes, SlidingWindows,
-};
+use stoatflow_streams::{DropReason, EmitStrategy, Materialized, Serdes, SlidingWindows};
 
-use crate::harness::{INPUT, Out, Scenario, Step, pipe, to_topic_windowed};
+use crate::harness::{INPUT, Out, Scenario, Step, grouped_text, pipe, to_topic_windowed};
 
 #[derive(Clone, Copy, Debug)]
 pub enum Agg {
@@ -24,9 +22,7 @@ pub enum Agg {
 /// A sliding aggregation (`D`, `grace`) of `input`, its updates on `out`.
 pub fn sliding(agg: Agg, emit: EmitStrategy, d: u64, grace: u64) -> Scenario {
     Scenario::build(move |b| {
-        let windowed = b
-            .stream("input", Consumed::with(Serdes::string(), Serdes::string()))
-            .group_by_key_with(Grouped::with(Serdes::string(), Serdes::string()))
+        let windowed = grouped_text(b, INPUT)
             .windowed_by(SlidingWindows::of_time_difference_and_grace(
                 Duration::from_millis(d),
                 Duration::from_millis(grace),

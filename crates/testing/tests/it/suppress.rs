@@ -6,26 +6,36 @@
 use std::time::Duration;
 
 use stoatflow_streams::{
-    BufferConfig, Consumed, EmitStrategy, Grouped, Headers, KTable, Materialized, Serdes,
+    BufferConfig, Consumed, Grouped, Headers, KGroupedStream, KTable, Materialized, Serdes,
     SessionWindows, SlidingWindows, StreamsBuilder, Suppressed, TimeWindows, Windowed,
 };
 
 use crate::harness::{
-    INPUT, Out, Scenario, Step, out, pipe, to_topic, to_topic_windowed, tombstone,
+    INPUT, Out, Scenario, Step, grouped_text, out, pipe, to_topic, to_topic_windowed, tombstone,
 };
 
-fn counts_by_key(b: &mut StreamsBuilder) -> stoatflow_streams::KGroupedStream<String, String> {
-    b.stream("input", Consumed::with(Serdes::string(), Serdes::string()))
-        .group_by_key_with(Grouped::with(Serdes::string(), Serdes::string()))
+/// A windowed count of `input` made by `count`: its updates on `raw`, its
+/// final results (`until_window_closes`, unbounded) on `suppressed`.
+fn final_results(
+    count: impl FnOnce(KGroupedStream<String, String>) -> KTable<Windowed<String>, i64>,
+) -> Scenario {
+    Scenario::build(|b| {
+        let t = count(grouped_text(b, INPUT));
+        let suppressed = Suppressed::until_window_closes(BufferConfig::unbounded());
+        to_topic_windowed(
+            t.suppress(suppressed).to_stream_with_tombstones(),
+            "suppressed",
+        );
+        to_topic_windowed(t.to_stream_with_tombstones(), "raw");
+    })
+    .text_inputs(&[INPUT])
+    .text_outputs(&["raw", "suppressed"])
 }
 
-/// Raw and suppressed outputs of a windowed count.
-fn windowed(table: KTable<Windowed<String>, i64>, suppressed: Suppressed<Windowed<String>>) {
-    to_topic_windowed(
-        table.suppress(suppressed).to_stream_with_tombstones(),
-        "suppressed",
-    );
-    to_topic_windowed(table.to_stream_with_tombstones(), "raw");
+/// A count of `input` by key, `counts`, handed to `sinks`.
+fn counts_by_key(sinks: impl FnOnce(KTable<String, i64>)) -> Scenario {
+    Scenario::build(|b| sinks(grouped_text(b, INPUT).count_with(Materialized::as_("counts"))))
+        .text_inputs(&[INPUT])
 }
 
 fn steps(input: &[(&str, i64)]) -> Vec<Step> {
@@ -38,17 +48,10 @@ fn ms(n: u64) -> Duration {
 
 #[test]
 fn should_support_final_results_for_time_windows() {
-    let o = Scenario::build(|b| {
-        let t = counts_by_key(b)
-            .windowed_by(TimeWindows::of_size_and_grace(ms(2), ms(1)))
-            .count_with(Materialized::as_("counts"));
-        windowed(
-            t,
-            Suppressed::until_window_closes(BufferConfig::unbounded()),
-        );
+    final_results(|g| {
+        g.windowed_by(TimeWindows::of_size_and_grace(ms(2), ms(1)))
+            .count_with(Materialized::as_("counts"))
     })
-    .text_inputs(&[INPUT])
-    .text_outputs(&["raw", "suppressed"])
     .steps(steps(&[
         ("k1", 0),
         ("k1", 1),
@@ -58,37 +61,30 @@ fn should_support_final_results_for_time_windows() {
         ("k1", 5),
         ("k1", 0),
     ]))
-    .run();
-    assert_eq!(
-        o.all("raw"),
-        vec![
+    .expect(
+        "raw",
+        [
             out("[k1@0/2]", "1", 0),
             out("[k1@0/2]", "2", 1),
             out("[k1@2/4]", "1", 2),
             out("[k1@0/2]", "3", 1),
             out("[k1@0/2]", "4", 1),
             out("[k1@4/6]", "1", 5),
-        ]
-    );
-    assert_eq!(
-        o.all("suppressed"),
-        vec![out("[k1@0/2]", "4", 1), out("[k1@2/4]", "1", 2)]
-    );
+        ],
+    )
+    .expect(
+        "suppressed",
+        [out("[k1@0/2]", "4", 1), out("[k1@2/4]", "1", 2)],
+    )
+    .run();
 }
 
 #[test]
 fn should_support_final_results_for_time_windows_with_large_jump() {
-    let o = Scenario::build(|b| {
-        let t = counts_by_key(b)
-            .windowed_by(TimeWindows::of_size_and_grace(ms(2), ms(2)))
-            .count_with(Materialized::as_("counts"));
-        windowed(
-            t,
-            Suppressed::until_window_closes(BufferConfig::unbounded()),
-        );
+    final_results(|g| {
+        g.windowed_by(TimeWindows::of_size_and_grace(ms(2), ms(2)))
+            .count_with(Materialized::as_("counts"))
     })
-    .text_inputs(&[INPUT])
-    .text_outputs(&["raw", "suppressed"])
     .steps(steps(&[
         ("k1", 0),
         ("k1", 1),
@@ -100,10 +96,9 @@ fn should_support_final_results_for_time_windows_with_large_jump() {
         ("k1", 0),
         ("k1", 30),
     ]))
-    .run();
-    assert_eq!(
-        o.all("raw"),
-        vec![
+    .expect(
+        "raw",
+        [
             out("[k1@0/2]", "1", 0),
             out("[k1@0/2]", "2", 1),
             out("[k1@2/4]", "1", 2),
@@ -112,31 +107,25 @@ fn should_support_final_results_for_time_windows_with_large_jump() {
             out("[k1@0/2]", "4", 1),
             out("[k1@4/6]", "1", 4),
             out("[k1@30/32]", "1", 30),
-        ]
-    );
-    assert_eq!(
-        o.all("suppressed"),
-        vec![
+        ],
+    )
+    .expect(
+        "suppressed",
+        [
             out("[k1@0/2]", "4", 1),
             out("[k1@2/4]", "2", 3),
             out("[k1@4/6]", "1", 4),
-        ]
-    );
+        ],
+    )
+    .run();
 }
 
 #[test]
 fn should_support_final_results_for_sliding_windows() {
-    let o = Scenario::build(|b| {
-        let t = counts_by_key(b)
-            .windowed_by(SlidingWindows::of_time_difference_and_grace(ms(5), ms(15)))
-            .count_with(Materialized::as_("counts"));
-        windowed(
-            t,
-            Suppressed::until_window_closes(BufferConfig::unbounded()),
-        );
+    let o = final_results(|g| {
+        g.windowed_by(SlidingWindows::of_time_difference_and_grace(ms(5), ms(15)))
+            .count_with(Materialized::as_("counts"))
     })
-    .text_inputs(&[INPUT])
-    .text_outputs(&["raw", "suppressed"])
     .steps(steps(&[
         ("k1", 10),
         ("k1", 11),
@@ -187,17 +176,10 @@ fn should_support_final_results_for_sliding_windows() {
 
 #[test]
 fn should_support_final_results_for_session_windows() {
-    let o = Scenario::build(|b| {
-        let t = counts_by_key(b)
-            .windowed_by(SessionWindows::of_inactivity_gap_with_no_grace(ms(5)))
-            .count_with(Materialized::as_("counts"));
-        windowed(
-            t,
-            Suppressed::until_window_closes(BufferConfig::unbounded()),
-        );
+    final_results(|g| {
+        g.windowed_by(SessionWindows::of_inactivity_gap_with_no_grace(ms(5)))
+            .count_with(Materialized::as_("counts"))
     })
-    .text_inputs(&[INPUT])
-    .text_outputs(&["raw", "suppressed"])
     .steps(steps(&[
         ("k1", 0),
         ("k1", 5),
@@ -206,10 +188,9 @@ fn should_support_final_results_for_session_windows() {
         ("k1", 5),
         ("k1", 30),
     ]))
-    .run();
-    assert_eq!(
-        o.all("raw"),
-        vec![
+    .expect(
+        "raw",
+        [
             out("[k1@0/0]", "1", 0),
             tombstone("[k1@0/0]", 0),
             out("[k1@0/5]", "2", 5),
@@ -217,30 +198,36 @@ fn should_support_final_results_for_session_windows() {
             out("[k1@0/5]", "3", 5),
             out("[k2@11/11]", "1", 11),
             out("[k1@30/30]", "1", 30),
-        ]
-    );
-    assert_eq!(
-        o.all("suppressed"),
-        vec![out("[k1@0/5]", "3", 5), out("[k2@11/11]", "1", 11)]
-    );
+        ],
+    )
+    .expect(
+        "suppressed",
+        [out("[k1@0/5]", "3", 5), out("[k2@11/11]", "1", 11)],
+    )
+    .run();
 }
 
-/// Counts keyed by value, as the scenarios' `groupBy((k, v) -> v)`; raw and
-/// suppressed outputs. (The scenarios count a table, whose regrouping also
-/// forwards subtractions; a stream count forwards the additions only.)
-fn counts_by_value(b: &mut StreamsBuilder, suppressed: Suppressed<String>) {
-    let t = b
-        .stream("input", Consumed::with(Serdes::string(), Serdes::string()))
-        .group_by(
-            |_, v: &String| v.clone(),
-            Grouped::with(Serdes::string(), Serdes::string()),
-        )
-        .count_with(Materialized::as_("counts").with_key_serde(Serdes::string()));
-    to_topic(
-        t.suppress(suppressed).to_stream_with_tombstones(),
-        "suppressed",
-    );
-    to_topic(t.to_stream_with_tombstones(), "raw");
+/// Counts keyed by value, as the scenarios' `groupBy((k, v) -> v)`: updates
+/// on `raw`, `suppressed` on `suppressed`. (The scenarios count a table,
+/// whose regrouping also forwards subtractions; a stream count forwards the
+/// additions only.)
+fn counts_by_value(suppressed: Suppressed<String>) -> Scenario {
+    Scenario::build(|b| {
+        let t = b
+            .stream("input", Consumed::with(Serdes::string(), Serdes::string()))
+            .group_by(
+                |_, v: &String| v.clone(),
+                Grouped::with(Serdes::string(), Serdes::string()),
+            )
+            .count_with(Materialized::as_("counts").with_key_serde(Serdes::string()));
+        to_topic(
+            t.suppress(suppressed).to_stream_with_tombstones(),
+            "suppressed",
+        );
+        to_topic(t.to_stream_with_tombstones(), "raw");
+    })
+    .text_inputs(&[INPUT])
+    .text_outputs(&["raw", "suppressed"])
 }
 
 fn by_value(input: &[(&str, &str, i64)]) -> Vec<Step> {
@@ -249,14 +236,10 @@ fn by_value(input: &[(&str, &str, i64)]) -> Vec<Step> {
 
 #[test]
 fn should_suppress_intermediate_events_with_time_limit() {
-    let o = Scenario::build(|b| {
-        counts_by_value(
-            b,
-            Suppressed::until_time_limit(ms(2), BufferConfig::unbounded()),
-        )
-    })
-    .text_inputs(&[INPUT])
-    .text_outputs(&["raw", "suppressed"])
+    let o = counts_by_value(Suppressed::until_time_limit(
+        ms(2),
+        BufferConfig::unbounded(),
+    ))
     .steps(by_value(&[
         ("k1", "v1", 0),
         ("k1", "v2", 1),
@@ -276,14 +259,10 @@ fn should_suppress_intermediate_events_with_time_limit() {
 
 #[test]
 fn should_immediately_emit_events_with_zero_emit_after() {
-    let o = Scenario::build(|b| {
-        counts_by_value(
-            b,
-            Suppressed::until_time_limit(Duration::ZERO, BufferConfig::unbounded()),
-        )
-    })
-    .text_inputs(&[INPUT])
-    .text_outputs(&["raw", "suppressed"])
+    let o = counts_by_value(Suppressed::until_time_limit(
+        Duration::ZERO,
+        BufferConfig::unbounded(),
+    ))
     .steps(by_value(&[
         ("k1", "v1", 0),
         ("k1", "v2", 1),
@@ -296,14 +275,10 @@ fn should_immediately_emit_events_with_zero_emit_after() {
 }
 
 fn eager_scenario(config: BufferConfig) {
-    let o = Scenario::build(move |b| {
-        counts_by_value(
-            b,
-            Suppressed::until_time_limit(Duration::from_secs(1 << 40), config),
-        )
-    })
-    .text_inputs(&[INPUT])
-    .text_outputs(&["raw", "suppressed"])
+    let o = counts_by_value(Suppressed::until_time_limit(
+        Duration::from_secs(1 << 40),
+        config,
+    ))
     .steps(by_value(&[
         ("k1", "v1", 0),
         ("k1", "v2", 1),
@@ -332,18 +307,10 @@ fn should_suppress_intermediate_events_with_bytes_limit() {
 
 #[test]
 fn strict_buffer_full_stops_with_an_error_naming_store_and_bound() {
-    let o = Scenario::build(|b| {
-        counts_by_value(
-            b,
-            Suppressed::until_time_limit(
-                ms(100),
-                BufferConfig::max_records(1).shut_down_when_full(),
-            )
+    let o = counts_by_value(
+        Suppressed::until_time_limit(ms(100), BufferConfig::max_records(1).shut_down_when_full())
             .with_name("held"),
-        )
-    })
-    .text_inputs(&[INPUT])
-    .text_outputs(&["raw", "suppressed"])
+    )
     .steps(by_value(&[
         ("k1", "v1", 0),
         ("k1", "v2", 1),
@@ -364,7 +331,7 @@ fn strict_buffer_full_stops_with_an_error_naming_store_and_bound() {
 #[test]
 fn until_window_closes_refuses_an_eager_buffer() {
     let mut b = StreamsBuilder::new();
-    let t = counts_by_key(&mut b)
+    let t = grouped_text(&mut b, INPUT)
         .windowed_by(TimeWindows::of_size_with_no_grace(ms(2)))
         .count_with(Materialized::as_("counts"));
     let _ = t.suppress(Suppressed::until_window_closes(BufferConfig::max_records(
@@ -385,8 +352,7 @@ fn until_barrier_releases_one_record_per_key_at_the_barrier_and_never_evicts() {
     }
     let updates = steps.len();
     steps.push(Step::Commit);
-    let o = Scenario::build(|b| {
-        let t = counts_by_key(b).count_with(Materialized::as_("counts"));
+    let o = counts_by_key(|t| {
         // An eager buffer of one record upstream would evict; until_barrier never does.
         to_topic(
             t.suppress(Suppressed::until_barrier())
@@ -395,7 +361,6 @@ fn until_barrier_releases_one_record_per_key_at_the_barrier_and_never_evicts() {
         );
         to_topic(t.to_stream_with_tombstones(), "raw");
     })
-    .text_inputs(&[INPUT])
     .text_outputs(&["raw", "suppressed"])
     .manual_commit()
     .steps(steps)
@@ -433,8 +398,7 @@ fn releases_keep_the_latest_headers_and_leave_in_buffer_time_then_key_order() {
             headers,
         }
     };
-    let o = Scenario::build(|b| {
-        let t = counts_by_key(b).count_with(Materialized::as_("counts"));
+    let o = counts_by_key(|t| {
         to_topic(
             t.suppress(Suppressed::until_time_limit(
                 ms(10),
@@ -444,7 +408,6 @@ fn releases_keep_the_latest_headers_and_leave_in_buffer_time_then_key_order() {
             "suppressed",
         );
     })
-    .text_inputs(&[INPUT])
     .text_outputs(&["suppressed"])
     .steps([
         with_header("b", 0, "b0"),
@@ -481,17 +444,10 @@ fn releases_keep_the_latest_headers_and_leave_in_buffer_time_then_key_order() {
 /// after Kafka Streams' suppress, which releases it at stream time 10.
 #[test]
 fn suppress_releases_sliding_windows_at_their_close_one_tick_after_kafka_streams_design_3_4() {
-    let o = Scenario::build(|b| {
-        let t = counts_by_key(b)
-            .windowed_by(SlidingWindows::of_time_difference_with_no_grace(ms(5)))
-            .count_with(Materialized::as_("counts"));
-        windowed(
-            t,
-            Suppressed::until_window_closes(BufferConfig::unbounded()),
-        );
+    let o = final_results(|g| {
+        g.windowed_by(SlidingWindows::of_time_difference_with_no_grace(ms(5)))
+            .count_with(Materialized::as_("counts"))
     })
-    .text_inputs(&[INPUT])
-    .text_outputs(&["raw", "suppressed"])
     .steps([pipe("k", "v", 10), pipe("other", "v", 11)])
     .run();
     // At stream time 10 Kafka Streams releases [k@5/10], though its
@@ -508,17 +464,10 @@ fn suppress_releases_sliding_windows_at_their_close_one_tick_after_kafka_streams
 /// still merge a record there.
 #[test]
 fn suppress_releases_sessions_at_their_close_one_tick_after_kafka_streams_design_3_4() {
-    let o = Scenario::build(|b| {
-        let t = counts_by_key(b)
-            .windowed_by(SessionWindows::of_inactivity_gap_with_no_grace(ms(5)))
-            .count_with(Materialized::as_("counts"));
-        windowed(
-            t,
-            Suppressed::until_window_closes(BufferConfig::unbounded()),
-        );
+    let o = final_results(|g| {
+        g.windowed_by(SessionWindows::of_inactivity_gap_with_no_grace(ms(5)))
+            .count_with(Materialized::as_("counts"))
     })
-    .text_inputs(&[INPUT])
-    .text_outputs(&["raw", "suppressed"])
     .steps([
         pipe("k", "v", 0),
         pipe("other", "v", 5),
@@ -534,8 +483,7 @@ fn suppress_releases_sessions_at_their_close_one_tick_after_kafka_streams_design
 
 #[test]
 fn suppress_buffer_is_changelogged_and_until_barrier_has_no_store() {
-    let o = Scenario::build(|b| {
-        let t = counts_by_key(b).count_with(Materialized::as_("counts"));
+    let o = counts_by_key(|t| {
         to_topic(
             t.suppress(
                 Suppressed::until_time_limit(ms(10), BufferConfig::unbounded()).with_name("s"),
@@ -549,7 +497,6 @@ fn suppress_buffer_is_changelogged_and_until_barrier_has_no_store() {
             "b",
         );
     })
-    .text_inputs(&[INPUT])
     .text_outputs(&["a", "b"])
     .steps([pipe("k", "x", 0), pipe("k", "x", 20)])
     .run();
@@ -561,5 +508,4 @@ fn suppress_buffer_is_changelogged_and_until_barrier_has_no_store() {
     assert_eq!(changelog.len(), 2);
     assert!(changelog[0].value.is_some());
     assert!(changelog[1].value.is_none());
-    let _ = EmitStrategy::on_window_update();
 }

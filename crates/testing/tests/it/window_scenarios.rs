@@ -4,12 +4,10 @@
 use std::time::Duration;
 
 use stoatflow_streams::DropReason::LateWindow;
-use stoatflow_streams::{
-    Consumed, EmitStrategy, Grouped, Materialized, Produced, Serdes, TimeWindows, Windowed,
-};
+use stoatflow_streams::{EmitStrategy, Materialized, Produced, Serdes, TimeWindows, Windowed};
 
 use crate::harness::Step::{Advance, Commit};
-use crate::harness::{Scenario, Step, nothing, pipe};
+use crate::harness::{INPUT, Scenario, Step, grouped_text, nothing, pipe};
 
 const OUTPUT: &str = "output";
 const UPDATE: EmitStrategy = EmitStrategy::OnWindowUpdate;
@@ -32,9 +30,7 @@ enum Agg {
 /// `([key@start/end], value)`.
 fn windowed(name: &str, windows: TimeWindows, emit: EmitStrategy, agg: Agg) -> Scenario {
     Scenario::build(|builder| {
-        let grouped = builder
-            .stream("input", Consumed::with(Serdes::string(), Serdes::string()))
-            .group_by_key_with(Grouped::with(Serdes::string(), Serdes::string()))
+        let grouped = grouped_text(builder, INPUT)
             .windowed_by(windows)
             .emit_strategy(emit);
         let table = match agg {

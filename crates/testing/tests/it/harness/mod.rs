@@ -24,8 +24,8 @@
 mod cells;
 mod outcome;
 mod sides;
-mod sinks;
 mod step;
+mod text;
 
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
@@ -37,8 +37,8 @@ use stoatflow_testing::{DriverConfig, DriverError, TestRecord, TopologyTestDrive
 pub use cells::{Cell, Data};
 pub use outcome::{Out, Outcome, out, tombstone};
 pub use sides::{LEFT, OUT, RIGHT, expect_out, left, none, right, sides};
-pub use sinks::{to_topic, to_topic_windowed};
 pub use step::{INPUT, Step, dropped, expect, expect_key_values, nothing, pipe, pipe_to};
+pub use text::{grouped_text, to_topic, to_topic_windowed};
 
 use outcome::Readable;
 
