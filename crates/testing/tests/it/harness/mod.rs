@@ -12,6 +12,12 @@
 //! checks what the table says and returns an [`Outcome`] for checks that are
 //! computed rather than listed (models, reorderings, stores).
 //!
+//! Beside the scenario: `cells` (table literals and the typed topics'
+//! [`Data`]), `step` (the step vocabulary), `outcome` (what a run left),
+//! `text` (the `String` topics most topologies read and write) and `sides`
+//! (the `left`/`right`/`out` tables of joins, stream-table joins and the
+//! Processor API).
+//!
 //! Tests that test the driver API itself call it directly and are not
 //! scenarios: `refusals` and `validation` (what `TopologyTestDriver::new`
 //! refuses), `deserialization` (`pipe_raw` and the driver's error values).
