@@ -3,11 +3,12 @@
 //! and where DESIGN makes us differ (release at the window's close, one tick
 //! after Kafka Streams for sliding and session windows).
 
+use std::fmt::Debug;
 use std::time::Duration;
 
 use stoatflow_streams::{
-    BufferConfig, Consumed, Grouped, Headers, KGroupedStream, KTable, Materialized, Serdes,
-    SessionWindows, SlidingWindows, StreamsBuilder, Suppressed, TimeWindows, Windowed,
+    BufferConfig, Consumed, Grouped, Headers, KGroupedStream, KStream, KTable, Materialized,
+    Serdes, SessionWindows, SlidingWindows, StreamsBuilder, Suppressed, TimeWindows, Windowed,
 };
 
 use crate::harness::{
@@ -22,14 +23,24 @@ fn final_results(
     Scenario::build(|b| {
         let t = count(grouped_text(b, INPUT));
         let suppressed = Suppressed::until_window_closes(BufferConfig::unbounded());
-        to_topic_windowed(
-            t.suppress(suppressed).to_stream_with_tombstones(),
-            "suppressed",
-        );
-        to_topic_windowed(t.to_stream_with_tombstones(), "raw");
+        raw_and_suppressed(t, suppressed, to_topic_windowed);
     })
     .text_inputs(&[INPUT])
     .text_outputs(&["raw", "suppressed"])
+}
+
+/// Writes `table`'s updates with `sink` to `raw`, and what `suppressed`
+/// lets through to `suppressed`.
+fn raw_and_suppressed<K: Ord + Clone + Debug + Send + Sync + 'static>(
+    table: KTable<K, i64>,
+    suppressed: Suppressed<K>,
+    sink: fn(KStream<K, Option<i64>>, &str),
+) {
+    sink(
+        table.suppress(suppressed).to_stream_with_tombstones(),
+        "suppressed",
+    );
+    sink(table.to_stream_with_tombstones(), "raw");
 }
 
 /// A count of `input` by key, `counts`, handed to `sinks`.
@@ -220,11 +231,7 @@ fn counts_by_value(suppressed: Suppressed<String>) -> Scenario {
                 Grouped::with(Serdes::string(), Serdes::string()),
             )
             .count_with(Materialized::as_("counts").with_key_serde(Serdes::string()));
-        to_topic(
-            t.suppress(suppressed).to_stream_with_tombstones(),
-            "suppressed",
-        );
-        to_topic(t.to_stream_with_tombstones(), "raw");
+        raw_and_suppressed(t, suppressed, to_topic);
     })
     .text_inputs(&[INPUT])
     .text_outputs(&["raw", "suppressed"])
@@ -354,12 +361,7 @@ fn until_barrier_releases_one_record_per_key_at_the_barrier_and_never_evicts() {
     steps.push(Step::Commit);
     let o = counts_by_key(|t| {
         // An eager buffer of one record upstream would evict; until_barrier never does.
-        to_topic(
-            t.suppress(Suppressed::until_barrier())
-                .to_stream_with_tombstones(),
-            "suppressed",
-        );
-        to_topic(t.to_stream_with_tombstones(), "raw");
+        raw_and_suppressed(t, Suppressed::until_barrier(), to_topic);
     })
     .text_outputs(&["raw", "suppressed"])
     .manual_commit()
