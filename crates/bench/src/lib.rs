@@ -17,6 +17,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod e2e;
 pub mod nexmark;
 pub mod pipeline;
 pub mod queries;

@@ -48,6 +48,14 @@ pub enum BenchError {
         #[source]
         source: ProcessError,
     },
+    /// The engine (the runtime on the log) failed.
+    #[error("query {query}: {reason}")]
+    Engine {
+        /// The query.
+        query: &'static str,
+        /// What failed.
+        reason: String,
+    },
     /// The topology does not read the topic with the expected types.
     #[error("query {query} does not read topic {topic} with the expected key and value types")]
     Input {
@@ -86,6 +94,10 @@ pub enum Query {
     JoinInner,
     /// 1 s windowed left join of two inputs over 10,000 keys.
     JoinLeft,
+    /// The tumbling count end to end (embedded log, exactly-once), 1 lane.
+    E2eTumbling1,
+    /// The tumbling count end to end (embedded log, exactly-once), 2 lanes.
+    E2eTumbling2,
 }
 
 impl Query {
@@ -103,6 +115,8 @@ impl Query {
         Query::Session,
         Query::JoinInner,
         Query::JoinLeft,
+        Query::E2eTumbling1,
+        Query::E2eTumbling2,
     ];
 
     /// The name used on the command line and in reports.
@@ -120,6 +134,8 @@ impl Query {
             Query::Session => "session",
             Query::JoinInner => "join-inner",
             Query::JoinLeft => "join-left",
+            Query::E2eTumbling1 => "e2e-tumbling-1-lane",
+            Query::E2eTumbling2 => "e2e-tumbling-2-lanes",
         }
     }
 
@@ -132,7 +148,13 @@ impl Query {
     pub fn is_nexmark(self) -> bool {
         !matches!(
             self,
-            Query::Tumbling | Query::Sliding | Query::Session | Query::JoinInner | Query::JoinLeft
+            Query::Tumbling
+                | Query::Sliding
+                | Query::Session
+                | Query::JoinInner
+                | Query::JoinLeft
+                | Query::E2eTumbling1
+                | Query::E2eTumbling2
         )
     }
 }
@@ -178,12 +200,18 @@ pub fn run(query: Query, opts: &RunOptions) -> Result<RunReport, BenchError> {
             counted(|sink| run_join("join-inner", workloads::join_inner, sink, opts))?
         }
         Query::JoinLeft => counted(|sink| run_join("join-left", workloads::join_left, sink, opts))?,
+        Query::E2eTumbling1 => crate::e2e::run_e2e_tumbling(opts.events, 1)?,
+        Query::E2eTumbling2 => crate::e2e::run_e2e_tumbling(opts.events, 2)?,
+    };
+    let cores = match query {
+        Query::E2eTumbling2 => 2,
+        _ => 1,
     };
     Ok(RunReport {
         query: query.name().to_owned(),
         events: opts.events,
         seconds,
-        cores: 1,
+        cores,
         outputs,
         peak_rss_bytes: peak_rss_bytes(),
     })

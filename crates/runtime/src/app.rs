@@ -18,6 +18,7 @@ use crate::app_state::AppState;
 use crate::config::{Backend, RuntimeConfig};
 use crate::engine::{Shared, run_engine};
 use crate::error::RuntimeError;
+use crate::layout::log_topic_name;
 
 /// A topology running on a log: Kafka Streams' `KafkaStreams`.
 ///
@@ -219,36 +220,53 @@ impl<L: Log + 'static> StreamsApp<L> {
     /// # Errors
     /// The log's, reading the end offsets.
     pub fn wait_until_caught_up(&self, timeout: Duration) -> Result<bool, RuntimeError> {
-        let mut consumer = self
-            .log
-            .consumer(&format!("{}-caught-up", self.config.application_id()))?;
-        let mut ends: Vec<(TopicPartition, u64)> = Vec::new();
-        for source in self.topology.sources() {
-            let Some(shape) = self.log.describe_topic(&source.topic)? else {
-                continue;
-            };
-            for p in 0..shape.partitions {
-                let tp = TopicPartition::new(source.topic.clone(), p);
-                let end = consumer.end_offset(&tp)?.0;
-                if end > consumer.beginning_offset(&tp)?.0 {
-                    ends.push((tp, end));
+        let app = self.config.application_id();
+        let mut consumer = self.log.consumer(&format!("{app}-caught-up"))?;
+        let mut topics: Vec<String> = self
+            .topology
+            .sources()
+            .iter()
+            .map(|s| log_topic_name(app, &s.topic, s.internal))
+            .collect();
+        topics.sort();
+        topics.dedup();
+        let deadline = Instant::now() + timeout;
+        let mut previous: Option<Vec<(TopicPartition, u64)>> = None;
+        loop {
+            // What is readable now; repartition topics grow while upstream
+            // sub-topologies work, so the wait ends only when a second look
+            // finds nothing new.
+            let mut ends: Vec<(TopicPartition, u64)> = Vec::new();
+            for topic in &topics {
+                let Some(shape) = self.log.describe_topic(topic)? else {
+                    continue;
+                };
+                for p in 0..shape.partitions {
+                    let tp = TopicPartition::new(topic.clone(), p);
+                    let end = consumer.end_offset(&tp)?.0;
+                    if end > consumer.beginning_offset(&tp)?.0 {
+                        ends.push((tp, end));
+                    }
                 }
             }
-        }
-        let deadline = Instant::now() + timeout;
-        loop {
-            let done = {
-                let committed = self.shared.committed.lock().expect("committed lock");
-                ends.iter()
-                    .all(|(tp, end)| committed.get(tp).is_some_and(|c| c >= end))
-            };
-            if done {
+            if previous.as_ref() == Some(&ends) {
                 return Ok(true);
             }
-            if Instant::now() >= deadline || self.state().has_stopped() {
-                return Ok(false);
+            loop {
+                let done = {
+                    let committed = self.shared.committed.lock().expect("committed lock");
+                    ends.iter()
+                        .all(|(tp, end)| committed.get(tp).is_some_and(|c| c >= end))
+                };
+                if done {
+                    break;
+                }
+                if Instant::now() >= deadline || self.state().has_stopped() {
+                    return Ok(false);
+                }
+                std::thread::sleep(Duration::from_millis(5));
             }
-            std::thread::sleep(Duration::from_millis(5));
+            previous = Some(ends);
         }
     }
 

@@ -17,8 +17,8 @@
 //! transaction N committed ("one committing, one processing"; here the poll
 //! loop commits synchronously, so the lanes drain while it commits).
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use stoatflow_log::offset_metadata::{self, PartitionMetadata};
 use stoatflow_log::{
     Consumer, ErrorKind, Log, LogError, Offset, OffsetAndMetadata, Record, Timestamp,
-    TopicPartition, TopicSpec, TransactionalProducer,
+    TopicPartition, TransactionalProducer,
 };
 use stoatflow_state::{
     BarrierStamp, ChangelogRecord, InMemoryKeyValueStore, StateStore, WATERMARK_STORE_NAME,
@@ -35,8 +35,9 @@ use stoatflow_state::{
 };
 use stoatflow_streams::{CoordinationMode, EventTimeReader, Headers, OutputRecord, Topology};
 use stoatflow_time::{
-    Clock, EventTime, OrderedDispatch, PartitionIndex, SourcePartition, WallTime, Watermark,
-    WatermarkTracker, WatermarksSnapshot,
+    Clock, EventTime, OrderedDispatch, PartitionIndex, SourcePartition, SourceTimePolicy, WallTime,
+    Watermark, WatermarkGenerator, WatermarkOutput, WatermarkStrategy, WatermarkTracker,
+    WatermarksSnapshot,
 };
 
 use crate::app_state::AppState;
@@ -44,6 +45,7 @@ use crate::cadence::BarrierCadence;
 use crate::config::{ProcessingGuarantee, RuntimeConfig};
 use crate::error::RuntimeError;
 use crate::lane::{LaneMsg, LaneRecord, LaneReply, LaneSetup, changelog_entry, run_lane};
+use crate::layout::{Layout, log_topic_name, marker, marker_watermark};
 use crate::partitioner::partition_for_key;
 use crate::task_id::TaskId;
 
@@ -151,6 +153,13 @@ struct SourceSlot {
     position: Option<u64>,
     /// The largest event time dispatched (committed as partition time).
     partition_time: Option<EventTime>,
+    /// A repartition partition: the last marker read from it.
+    last_marker: Option<Arc<AtomicI64>>,
+    /// Records fetched and not yet dispatched.
+    buffered: usize,
+    /// The offset of the newest marker read (committed past once every
+    /// record before it is dispatched).
+    marker_offset: Option<u64>,
 }
 
 /// A fetched record waiting in ordered dispatch.
@@ -159,12 +168,33 @@ struct Pending {
     record: stoatflow_log::Record,
 }
 
-/// The layout the topology needs on the log, worked out at start.
-struct Plan {
-    /// Per sub-topology, its input partition count.
-    partitions: BTreeMap<usize, u32>,
-    /// Sink topics and their partition counts.
-    sinks: HashMap<String, u32>,
+/// The generator of a repartition partition: its watermark is the last
+/// marker read from it (DESIGN 3.3), never a record's time.
+#[derive(Debug)]
+struct MarkerGenerator {
+    last_marker: Arc<AtomicI64>,
+}
+
+impl WatermarkGenerator for MarkerGenerator {
+    fn on_event(&mut self, _: EventTime, _: &mut WatermarkOutput) {}
+
+    fn on_periodic_emit(&mut self, output: &mut WatermarkOutput) {
+        let w = self.last_marker.load(Ordering::Acquire);
+        if w != i64::MIN {
+            output.emit_watermark(Watermark::from_millis(w));
+        }
+    }
+}
+
+/// The time policy of a repartition partition: marker-driven, never idle
+/// (its writer sends a marker with every commit).
+fn marker_policy(last_marker: Arc<AtomicI64>) -> SourceTimePolicy {
+    WatermarkStrategy::<(), ()>::for_generator(move || MarkerGenerator {
+        last_marker: last_marker.clone(),
+    })
+    .with_idleness(Duration::ZERO)
+    .policy()
+    .clone()
 }
 
 /// The engine thread's body. Returns when the application stops.
@@ -191,18 +221,40 @@ pub(crate) fn run_engine<L: Log + 'static>(
     }
 }
 
+/// One sub-topology's event time. A sub-topology fed by a repartition topic
+/// takes its watermark from the markers in it and runs barriers on its own
+/// stamps (DESIGN 3.3), so each has its own tracker, dispatcher and stamp
+/// ring; without repartition topics there is one, the application's.
+struct SubtopologyTime {
+    tracker: WatermarkTracker,
+    dispatch: OrderedDispatch<Pending>,
+    /// Its stamps, in partition `subtopology` of the watermark changelog.
+    stamps: WatermarkStore<InMemoryKeyValueStore<WatermarkKey, i64>>,
+    /// The last two stamps, newest last.
+    recent: [Watermark; 2],
+    /// The stamp of the last markers it wrote to its repartition topics.
+    last_marker_sent: Watermark,
+}
+
+impl SubtopologyTime {
+    fn has_work(&self) -> bool {
+        self.tracker.current() != self.recent[1] || self.recent[0] != self.recent[1]
+    }
+}
+
 struct Engine<L: Log> {
     config: Arc<RuntimeConfig>,
     clock: Arc<dyn Clock>,
     shared: Arc<Shared>,
     consumer: L::Consumer,
     producer: L::Producer,
-    tracker: WatermarkTracker,
-    dispatch: OrderedDispatch<Pending>,
+    /// Per sub-topology: its tracker, dispatcher and stamps.
+    times: Vec<SubtopologyTime>,
     slots: Vec<SourceSlot>,
     slot_of: HashMap<TopicPartition, usize>,
-    plan: Plan,
-    stamps: WatermarkStore<InMemoryKeyValueStore<WatermarkKey, i64>>,
+    /// The slot of the last fetched record.
+    last_slot: Option<usize>,
+    plan: Layout,
     lanes: Vec<SyncSender<LaneMsg>>,
     lane_threads: Vec<JoinHandle<()>>,
     replies: Receiver<LaneReply>,
@@ -210,10 +262,10 @@ struct Engine<L: Log> {
     cadence: BarrierCadence,
     barrier: u64,
     last_barrier_at: Instant,
-    /// The last two stamps, newest last.
-    recent_stamps: [Watermark; 2],
     dispatched_since_barrier: u64,
     punctuation_since_barrier: bool,
+    /// A repartition marker was read since the last barrier.
+    markers_since_barrier: bool,
     batches: Vec<Vec<LaneRecord>>,
     null_key_counter: u32,
     last_tick: Instant,
@@ -230,60 +282,60 @@ impl<L: Log + 'static> Engine<L> {
     ) -> Result<Self, RuntimeError> {
         shared.transition(AppState::Rebalancing);
         let app = config.application_id().to_owned();
-        let plan = plan(topology, config, &**log)?;
+        let plan = Layout::plan(topology, config, &**log)?;
         let now = clock.now();
 
-        // The watermark store first: its seed is every task's floor and frontier.
-        let mut stamps = in_memory_watermark_store(config.streams.changelog_enabled);
-        if config.streams.changelog_enabled {
-            let mut consumer = log.consumer(&format!("{app}-restore"))?;
-            let tp = TopicPartition::new(changelog_topic(&app, WATERMARK_STORE_NAME), 0);
-            let mut entries = Vec::new();
-            stoatflow_log::restore(&mut consumer, &tp, config.restore_stall_timeout, |r| {
-                entries.push(changelog_entry(r));
-            })?;
-            let state_err = |source| RuntimeError::State {
+        // The watermark stores first: their seeds are the tasks' floors and frontiers.
+        let subtopologies = topology.subtopology_count();
+        let mut times = Vec::with_capacity(subtopologies);
+        let mut seeds = Vec::with_capacity(subtopologies);
+        let mut last_barrier = 0u64;
+        for st in 0..subtopologies {
+            let stamps = restore_stamps(config, &**log, st)?;
+            let seed = stamps.seed().map_err(|source| RuntimeError::State {
                 store: WATERMARK_STORE_NAME.into(),
                 source,
-            };
-            let entries = entries
-                .into_iter()
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| state_err(e.corrupt(WATERMARK_STORE_NAME, "record has no key")))?;
-            let total = entries.len() as u64;
-            stoatflow_state::restore(stamps.store_mut(), entries, total, &mut |_| {})
-                .map_err(state_err)?;
+            })?;
+            let floor = Watermark::from_millis(seed.floor);
+            let frontier = Watermark::from_millis(seed.frontier);
+            tracing::info!(
+                subtopology = st,
+                graceful = seed.graceful,
+                floor = %floor,
+                frontier = %frontier,
+                last_barrier = ?seed.last_barrier,
+                "seeded from the watermark store"
+            );
+            last_barrier = last_barrier.max(seed.last_barrier.unwrap_or(0));
+            seeds.push((floor, frontier));
+            times.push(SubtopologyTime {
+                tracker: WatermarkTracker::new(config.tracker.clone()),
+                dispatch: OrderedDispatch::new(),
+                stamps,
+                recent: [frontier, floor],
+                last_marker_sent: Watermark::MIN,
+            });
         }
-        let seed = stamps.seed().map_err(|source| RuntimeError::State {
-            store: WATERMARK_STORE_NAME.into(),
-            source,
-        })?;
-        let floor = Watermark::from_millis(seed.floor);
-        let frontier = Watermark::from_millis(seed.frontier);
-        tracing::info!(
-            graceful = seed.graceful,
-            floor = %floor,
-            frontier = %frontier,
-            last_barrier = ?seed.last_barrier,
-            "seeded from the watermark store"
-        );
 
         // Source partitions: tracker registration, committed offsets, partition times.
         let lanes_n = config.lanes;
-        let mut tracker = WatermarkTracker::new(config.tracker.clone());
         let tracking = config.streams.coordination != CoordinationMode::Disabled;
         let mut slots = Vec::new();
         let mut slot_of = HashMap::new();
         for source in topology.sources() {
             let partitions = plan.partitions[&source.subtopology];
             let reader = topology.event_time_reader(&source.topic);
+            let log_name = log_topic_name(&app, &source.topic, source.internal);
             for p in 0..partitions {
-                let sp = SourcePartition::new(source.topic.as_str(), p as i32);
-                let index = match &source.policy {
-                    Some(policy) => tracker.register(sp, policy, now)?,
-                    None => tracker.register_default(sp, now)?,
+                let sp = SourcePartition::new(log_name.as_str(), p as i32);
+                let last_marker = source.internal.then(|| Arc::new(AtomicI64::new(i64::MIN)));
+                let tracker = &mut times[source.subtopology].tracker;
+                let index = match (&last_marker, &source.policy) {
+                    (Some(cell), _) => tracker.register(sp, &marker_policy(cell.clone()), now)?,
+                    (None, Some(policy)) => tracker.register(sp, policy, now)?,
+                    (None, None) => tracker.register_default(sp, now)?,
                 };
-                let tp = TopicPartition::new(source.topic.clone(), p);
+                let tp = TopicPartition::new(log_name.clone(), p);
                 slot_of.insert(tp.clone(), slots.len());
                 slots.push(SourceSlot {
                     tp,
@@ -297,11 +349,16 @@ impl<L: Log + 'static> Engine<L> {
                     reader: reader.clone(),
                     position: None,
                     partition_time: None,
+                    last_marker,
+                    buffered: 0,
+                    marker_offset: None,
                 });
             }
         }
-        if let Some(w) = tracker.report_startup() {
-            tracing::warn!(warning = ?w, "watermark tracker");
+        for t in &mut times {
+            if let Some(w) = t.tracker.report_startup() {
+                tracing::warn!(warning = ?w, "watermark tracker");
+            }
         }
         let group = app.clone();
         let tps: Vec<TopicPartition> = slots.iter().map(|s| s.tp.clone()).collect();
@@ -326,7 +383,9 @@ impl<L: Log + 'static> Engine<L> {
                     })?;
                     slot.partition_time = Some(t);
                     if tracking {
-                        tracker.seed_partition_time(slot.index, t)?;
+                        times[slot.task.subtopology]
+                            .tracker
+                            .seed_partition_time(slot.index, t)?;
                     }
                 }
             }
@@ -358,7 +417,7 @@ impl<L: Log + 'static> Engine<L> {
                 topology: topology.clone(),
                 config: streams_config.clone(),
                 log: log.clone(),
-                seed: (floor, frontier),
+                seeds: seeds.clone(),
                 restore_stall_timeout: config.restore_stall_timeout,
                 wall_clock: now,
                 pending_output: pending_output.clone(),
@@ -390,20 +449,18 @@ impl<L: Log + 'static> Engine<L> {
             }
         }
         tracing::info!(restored, lanes = lanes_n, "stores restored");
-        let barrier = seed.last_barrier.unwrap_or(0);
-        let recent = [frontier, floor];
+        let barrier = last_barrier;
         let engine = Engine {
             config: config.clone(),
             clock: clock.clone(),
             shared: shared.clone(),
             consumer,
             producer,
-            tracker,
-            dispatch: OrderedDispatch::new(),
+            times,
             slots,
             slot_of,
+            last_slot: None,
             plan,
-            stamps,
             lanes,
             lane_threads,
             replies,
@@ -411,9 +468,9 @@ impl<L: Log + 'static> Engine<L> {
             cadence: BarrierCadence::new(config.barrier),
             barrier,
             last_barrier_at: Instant::now(),
-            recent_stamps: recent,
             dispatched_since_barrier: 0,
             punctuation_since_barrier: false,
+            markers_since_barrier: false,
             batches: (0..lanes_n).map(|_| Vec::new()).collect(),
             null_key_counter: 0,
             last_tick: Instant::now(),
@@ -451,11 +508,19 @@ impl<L: Log + 'static> Engine<L> {
                 self.buffer(r, now)?;
             }
             self.drain_dispatch()?;
-            if let Some(w) = self.tracker.poll_watermark(now) {
-                for lane in &self.lanes {
-                    send(lane, LaneMsg::Watermark(w))?;
+            for st in 0..self.times.len() {
+                if let Some(w) = self.times[st].tracker.poll_watermark(now) {
+                    for lane in &self.lanes {
+                        send(
+                            lane,
+                            LaneMsg::Watermark {
+                                subtopology: st,
+                                watermark: w,
+                            },
+                        )?;
+                    }
+                    self.punctuation_since_barrier = true;
                 }
-                self.punctuation_since_barrier = true;
             }
             if self.last_tick.elapsed() >= WALL_CLOCK_TICK {
                 self.last_tick = Instant::now();
@@ -465,8 +530,7 @@ impl<L: Log + 'static> Engine<L> {
             }
             if self.last_snapshot.elapsed() >= SNAPSHOT_EVERY {
                 self.last_snapshot = Instant::now();
-                *self.shared.snapshot.lock().expect("snapshot lock") =
-                    Some(self.tracker.snapshot());
+                *self.shared.snapshot.lock().expect("snapshot lock") = Some(self.snapshot());
             }
             let work = self.epoch_has_work();
             if self.cadence.is_due(self.last_barrier_at.elapsed(), work) {
@@ -481,9 +545,9 @@ impl<L: Log + 'static> Engine<L> {
     fn epoch_has_work(&self) -> bool {
         self.dispatched_since_barrier > 0
             || self.punctuation_since_barrier
+            || self.markers_since_barrier
             || self.pending_output.load(Ordering::Acquire)
-            || self.tracker.current() != self.recent_stamps[1]
-            || self.recent_stamps[0] != self.recent_stamps[1]
+            || self.times.iter().any(SubtopologyTime::has_work)
     }
 
     /// A lane that failed between barriers stops the application now.
@@ -500,9 +564,44 @@ impl<L: Log + 'static> Engine<L> {
         r: stoatflow_log::FetchedRecord,
         now: WallTime,
     ) -> Result<(), RuntimeError> {
-        let Some(&slot) = self.slot_of.get(&r.partition) else {
-            return Ok(());
+        // Fetches come in runs per partition: look the slot up once per run.
+        let slot = match self.last_slot {
+            Some(slot) if self.slots[slot].tp == r.partition => slot,
+            _ => {
+                let Some(&slot) = self.slot_of.get(&r.partition) else {
+                    return Ok(());
+                };
+                self.last_slot = Some(slot);
+                slot
+            }
         };
+        if self.slots[slot].last_marker.is_some() {
+            match marker_watermark(&r.record) {
+                Ok(None) => {}
+                Ok(Some(w)) => {
+                    let s = &mut self.slots[slot];
+                    if let Some(cell) = &s.last_marker {
+                        cell.fetch_max(w, Ordering::AcqRel);
+                    }
+                    s.marker_offset = Some(r.offset.0);
+                    if s.buffered == 0 {
+                        s.position = Some(r.offset.0 + 1);
+                    }
+                    // The position moved: a barrier commits it.
+                    self.markers_since_barrier = true;
+                    return Ok(());
+                }
+                Err(reason) => {
+                    return Err(RuntimeError::BadMarker {
+                        partition: r.partition.to_string(),
+                        offset: r.offset.0,
+                        reason,
+                    });
+                }
+            }
+        }
+        let s = &mut self.slots[slot];
+        s.buffered += 1;
         let s = &self.slots[slot];
         let record_ts = r.record.timestamp.0;
         let event_time = match &s.reader {
@@ -524,9 +623,10 @@ impl<L: Log + 'static> Engine<L> {
                     .unwrap_or_else(|_| EventTime::new(0).expect("zero is a valid event time"))
             }
         };
-        self.dispatch
+        let time = &mut self.times[s.task.subtopology];
+        time.dispatch
             .push(
-                &mut self.tracker,
+                &mut time.tracker,
                 s.index,
                 stoatflow_time::Offset(r.offset.0 as i64),
                 event_time,
@@ -544,12 +644,22 @@ impl<L: Log + 'static> Engine<L> {
 
     fn drain_dispatch(&mut self) -> Result<(), RuntimeError> {
         let now = self.clock.now();
-        let ready = self.dispatch.drain_ready(&mut self.tracker, now);
+        let mut ready = Vec::new();
+        for time in &mut self.times {
+            ready.extend(time.dispatch.drain_ready(&mut time.tracker, now));
+        }
         for d in ready {
             let Pending { slot, record } = d.record;
             let s = &mut self.slots[slot];
             let offset = d.offset.0 as u64;
             s.position = Some(offset + 1);
+            s.buffered -= 1;
+            if s.buffered == 0
+                && let Some(m) = s.marker_offset
+                && m > offset
+            {
+                s.position = Some(m + 1);
+            }
             if s.partition_time.is_none_or(|p| d.event_time > p) {
                 s.partition_time = Some(d.event_time);
             }
@@ -582,7 +692,11 @@ impl<L: Log + 'static> Engine<L> {
     /// commit the epoch in one transaction.
     fn barrier(&mut self, flush: bool) -> Result<(), RuntimeError> {
         let now = self.clock.now();
-        let stamp = self.tracker.force_watermark(now);
+        let stamps: Arc<[Watermark]> = self
+            .times
+            .iter_mut()
+            .map(|t| t.tracker.force_watermark(now))
+            .collect();
         let n = self.barrier + 1;
         let offsets: Vec<(TopicPartition, OffsetAndMetadata)> = self
             .slots
@@ -608,7 +722,7 @@ impl<L: Log + 'static> Engine<L> {
                 lane,
                 LaneMsg::Barrier {
                     barrier: n,
-                    stamp,
+                    stamps: stamps.clone(),
                     flush,
                 },
             )?;
@@ -640,31 +754,39 @@ impl<L: Log + 'static> Engine<L> {
             store: WATERMARK_STORE_NAME.into(),
             source,
         };
-        self.stamps
-            .record_stamp(
-                BarrierStamp {
-                    barrier: n,
-                    watermark: stamp.as_millis(),
-                },
-                ts,
-            )
-            .map_err(state_err)?;
-        if flush {
-            self.stamps.mark_graceful_flush(n, ts).map_err(state_err)?;
-        }
         let mut stamp_records = Vec::new();
-        if self.stamps.store().changelog_enabled() {
-            self.stamps
-                .store_mut()
-                .flush_changelog(&mut stamp_records)
+        for (st, time) in self.times.iter_mut().enumerate() {
+            time.stamps
+                .record_stamp(
+                    BarrierStamp {
+                        barrier: n,
+                        watermark: stamps[st].as_millis(),
+                    },
+                    ts,
+                )
                 .map_err(state_err)?;
+            if flush {
+                time.stamps.mark_graceful_flush(n, ts).map_err(state_err)?;
+            }
+            let mut records = Vec::new();
+            if time.stamps.store().changelog_enabled() {
+                time.stamps
+                    .store_mut()
+                    .flush_changelog(&mut records)
+                    .map_err(state_err)?;
+            }
+            stamp_records.push(records);
         }
         let started = Instant::now();
-        self.commit_epoch(&commits, &stamp_records, &offsets)?;
+        self.commit_epoch(&commits, &stamp_records, &offsets, &stamps)?;
         self.cadence.on_commit(started.elapsed());
+        for (time, &stamp) in self.times.iter_mut().zip(stamps.iter()) {
+            time.last_marker_sent.advance_to(stamp);
+            time.recent = [time.recent[1], stamp];
+        }
+        self.markers_since_barrier = false;
         self.barrier = n;
         self.last_barrier_at = Instant::now();
-        self.recent_stamps = [self.recent_stamps[1], stamp];
         self.dispatched_since_barrier = 0;
         self.punctuation_since_barrier = false;
         {
@@ -676,15 +798,16 @@ impl<L: Log + 'static> Engine<L> {
         self.shared
             .barriers
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        tracing::debug!(barrier = n, stamp = %stamp, flush, "barrier committed");
+        tracing::debug!(barrier = n, stamps = ?stamps, flush, "barrier committed");
         Ok(())
     }
 
     fn commit_epoch(
         &mut self,
         commits: &[(TaskId, stoatflow_streams::EpochCommit)],
-        stamp_records: &[ChangelogRecord],
+        stamp_records: &[Vec<ChangelogRecord>],
         offsets: &[(TopicPartition, OffsetAndMetadata)],
+        stamps: &[Watermark],
     ) -> Result<(), RuntimeError> {
         let app = self.config.application_id().to_owned();
         let group = app.clone();
@@ -702,9 +825,28 @@ impl<L: Log + 'static> Engine<L> {
                     }
                 }
             }
-            let tp = TopicPartition::new(changelog_topic(&app, WATERMARK_STORE_NAME), 0);
-            for r in stamp_records {
-                self.producer.send(&tp, &changelog_log_record(r))?;
+            // After the epoch's records, a marker carrying W(N) of the
+            // writing sub-topology to every partition of each repartition
+            // topic it writes (DESIGN 3.3); only when that stamp moved: a
+            // repeated marker says nothing new and would keep an idle
+            // application cutting barriers.
+            for sink in self.plan.sinks.values().filter(|s| s.internal) {
+                let stamp = stamps[sink.writer];
+                if stamp <= self.times[sink.writer].last_marker_sent {
+                    continue;
+                }
+                let marker = marker(stamp.as_millis());
+                for p in 0..sink.partitions {
+                    self.producer
+                        .send(&TopicPartition::new(&*sink.log_name, p), &marker)?;
+                }
+            }
+            let topic = changelog_topic(&app, WATERMARK_STORE_NAME);
+            for (st, records) in stamp_records.iter().enumerate() {
+                let tp = TopicPartition::new(topic.as_str(), st as u32);
+                for r in records {
+                    self.producer.send(&tp, &changelog_log_record(r))?;
+                }
             }
             if !offsets.is_empty() {
                 self.producer.send_offsets(&group, offsets)?;
@@ -737,15 +879,27 @@ impl<L: Log + 'static> Engine<L> {
         }
     }
 
+    /// The `/watermarks` view: every sub-topology's partitions; the global
+    /// watermark is the least of the sub-topologies' (the first one's when
+    /// there are no repartition topics).
+    fn snapshot(&self) -> WatermarksSnapshot {
+        let mut snapshots = self.times.iter().map(|t| t.tracker.snapshot());
+        let mut out = snapshots.next().expect("a topology has a sub-topology");
+        for other in snapshots {
+            out.global = out.global.min(other.global);
+            out.partitions.extend(other.partitions);
+            out.registered |= other.registered;
+        }
+        out
+    }
+
     fn sink_partition(&mut self, out: &OutputRecord) -> Result<TopicPartition, LogError> {
-        let partitions = match self.plan.sinks.get(&*out.topic) {
-            Some(&n) => n,
-            None => {
-                return Err(LogError::UnknownTopic {
-                    topic: out.topic.to_string(),
-                });
-            }
+        let Some(sink) = self.plan.sinks.get(&*out.topic) else {
+            return Err(LogError::UnknownTopic {
+                topic: out.topic.to_string(),
+            });
         };
+        let partitions = sink.partitions;
         let p = match &out.key {
             Some(k) => partition_for_key(k, partitions),
             None => {
@@ -753,7 +907,7 @@ impl<L: Log + 'static> Engine<L> {
                 self.null_key_counter % partitions
             }
         };
-        Ok(TopicPartition::new(&*out.topic, p))
+        Ok(TopicPartition::new(&*sink.log_name, p))
     }
 }
 
@@ -792,77 +946,33 @@ fn changelog_log_record(r: &ChangelogRecord) -> Record {
     Record::new(Some(&r.key), r.value.as_deref(), Timestamp(r.timestamp))
 }
 
-/// Checks the topics the topology reads and writes, creates its changelogs,
-/// and works out each sub-topology's partition count.
-fn plan<L: Log>(
-    topology: &Topology,
+/// The stamp ring of sub-topology `st`, restored from partition `st` of the
+/// watermark changelog.
+fn restore_stamps<L: Log>(
     config: &RuntimeConfig,
     log: &L,
-) -> Result<Plan, RuntimeError> {
-    topology.validate(&config.streams)?;
+    st: usize,
+) -> Result<WatermarkStore<InMemoryKeyValueStore<WatermarkKey, i64>>, RuntimeError> {
+    let mut stamps = in_memory_watermark_store(config.streams.changelog_enabled);
+    if !config.streams.changelog_enabled {
+        return Ok(stamps);
+    }
     let app = config.application_id();
-    let mut partitions: BTreeMap<usize, (String, u32)> = BTreeMap::new();
-    for source in topology.sources() {
-        if source.internal {
-            return Err(RuntimeError::Unsupported {
-                what: format!(
-                    "the repartition topic {} (read by {})",
-                    source.topic, source.node
-                ),
-            });
-        }
-        let shape =
-            log.describe_topic(&source.topic)?
-                .ok_or_else(|| RuntimeError::MissingSourceTopic {
-                    topic: source.topic.clone(),
-                })?;
-        match partitions.get(&source.subtopology) {
-            Some((first, n)) if *n != shape.partitions => {
-                return Err(RuntimeError::NotCopartitioned {
-                    first: first.clone(),
-                    first_partitions: *n,
-                    second: source.topic.clone(),
-                    second_partitions: shape.partitions,
-                });
-            }
-            Some(_) => {}
-            None => {
-                partitions.insert(source.subtopology, (source.topic.clone(), shape.partitions));
-            }
-        }
-    }
-    for st in 0..topology.subtopology_count() {
-        if !partitions.contains_key(&st) {
-            return Err(RuntimeError::Unsupported {
-                what: format!("sub-topology {st} without a source topic"),
-            });
-        }
-    }
-    let mut sinks = HashMap::new();
-    for (topic, _) in topology.sink_topics() {
-        let shape = log
-            .describe_topic(&topic)?
-            .ok_or_else(|| RuntimeError::MissingSinkTopic {
-                topic: topic.clone(),
-            })?;
-        sinks.insert(topic, shape.partitions);
-    }
-    let streams_config = Arc::new(config.streams.clone());
-    for (&st, (_, n)) in &partitions {
-        let task = topology.instantiate(st, &streams_config);
-        if config.streams.changelog_enabled {
-            for name in task.store_names() {
-                log.ensure_topic(&TopicSpec::new(changelog_topic(app, name), *n).compacted())?;
-            }
-        }
-    }
-    if config.streams.changelog_enabled {
-        log.ensure_topic(
-            &TopicSpec::new(changelog_topic(app, WATERMARK_STORE_NAME), 1).compacted(),
-        )?;
-    }
-    Ok(Plan {
-        partitions: partitions.into_iter().map(|(st, (_, n))| (st, n)).collect(),
-        sinks,
-    })
+    let mut consumer = log.consumer(&format!("{app}-restore"))?;
+    let tp = TopicPartition::new(changelog_topic(app, WATERMARK_STORE_NAME), st as u32);
+    let mut entries = Vec::new();
+    stoatflow_log::restore(&mut consumer, &tp, config.restore_stall_timeout, |r| {
+        entries.push(changelog_entry(r));
+    })?;
+    let state_err = |source| RuntimeError::State {
+        store: WATERMARK_STORE_NAME.into(),
+        source,
+    };
+    let entries = entries
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| state_err(e.corrupt(WATERMARK_STORE_NAME, "record has no key")))?;
+    let total = entries.len() as u64;
+    stoatflow_state::restore(stamps.store_mut(), entries, total, &mut |_| {}).map_err(state_err)?;
+    Ok(stamps)
 }

@@ -87,6 +87,17 @@ pub enum RuntimeError {
         /// Why.
         reason: String,
     },
+    /// A record of a repartition topic carries the marker header but no
+    /// watermark.
+    #[error("repartition topic {partition} offset {offset}: {reason}")]
+    BadMarker {
+        /// The partition.
+        partition: String,
+        /// The offset.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
     /// A thread of the runtime died.
     #[error("runtime thread {thread} stopped unexpectedly: {reason}")]
     ThreadDied {

@@ -41,16 +41,19 @@ pub(crate) struct LaneRecord {
 pub(crate) enum LaneMsg {
     /// Records, in dispatch order.
     Records(Vec<LaneRecord>),
-    /// The global watermark advanced: fire what runs on event time.
-    Watermark(Watermark),
+    /// A sub-topology's watermark advanced: fire what runs on event time.
+    Watermark {
+        subtopology: usize,
+        watermark: Watermark,
+    },
     /// A wall-clock tick: processing-time timers and wall-clock punctuators.
     WallClock(WallTime),
-    /// Barrier `barrier` stamped `stamp`. With `flush` (the final barrier of
-    /// a graceful shutdown) every window closing at or before the stamp is
-    /// emitted into the same commit.
+    /// Barrier `barrier`, stamped per sub-topology. With `flush` (the final
+    /// barrier of a graceful shutdown) every window closing at or before its
+    /// stamp is emitted into the same commit.
     Barrier {
         barrier: u64,
-        stamp: Watermark,
+        stamps: Arc<[Watermark]>,
         flush: bool,
     },
 }
@@ -76,7 +79,8 @@ pub(crate) struct LaneSetup<L: Log> {
     pub(crate) topology: Arc<Topology>,
     pub(crate) config: Arc<StreamsConfig>,
     pub(crate) log: Arc<L>,
-    pub(crate) seed: (Watermark, Watermark),
+    /// Per sub-topology, the (floor, frontier) seeded from its stamps.
+    pub(crate) seeds: Vec<(Watermark, Watermark)>,
     pub(crate) restore_stall_timeout: std::time::Duration,
     pub(crate) wall_clock: WallTime,
     /// Set when a task holds output that only the next barrier commits
@@ -151,8 +155,14 @@ fn apply(
                 .map_err(process_err(r.task))?;
             }
         }
-        LaneMsg::Watermark(w) => {
-            for (id, task) in tasks.iter_mut() {
+        LaneMsg::Watermark {
+            subtopology,
+            watermark: w,
+        } => {
+            for (id, task) in tasks
+                .iter_mut()
+                .filter(|(id, _)| id.subtopology == subtopology)
+            {
                 task.on_watermark(w);
                 let timers = task.floor();
                 task.fire_event_time(w, timers).map_err(process_err(*id))?;
@@ -167,11 +177,12 @@ fn apply(
         }
         LaneMsg::Barrier {
             barrier,
-            stamp,
+            stamps,
             flush,
         } => {
             let mut commits = Vec::with_capacity(tasks.len());
             for (id, task) in tasks.iter_mut() {
+                let stamp = stamps[id.subtopology];
                 let mut commit = task.on_barrier(stamp).map_err(process_err(*id))?;
                 if flush {
                     // The final barrier: everything closing at or before the
@@ -219,7 +230,7 @@ fn build_tasks<L: Log>(
                 restored += restore_store(setup, consumer, &task, id, &store)?;
             }
         }
-        let (floor, frontier) = setup.seed;
+        let (floor, frontier) = setup.seeds[id.subtopology];
         task.seed(floor, frontier);
         task.on_watermark(floor);
         // After the restore: timer indexes are built from restored stores.

@@ -40,6 +40,7 @@ mod config;
 mod engine;
 mod error;
 mod lane;
+mod layout;
 mod partitioner;
 mod task_id;
 
@@ -49,5 +50,6 @@ pub use cadence::BarrierCadence;
 pub use config::{Backend, CommitBarrierConfig, ProcessingGuarantee, RuntimeConfig};
 pub use engine::{ErrorHandler, StateListener};
 pub use error::RuntimeError;
+pub use layout::WATERMARK_MARKER_HEADER;
 pub use partitioner::{murmur2, partition_for_key};
 pub use task_id::TaskId;

@@ -3,6 +3,7 @@
 //! windowed workload against one on a small input, and a smoke run of every
 //! benchmark.
 
+mod e2e;
 mod queries;
 mod smoke;
 mod workloads;

@@ -1,0 +1,221 @@
+//! [`Layout`]: what the topology needs on the log, worked out at start —
+//! each sub-topology's partition count, the sink topics and their
+//! partitions, the repartition topics (named `<application.id>-<topic>` on
+//! the log, as Kafka Streams names internal topics) and the changelogs —
+//! and the watermark marker that crosses a repartition topic (DESIGN 3.3).
+//!
+//! Owns topic naming and shape checks; knows nothing of tasks or threads.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use stoatflow_log::{Header, Log, Record, Timestamp, TopicSpec};
+use stoatflow_state::{WATERMARK_STORE_NAME, changelog_topic};
+use stoatflow_streams::Topology;
+
+use crate::config::RuntimeConfig;
+use crate::error::RuntimeError;
+
+/// The header that marks a record of a repartition topic as a watermark
+/// marker: its value is the writer's barrier stamp, an `i64` big-endian.
+pub const WATERMARK_MARKER_HEADER: &str = "__stoatflow.watermark";
+
+/// A marker record carrying `watermark`.
+pub(crate) fn marker(watermark: i64) -> Record {
+    Record::new(
+        None,
+        Some(&watermark.to_be_bytes()),
+        Timestamp(watermark.max(0)),
+    )
+    .with_header(WATERMARK_MARKER_HEADER, Some(&watermark.to_be_bytes()))
+}
+
+/// The watermark a marker carries, or `None` if `record` is not a marker.
+///
+/// # Errors
+/// A marker whose value is not 8 bytes (the message says so).
+pub(crate) fn marker_watermark(record: &Record) -> Result<Option<i64>, String> {
+    let Some(h) = record
+        .headers
+        .iter()
+        .find(|h: &&Header| h.key == WATERMARK_MARKER_HEADER)
+    else {
+        return Ok(None);
+    };
+    let bytes = h
+        .value
+        .as_deref()
+        .ok_or("a watermark marker without a value")?;
+    let arr: [u8; 8] = bytes
+        .try_into()
+        .map_err(|_| format!("a watermark marker of {} bytes, not 8", bytes.len()))?;
+    Ok(Some(i64::from_be_bytes(arr)))
+}
+
+/// A topic the topology writes.
+#[derive(Debug, Clone)]
+pub(crate) struct SinkTopic {
+    /// Its name on the log.
+    pub(crate) log_name: Arc<str>,
+    pub(crate) partitions: u32,
+    /// A repartition topic (markers follow each epoch's records).
+    pub(crate) internal: bool,
+    /// The sub-topology writing it (whose stamps its markers carry).
+    pub(crate) writer: usize,
+}
+
+/// What the topology needs on the log.
+#[derive(Debug)]
+pub(crate) struct Layout {
+    /// Per sub-topology, its input partition count.
+    pub(crate) partitions: BTreeMap<usize, u32>,
+    /// Per topology sink topic.
+    pub(crate) sinks: HashMap<String, SinkTopic>,
+}
+
+/// The name on the log of topology topic `topic`.
+pub(crate) fn log_topic_name(app: &str, topic: &str, internal: bool) -> String {
+    if internal {
+        format!("{app}-{topic}")
+    } else {
+        topic.to_owned()
+    }
+}
+
+impl Layout {
+    /// Checks the topics the topology reads and writes, creates its
+    /// repartition topics and changelogs, and works out each sub-topology's
+    /// partition count.
+    pub(crate) fn plan<L: Log>(
+        topology: &Topology,
+        config: &RuntimeConfig,
+        log: &L,
+    ) -> Result<Layout, RuntimeError> {
+        topology.validate(&config.streams)?;
+        let app = config.application_id();
+        let sources = topology.sources();
+        let writers = topology.sink_topics();
+        // Partitions of sub-topologies fed by external topics first, then of
+        // repartition topics (the most partitions among their writers, as
+        // Kafka Streams sizes them) and the sub-topologies they feed, until
+        // nothing changes.
+        let mut partitions: BTreeMap<usize, (String, u32)> = BTreeMap::new();
+        let mut internal: BTreeMap<String, u32> = BTreeMap::new();
+        let note =
+            |st: usize, topic: &str, n: u32, partitions: &mut BTreeMap<usize, (String, u32)>| {
+                match partitions.get(&st) {
+                    Some((first, m)) if *m != n => Err(RuntimeError::NotCopartitioned {
+                        first: first.clone(),
+                        first_partitions: *m,
+                        second: topic.to_owned(),
+                        second_partitions: n,
+                    }),
+                    Some(_) => Ok(false),
+                    None => {
+                        partitions.insert(st, (topic.to_owned(), n));
+                        Ok(true)
+                    }
+                }
+            };
+        for s in sources.iter().filter(|s| !s.internal) {
+            let shape =
+                log.describe_topic(&s.topic)?
+                    .ok_or_else(|| RuntimeError::MissingSourceTopic {
+                        topic: s.topic.clone(),
+                    })?;
+            note(s.subtopology, &s.topic, shape.partitions, &mut partitions)?;
+        }
+        loop {
+            let mut changed = false;
+            for s in sources.iter().filter(|s| s.internal) {
+                let sized = writers
+                    .iter()
+                    .filter(|(t, _)| *t == s.topic)
+                    .map(|(_, st)| partitions.get(st).map(|(_, n)| *n))
+                    .collect::<Option<Vec<u32>>>();
+                let Some(n) = sized.and_then(|v| v.into_iter().max()) else {
+                    continue;
+                };
+                internal.insert(s.topic.clone(), n);
+                changed |= note(s.subtopology, &s.topic, n, &mut partitions)?;
+            }
+            if !changed {
+                break;
+            }
+        }
+        for st in 0..topology.subtopology_count() {
+            if !partitions.contains_key(&st) {
+                return Err(RuntimeError::Unsupported {
+                    what: format!("sub-topology {st} without a source topic it can size"),
+                });
+            }
+        }
+        for (topic, &n) in &internal {
+            log.ensure_topic(&TopicSpec::new(log_topic_name(app, topic, true), n))?;
+        }
+        let mut sinks = HashMap::new();
+        for (topic, writer) in &writers {
+            let sink = match internal.get(topic) {
+                Some(&n) => SinkTopic {
+                    log_name: log_topic_name(app, topic, true).into(),
+                    partitions: n,
+                    internal: true,
+                    writer: *writer,
+                },
+                None => {
+                    let shape = log.describe_topic(topic)?.ok_or_else(|| {
+                        RuntimeError::MissingSinkTopic {
+                            topic: topic.clone(),
+                        }
+                    })?;
+                    SinkTopic {
+                        log_name: topic.as_str().into(),
+                        partitions: shape.partitions,
+                        internal: false,
+                        writer: *writer,
+                    }
+                }
+            };
+            sinks.insert(topic.clone(), sink);
+        }
+        if config.streams.changelog_enabled {
+            let streams_config = Arc::new(config.streams.clone());
+            for (&st, (_, n)) in &partitions {
+                let task = topology.instantiate(st, &streams_config);
+                for name in task.store_names() {
+                    log.ensure_topic(&TopicSpec::new(changelog_topic(app, name), *n).compacted())?;
+                }
+            }
+            // One partition per sub-topology: each keeps its own stamps
+            // (one partition for a topology without repartition topics).
+            let subtopologies = u32::try_from(topology.subtopology_count()).unwrap_or(u32::MAX);
+            log.ensure_topic(
+                &TopicSpec::new(changelog_topic(app, WATERMARK_STORE_NAME), subtopologies)
+                    .compacted(),
+            )?;
+        }
+        Ok(Layout {
+            partitions: partitions.into_iter().map(|(st, (_, n))| (st, n)).collect(),
+            sinks,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_round_trip_and_data_is_not_a_marker() {
+        assert_eq!(
+            marker_watermark(&marker(1_790_000_000_000)),
+            Ok(Some(1_790_000_000_000))
+        );
+        assert_eq!(marker_watermark(&marker(i64::MIN)), Ok(Some(i64::MIN)));
+        let data = Record::new(Some(b"k"), Some(b"v"), Timestamp(5));
+        assert_eq!(marker_watermark(&data), Ok(None));
+        let bad =
+            Record::new(None, None, Timestamp(5)).with_header(WATERMARK_MARKER_HEADER, Some(b"x"));
+        assert!(marker_watermark(&bad).unwrap_err().contains("1 bytes"));
+    }
+}
