@@ -317,3 +317,34 @@ fn a_transaction_sequence_at_its_maximum_is_corrupt_not_an_overflow() {
         "{err:?}"
     );
 }
+
+#[test]
+fn bytes_after_the_committed_records_are_dropped_only_in_the_last_segment() {
+    let b = build(false, 10);
+    let segs = segments(&b.files, "a", 0);
+    let tails: [(&str, Vec<u8>); 3] = [
+        ("zeros", vec![0u8; 700]),
+        (
+            "garbage",
+            (0..300u32).map(|i| (i * 37 % 251) as u8).collect(),
+        ),
+        ("a cut header", vec![0x30, 0, 0]),
+    ];
+    for (name, tail) in tails {
+        let mut files = b.files.clone();
+        files
+            .get_mut(segs.last().expect("last"))
+            .expect("segment")
+            .extend(&tail);
+        let (_dir, log) = open(&files, &b.config);
+        let log = log.unwrap_or_else(|e| panic!("{name} after the last segment: {e}"));
+        assert_eq!(
+            small_log::read(&log).expect("read"),
+            b.observed[10],
+            "{name}"
+        );
+        let mut files = b.files.clone();
+        files.get_mut(&segs[0]).expect("segment").extend(&tail);
+        assert_refused(&files, &b.config, &segs[0]);
+    }
+}
