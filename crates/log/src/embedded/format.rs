@@ -108,10 +108,13 @@ pub(crate) const SECTOR: usize = 512;
 /// zeroed sector inside it. Anything else (a flipped bit, a length that
 /// ends before the file does) is damage.
 pub(crate) fn is_torn_append(data: &[u8], pos: usize) -> bool {
-    if pos >= data.len()
-        || (pos + 1..data.len()).any(|q| matches!(frame_at(data, q), FrameAt::Valid { .. }))
-    {
-        return pos >= data.len();
+    if pos >= data.len() {
+        return true;
+    }
+    let valid_after =
+        (pos + 1..data.len()).any(|q| matches!(frame_at(data, q), FrameAt::Valid { .. }));
+    if valid_after {
+        return false;
     }
     if data.len() - pos < FRAME_HEADER || zeroed_sector(data, pos, pos + FRAME_HEADER) {
         return true;

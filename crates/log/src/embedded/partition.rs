@@ -222,9 +222,14 @@ impl PartitionLog {
             prev = Some((seg.path.clone(), seg.size));
         }
         if expected < committed_end && short_at.is_none() {
-            let (file, position) =
-                prev.unwrap_or_else(|| (self.dir.clone().unwrap_or_default(), 0));
-            short_at = Some((file, position, "no more records in the file".into()));
+            short_at = Some(match prev {
+                Some((file, position)) => (file, position, "no more records in the file".into()),
+                None => (
+                    self.dir.clone().unwrap_or_default(),
+                    0,
+                    "the partition has no segment file".into(),
+                ),
+            });
         }
         Ok(Scan {
             data_end: expected,
