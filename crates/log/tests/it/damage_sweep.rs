@@ -1,5 +1,6 @@
-//! The damage sweep: a small on-disk log (three partitions over several
-//! tiny segments, several commits, a rotated transaction log) damaged in
+//! The damage sweep: a small on-disk log (five partitions over several
+//! tiny segments, several commits, compaction and retention between them, a
+//! rotated transaction log) damaged in
 //! every way a byte-level sweep can: every file cut at every byte, a bit
 //! flipped in every byte (every bit of every byte under
 //! `STOATFLOW_HEAVY_TESTS`), every file deleted. Each damaged copy is opened
@@ -72,7 +73,8 @@ fn heavy() -> bool {
 }
 
 /// A log whose transaction log is a rotated generation with commits after
-/// its checkpoint, and whose last commit did not rotate it.
+/// its checkpoint, whose last commit did not rotate it, where retention
+/// dropped segments and compaction removed records.
 fn sweep_log() -> Built {
     for commits in 6..20 {
         let b = build(true, commits);
@@ -81,11 +83,24 @@ fn sweep_log() -> Built {
         let appended = b.before_last.get(&txlog).is_some_and(|old| {
             old.len() < b.files[&txlog].len() && b.files[&txlog].starts_with(old)
         });
-        if rotated && appended && crate::files::segments(&b.files, "a", 0).len() >= 3 {
+        let retained = crate::files::segments(&b.files, "r", 0)
+            .first()
+            .is_some_and(|s| !s.ends_with("00000000000000000000.seg"));
+        let compacted = {
+            let c: Vec<u64> = b.observed[commits as usize - 1]
+                .records
+                .iter()
+                .filter(|r| r.0 == "c")
+                .map(|r| r.2)
+                .collect();
+            c.windows(2).any(|w| w[1] > w[0] + 1)
+        };
+        let segmented = crate::files::segments(&b.files, "a", 0).len() >= 3;
+        if rotated && appended && retained && compacted && segmented {
             return b;
         }
     }
-    panic!("no commit count gives a rotated log whose last commit appends");
+    panic!("no commit count gives the log the sweep needs");
 }
 
 fn open_and_read(files: &Files, b: &Built) -> Outcome {

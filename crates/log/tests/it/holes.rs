@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use stoatflow_log::{EmbeddedConfig, EmbeddedLog, Log, LogError, TopicSpec};
+use stoatflow_log::{EmbeddedConfig, EmbeddedLog, Log, LogError};
 
 use crate::files::{Files, frame, materialize, segments, snapshot, txlog};
 use crate::small_log::{self, Built, build};
@@ -176,10 +176,7 @@ fn before_and_after_a_long_commit() -> (Files, Files, EmbeddedConfig) {
     let config = small_log::config(false);
     let dir = tempfile::tempdir().expect("tempdir");
     let log = EmbeddedLog::open_with(dir.path(), config.clone()).expect("open");
-    for t in ["a", "b", "src"] {
-        log.create_topic(&TopicSpec::new(t, if t == "a" { 2 } else { 1 }))
-            .expect("create");
-    }
+    small_log::create_topics(&log);
     let mut p = log.transactional_producer("tx").expect("producer");
     small_log::commit(&mut p, 1, 3);
     let before = snapshot(dir.path());

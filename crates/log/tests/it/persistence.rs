@@ -207,3 +207,40 @@ fn retention_records_the_log_start_so_a_lost_first_segment_is_not_retention() {
     let err = read(&lost).expect_err("a lost first segment is not retention");
     assert!(err.to_string().contains("sized-0"), "{err}");
 }
+
+/// Compaction used to drop the last record of a closed segment when a later
+/// one superseded it; a reader then stopped at that segment's end without
+/// an error. Each closed segment now keeps its last record.
+#[test]
+fn a_reader_of_a_compacted_topic_does_not_stall_at_a_compacted_segment_end() {
+    let config = EmbeddedConfig {
+        segment_bytes: 100,
+        ..EmbeddedConfig::default()
+    };
+    let log = EmbeddedLog::in_memory_with(config);
+    let tp = TopicPartition::new("cl", 0);
+    log.create_topic(&TopicSpec::new("cl", 1).compacted())
+        .expect("create");
+    // Two records per segment; the second segment's first record (key a)
+    // stays the newest of its key, its last (key 0) is superseded.
+    for (i, key) in [b"k0", b"k1", b"ka", b"k0", b"k1", b"k0"]
+        .iter()
+        .enumerate()
+    {
+        let value = [i as u8];
+        commit(
+            &log,
+            "tx",
+            &tp,
+            &[Record::new(Some(*key), Some(&value), Timestamp(1))],
+        );
+    }
+    let report = log.maintain(Timestamp(0)).expect("maintain");
+    assert!(report.compacted_records > 0, "{report:?}");
+    let seen = crate::observe::observe(&log, &["cl"], std::slice::from_ref(&tp), "g", &[])
+        .unwrap_or_else(|e| panic!("reading the compacted topic: {e:?}"));
+    let offsets: Vec<u64> = seen.records.iter().map(|r| r.2).collect();
+    for newest in [2, 4, 5] {
+        assert!(offsets.contains(&newest), "{offsets:?}");
+    }
+}

@@ -1,16 +1,18 @@
-//! A small on-disk log to damage: two topics (three partitions), tiny
-//! segments so partitions span several files, several commits of records
-//! and group offsets, and optionally a rotated transaction log.
+//! A small on-disk log to damage: four topics (five partitions, one of
+//! them compacted, one with a size retention), tiny segments so partitions
+//! span several files, several commits of records and group offsets with
+//! compaction and retention run between them, and optionally a rotated
+//! transaction log.
 
 use stoatflow_log::{
-    EmbeddedConfig, EmbeddedLog, Log, Offset, OffsetAndMetadata, Record, Timestamp, TopicPartition,
-    TopicSpec, TransactionalProducer,
+    EmbeddedConfig, EmbeddedLog, Log, Offset, OffsetAndMetadata, Record, Retention, Timestamp,
+    TopicPartition, TopicSpec, TransactionalProducer,
 };
 
 use crate::files::{Files, snapshot};
 use crate::observe::{Observed, Unreadable, observe};
 
-pub const TOPICS: [&str; 3] = ["a", "b", "src"];
+pub const TOPICS: [&str; 5] = ["a", "b", "c", "r", "src"];
 pub const GROUP: &str = "app";
 
 pub fn partitions() -> Vec<TopicPartition> {
@@ -18,6 +20,8 @@ pub fn partitions() -> Vec<TopicPartition> {
         TopicPartition::new("a", 0),
         TopicPartition::new("a", 1),
         TopicPartition::new("b", 0),
+        TopicPartition::new("c", 0),
+        TopicPartition::new("r", 0),
     ]
 }
 
@@ -58,9 +62,10 @@ pub fn commit(p: &mut impl TransactionalProducer, n: u64, records: usize) {
         .take(records)
         .enumerate()
     {
+        let key = format!("k{}", (n as usize + i) % 3);
         let value = format!("c{n}-{i}");
         let r = Record::new(
-            Some(value.as_bytes()),
+            Some(key.as_bytes()),
             Some(value.as_bytes()),
             Timestamp(n as i64),
         );
@@ -80,13 +85,25 @@ pub fn commit(p: &mut impl TransactionalProducer, n: u64, records: usize) {
     p.commit().expect("commit");
 }
 
+/// The topics of [`TOPICS`].
+pub fn create_topics(log: &EmbeddedLog) {
+    log.create_topic(&TopicSpec::new("a", 2)).expect("create");
+    log.create_topic(&TopicSpec::new("b", 1)).expect("create");
+    log.create_topic(&TopicSpec::new("c", 1).compacted())
+        .expect("create");
+    log.create_topic(&TopicSpec::new("r", 1).with_retention(Retention {
+        bytes: Some(250),
+        time: None,
+    }))
+    .expect("create");
+    log.create_topic(&TopicSpec::new("src", 1)).expect("create");
+}
+
 pub fn build(rotate: bool, commits: u64) -> Built {
     let config = config(rotate);
     let dir = tempfile::tempdir().expect("tempdir");
     let log = EmbeddedLog::open_with(dir.path(), config.clone()).expect("open");
-    log.create_topic(&TopicSpec::new("a", 2)).expect("create");
-    log.create_topic(&TopicSpec::new("b", 1)).expect("create");
-    log.create_topic(&TopicSpec::new("src", 1)).expect("create");
+    create_topics(&log);
     let mut p = log.transactional_producer("tx").expect("producer");
     let mut observed = vec![read(&log).expect("read")];
     let mut before_last = Files::new();
@@ -94,7 +111,10 @@ pub fn build(rotate: bool, commits: u64) -> Built {
         if n == commits {
             before_last = snapshot(dir.path());
         }
-        commit(&mut p, n, 2 + (n as usize % 3));
+        commit(&mut p, n, 3 + (n as usize % 4));
+        if n < commits {
+            log.maintain(Timestamp(0)).expect("maintain");
+        }
         observed.push(read(&log).expect("read"));
     }
     drop(p);
