@@ -16,9 +16,9 @@ use stoatflow_log::{
     Consumer, FetchedRecord, Header, LogError, Offset, Record, SeekTo, Timestamp, TopicPartition,
 };
 
+use crate::committed::committed;
 use crate::config::KafkaConfig;
 use crate::errors::map;
-use crate::log::committed;
 
 /// Records drained per fetch.
 const MAX_BATCH: usize = 10_000;

@@ -25,6 +25,7 @@
 //! ```
 
 mod block_on;
+mod committed;
 mod config;
 mod consumer;
 mod errors;

@@ -11,12 +11,12 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, Top
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
 use rdkafka::error::RDKafkaErrorCode;
-use rdkafka::{Offset as KOffset, TopicPartitionList};
 use stoatflow_log::{
-    CleanupPolicy, Log, LogError, Offset, OffsetAndMetadata, TopicPartition, TopicShape, TopicSpec,
+    CleanupPolicy, Log, LogError, OffsetAndMetadata, TopicPartition, TopicShape, TopicSpec,
 };
 
 use crate::block_on::block_on;
+use crate::committed::committed;
 use crate::config::KafkaConfig;
 use crate::consumer::KafkaConsumer;
 use crate::errors::map;
@@ -243,39 +243,4 @@ impl KafkaLog {
         }
         Ok(Some(t.partitions().len() as u32))
     }
-}
-
-/// The committed offsets of `group` for `partitions`, through `consumer`.
-pub(crate) fn committed(
-    consumer: &BaseConsumer,
-    partitions: &[TopicPartition],
-    timeout: Duration,
-    group: &str,
-) -> Result<Vec<(TopicPartition, Option<OffsetAndMetadata>)>, LogError> {
-    let mut tpl = TopicPartitionList::new();
-    for tp in partitions {
-        tpl.add_partition(&tp.topic, tp.partition.0 as i32);
-    }
-    let got = consumer.committed_offsets(tpl, timeout).map_err(|e| {
-        map(
-            &e,
-            format!("fetching committed offsets of group {group:?}"),
-            None,
-        )
-    })?;
-    Ok(partitions
-        .iter()
-        .map(|tp| {
-            let om = got
-                .find_partition(&tp.topic, tp.partition.0 as i32)
-                .and_then(|e| match e.offset() {
-                    KOffset::Offset(o) if o >= 0 => Some(OffsetAndMetadata {
-                        offset: Offset(o as u64),
-                        metadata: e.metadata().to_owned(),
-                    }),
-                    _ => None,
-                });
-            (tp.clone(), om)
-        })
-        .collect())
 }

@@ -51,6 +51,17 @@ mod error;
 pub mod offset_metadata;
 mod types;
 
+/// Proptest case counts for the decoders fed arbitrary bytes: bounded in
+/// the short form, many more under `STOATFLOW_HEAVY_TESTS`.
+#[cfg(test)]
+fn fuzz_cases() -> u32 {
+    if std::env::var_os("STOATFLOW_HEAVY_TESTS").is_some() {
+        20_000
+    } else {
+        256
+    }
+}
+
 pub use broker::{Consumer, Log, RestoreSummary, TransactionalProducer, restore};
 pub use embedded::{
     EmbeddedConfig, EmbeddedConsumer, EmbeddedLog, EmbeddedProducer, MaintenanceReport,

@@ -333,4 +333,24 @@ mod tests {
             assert_eq!(decode(&encode(&m)).unwrap(), m);
         }
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(crate::fuzz_cases()))]
+
+        /// Arbitrary strings and arbitrary bytes behind valid base64: an
+        /// error or a value, never a panic.
+        #[test]
+        fn arbitrary_metadata_decodes_or_errs(s in ".{0,64}", bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..96)) {
+            let _ = decode(&s);
+            let mut framed = bytes.clone();
+            if let Some(v) = framed.first_mut() {
+                *v = 1 + *v % 2;
+            }
+            for b in [bytes, framed] {
+                if let Ok(m) = decode(&base64_encode(&b)) {
+                    proptest::prop_assert_eq!(decode(&encode(&m)).ok(), Some(m));
+                }
+            }
+        }
+    }
 }

@@ -162,7 +162,32 @@ impl TopicSpec {
         self.retention = retention;
         self
     }
+
+    /// Why this topic cannot exist, if it cannot: a name that is empty,
+    /// longer than [`MAX_TOPIC_NAME`] bytes, starts with `.` (so neither `.`
+    /// nor `..`), or holds `/`, `\\` or NUL (a topic name becomes a
+    /// directory name); or no partitions. Checked at creation and again on
+    /// every name read back from disk.
+    pub(crate) fn invalid(&self) -> Option<&'static str> {
+        let n = &self.name;
+        if n.is_empty()
+            || n.len() > MAX_TOPIC_NAME
+            || n.starts_with('.')
+            || n.contains(['/', '\\', '\0'])
+        {
+            Some(
+                "topic names must be 1 to 249 bytes, not start with '.', and contain no '/', '\\' or NUL",
+            )
+        } else if self.shape.partitions == 0 {
+            Some("a topic needs at least one partition")
+        } else {
+            None
+        }
+    }
 }
+
+/// The longest topic name, in bytes (Kafka's limit).
+pub(crate) const MAX_TOPIC_NAME: usize = 249;
 
 /// One record header. Kafka allows repeated keys and null values.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -10,21 +10,24 @@
 //! A segment file is a sequence of frames whose body is a record batch:
 //!
 //! ```text
-//! [base offset: u64][record count: u32][max timestamp: i64]
+//! [base offset: u64][record count: u32][max timestamp: i64][txn: u64]
 //! record* = [offset delta: u32][timestamp: i64][key: bytes?][value: bytes?]
 //!           [header count: u32] ([key: str][value: bytes?])*
 //! bytes?  = [len: i32, -1 = null][bytes]     str = [len: u32][UTF-8]
 //! ```
 //!
 //! All integers little-endian. Offsets inside a batch are explicit (base +
-//! delta) so that compacted batches can be sparse.
+//! delta) so that compacted batches can be sparse. `txn` is the sequence of
+//! the transaction that wrote the batch (recovery checks that data past the
+//! committed end belongs to the one transaction a crash can interrupt);
+//! compaction writes 0.
 
 use crate::types::{FetchedRecord, Header, Offset, Record, Timestamp, TopicPartition};
 
 /// Bytes before a frame's body.
 pub(crate) const FRAME_HEADER: usize = 8;
 /// Bytes of a batch body before its records.
-pub(crate) const BATCH_HEADER: usize = 20;
+pub(crate) const BATCH_HEADER: usize = 28;
 
 /// What a scan found at a position of a file.
 #[derive(Debug, PartialEq, Eq)]
@@ -33,11 +36,23 @@ pub(crate) enum FrameAt<'a> {
     Valid { body: &'a [u8], next: usize },
     /// Nothing at all (end of data).
     End,
-    /// Bytes that end before the frame does, or a bad checksum on the very
-    /// last frame: what a crash during an append leaves.
-    Torn,
-    /// A bad checksum with more data after it: damage, never a crash pattern.
-    Corrupt { reason: String },
+    /// A header cut short, or a length that runs past the end of the data.
+    Truncated,
+    /// A whole frame whose checksum does not match.
+    BadChecksum { len: usize },
+}
+
+impl FrameAt<'_> {
+    /// Why the frame is not valid, for an error message.
+    pub(crate) fn reason(&self) -> String {
+        match self {
+            FrameAt::Valid { .. } | FrameAt::End => String::new(),
+            FrameAt::Truncated => {
+                "frame cut short or its length runs past the end of the file".into()
+            }
+            FrameAt::BadChecksum { len } => format!("checksum mismatch in a {len}-byte frame"),
+        }
+    }
 }
 
 fn frame_crc(len: [u8; 4], body: &[u8]) -> u32 {
@@ -55,14 +70,14 @@ pub(crate) fn frame_at(data: &[u8], pos: usize) -> FrameAt<'_> {
         return FrameAt::End;
     }
     if rest < FRAME_HEADER {
-        return FrameAt::Torn;
+        return FrameAt::Truncated;
     }
     let len_bytes = [data[pos], data[pos + 1], data[pos + 2], data[pos + 3]];
     let len = u32::from_le_bytes(len_bytes) as usize;
     let crc = u32::from_le_bytes([data[pos + 4], data[pos + 5], data[pos + 6], data[pos + 7]]);
     let start = pos + FRAME_HEADER;
     if len > data.len() - start {
-        return FrameAt::Torn;
+        return FrameAt::Truncated;
     }
     let body = &data[start..start + len];
     if frame_crc(len_bytes, body) == crc {
@@ -70,13 +85,62 @@ pub(crate) fn frame_at(data: &[u8], pos: usize) -> FrameAt<'_> {
             body,
             next: start + len,
         }
-    } else if start + len == data.len() {
-        FrameAt::Torn
     } else {
-        FrameAt::Corrupt {
-            reason: format!("checksum mismatch in a {len}-byte frame"),
-        }
+        FrameAt::BadChecksum { len }
     }
+}
+
+/// The unit in which a crash can leave unwritten (zero) bytes: file systems
+/// write whole sectors, and every block boundary is a sector boundary.
+pub(crate) const SECTOR: usize = 512;
+
+/// Whether `data[pos..]`, where no valid frame starts, is what a crash can
+/// leave of **one** frame appended at `pos` whose fsync never returned.
+///
+/// After the last completed fsync a file holds its synced bytes, then up to
+/// the length of the append, each sector of the appended range either as
+/// written or as zeros (allocated, never written). So the tail is torn when:
+/// no valid frame starts anywhere after `pos` (a second frame would have been
+/// appended after a later fsync, so the damage is not at the tail), and
+/// either the header is incomplete or lies in a zeroed sector (its length is
+/// unknown), or the frame's length runs to or past the end of the file
+/// (a prefix), with a checksum mismatch of a whole frame explained by a
+/// zeroed sector inside it. Anything else (a flipped bit, a length that
+/// ends before the file does) is damage.
+pub(crate) fn is_torn_append(data: &[u8], pos: usize) -> bool {
+    if pos >= data.len() {
+        return true;
+    }
+    let valid_after =
+        (pos + 1..data.len()).any(|q| matches!(frame_at(data, q), FrameAt::Valid { .. }));
+    if valid_after {
+        return false;
+    }
+    if data.len() - pos < FRAME_HEADER || zeroed_sector(data, pos, pos + FRAME_HEADER) {
+        return true;
+    }
+    let len = u32::from_le_bytes([data[pos], data[pos + 1], data[pos + 2], data[pos + 3]]) as usize;
+    let end = pos + FRAME_HEADER + len;
+    match end.cmp(&data.len()) {
+        std::cmp::Ordering::Greater => true,
+        std::cmp::Ordering::Equal => zeroed_sector(data, pos, end),
+        std::cmp::Ordering::Less => false,
+    }
+}
+
+/// Whether some sector overlapping `[from, to)` is all zeros from `from`
+/// to the end of the data (a sector of the append never written).
+fn zeroed_sector(data: &[u8], from: usize, to: usize) -> bool {
+    let mut s = from - from % SECTOR;
+    while s < to.min(data.len()) {
+        let lo = s.max(from);
+        let hi = (s + SECTOR).min(data.len());
+        if data[lo..hi].iter().all(|&b| b == 0) {
+            return true;
+        }
+        s += SECTOR;
+    }
+    false
 }
 
 /// Appends a frame holding `body` to `out`.
@@ -148,13 +212,15 @@ impl BatchBuilder {
         u64::from(self.next_delta)
     }
 
-    /// Fills in the headers for `base` and returns the frame bytes.
-    pub(crate) fn finish(&mut self, base: u64) -> &[u8] {
+    /// Fills in the headers for `base` and transaction `txn` and returns the
+    /// frame bytes.
+    pub(crate) fn finish(&mut self, base: u64, txn: u64) -> &[u8] {
         let body_len = self.buf.len() - FRAME_HEADER;
         let mut hdr = [0u8; BATCH_HEADER];
         hdr[0..8].copy_from_slice(&base.to_le_bytes());
         hdr[8..12].copy_from_slice(&self.count.to_le_bytes());
         hdr[12..20].copy_from_slice(&self.max_ts.to_le_bytes());
+        hdr[20..28].copy_from_slice(&txn.to_le_bytes());
         self.buf[FRAME_HEADER..FRAME_HEADER + BATCH_HEADER].copy_from_slice(&hdr);
         let len_bytes = (body_len as u32).to_le_bytes();
         let crc = frame_crc(len_bytes, &self.buf[FRAME_HEADER..]);
@@ -199,6 +265,7 @@ pub(crate) struct BatchHeader {
     pub(crate) base: u64,
     pub(crate) count: u32,
     pub(crate) max_ts: i64,
+    pub(crate) txn: u64,
 }
 
 /// A malformed body behind a valid checksum: a writer bug, reported as corruption.
@@ -211,6 +278,7 @@ pub(crate) fn batch_header(body: &[u8]) -> Result<BatchHeader, Malformed> {
         base: c.u64()?,
         count: c.u32()?,
         max_ts: c.i64()?,
+        txn: c.u64()?,
     })
 }
 
@@ -235,8 +303,12 @@ pub(crate) fn decode_batch(
             let v = c.opt_bytes()?;
             headers.push(Header { key: k, value: v });
         }
+        let offset = hdr
+            .base
+            .checked_add(u64::from(delta))
+            .ok_or(Malformed("record offset overflows"))?;
         each(
-            hdr.base + u64::from(delta),
+            offset,
             Record {
                 key,
                 value,
@@ -354,7 +426,7 @@ mod tests {
                 + record_size(&r)
                 + record_size(&Record::new(None, Some(b"value"), Timestamp(9)))
         );
-        let frame = b.finish(100).to_vec();
+        let frame = b.finish(100, 5).to_vec();
         let FrameAt::Valid { body, next } = frame_at(&frame, 0) else {
             panic!("frame not valid")
         };
@@ -366,7 +438,8 @@ mod tests {
             BatchHeader {
                 base: 100,
                 count: 2,
-                max_ts: 9
+                max_ts: 9,
+                txn: 5,
             }
         );
         assert_eq!(got[0], (100, r));
@@ -374,23 +447,99 @@ mod tests {
     }
 
     #[test]
-    fn truncation_is_torn_and_midfile_damage_is_corrupt() {
+    fn frames_cut_or_damaged_are_told_apart() {
         let mut data = Vec::new();
         push_frame(&mut data, b"first");
         push_frame(&mut data, b"second");
-        for cut in 1..data.len() {
-            let r = frame_at(&data[..cut], 0);
-            if cut < 13 {
-                assert_eq!(r, FrameAt::Torn, "cut {cut}");
-            }
+        for cut in 1..13 {
+            assert_eq!(frame_at(&data[..cut], 0), FrameAt::Truncated, "cut {cut}");
         }
         let mut bad = data.clone();
         bad[FRAME_HEADER] ^= 1;
-        assert!(matches!(frame_at(&bad, 0), FrameAt::Corrupt { .. }));
-        let mut bad_last = data.clone();
-        let n = bad_last.len();
-        bad_last[n - 1] ^= 1;
-        assert_eq!(frame_at(&bad_last, 13), FrameAt::Torn);
+        assert_eq!(frame_at(&bad, 0), FrameAt::BadChecksum { len: 5 });
         assert_eq!(frame_at(&data, data.len()), FrameAt::End);
+    }
+
+    #[test]
+    fn only_crash_shapes_of_one_append_are_torn() {
+        let mut data = Vec::new();
+        push_frame(&mut data, b"first");
+        let p = data.len();
+        push_frame(&mut data, &[7u8; 1200]);
+        let end = data.len();
+        // A prefix of the last frame, any length.
+        for cut in p + 1..end {
+            assert!(is_torn_append(&data[..cut], p), "cut {cut}");
+        }
+        // Zeros where sectors were never written.
+        let mut zeroed = data.clone();
+        zeroed[SECTOR..2 * SECTOR].fill(0);
+        assert!(is_torn_append(&zeroed, p));
+        let mut start_lost = data.clone();
+        start_lost[p..SECTOR].fill(0);
+        assert!(is_torn_append(&start_lost, p));
+        let mut tail = data[..p].to_vec();
+        tail.extend([0u8; 700]);
+        assert!(is_torn_append(&tail, p));
+        // A flipped bit in the whole last frame, a shortened length, a
+        // damaged frame with a valid one after it: damage.
+        let mut flipped = data.clone();
+        flipped[end - 3] ^= 0x10;
+        assert!(!is_torn_append(&flipped, p));
+        let mut short = data.clone();
+        short[p + 1] ^= 0x04;
+        assert!(!is_torn_append(&short, p));
+        let mut first = data.clone();
+        first[2] ^= 0x40;
+        assert!(
+            !is_torn_append(&first, 0),
+            "a later valid frame proves damage"
+        );
+    }
+
+    #[test]
+    fn record_offsets_near_the_top_of_u64_are_malformed_not_an_overflow() {
+        let mut b = BatchBuilder::new(64);
+        for _ in 0..3 {
+            b.push(&sample());
+        }
+        let frame = b.finish(u64::MAX - 1, 0).to_vec();
+        let FrameAt::Valid { body, .. } = frame_at(&frame, 0) else {
+            panic!("frame not valid")
+        };
+        assert!(decode_batch(body, |_, _| {}).is_err());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(crate::fuzz_cases()))]
+
+        /// Arbitrary file bytes at an arbitrary position: a classification,
+        /// never a panic.
+        #[test]
+        fn arbitrary_files_classify_without_panic(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2048), pos in 0usize..2100) {
+            let _ = frame_at(&data, pos);
+            if pos <= data.len() {
+                let _ = is_torn_append(&data, pos);
+            }
+        }
+
+        /// Arbitrary batch bodies (as if behind a valid checksum): records
+        /// or an error, never a panic, and offsets never wrap.
+        #[test]
+        fn arbitrary_batch_bodies_decode_or_err(body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512), base in proptest::prelude::any::<u64>()) {
+            let _ = decode_batch(&body, |_, _| {});
+            let _ = last_offset(&body);
+            let mut with_base = body.clone();
+            if with_base.len() >= 8 {
+                with_base[..8].copy_from_slice(&base.to_le_bytes());
+            }
+            let mut prev = None;
+            let _ = decode_batch(&with_base, |o, _| {
+                assert!(o >= base);
+                prev = Some(o);
+            });
+            let tp = TopicPartition::new("t", 0);
+            let _ = fetched(&with_base, &tp, 0, u64::MAX, &mut Vec::new());
+        }
     }
 }

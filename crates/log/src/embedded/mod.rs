@@ -30,20 +30,28 @@
 //!    partition's new `[base, end)` and every group offset with its metadata;
 //! 4. `fdatasync`s the transaction log. **This is the commit point.**
 //!
-//! On open, the transaction log is replayed: a torn last frame (short, or a
-//! bad checksum at the very end) is truncated; a bad checksum with data
-//! after it is corruption, reported with file and position. Each partition's
-//! committed end is the one the last `Commit` gave it. Segments are scanned:
-//! anything at or beyond the committed end (steps 1–2 of a commit whose
-//! step 4 never finished) is truncated. If a partition holds *less* than its
-//! committed end and only the last commit's records are missing (the file
-//! was cut inside the last transaction), that last `Commit` frame is rolled
-//! back as well: the state is exactly "before". Anything else missing or
-//! damaged inside the committed range is [`LogError::Corrupt`], never skipped.
+//! On open, recovery first reads and checks everything, then repairs; a
+//! failed open changes no file. The transaction log is replayed, each
+//! entry checked against the state it follows; its tail is dropped only if
+//! it is what a crash can leave of one unsynced append (a prefix, sectors
+//! of zeros, no valid frame after it: `format::is_torn_append`), anything
+//! else is [`LogError::Corrupt`] with file and position. A rotated
+//! generation's checkpoint must be whole. Segments are scanned: every one
+//! but the last must be whole and begin where the previous one ends (the
+//! first at the recorded log start), so a gap or a cut closed segment is
+//! `Corrupt`. In the last segment, bytes after the committed records
+//! (steps 1–2 of a commit whose step 4 never finished) are truncated; a
+//! valid batch there must belong to the next transaction. If a partition
+//! holds *less* than its committed end, and exactly the last commit's
+//! records are missing, that last `Commit` frame is rolled back as well:
+//! the state is exactly "before". Anything else missing or damaged inside
+//! the committed range is `Corrupt`, never skipped.
 //!
-//! The transaction log is rotated past a size: the whole state is written
-//! as a `Checkpoint` frame to a new generation file (temp file, fsync,
-//! rename, directory fsync), and older generations are deleted.
+//! The transaction log is rotated past a size, after a commit: the whole
+//! state is written as a `Checkpoint` frame to a new generation file (temp
+//! file, fsync, rename, directory fsync), and the older generation is
+//! deleted once the rename is durable. A failed rotation is logged and
+//! retried; it never fails the commit that triggered it.
 //!
 //! Compaction and retention run in [`EmbeddedLog::maintain`], on closed
 //! segments only; a compacted segment is written beside the old one and
@@ -152,14 +160,44 @@ pub(crate) struct TxLog {
     pub(crate) store: Store,
     pub(crate) size: u64,
     pub(crate) generation: u64,
+    /// This generation was renamed into place but the directory sync that
+    /// makes the rename durable failed: the next append syncs it first.
+    pub(crate) dir_pending: bool,
 }
 
 impl TxLog {
+    fn new(path: PathBuf, store: Store, size: u64, generation: u64) -> Self {
+        TxLog {
+            path,
+            store,
+            size,
+            generation,
+            dir_pending: false,
+        }
+    }
+
+    /// Appends `entry` and makes it durable. On an error nothing was
+    /// appended: a frame written but not synced is cut off again, so that a
+    /// failed call can never turn into a commit later.
     pub(crate) fn append(&mut self, entry: &Entry) -> Result<(), LogError> {
+        if self.dir_pending
+            && let Some(dir) = self.path.parent()
+        {
+            storage::sync_dir(dir)?;
+            self.dir_pending = false;
+        }
         let mut frame = Vec::new();
         format::push_frame(&mut frame, &entry.encode());
-        self.store.write_at(self.size, &frame, &self.path)?;
-        self.store.sync(&self.path)?;
+        let mut written = self.store.write_at(self.size, &frame, &self.path);
+        if written.is_ok() {
+            written = self.store.sync(&self.path);
+        }
+        if let Err(e) = written {
+            if let Err(undo) = self.store.truncate(self.size, &self.path) {
+                tracing::error!(file = %self.path.display(), error = %undo, "could not cut off a failed transaction-log append");
+            }
+            return Err(e);
+        }
         self.size += frame.len() as u64;
         Ok(())
     }
@@ -179,12 +217,12 @@ impl EmbeddedLog {
     /// An in-memory log with a given configuration.
     #[must_use]
     pub fn in_memory_with(config: EmbeddedConfig) -> Self {
-        let txlog = TxLog {
-            path: PathBuf::from(format!("memory:{}", txlog_name(0))),
-            store: Store::Mem(Vec::new()),
-            size: 0,
-            generation: 0,
-        };
+        let txlog = TxLog::new(
+            PathBuf::from(format!("memory:{}", txlog_name(0))),
+            Store::Mem(Vec::new()),
+            0,
+            0,
+        );
         Self::from_state(
             State {
                 meta: Meta::default(),
@@ -272,8 +310,20 @@ impl EmbeddedLog {
                             now.0
                                 .saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
                         });
-                        report.deleted_segments +=
-                            part.enforce_retention(spec.retention.bytes, cutoff)?;
+                        let Some(start) = part.retention_start(spec.retention.bytes, cutoff) else {
+                            continue;
+                        };
+                        // The new start is durable before any file goes, so
+                        // recovery can tell retention from a lost file.
+                        let entry = Entry::LogStart {
+                            tp: tp.clone(),
+                            start,
+                        };
+                        st.txlog.append(&entry)?;
+                        st.meta.apply(&entry);
+                        if let Some(part) = st.partitions.get_mut(&tp) {
+                            report.deleted_segments += part.drop_below(start)?;
+                        }
                     }
                 }
             }
@@ -337,49 +387,157 @@ impl State {
         let generation = self.txlog.generation + 1;
         let mut frame = Vec::new();
         format::push_frame(&mut frame, &Entry::Checkpoint(self.meta.clone()).encode());
-        match &self.root {
-            None => {
-                self.txlog = TxLog {
-                    path: PathBuf::from(format!("memory:{}", txlog_name(generation))),
-                    size: frame.len() as u64,
-                    store: Store::Mem(frame),
-                    generation,
-                };
+        let size = frame.len() as u64;
+        let Some(root) = &self.root else {
+            let path = PathBuf::from(format!("memory:{}", txlog_name(generation)));
+            self.txlog = TxLog::new(path, Store::Mem(frame), size, generation);
+            return Ok(());
+        };
+        let path = root.join(txlog_name(generation));
+        let tmp = root.join(format!("{}.tmp", txlog_name(generation)));
+        let written = Store::create_disk(&tmp).and_then(|mut store| {
+            store.truncate(0, &tmp)?;
+            store.write_at(0, &frame, &tmp)?;
+            store.sync(&tmp)?;
+            storage::rename(&tmp, &path)?;
+            Ok(store)
+        });
+        let store = match written {
+            Ok(store) => store,
+            Err(e) => {
+                // The current generation is untouched and stays in use.
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
             }
-            Some(root) => {
-                let path = root.join(txlog_name(generation));
-                let tmp = root.join(format!("{}.tmp", txlog_name(generation)));
-                let mut store = Store::create_disk(&tmp)?;
-                store.truncate(0, &tmp)?;
-                store.write_at(0, &frame, &tmp)?;
-                store.sync(&tmp)?;
-                std::fs::rename(&tmp, &path).map_err(|e| LogError::io("renaming", &tmp, e))?;
-                storage::sync_dir(root)?;
-                let old = std::mem::replace(
-                    &mut self.txlog,
-                    TxLog {
-                        path,
-                        store,
-                        size: frame.len() as u64,
-                        generation,
-                    },
-                );
-                storage::remove_file(&old.path)?;
-                storage::sync_dir(root)?;
-            }
+        };
+        // From the rename on, the new generation is the newest on disk: use
+        // it, and keep the old one until the rename is durable.
+        let mut txlog = TxLog::new(path, store, size, generation);
+        txlog.dir_pending = true;
+        let old = std::mem::replace(&mut self.txlog, txlog);
+        storage::sync_dir(root)?;
+        self.txlog.dir_pending = false;
+        if let Err(e) = storage::remove_file(&old.path).and_then(|()| storage::sync_dir(root)) {
+            tracing::warn!(file = %old.path.display(), error = %e, "could not remove an old transaction-log generation; the next open removes it");
         }
         Ok(())
     }
 }
 
+/// The transaction log as read back: the state after every intact entry,
+/// the entries with their positions, and where the intact frames end.
+#[derive(Debug)]
+struct Replayed {
+    meta: Meta,
+    entries: Vec<(u64, Entry)>,
+    /// Bytes of intact frames; anything after is a torn tail.
+    end: u64,
+}
+
+/// Replays a transaction-log generation, reading only. A rotated
+/// generation (`generation > 0`) starts with a checkpoint that was synced
+/// before the file got its name, so damage there is never a torn tail.
+fn replay(path: &Path, generation: u64, data: &[u8]) -> Result<Replayed, LogError> {
+    let corrupt = |position: usize, reason: String| LogError::Corrupt {
+        file: path.to_path_buf(),
+        position: position as u64,
+        reason,
+    };
+    let mut meta = Meta::default();
+    let mut entries = Vec::new();
+    let mut pos = 0usize;
+    loop {
+        match format::frame_at(data, pos) {
+            FrameAt::End => break,
+            FrameAt::Valid { body, next } => {
+                let e = Entry::decode(body).map_err(|m| corrupt(pos, m.0.to_owned()))?;
+                let want_checkpoint = pos == 0 && generation > 0;
+                if want_checkpoint != matches!(e, Entry::Checkpoint(_)) {
+                    return Err(corrupt(
+                        pos,
+                        if want_checkpoint {
+                            "a rotated transaction log must start with a checkpoint".into()
+                        } else {
+                            "a checkpoint where only the first frame of a rotated log may hold one"
+                                .into()
+                        },
+                    ));
+                }
+                meta.check(&e).map_err(|r| corrupt(pos, r))?;
+                meta.apply(&e);
+                entries.push((pos as u64, e));
+                pos = next;
+            }
+            bad if pos == 0 && generation > 0 => {
+                return Err(corrupt(
+                    pos,
+                    format!(
+                        "the checkpoint of a rotated transaction log is damaged: {}",
+                        bad.reason()
+                    ),
+                ));
+            }
+            bad if format::is_torn_append(data, pos) => {
+                tracing::warn!(file = %path.display(), position = pos, bytes = data.len() - pos, reason = %bad.reason(), "dropping the torn tail of the transaction log");
+                break;
+            }
+            bad => return Err(corrupt(pos, bad.reason())),
+        }
+    }
+    if generation > 0 && entries.is_empty() {
+        return Err(corrupt(
+            0,
+            "a rotated transaction log must start with a checkpoint".into(),
+        ));
+    }
+    Ok(Replayed {
+        meta,
+        entries,
+        end: pos as u64,
+    })
+}
+
+/// Every topic directory must be a topic the transaction log holds: a
+/// topic's directory is created only after its frame is durable, so a
+/// stranger means the transaction log lost durable frames.
+fn check_topic_dirs(root: &Path, meta: &Meta) -> Result<(), LogError> {
+    let topics = root.join("topics");
+    if !topics.is_dir() {
+        return Ok(());
+    }
+    for (name, path) in storage::list_dir(&topics)? {
+        let known = meta.topics.get(&name).map(|s| s.shape.partitions);
+        let stray = match known {
+            None => Some(format!(
+                "topic {name:?} has a directory but the transaction log does not hold it: the transaction log lost durable frames"
+            )),
+            Some(n) if path.is_dir() => storage::list_dir(&path)?
+                .into_iter()
+                .find(|(p, _)| p.parse::<u32>().map_or(true, |p| p >= n))
+                .map(|(p, _)| format!("topic {name:?} has {n} partitions but a directory {p:?}")),
+            Some(_) => None,
+        };
+        if let Some(reason) = stray {
+            return Err(LogError::Corrupt {
+                file: path,
+                position: 0,
+                reason,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Opens the transaction log and segments in `root`, recovering as the
-/// module documentation describes.
+/// module documentation describes. Everything is read and checked before
+/// the first byte is changed: a failed open leaves every file as it was.
 fn recover(root: &Path) -> Result<State, LogError> {
-    // 1. The newest transaction-log generation.
+    // 1. The newest transaction-log generation, replayed.
     let mut generations = Vec::new();
+    let mut temps = Vec::new();
     for (name, path) in storage::list_dir(root)? {
         if name.starts_with("txn-") && name.ends_with(".log.tmp") {
-            storage::remove_file(&path)?;
+            temps.push(path);
         } else if let Some(g) = name
             .strip_prefix("txn-")
             .and_then(|n| n.strip_suffix(".log"))
@@ -393,119 +551,89 @@ fn recover(root: &Path) -> Result<State, LogError> {
         .last()
         .cloned()
         .unwrap_or_else(|| (0, root.join(txlog_name(0))));
-    for (_, old) in &generations[..generations.len().saturating_sub(1)] {
-        storage::remove_file(old)?;
-    }
-    let mut store = Store::create_disk(&path)?;
-    storage::sync_dir(root)?;
-    let data = store.read_all(&path)?;
-    let mut entries: Vec<(u64, Entry)> = Vec::new();
-    let mut pos = 0usize;
-    loop {
-        match format::frame_at(&data, pos) {
-            FrameAt::End => break,
-            FrameAt::Valid { body, next } => {
-                let e = Entry::decode(body).map_err(|m| LogError::Corrupt {
-                    file: path.clone(),
-                    position: pos as u64,
-                    reason: m.0.to_owned(),
-                })?;
-                entries.push((pos as u64, e));
-                pos = next;
-            }
-            FrameAt::Torn => {
-                tracing::warn!(file = %path.display(), position = pos, "truncating torn transaction-log tail");
-                store.truncate(pos as u64, &path)?;
-                break;
-            }
-            FrameAt::Corrupt { reason } => {
-                return Err(LogError::Corrupt {
-                    file: path,
-                    position: pos as u64,
-                    reason,
-                });
-            }
-        }
-    }
-    if generation > 0 && !matches!(entries.first(), Some((_, Entry::Checkpoint(_)))) {
-        return Err(LogError::Corrupt {
-            file: path,
-            position: 0,
-            reason: "a rotated transaction log must start with a checkpoint".into(),
-        });
-    }
-    let mut meta_prev = Meta::default();
-    for (_, e) in entries.iter().take(entries.len().saturating_sub(1)) {
-        meta_prev.apply(e);
-    }
-    let mut meta = meta_prev.clone();
-    if let Some((_, last)) = entries.last() {
-        meta.apply(last);
-    }
+    let data = match std::fs::read(&path) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(LogError::io("reading", &path, e)),
+    };
+    let replayed = replay(&path, generation, &data)?;
+    let mut meta = replayed.meta;
+    check_topic_dirs(root, &meta)?;
 
-    // 2. Partitions.
+    // 2. Partitions, scanned.
     let mut partitions = HashMap::new();
-    let mut short = Vec::new();
+    let mut scans = Vec::new();
     for spec in meta.topics.values() {
         for p in 0..spec.shape.partitions {
             let tp = TopicPartition::new(spec.name.clone(), p);
             let dir = root.join("topics").join(&spec.name).join(p.to_string());
             let end = meta.ends.get(&tp).copied().unwrap_or(0);
-            let (part, scan) = PartitionLog::open(tp.clone(), dir, end)?;
-            if scan.data_end < end {
-                short.push((tp.clone(), scan.data_end));
-            }
+            let start = meta.starts.get(&tp).copied().unwrap_or(0);
+            let (part, scan) = PartitionLog::open(tp.clone(), dir, end, start, meta.next_txn)?;
+            scans.push((tp.clone(), scan));
             partitions.insert(tp, part);
         }
     }
+    scans.sort_by(|a, b| a.0.cmp(&b.0));
 
-    // 3. Roll back a last commit whose records were cut off.
+    // 3. Committed records missing: roll the last commit back if exactly
+    // its records are missing, otherwise refuse.
+    let mut keep = replayed.end;
+    let short: Vec<&(TopicPartition, partition::Scan)> =
+        scans.iter().filter(|(_, s)| s.short_at.is_some()).collect();
     if !short.is_empty() {
-        let rollback = match entries.last() {
+        let rollback = match replayed.entries.last() {
             Some((at, Entry::Commit { parts, .. })) => short
                 .iter()
-                .all(|(tp, data_end)| {
+                .all(|(tp, scan)| {
                     parts
                         .iter()
-                        .any(|part| &part.tp == tp && *data_end >= part.base)
+                        .any(|part| &part.tp == tp && scan.data_end == part.base)
                 })
                 .then_some(*at),
             _ => None,
         };
-        match rollback {
-            Some(at) => {
-                tracing::warn!(file = %path.display(), position = at, "rolling back the last commit: its records were cut off");
-                store.truncate(at, &path)?;
-                meta = meta_prev;
-            }
-            None => {
-                let (tp, data_end) = &short[0];
-                let part = &partitions[tp];
-                let seg = part.segments.last().expect("a partition has a segment");
-                return Err(LogError::Corrupt {
-                    file: seg.path.clone(),
-                    position: seg.size,
-                    reason: format!(
-                        "partition {tp} holds records up to offset {data_end} but offset {} is committed",
-                        meta.ends[tp]
-                    ),
-                });
-            }
+        let Some(at) = rollback else {
+            let (tp, scan) = short[0];
+            let (file, position, why) = scan.short_at.clone().expect("short");
+            return Err(LogError::Corrupt {
+                file,
+                position,
+                reason: format!(
+                    "partition {tp} holds records up to offset {} but offset {} is committed ({why})",
+                    scan.data_end, meta.ends[tp]
+                ),
+            });
+        };
+        tracing::warn!(file = %path.display(), position = at, "rolling back the last commit: its records are missing");
+        keep = at;
+        let n = replayed.entries.len();
+        meta = Meta::default();
+        for (_, e) in &replayed.entries[..n - 1] {
+            meta.apply(e);
         }
     }
-    for (tp, part) in &mut partitions {
-        part.truncate_to(meta.ends.get(tp).copied().unwrap_or(0))?;
+
+    // 4. Repair: the transaction log's tail, old files, then segments.
+    let mut store = Store::create_disk(&path)?;
+    if store.len(&path)? > keep {
+        store.truncate(keep, &path)?;
     }
-    let size = store.len(&path)?;
+    for old in temps
+        .iter()
+        .chain(generations.iter().rev().skip(1).map(|(_, p)| p))
+    {
+        storage::remove_file(old)?;
+    }
+    storage::sync_dir(root)?;
+    for (tp, scan) in &scans {
+        let part = partitions.get_mut(tp).expect("scanned partition");
+        part.repair(scan, meta.ends.get(tp).copied().unwrap_or(0))?;
+    }
     Ok(State {
         meta,
         partitions,
-        txlog: TxLog {
-            path,
-            store,
-            size,
-            generation,
-        },
+        txlog: TxLog::new(path, store, keep, generation),
         root: Some(root.to_path_buf()),
         read_buf: Vec::new(),
     })
@@ -516,19 +644,10 @@ impl Log for EmbeddedLog {
     type Producer = EmbeddedProducer;
 
     fn create_topic(&self, spec: &TopicSpec) -> Result<(), LogError> {
-        if spec.shape.partitions == 0 {
-            return Err(LogError::Config {
-                key: format!("topic {:?} partitions", spec.name),
-                reason: "a topic needs at least one partition".into(),
-            });
-        }
-        if spec.name.is_empty()
-            || spec.name.contains(['/', '\\', '\0'])
-            || spec.name.starts_with('.')
-        {
+        if let Some(reason) = spec.invalid() {
             return Err(LogError::Config {
                 key: format!("topic {:?}", spec.name),
-                reason: "topic names must be non-empty, not start with '.', and contain no path separators".into(),
+                reason: reason.into(),
             });
         }
         let mut st = self.lock();

@@ -33,13 +33,21 @@ pub(crate) struct Segment {
     pub(crate) max_ts: i64,
 }
 
-/// What the recovery scan of a partition found.
+/// What the recovery scan of a partition found. The scan reads only; the
+/// caller repairs (see [`PartitionLog::repair`]) once the whole log is
+/// known to open.
 #[derive(Debug, Default)]
 pub(crate) struct Scan {
-    /// One past the last intact record.
+    /// One past the last intact committed record.
     pub(crate) data_end: u64,
-    /// A torn tail was found (and will be truncated).
-    pub(crate) torn: bool,
+    /// When the records stop short of the committed end: the file and byte
+    /// where they stop, and why.
+    pub(crate) short_at: Option<(PathBuf, u64, String)>,
+    /// Segment files wholly below the log start (retention recorded the new
+    /// start, then the process stopped before deleting them).
+    retired: Vec<PathBuf>,
+    /// Unfinished compaction outputs.
+    cleaned: Vec<PathBuf>,
 }
 
 #[derive(Debug)]
@@ -70,17 +78,32 @@ impl PartitionLog {
     }
 
     /// Opens an existing partition directory and scans every segment,
-    /// indexing intact batches. Damage that is not a torn tail is an error.
+    /// reading only. `start` is the log start retention recorded, `next_txn`
+    /// the one transaction a crash can have interrupted.
+    ///
+    /// Every segment but the last must be whole, and each must begin where
+    /// the previous one ends (the first at `start`): anything else is
+    /// [`LogError::Corrupt`] naming the file and byte, or the partition and
+    /// the missing offsets. In the last segment, the bytes after the
+    /// committed records are an interrupted commit's and are not read; if
+    /// the committed records stop short, [`Scan::short_at`] says where.
     pub(crate) fn open(
         tp: TopicPartition,
         dir: PathBuf,
         committed_end: u64,
+        start: u64,
+        next_txn: u64,
     ) -> Result<(Self, Scan), LogError> {
-        storage::create_dir_all(&dir)?;
         let mut segments = Vec::new();
-        for (name, path) in storage::list_dir(&dir)? {
+        let mut cleaned = Vec::new();
+        let listing = if dir.is_dir() {
+            storage::list_dir(&dir)?
+        } else {
+            Vec::new()
+        };
+        for (name, path) in listing {
             if name.ends_with(CLEANED_SUFFIX) {
-                storage::remove_file(&path)?;
+                cleaned.push(path);
                 continue;
             }
             let Some(stem) = name.strip_suffix(SEGMENT_SUFFIX) else {
@@ -101,73 +124,134 @@ impl PartitionLog {
             });
         }
         segments.sort_by_key(|s| s.base);
+        let mut retired = Vec::new();
+        while segments.len() > 1 && segments[1].base <= start {
+            retired.push(segments.remove(0).path);
+        }
         let mut p = PartitionLog {
             tp,
             dir: Some(dir),
             segments,
         };
-        let scan = p.scan(committed_end)?;
-        if p.segments.is_empty() {
-            p.roll(scan.data_end)?;
-        }
+        let mut scan = p.scan(committed_end, start, next_txn)?;
+        scan.retired = retired;
+        scan.cleaned = cleaned;
         Ok((p, scan))
     }
 
-    fn scan(&mut self, committed_end: u64) -> Result<Scan, LogError> {
-        let mut scan = Scan::default();
-        let mut stop = false;
-        for seg in &mut self.segments {
-            scan.data_end = scan.data_end.max(seg.base);
-            if stop {
-                // Everything after a torn tail is uncommitted.
-                seg.size = 0;
-                continue;
+    fn scan(&mut self, committed_end: u64, start: u64, next_txn: u64) -> Result<Scan, LogError> {
+        let tp = &self.tp;
+        let count = self.segments.len();
+        let mut expected = start;
+        let mut prev: Option<(PathBuf, u64)> = None;
+        let mut short_at = None;
+        for (i, seg) in self.segments.iter_mut().enumerate() {
+            let last = i + 1 == count;
+            if seg.base != expected {
+                let (file, position) = prev.clone().unwrap_or_else(|| (seg.path.clone(), 0));
+                let reason = if seg.base > expected {
+                    format!(
+                        "partition {tp} has no records from offset {expected} to {}: a segment file is missing or was cut",
+                        seg.base
+                    )
+                } else {
+                    format!(
+                        "partition {tp}: segment file at offset {} overlaps records up to offset {expected}",
+                        seg.base
+                    )
+                };
+                return Err(LogError::Corrupt {
+                    file,
+                    position,
+                    reason,
+                });
             }
             let data = seg.store.read_all(&seg.path)?;
             let mut pos = 0usize;
             loop {
-                match format::frame_at(&data, pos) {
+                let corrupt = |reason: String| LogError::Corrupt {
+                    file: seg.path.clone(),
+                    position: pos as u64,
+                    reason,
+                };
+                let frame = format::frame_at(&data, pos);
+                let (body, next) = match frame {
                     FrameAt::End => break,
-                    FrameAt::Valid { body, next } => {
-                        let corrupt = |reason: &str| LogError::Corrupt {
-                            file: seg.path.clone(),
-                            position: pos as u64,
-                            reason: reason.to_owned(),
-                        };
-                        let hdr = format::batch_header(body).map_err(|m| corrupt(m.0))?;
-                        let last = format::last_offset(body).map_err(|m| corrupt(m.0))?;
-                        seg.index.push((hdr.base, pos as u64));
-                        if let Some(last) = last {
-                            seg.data_end = last + 1;
+                    FrameAt::Valid { body, next } => (body, next),
+                    FrameAt::Truncated | FrameAt::BadChecksum { .. } if last => {
+                        if seg.data_end < committed_end {
+                            short_at = Some((seg.path.clone(), pos as u64, frame.reason()));
                         }
-                        seg.max_ts = seg.max_ts.max(hdr.max_ts);
-                        pos = next;
-                    }
-                    FrameAt::Torn => {
-                        scan.torn = true;
-                        stop = true;
                         break;
                     }
-                    FrameAt::Corrupt { .. } if seg.data_end.max(scan.data_end) >= committed_end => {
-                        // Past the committed end: an interrupted commit's
-                        // bytes, written back out of order. Not data.
-                        scan.torn = true;
-                        stop = true;
-                        break;
+                    FrameAt::Truncated | FrameAt::BadChecksum { .. } => {
+                        return Err(corrupt(format!("{} in a closed segment", frame.reason())));
                     }
-                    FrameAt::Corrupt { reason } => {
-                        return Err(LogError::Corrupt {
-                            file: seg.path.clone(),
-                            position: pos as u64,
-                            reason,
-                        });
+                };
+                let hdr = format::batch_header(body).map_err(|m| corrupt(m.0.into()))?;
+                let last_offset = format::last_offset(body).map_err(|m| corrupt(m.0.into()))?;
+                if hdr.base >= committed_end && seg.data_end >= committed_end && last {
+                    // An interrupted commit's batch: not data, truncated on repair.
+                    if hdr.txn != next_txn {
+                        return Err(corrupt(format!(
+                            "a batch of transaction {} lies past the committed end {committed_end} of partition {tp}, where only transaction {next_txn} can have been interrupted",
+                            hdr.txn
+                        )));
                     }
+                    break;
                 }
+                let data_end = match last_offset {
+                    None => seg.data_end,
+                    Some(o) => o
+                        .checked_add(1)
+                        .ok_or_else(|| corrupt("record offset overflows".into()))?,
+                };
+                if hdr.base < seg.data_end || data_end > committed_end {
+                    return Err(corrupt(format!(
+                        "batch at offset {} of partition {tp} does not follow offset {} within the committed end {committed_end}",
+                        hdr.base, seg.data_end
+                    )));
+                }
+                seg.index.push((hdr.base, pos as u64));
+                seg.data_end = data_end;
+                seg.max_ts = seg.max_ts.max(hdr.max_ts);
+                pos = next;
             }
             seg.size = pos as u64;
-            scan.data_end = scan.data_end.max(seg.data_end);
+            expected = seg.data_end;
+            prev = Some((seg.path.clone(), seg.size));
         }
-        Ok(scan)
+        if expected < committed_end && short_at.is_none() {
+            short_at = Some(match prev {
+                Some((file, position)) => (file, position, "no more records in the file".into()),
+                None => (
+                    self.dir.clone().unwrap_or_default(),
+                    0,
+                    "the partition has no segment file".into(),
+                ),
+            });
+        }
+        Ok(Scan {
+            data_end: expected,
+            short_at,
+            ..Scan::default()
+        })
+    }
+
+    /// After a successful recovery: removes retired segments and unfinished
+    /// compaction outputs, makes sure a segment exists, and truncates
+    /// everything at or past `end`.
+    pub(crate) fn repair(&mut self, scan: &Scan, end: u64) -> Result<(), LogError> {
+        for path in scan.retired.iter().chain(&scan.cleaned) {
+            storage::remove_file(path)?;
+        }
+        if let Some(d) = &self.dir {
+            storage::create_dir_all(d)?;
+        }
+        if self.segments.is_empty() {
+            self.roll(end)?;
+        }
+        self.truncate_to(end)
     }
 
     /// Drops everything at or after offset `end` (and torn bytes), keeping
@@ -318,8 +402,8 @@ impl PartitionLog {
                             break;
                         }
                     }
-                    FrameAt::End | FrameAt::Torn if progressed => break,
-                    FrameAt::End | FrameAt::Torn => {
+                    FrameAt::End | FrameAt::Truncated if progressed => break,
+                    FrameAt::End | FrameAt::Truncated => {
                         // A batch larger than what was read: read it whole.
                         let len = frame_len(buf).unwrap_or(0);
                         if len == 0 || buf.len() >= len {
@@ -331,11 +415,11 @@ impl PartitionLog {
                         }
                         seg.store.read_at(pos, len, buf, &seg.path)?;
                     }
-                    FrameAt::Corrupt { reason } => {
+                    bad @ FrameAt::BadChecksum { .. } => {
                         return Err(LogError::Corrupt {
                             file: seg.path.clone(),
                             position: pos + p as u64,
-                            reason,
+                            reason: bad.reason(),
                         });
                     }
                 }
@@ -377,12 +461,14 @@ impl PartitionLog {
                 }
                 let r = it.next().expect("peeked");
                 count += 1;
-                let newest = r
-                    .record
-                    .key
-                    .as_ref()
-                    .is_none_or(|k| latest[k] == r.offset.0);
-                if newest {
+                // The last record of a segment stays, so that every closed
+                // segment still ends where the next begins (recovery checks it).
+                let keep_it = r.offset.0 + 1 == seg.data_end
+                    || r.record
+                        .key
+                        .as_ref()
+                        .is_none_or(|k| latest[k] == r.offset.0);
+                if keep_it {
                     keep.push(r);
                 }
             }
@@ -402,7 +488,7 @@ impl PartitionLog {
                 }
                 max_ts = max_ts.max(b.max_ts());
                 index.push((base, bytes.len() as u64));
-                bytes.extend_from_slice(b.finish(base));
+                bytes.extend_from_slice(b.finish(base, 0));
             }
             match (&self.dir, &mut seg.store) {
                 (Some(d), Store::Disk(_)) => {
@@ -411,8 +497,7 @@ impl PartitionLog {
                     s.truncate(0, &tmp)?;
                     s.write_at(0, &bytes, &tmp)?;
                     s.sync(&tmp)?;
-                    std::fs::rename(&tmp, &seg.path)
-                        .map_err(|e| LogError::io("renaming", tmp.clone(), e))?;
+                    storage::rename(&tmp, &seg.path)?;
                     storage::sync_dir(d)?;
                     seg.store = s;
                 }
@@ -425,19 +510,32 @@ impl PartitionLog {
         Ok(removed)
     }
 
-    /// Retention: drops closed segments past the byte or time limit.
-    pub(crate) fn enforce_retention(
-        &mut self,
+    /// Retention: the new log start if closed segments past the byte or
+    /// time limit are to go (the first segment that stays begins there).
+    pub(crate) fn retention_start(
+        &self,
         bytes: Option<u64>,
         older_than_ms: Option<i64>,
-    ) -> Result<u64, LogError> {
-        let mut dropped = 0;
-        while self.segments.len() > 1 {
-            let over_size = bytes.is_some_and(|b| self.size_bytes() > b);
-            let too_old = older_than_ms.is_some_and(|t| self.segments[0].max_ts < t);
+    ) -> Option<u64> {
+        let mut size = self.size_bytes();
+        let mut drop = 0;
+        while drop + 1 < self.segments.len() {
+            let over_size = bytes.is_some_and(|b| size > b);
+            let too_old = older_than_ms.is_some_and(|t| self.segments[drop].max_ts < t);
             if !(over_size || too_old) {
                 break;
             }
+            size -= self.segments[drop].size;
+            drop += 1;
+        }
+        (drop > 0).then(|| self.segments[drop].base)
+    }
+
+    /// Drops the segments below `start` (which the transaction log already
+    /// records as the log start). Returns how many.
+    pub(crate) fn drop_below(&mut self, start: u64) -> Result<u64, LogError> {
+        let mut dropped = 0;
+        while self.segments.len() > 1 && self.segments[1].base <= start {
             let seg = self.segments.remove(0);
             if let Store::Disk(_) = seg.store {
                 storage::remove_file(&seg.path)?;

@@ -98,6 +98,7 @@ impl EmbeddedProducer {
 
     fn commit_locked(&self, st: &mut State, txn: &mut Pending) -> Result<(), LogError> {
         let segment_bytes = self.shared.config.segment_bytes;
+        let txn_seq = st.meta.next_txn;
         let mut parts = Vec::with_capacity(txn.batches.len());
         // Steps 1 and 2: records, then fsync, partition by partition.
         for (tp, batches) in &mut txn.batches {
@@ -113,7 +114,7 @@ impl EmbeddedProducer {
             for b in batches.iter_mut() {
                 let span = b.offset_span();
                 let max_ts = b.max_ts();
-                part.append(b.finish(next), next, span, max_ts)?;
+                part.append(b.finish(next, txn_seq), next, span, max_ts)?;
                 next += span;
             }
             part.sync_active()?;
@@ -125,7 +126,7 @@ impl EmbeddedProducer {
         }
         // Steps 3 and 4: the commit point.
         let entry = Entry::Commit {
-            txn: st.meta.next_txn,
+            txn: txn_seq,
             tid: self.tid.clone(),
             epoch: self.epoch,
             parts,
@@ -222,8 +223,13 @@ impl TransactionalProducer for EmbeddedProducer {
             }
             return Err(e);
         }
-        if st.txlog.size > self.shared.config.txlog_rotate_bytes {
-            st.rotate_txlog()?;
+        // Past the commit point: a failed rotation must not turn a durable
+        // commit into an error. The current generation stays valid; the next
+        // commit tries again.
+        if st.txlog.size > self.shared.config.txlog_rotate_bytes
+            && let Err(e) = st.rotate_txlog()
+        {
+            tracing::warn!(error = %e, "transaction-log rotation failed; retrying after the next commit");
         }
         drop(st);
         self.shared.committed.notify_all();
@@ -233,5 +239,103 @@ impl TransactionalProducer for EmbeddedProducer {
     fn abort(&mut self) -> Result<(), LogError> {
         self.txn = None;
         self.check_epoch(&self.shared.lock_state())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::storage::{Op, faults};
+    use crate::broker::{Consumer, Log, TransactionalProducer};
+    use crate::embedded::{EmbeddedConfig, EmbeddedLog};
+    use crate::types::{Record, Timestamp, TopicPartition, TopicSpec};
+
+    fn log_rotating_after_every_commit(dir: &std::path::Path) -> EmbeddedLog {
+        let config = EmbeddedConfig {
+            txlog_rotate_bytes: 1,
+            ..EmbeddedConfig::default()
+        };
+        let log = EmbeddedLog::open_with(dir, config).expect("open");
+        if log.describe_topic("t").expect("describe").is_none() {
+            log.create_topic(&TopicSpec::new("t", 1)).expect("create");
+        }
+        log
+    }
+
+    fn send_one(p: &mut impl TransactionalProducer, n: u8) -> Result<(), crate::LogError> {
+        p.begin()?;
+        p.send(
+            &TopicPartition::new("t", 0),
+            &Record::new(Some(&[n]), Some(&[n]), Timestamp(i64::from(n))),
+        )?;
+        p.commit()
+    }
+
+    fn committed_values(dir: &std::path::Path) -> Vec<u8> {
+        let log = log_rotating_after_every_commit(dir);
+        let mut c = log.consumer("r").expect("consumer");
+        crate::contract::read_to_end(&mut c, &[TopicPartition::new("t", 0)])
+            .into_iter()
+            .map(|r| r.record.value.expect("value")[0])
+            .collect()
+    }
+
+    fn generations(dir: &std::path::Path) -> usize {
+        std::fs::read_dir(dir)
+            .expect("list")
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("txn-"))
+            })
+            .count()
+    }
+
+    /// An error from `commit` means it did not commit: a failed rotation
+    /// after the commit point is not the commit's error.
+    #[test]
+    fn a_failed_transaction_log_rotation_does_not_fail_a_durable_commit() {
+        for (op, name) in [
+            (Op::Create, ".log.tmp"),
+            (Op::Write, ".log.tmp"),
+            (Op::Sync, ".log.tmp"),
+            (Op::Rename, ".log.tmp"),
+            (Op::SyncDir, ""),
+            (Op::Remove, "txn-"),
+        ] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let log = log_rotating_after_every_commit(dir.path());
+            let mut p = log.transactional_producer("tx").expect("producer");
+            send_one(&mut p, 1).expect("first commit");
+            faults::fail_next(op, name);
+            send_one(&mut p, 2).unwrap_or_else(|e| panic!("{op:?} failing in the rotation: {e}"));
+            let mut c = log.consumer("r").expect("consumer");
+            c.assign(&[TopicPartition::new("t", 0)]).expect("assign");
+            let seen = c.fetch(std::time::Duration::ZERO).expect("fetch").len();
+            assert_eq!(seen, 2, "{op:?}: the commit is visible");
+            send_one(&mut p, 3).expect("the next commit rotates again");
+            drop((p, c, log));
+            assert_eq!(committed_values(dir.path()), vec![1, 2, 3], "{op:?}");
+            assert_eq!(
+                generations(dir.path()),
+                1,
+                "{op:?}: old generations are gone"
+            );
+        }
+    }
+
+    /// A failed append of the commit frame is cut off again, so the commit
+    /// that returned an error never shows up after a reopen.
+    #[test]
+    fn a_commit_that_returned_an_error_is_not_committed_after_a_reopen() {
+        for op in [Op::Write, Op::Sync] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let log = EmbeddedLog::open(dir.path()).expect("open");
+            log.create_topic(&TopicSpec::new("t", 1)).expect("create");
+            let mut p = log.transactional_producer("tx").expect("producer");
+            send_one(&mut p, 1).expect("first commit");
+            faults::fail_next(op, "txn-");
+            assert!(send_one(&mut p, 2).is_err(), "{op:?}");
+            drop((p, log));
+            assert_eq!(committed_values(dir.path()), vec![1], "{op:?}");
+        }
     }
 }

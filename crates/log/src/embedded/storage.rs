@@ -4,6 +4,10 @@
 //! (append, read at, truncate, sync), and directory helpers. The in-memory
 //! mode runs the very same format and recovery code over buffers, which is
 //! why it is a variant here and not a second log.
+//!
+//! Every operation that changes durable state first asks [`faults`], a seam
+//! through which unit tests make a chosen operation fail (a full disk, a
+//! failed fsync). Outside `cfg(test)` it is an inlined `Ok(())`.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -22,6 +26,7 @@ pub(crate) enum Store {
 
 impl Store {
     pub(crate) fn create_disk(path: &Path) -> Result<Store, LogError> {
+        faults::check(Op::Create, path).map_err(|e| LogError::io("opening", path, e))?;
         OpenOptions::new()
             .read(true)
             .write(true)
@@ -43,6 +48,7 @@ impl Store {
     }
 
     pub(crate) fn write_at(&mut self, pos: u64, bytes: &[u8], path: &Path) -> Result<(), LogError> {
+        faults::check(Op::Write, path).map_err(|e| LogError::io("writing", path, e))?;
         match self {
             Store::Disk(f) => f
                 .write_all_at(bytes, pos)
@@ -89,6 +95,7 @@ impl Store {
     }
 
     pub(crate) fn truncate(&mut self, len: u64, path: &Path) -> Result<(), LogError> {
+        faults::check(Op::Truncate, path).map_err(|e| LogError::io("truncating", path, e))?;
         match self {
             Store::Disk(f) => f
                 .set_len(len)
@@ -102,6 +109,7 @@ impl Store {
     }
 
     pub(crate) fn sync(&self, path: &Path) -> Result<(), LogError> {
+        faults::check(Op::Sync, path).map_err(|e| LogError::io("syncing", path, e))?;
         match self {
             Store::Disk(f) => f.sync_data().map_err(|e| LogError::io("syncing", path, e)),
             Store::Mem(_) => Ok(()),
@@ -111,6 +119,7 @@ impl Store {
 
 /// Makes a directory's entries (created, renamed, removed files) durable.
 pub(crate) fn sync_dir(dir: &Path) -> Result<(), LogError> {
+    faults::check(Op::SyncDir, dir).map_err(|e| LogError::io("syncing directory", dir, e))?;
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| LogError::io("syncing directory", dir, e))
@@ -135,5 +144,75 @@ pub(crate) fn list_dir(dir: &Path) -> Result<Vec<(String, PathBuf)>, LogError> {
 }
 
 pub(crate) fn remove_file(path: &Path) -> Result<(), LogError> {
+    faults::check(Op::Remove, path).map_err(|e| LogError::io("removing", path, e))?;
     std::fs::remove_file(path).map_err(|e| LogError::io("removing", path, e))
+}
+
+/// Renames `from` over `to` (atomic on POSIX file systems).
+pub(crate) fn rename(from: &Path, to: &Path) -> Result<(), LogError> {
+    faults::check(Op::Rename, from).map_err(|e| LogError::io("renaming", from, e))?;
+    std::fs::rename(from, to).map_err(|e| LogError::io("renaming", from, e))
+}
+
+/// An operation that changes durable state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op {
+    Create,
+    Write,
+    Sync,
+    Truncate,
+    Rename,
+    Remove,
+    SyncDir,
+}
+
+/// The fault-injection seam: in tests, a per-thread plan of operations to
+/// fail; otherwise nothing.
+pub(crate) mod faults {
+    #[cfg(not(test))]
+    #[inline(always)]
+    pub(crate) fn check(_op: super::Op, _path: &std::path::Path) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    #[cfg(test)]
+    pub(crate) use plan::{check, fail_next};
+
+    #[cfg(test)]
+    mod plan {
+        use std::cell::RefCell;
+        use std::path::Path;
+
+        use super::super::Op;
+
+        thread_local! {
+            static PLAN: RefCell<Vec<(Op, String)>> = const { RefCell::new(Vec::new()) };
+        }
+
+        /// Makes the next `op` on a path whose file name contains `name`
+        /// fail (once) on this thread.
+        pub(crate) fn fail_next(op: Op, name: &str) {
+            PLAN.with(|p| p.borrow_mut().push((op, name.to_owned())));
+        }
+
+        pub(crate) fn check(op: Op, path: &Path) -> std::io::Result<()> {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            PLAN.with(|p| {
+                let mut p = p.borrow_mut();
+                match p
+                    .iter()
+                    .position(|(o, n)| *o == op && name.contains(n.as_str()))
+                {
+                    Some(i) => {
+                        p.remove(i);
+                        Err(std::io::Error::other(format!("injected {op:?} failure")))
+                    }
+                    None => Ok(()),
+                }
+            })
+        }
+    }
 }

@@ -1,8 +1,9 @@
 //! The transaction log: the single file whose last durable frame decides
 //! what is committed.
 //!
-//! Owns: [`Meta`] (topics, committed end of every partition, group offsets,
-//! producer epochs) and the [`Entry`] frames that change it. A commit is
+//! Owns: [`Meta`] (topics, committed end and log start of every partition,
+//! group offsets, producer epochs) and the [`Entry`] frames that change it,
+//! with [`Meta::check`], the rules a replayed entry must satisfy. A commit is
 //! visible exactly when its [`Entry::Commit`] frame is durable; segment data
 //! beyond a partition's committed end is garbage to be truncated.
 
@@ -23,6 +24,8 @@ pub(crate) struct Meta {
     pub(crate) offsets: HashMap<(String, TopicPartition), OffsetAndMetadata>,
     pub(crate) producers: HashMap<String, u32>,
     pub(crate) next_txn: u64,
+    /// First offset kept by retention; absent means 0.
+    pub(crate) starts: HashMap<TopicPartition, u64>,
 }
 
 /// One part of a commit: the records of one partition at `[base, end)`.
@@ -50,12 +53,19 @@ pub(crate) enum Entry {
         parts: Vec<CommitPart>,
         offsets: Vec<(String, TopicPartition, OffsetAndMetadata)>,
     },
+    /// Retention dropped every segment below `start`; written (and synced)
+    /// before the files are removed.
+    LogStart {
+        tp: TopicPartition,
+        start: u64,
+    },
 }
 
 const CHECKPOINT: u8 = 1;
 const TOPIC: u8 = 2;
 const PRODUCER: u8 = 3;
 const COMMIT: u8 = 4;
+const LOG_START: u8 = 5;
 
 impl Meta {
     pub(crate) fn apply(&mut self, e: &Entry) {
@@ -83,9 +93,114 @@ impl Meta {
                 for (g, tp, om) in offsets {
                     self.offsets.insert((g.clone(), tp.clone()), om.clone());
                 }
-                self.next_txn = self.next_txn.max(txn + 1);
+                self.next_txn = self.next_txn.max(txn.saturating_add(1));
+            }
+            Entry::LogStart { tp, start } => {
+                self.starts.insert(tp.clone(), *start);
             }
         }
+    }
+
+    /// Why `e` cannot follow this state, if it cannot. Replay runs every
+    /// entry read back through this before applying it: a checksum only
+    /// proves the bytes are the ones written, not that they make sense.
+    pub(crate) fn check(&self, e: &Entry) -> Result<(), String> {
+        match e {
+            Entry::Checkpoint(m) => {
+                for spec in m.topics.values() {
+                    check_spec(spec)?;
+                }
+                for (tp, end) in &m.ends {
+                    m.check_known(tp)?;
+                    if m.starts.get(tp).is_some_and(|s| s > end) {
+                        return Err(format!("partition {tp} starts past its end {end}"));
+                    }
+                }
+                for (_, tp) in m.offsets.keys() {
+                    m.check_known(tp)?;
+                }
+                Ok(())
+            }
+            Entry::TopicCreated(spec) => {
+                check_spec(spec)?;
+                if self.topics.contains_key(&spec.name) {
+                    return Err(format!("topic {:?} created twice", spec.name));
+                }
+                Ok(())
+            }
+            Entry::ProducerInit { tid, epoch } => {
+                let expected = self.producers.get(tid).map_or(0, |e| e.wrapping_add(1));
+                if *epoch == expected {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "producer {tid:?} takes epoch {epoch} where {expected} is next"
+                    ))
+                }
+            }
+            Entry::Commit {
+                txn,
+                tid,
+                epoch,
+                parts,
+                offsets,
+            } => {
+                if *txn != self.next_txn || txn.checked_add(1).is_none() {
+                    return Err(format!(
+                        "commit of transaction {txn} where {} is next",
+                        self.next_txn
+                    ));
+                }
+                if self.producers.get(tid) != Some(epoch) {
+                    return Err(format!(
+                        "commit by producer {tid:?} epoch {epoch}, which is not current"
+                    ));
+                }
+                for (i, p) in parts.iter().enumerate() {
+                    let end = self.check_known(&p.tp)?;
+                    if p.base != end || p.end < p.base || parts[..i].iter().any(|q| q.tp == p.tp) {
+                        return Err(format!(
+                            "commit appends {}..{} to partition {} whose end is {end}",
+                            p.base, p.end, p.tp
+                        ));
+                    }
+                }
+                for (_, tp, _) in offsets {
+                    self.check_known(tp)?;
+                }
+                Ok(())
+            }
+            Entry::LogStart { tp, start } => {
+                let end = self.check_known(tp)?;
+                let old = self.starts.get(tp).copied().unwrap_or(0);
+                if *start < old || *start > end {
+                    return Err(format!(
+                        "partition {tp} log start moves from {old} to {start} (end {end})"
+                    ));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The committed end of a partition of a known topic.
+    fn check_known(&self, tp: &TopicPartition) -> Result<u64, String> {
+        self.ends
+            .get(tp)
+            .copied()
+            .filter(|_| {
+                self.topics
+                    .get(&tp.topic)
+                    .is_some_and(|s| tp.partition.0 < s.shape.partitions)
+            })
+            .ok_or_else(|| format!("partition {tp} is not a partition of a known topic"))
+    }
+}
+
+fn check_spec(spec: &TopicSpec) -> Result<(), String> {
+    match spec.invalid() {
+        Some(why) => Err(format!("topic {:?}: {why}", spec.name)),
+        None => Ok(()),
     }
 }
 
@@ -183,6 +298,13 @@ impl Entry {
                     put_str(&mut b, tid);
                     b.extend_from_slice(&epoch.to_le_bytes());
                 }
+                let mut starts: Vec<_> = m.starts.iter().collect();
+                starts.sort();
+                b.extend_from_slice(&(starts.len() as u32).to_le_bytes());
+                for (tp, start) in starts {
+                    put_tp(&mut b, tp);
+                    b.extend_from_slice(&start.to_le_bytes());
+                }
             }
             Entry::TopicCreated(s) => {
                 b.push(TOPIC);
@@ -215,6 +337,11 @@ impl Entry {
                     put_offset(&mut b, g, tp, om);
                 }
             }
+            Entry::LogStart { tp, start } => {
+                b.push(LOG_START);
+                put_tp(&mut b, tp);
+                b.extend_from_slice(&start.to_le_bytes());
+            }
         }
         b
     }
@@ -242,6 +369,14 @@ impl Entry {
                 for _ in 0..c.u32()? {
                     let tid = c.str()?;
                     m.producers.insert(tid, c.u32()?);
+                }
+                // Log starts (absent in checkpoints written before retention
+                // was recorded).
+                if !c.b.is_empty() {
+                    for _ in 0..c.u32()? {
+                        let tp = get_tp(&mut c)?;
+                        m.starts.insert(tp, c.u64()?);
+                    }
                 }
                 Entry::Checkpoint(m)
             }
@@ -275,6 +410,10 @@ impl Entry {
                     offsets,
                 }
             }
+            LOG_START => Entry::LogStart {
+                tp: get_tp(&mut c)?,
+                start: c.u64()?,
+            },
             _ => return Err(Malformed("unknown transaction-log entry kind")),
         };
         if !c.b.is_empty() {
@@ -297,17 +436,17 @@ mod tests {
                 time: None,
             });
         let commit = Entry::Commit {
-            txn: 7,
+            txn: 0,
             tid: "app-0".into(),
-            epoch: 3,
+            epoch: 0,
             parts: vec![CommitPart {
                 tp: TopicPartition::new("t", 1),
-                base: 4,
+                base: 0,
                 end: 9,
             }],
             offsets: vec![(
                 "g".into(),
-                TopicPartition::new("in", 0),
+                TopicPartition::new("t", 0),
                 OffsetAndMetadata {
                     offset: Offset(5),
                     metadata: "AgAAAAAAAAPo".into(),
@@ -319,16 +458,117 @@ mod tests {
             Entry::TopicCreated(spec),
             Entry::ProducerInit {
                 tid: "app-0".into(),
-                epoch: 3,
+                epoch: 0,
             },
             commit,
+            Entry::LogStart {
+                tp: TopicPartition::new("t", 1),
+                start: 4,
+            },
         ] {
             assert_eq!(Entry::decode(&e.encode()).unwrap(), e);
+            assert_eq!(m.check(&e), Ok(()), "{e:?}");
             m.apply(&e);
         }
         let cp = Entry::Checkpoint(m.clone());
         assert_eq!(Entry::decode(&cp.encode()).unwrap(), cp);
-        assert_eq!(m.next_txn, 8);
+        assert_eq!(m.next_txn, 1);
         assert_eq!(m.ends[&TopicPartition::new("t", 1)], 9);
+    }
+}
+
+#[cfg(test)]
+mod replay_checks {
+    use super::*;
+
+    fn with_topic() -> Meta {
+        let mut m = Meta::default();
+        let e = Entry::TopicCreated(TopicSpec::new("t", 1));
+        m.apply(&e);
+        m.apply(&Entry::ProducerInit {
+            tid: "p".into(),
+            epoch: 0,
+        });
+        m
+    }
+
+    fn commit(txn: u64, base: u64, end: u64) -> Entry {
+        Entry::Commit {
+            txn,
+            tid: "p".into(),
+            epoch: 0,
+            parts: vec![CommitPart {
+                tp: TopicPartition::new("t", 0),
+                base,
+                end,
+            }],
+            offsets: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn entries_that_do_not_follow_the_state_are_refused() {
+        let m = with_topic();
+        assert_eq!(m.check(&commit(0, 0, 3)), Ok(()));
+        for bad in [
+            commit(1, 0, 3),
+            commit(u64::MAX, 0, 3),
+            commit(0, 1, 3),
+            Entry::TopicCreated(TopicSpec::new("t", 1)),
+            Entry::TopicCreated(TopicSpec::new("../x", 1)),
+            Entry::TopicCreated(TopicSpec::new("z", 0)),
+            Entry::ProducerInit {
+                tid: "p".into(),
+                epoch: 5,
+            },
+            Entry::LogStart {
+                tp: TopicPartition::new("t", 0),
+                start: 1,
+            },
+            Entry::LogStart {
+                tp: TopicPartition::new("u", 0),
+                start: 0,
+            },
+        ] {
+            assert!(m.check(&bad).is_err(), "{bad:?}");
+        }
+        let mut top = with_topic();
+        top.next_txn = u64::MAX;
+        assert!(
+            top.check(&commit(u64::MAX, 0, 1)).is_err(),
+            "no txn past u64::MAX"
+        );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(crate::fuzz_cases()))]
+
+        /// Arbitrary entry bodies (as if behind a valid checksum), and valid
+        /// entries with bytes overwritten: an error or an entry that is
+        /// checked against a state and applied only if it passes, never a
+        /// panic.
+        #[test]
+        fn arbitrary_entries_decode_check_and_apply_without_panic(
+            body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256),
+            kind in 1u8..=5,
+            edits in proptest::collection::vec((proptest::prelude::any::<usize>(), proptest::prelude::any::<u8>()), 0..6),
+        ) {
+            let mut meta = with_topic();
+            let mut kinded = body.clone();
+            kinded.insert(0, kind);
+            let mut edited = commit(0, 0, 3).encode();
+            for (at, v) in edits {
+                let n = edited.len();
+                edited[at % n] = v;
+            }
+            for b in [body, kinded, edited] {
+                if let Ok(e) = Entry::decode(&b) {
+                    if meta.check(&e).is_ok() {
+                        meta.apply(&e);
+                    }
+                    proptest::prop_assert_eq!(Entry::decode(&e.encode()).ok(), Some(e));
+                }
+            }
+        }
     }
 }

@@ -2,43 +2,15 @@
 //! before or the state after it; damage inside committed data is reported
 //! with file and position, never skipped.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use crate::files::{Files, materialize, snapshot};
 
 use stoatflow_log::contract::read_to_end;
 use stoatflow_log::{
     EmbeddedLog, Log, LogError, Offset, OffsetAndMetadata, Record, Timestamp, TopicPartition,
     TopicSpec, TransactionalProducer,
 };
-
-type Files = BTreeMap<PathBuf, Vec<u8>>;
-
-fn snapshot(root: &Path) -> Files {
-    fn walk(root: &Path, dir: &Path, out: &mut Files) {
-        for e in std::fs::read_dir(dir).expect("read dir") {
-            let p = e.expect("entry").path();
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else if p.file_name().is_some_and(|n| n != "LOCK") {
-                let rel = p.strip_prefix(root).expect("under root").to_path_buf();
-                out.insert(rel, std::fs::read(&p).expect("read file"));
-            }
-        }
-    }
-    let mut out = Files::new();
-    walk(root, root, &mut out);
-    out
-}
-
-fn materialize(files: &Files) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tempdir");
-    for (rel, bytes) in files {
-        let p = dir.path().join(rel);
-        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
-        std::fs::write(p, bytes).expect("write");
-    }
-    dir
-}
 
 fn partitions() -> Vec<TopicPartition> {
     vec![

@@ -1,7 +1,14 @@
 //! Integration tests of stoatflow-log: the contract suite against both
-//! embedded modes, crash tests, bad input, maintenance and persistence.
+//! embedded modes, crash tests, damage (known holes and a sweep over every
+//! byte), bad input, maintenance and persistence.
 
 mod bad_input;
 mod contract;
 mod crash;
+mod damage_sweep;
+mod decoders;
+mod files;
+mod holes;
+mod observe;
 mod persistence;
+mod small_log;

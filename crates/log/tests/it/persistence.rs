@@ -159,3 +159,88 @@ fn retention_by_size_and_time_drops_closed_segments() {
     );
     assert!(timed_left.len() >= 10);
 }
+
+#[test]
+fn retention_records_the_log_start_so_a_lost_first_segment_is_not_retention() {
+    use crate::files::{materialize, segments, snapshot};
+    let config = EmbeddedConfig {
+        segment_bytes: 200,
+        ..EmbeddedConfig::default()
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tp = TopicPartition::new("sized", 0);
+    let before_retention;
+    {
+        let log = EmbeddedLog::open_with(dir.path(), config.clone()).expect("open");
+        log.create_topic(&TopicSpec::new("sized", 1).with_retention(Retention {
+            bytes: Some(600),
+            time: None,
+        }))
+        .expect("create");
+        for i in 0..30i64 {
+            let r = Record::new(Some(b"k"), Some(&[1u8; 50]), Timestamp(i));
+            commit(&log, "tx", &tp, std::slice::from_ref(&r));
+        }
+        before_retention = snapshot(dir.path());
+        let report = log.maintain(Timestamp(0)).expect("maintain");
+        assert!(report.deleted_segments > 0, "{report:?}");
+    }
+    let after = snapshot(dir.path());
+    let read = |files: &crate::files::Files| {
+        let d = materialize(files);
+        let log = EmbeddedLog::open_with(d.path(), config.clone())?;
+        let mut c = log.consumer("r")?;
+        Ok::<_, stoatflow_log::LogError>(read_to_end(&mut c, std::slice::from_ref(&tp)))
+    };
+    let kept = read(&after).expect("opens after retention");
+    assert!(!kept.is_empty() && kept[0].offset > Offset(0));
+    assert_eq!(kept.last().map(|r| r.offset), Some(Offset(29)));
+    // The process stopped after recording the new start, before deleting
+    // the files: the next open finishes the job.
+    let mut interrupted = before_retention.clone();
+    let txlog = crate::files::txlog(&after);
+    interrupted.insert(txlog.clone(), after[&txlog].clone());
+    assert_eq!(read(&interrupted).expect("opens"), kept);
+    // The first kept segment lost: records the log still holds are missing.
+    let mut lost = after.clone();
+    lost.remove(&segments(&after, "sized", 0)[0]);
+    let err = read(&lost).expect_err("a lost first segment is not retention");
+    assert!(err.to_string().contains("sized-0"), "{err}");
+}
+
+/// Compaction used to drop the last record of a closed segment when a later
+/// one superseded it; a reader then stopped at that segment's end without
+/// an error. Each closed segment now keeps its last record.
+#[test]
+fn a_reader_of_a_compacted_topic_does_not_stall_at_a_compacted_segment_end() {
+    let config = EmbeddedConfig {
+        segment_bytes: 100,
+        ..EmbeddedConfig::default()
+    };
+    let log = EmbeddedLog::in_memory_with(config);
+    let tp = TopicPartition::new("cl", 0);
+    log.create_topic(&TopicSpec::new("cl", 1).compacted())
+        .expect("create");
+    // Two records per segment; the second segment's first record (key a)
+    // stays the newest of its key, its last (key 0) is superseded.
+    for (i, key) in [b"k0", b"k1", b"ka", b"k0", b"k1", b"k0"]
+        .iter()
+        .enumerate()
+    {
+        let value = [i as u8];
+        commit(
+            &log,
+            "tx",
+            &tp,
+            &[Record::new(Some(*key), Some(&value), Timestamp(1))],
+        );
+    }
+    let report = log.maintain(Timestamp(0)).expect("maintain");
+    assert!(report.compacted_records > 0, "{report:?}");
+    let seen = crate::observe::observe(&log, &["cl"], std::slice::from_ref(&tp), "g", &[])
+        .unwrap_or_else(|e| panic!("reading the compacted topic: {e:?}"));
+    let offsets: Vec<u64> = seen.records.iter().map(|r| r.2).collect();
+    for newest in [2, 4, 5] {
+        assert!(offsets.contains(&newest), "{offsets:?}");
+    }
+}

@@ -5,47 +5,51 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use proptest::prelude::*;
+use stoatflow_state::WindowStore;
+use stoatflow_streams::DropReason::LateWindow;
 use stoatflow_streams::{
-    Consumed, EmitStrategy, Produced, Serdes, StreamsBuilder, StreamsConfig, TimeWindows,
+    Consumed, EmitStrategy, Materialized, Produced, Serdes, StreamsConfig, TimeWindows,
     WindowStoreOf, Windowed,
 };
-use stoatflow_testing::TopologyTestDriver;
 
-fn counting_driver(windows: TimeWindows, emit: EmitStrategy) -> TopologyTestDriver {
-    let mut b = StreamsBuilder::new();
-    b.stream("in", Consumed::with(Serdes::string(), Serdes::string()))
-        .group_by_key()
-        .windowed_by(windows)
-        .emit_strategy(emit)
-        .count_with(stoatflow_streams::Materialized::as_("counts"))
-        .to_stream()
-        .map(|k: Windowed<String>, v| (format!("{}@{}", k.key, k.window.start), v))
-        .to("out", Produced::with(Serdes::string(), Serdes::i64()));
-    TopologyTestDriver::new(b.build().unwrap(), StreamsConfig::new("closed")).unwrap()
+use crate::harness::{Scenario, Step, dropped, pipe_to};
+
+/// A windowed count of `in`, written to `out` as `(key@start, count)`.
+pub fn counting(windows: TimeWindows, emit: EmitStrategy) -> Scenario {
+    Scenario::build(|b| {
+        b.stream("in", Consumed::with(Serdes::string(), Serdes::string()))
+            .group_by_key()
+            .windowed_by(windows)
+            .emit_strategy(emit)
+            .count_with(Materialized::as_("counts"))
+            .to_stream()
+            .map(|k: Windowed<String>, v| (format!("{}@{}", k.key, k.window.start), v))
+            .to("out", Produced::with(Serdes::string(), Serdes::i64()));
+    })
+    .config(StreamsConfig::new("closed"))
+    .input::<String, String>("in")
+    .output::<String, i64>("out")
 }
 
 #[test]
 fn a_closed_window_never_changes_again() {
     let windows =
         TimeWindows::of_size_and_grace(Duration::from_millis(10), Duration::from_millis(2));
-    let d = counting_driver(windows, EmitStrategy::on_window_update());
-    let input = d.create_input_topic("in", Serdes::string(), Serdes::string());
-    let out = d.create_output_topic("out", Serdes::string(), Serdes::i64());
-    input
-        .pipe_input_with_timestamp("k".into(), "a".into(), 5)
-        .unwrap();
-    input
-        .pipe_input_with_timestamp("k".into(), "b".into(), 12)
-        .unwrap(); // close of [0,10) is 12: closed
-    out.read_records_to_list().unwrap();
-    for late in [0, 5, 9] {
-        input
-            .pipe_input_with_timestamp("k".into(), "late".into(), late)
-            .unwrap();
-    }
-    assert!(out.is_empty(), "no update for a closed window");
-    let store = d.store::<WindowStoreOf<String, i64>>("counts").unwrap();
-    use stoatflow_state::WindowStore;
+    let o = counting(windows, EmitStrategy::on_window_update())
+        .steps([
+            pipe_to("in", "k", "a", 5),
+            pipe_to("in", "k", "b", 12), // close of [0,10) is 12: closed
+            pipe_to("in", "k", "late", 0),
+            pipe_to("in", "k", "late", 5),
+            pipe_to("in", "k", "late", 9),
+            dropped(LateWindow, 3),
+        ])
+        .run();
+    assert!(
+        o.since(2, "out").is_empty(),
+        "no update for a closed window"
+    );
+    let store = o.store::<WindowStoreOf<String, i64>>("counts");
     assert_eq!(
         store
             .borrow()
@@ -54,11 +58,6 @@ fn a_closed_window_never_changes_again() {
             .unwrap()
             .value,
         1
-    );
-    assert_eq!(
-        d.metrics()
-            .dropped(stoatflow_streams::DropReason::LateWindow),
-        3
     );
 }
 
@@ -75,26 +74,29 @@ proptest! {
         grace in 0i64..6,
     ) {
         let windows = TimeWindows::of_size_and_grace(Duration::from_millis(size as u64), Duration::from_millis(grace as u64));
-        let d = counting_driver(windows, EmitStrategy::on_window_close());
-        let input = d.create_input_topic("in", Serdes::string(), Serdes::string());
-        let out = d.create_output_topic("out", Serdes::string(), Serdes::i64());
+        let mut steps = Vec::new();
         let mut watermark = i64::MIN;
         let mut model: BTreeMap<String, i64> = BTreeMap::new();
         for (key, ts, advance) in events {
             if advance {
-                d.advance_watermark(ts).unwrap();
+                steps.push(Step::Advance(ts));
                 watermark = watermark.max(ts);
             } else {
                 let start = ts / size * size;
                 if start + size + grace > watermark {
                     *model.entry(format!("k{key}@{start}")).or_default() += 1;
                 }
-                input.pipe_input_with_timestamp(format!("k{key}"), "v".into(), ts).unwrap();
+                steps.push(pipe_to("in", format!("k{key}"), "v", ts));
                 watermark = watermark.max(ts);
             }
         }
-        d.advance_watermark(i64::MAX / 2).unwrap();
-        let emitted = out.read_key_values_to_list().unwrap();
+        steps.push(Step::Advance(i64::MAX / 2));
+        let o = counting(windows, EmitStrategy::on_window_close()).steps(steps).run();
+        let emitted: Vec<(String, i64)> = o
+            .all("out")
+            .into_iter()
+            .map(|r| (r.key, r.value.expect("a count").parse().expect("a number")))
+            .collect();
         let mut seen = BTreeMap::new();
         for (k, v) in &emitted {
             prop_assert!(seen.insert(k.clone(), *v).is_none(), "window {} emitted twice", k);

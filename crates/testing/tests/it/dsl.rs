@@ -5,36 +5,26 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use stoatflow_streams::{
-    Consumed, Grouped, Materialized, Produced, Serdes, StreamsBuilder, StreamsConfig, Topology,
+    Consumed, Grouped, Materialized, Produced, Serde, Serdes, StreamsBuilder, StreamsConfig,
+    Topology,
 };
-use stoatflow_testing::{TestRecord, TopologyTestDriver};
 use stoatflow_time::{TimestampExtractor, WatermarkStrategy};
 
-fn run(
-    t: Topology,
-    input: &[(&str, &str, i64)],
-    outputs: &[&str],
-) -> Vec<Vec<(String, String, i64)>> {
-    let d = TopologyTestDriver::new(t, StreamsConfig::new("dsl")).unwrap();
-    let i = d.create_input_topic("in", Serdes::string(), Serdes::string());
-    for &(k, v, ts) in input {
-        i.pipe_input_with_timestamp(k.into(), v.into(), ts).unwrap();
-    }
-    outputs
-        .iter()
-        .map(|o| {
-            d.create_output_topic(o, Serdes::string(), Serdes::string())
-                .read_records_to_list()
-                .unwrap()
-                .into_iter()
-                .map(|r| (r.key, r.value, r.timestamp))
-                .collect()
-        })
-        .collect()
+use crate::harness::{Cell, Data, Out, Scenario, out, pipe_to};
+
+/// Pipes `input` into `in` and returns what each of `outputs` received.
+fn run(t: Topology, input: &[(&str, &str, i64)], outputs: &[&'static str]) -> Vec<Vec<Out>> {
+    let o = Scenario::new(t)
+        .config(StreamsConfig::new("dsl"))
+        .input::<String, String>("in")
+        .text_outputs(outputs)
+        .steps(input.iter().map(|&(k, v, ts)| pipe_to("in", k, v, ts)))
+        .run();
+    outputs.iter().map(|topic| o.all(topic)).collect()
 }
 
-fn s(k: &str, v: &str, t: i64) -> (String, String, i64) {
-    (k.into(), v.into(), t)
+fn s(k: &str, v: &str, t: i64) -> Out {
+    out(k, v, t)
 }
 
 fn strings() -> Produced<String, String> {
@@ -213,29 +203,46 @@ struct Order {
     placed_at: i64,
 }
 
+/// An order in a table is the number it was placed at.
+impl Data for Order {
+    fn serde() -> impl Serde<Self> + 'static {
+        Serdes::json::<Order>()
+    }
+    fn from_cell(cell: &Cell) -> Self {
+        Order {
+            placed_at: i64::from_cell(cell),
+        }
+    }
+    fn render(&self) -> Option<String> {
+        self.placed_at.render()
+    }
+}
+
 #[test]
 fn a_watermark_strategys_assigner_sets_event_time_in_the_driver() {
-    let mut b = StreamsBuilder::new();
-    b.stream(
-        "in",
-        Consumed::with(Serdes::string(), Serdes::json::<Order>()).with_watermark_strategy(
-            WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_secs(30))
-                .with_timestamp_assigner(|_k: &String, o: &Order, _ts| o.placed_at),
-        ),
-    )
-    .map_values(|_, o| o.placed_at.to_string())
-    .to("out", strings());
-    let d = TopologyTestDriver::new(b.build().unwrap(), StreamsConfig::new("dsl")).unwrap();
-    let i = d.create_input_topic("in", Serdes::string(), Serdes::json::<Order>());
-    i.pipe_input_with_timestamp("k".into(), Order { placed_at: 1_234 }, 99)
-        .unwrap();
-    let r: TestRecord<String, String> = d
-        .create_output_topic("out", Serdes::string(), Serdes::string())
-        .read_record()
-        .unwrap();
-    assert_eq!(r.timestamp, 1_234, "the assigner's time, not the log's");
+    let o = Scenario::build(|b| {
+        b.stream(
+            "in",
+            Consumed::with(Serdes::string(), Serdes::json::<Order>()).with_watermark_strategy(
+                WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_secs(30))
+                    .with_timestamp_assigner(|_k: &String, o: &Order, _ts| o.placed_at),
+            ),
+        )
+        .map_values(|_, o| o.placed_at.to_string())
+        .to("out", strings());
+    })
+    .config(StreamsConfig::new("dsl"))
+    .input::<String, Order>("in")
+    .output::<String, String>("out")
+    .step(pipe_to("in", "k", 1_234, 99))
+    .run();
     assert_eq!(
-        d.watermark().as_millis(),
+        o.all("out")[0].ts,
+        1_234,
+        "the assigner's time, not the log's"
+    );
+    assert_eq!(
+        o.metrics.watermark.as_millis(),
         1_234,
         "the generator never runs in the driver: no 30 s lag"
     );

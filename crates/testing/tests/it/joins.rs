@@ -11,7 +11,8 @@ use stoatflow_streams::{
     Consumed, JoinWindows, Produced, Serdes, StreamJoined, StreamsBuilder, Topology,
 };
 
-use crate::join_harness::{LEFT, OUT, RIGHT, Step, Step::*, none, run};
+use crate::harness::Step::{Advance, Restart};
+use crate::harness::{LEFT, OUT, RIGHT, Step, expect_out, left, none, right, sides};
 
 #[derive(Clone, Copy)]
 enum Kind {
@@ -59,16 +60,16 @@ fn ms(n: u64) -> Duration {
 fn inner_join_matches_kafka_streams_test_join() {
     let w = JoinWindows::of_time_difference_with_no_grace(ms(100));
     let keys = [0, 1, 2, 3];
-    let name = |p: &str, k: i32| -> &'static str { Box::leak(format!("{p}{k}").into_boxed_str()) };
+    let name = |p: &str, k: i32| format!("{p}{k}");
     let mut steps: Vec<Step> = Vec::new();
-    steps.extend(keys[..2].iter().map(|&k| L(k, name("A", k), 0)));
+    steps.extend(keys[..2].iter().map(|&k| left(k, &name("A", k), 0)));
     steps.push(none());
-    steps.extend(keys[..2].iter().map(|&k| R(k, name("a", k), 0)));
-    steps.push(Expect(vec![(0, "A0+a0", 0), (1, "A1+a1", 0)]));
-    steps.extend(keys.iter().map(|&k| L(k, name("B", k), 0)));
-    steps.push(Expect(vec![(0, "B0+a0", 0), (1, "B1+a1", 0)]));
-    steps.extend(keys.iter().map(|&k| R(k, name("b", k), 0)));
-    steps.push(Expect(vec![
+    steps.extend(keys[..2].iter().map(|&k| right(k, &name("a", k), 0)));
+    steps.push(expect_out(&[(0, "A0+a0", 0), (1, "A1+a1", 0)]));
+    steps.extend(keys.iter().map(|&k| left(k, &name("B", k), 0)));
+    steps.push(expect_out(&[(0, "B0+a0", 0), (1, "B1+a1", 0)]));
+    steps.extend(keys.iter().map(|&k| right(k, &name("b", k), 0)));
+    steps.push(expect_out(&[
         (0, "A0+b0", 0),
         (0, "B0+b0", 0),
         (1, "A1+b1", 0),
@@ -76,8 +77,8 @@ fn inner_join_matches_kafka_streams_test_join() {
         (2, "B2+b2", 0),
         (3, "B3+b3", 0),
     ]));
-    steps.extend(keys.iter().map(|&k| L(k, name("C", k), 0)));
-    steps.push(Expect(vec![
+    steps.extend(keys.iter().map(|&k| left(k, &name("C", k), 0)));
+    steps.push(expect_out(&[
         (0, "C0+a0", 0),
         (0, "C0+b0", 0),
         (1, "C1+a1", 0),
@@ -85,8 +86,8 @@ fn inner_join_matches_kafka_streams_test_join() {
         (2, "C2+b2", 0),
         (3, "C3+b3", 0),
     ]));
-    steps.extend(keys[..2].iter().map(|&k| R(k, name("c", k), 0)));
-    steps.push(Expect(vec![
+    steps.extend(keys[..2].iter().map(|&k| right(k, &name("c", k), 0)));
+    steps.push(expect_out(&[
         (0, "A0+c0", 0),
         (0, "B0+c0", 0),
         (0, "C0+c0", 0),
@@ -94,7 +95,7 @@ fn inner_join_matches_kafka_streams_test_join() {
         (1, "B1+c1", 0),
         (1, "C1+c1", 0),
     ]));
-    run(topology(Kind::Inner, w), &steps);
+    sides(topology(Kind::Inner, w)).steps(steps).run();
 }
 
 /// Both window edges are inclusive and the output time is the larger of
@@ -102,17 +103,16 @@ fn inner_join_matches_kafka_streams_test_join() {
 #[test]
 fn inner_join_edges_are_inclusive_and_output_time_is_the_max() {
     let w = JoinWindows::of_time_difference_and_grace(ms(100), ms(1_000_000));
-    run(
-        topology(Kind::Inner, w),
-        &[
-            L(0, "A0", 1000),
-            R(0, "a0", 899),
-            R(0, "b0", 900),
-            R(0, "c0", 1100),
-            R(0, "d0", 1101),
-            Expect(vec![(0, "A0+b0", 1000), (0, "A0+c0", 1100)]),
-        ],
-    );
+    sides(topology(Kind::Inner, w))
+        .steps([
+            left(0, "A0", 1000),
+            right(0, "a0", 899),
+            right(0, "b0", 900),
+            right(0, "c0", 1100),
+            right(0, "d0", 1101),
+            expect_out(&[(0, "A0+b0", 1000), (0, "A0+c0", 1100)]),
+        ])
+        .run();
 }
 
 /// Asymmetric windows (`testAsymmetricWindowingBefore/After`): `before(0)`
@@ -120,17 +120,16 @@ fn inner_join_edges_are_inclusive_and_output_time_is_the_max() {
 #[test]
 fn inner_join_asymmetric_windows() {
     let w = JoinWindows::of_time_difference_with_no_grace(ms(0)).after(ms(100));
-    run(
-        topology(Kind::Inner, w),
-        &[
-            L(0, "A0", 1000),
-            R(0, "a0", 999),
-            R(0, "b0", 1000),
-            R(0, "c0", 1100),
-            R(0, "d0", 1101),
-            Expect(vec![(0, "A0+b0", 1000), (0, "A0+c0", 1100)]),
-        ],
-    );
+    sides(topology(Kind::Inner, w))
+        .steps([
+            left(0, "A0", 1000),
+            right(0, "a0", 999),
+            right(0, "b0", 1000),
+            right(0, "c0", 1100),
+            right(0, "d0", 1101),
+            expect_out(&[(0, "A0+b0", 1000), (0, "A0+c0", 1100)]),
+        ])
+        .run();
 }
 
 /// `KStreamKStreamLeftJoinTest.testLeftJoinDuplicates`: exact outputs (the
@@ -138,57 +137,55 @@ fn inner_join_asymmetric_windows() {
 #[test]
 fn left_join_duplicates_match_kafka_streams() {
     let w = JoinWindows::of_time_difference_and_grace(ms(100), ms(10));
-    run(
-        topology(Kind::Left, w),
-        &[
-            L(0, "A0", 0),
-            L(0, "A0-0", 0),
-            R(1, "a0", 111),
-            R(2, "dummy", 500),
-            Expect(vec![(0, "A0+null", 0), (0, "A0-0+null", 0)]),
-            L(2, "A2", 1000),
-            L(2, "A2-0", 1000),
-            R(2, "a2", 1001),
-            Expect(vec![(2, "A2+a2", 1001), (2, "A2-0+a2", 1001)]),
-            R(3, "a3", 315),
+    sides(topology(Kind::Left, w))
+        .steps([
+            left(0, "A0", 0),
+            left(0, "A0-0", 0),
+            right(1, "a0", 111),
+            right(2, "dummy", 500),
+            expect_out(&[(0, "A0+null", 0), (0, "A0-0+null", 0)]),
+            left(2, "A2", 1000),
+            left(2, "A2-0", 1000),
+            right(2, "a2", 1001),
+            expect_out(&[(2, "A2+a2", 1001), (2, "A2-0+a2", 1001)]),
+            right(3, "a3", 315),
             none(),
-        ],
-    );
+        ])
+        .run();
 }
 
 /// `KStreamKStreamLeftJoinTest.runLeftJoin`: exact.
 #[test]
 fn left_join_matches_kafka_streams_run_left_join() {
     let w = JoinWindows::of_time_difference_and_grace(ms(100), ms(3_600_000 * 24));
-    run(
-        topology(Kind::Left, w),
-        &[
-            L(0, "A0", 0),
-            L(1, "A1", 0),
+    sides(topology(Kind::Left, w))
+        .steps([
+            left(0, "A0", 0),
+            left(1, "A1", 0),
             none(),
-            R(0, "a0", 0),
-            R(1, "a1", 0),
-            Expect(vec![(0, "A0+a0", 0), (1, "A1+a1", 0)]),
-            L(0, "B0", 0),
-            L(1, "B1", 0),
-            L(2, "B2", 0),
-            Expect(vec![(0, "B0+a0", 0), (1, "B1+a1", 0)]),
-            R(0, "b0", 0),
-            R(1, "b1", 0),
-            R(2, "b2", 0),
-            R(3, "b3", 0),
-            Expect(vec![
+            right(0, "a0", 0),
+            right(1, "a1", 0),
+            expect_out(&[(0, "A0+a0", 0), (1, "A1+a1", 0)]),
+            left(0, "B0", 0),
+            left(1, "B1", 0),
+            left(2, "B2", 0),
+            expect_out(&[(0, "B0+a0", 0), (1, "B1+a1", 0)]),
+            right(0, "b0", 0),
+            right(1, "b1", 0),
+            right(2, "b2", 0),
+            right(3, "b3", 0),
+            expect_out(&[
                 (0, "A0+b0", 0),
                 (0, "B0+b0", 0),
                 (1, "A1+b1", 0),
                 (1, "B1+b1", 0),
                 (2, "B2+b2", 0),
             ]),
-            L(0, "C0", 0),
-            L(1, "C1", 0),
-            L(2, "C2", 0),
-            L(3, "C3", 0),
-            Expect(vec![
+            left(0, "C0", 0),
+            left(1, "C1", 0),
+            left(2, "C2", 0),
+            left(3, "C3", 0),
+            expect_out(&[
                 (0, "C0+a0", 0),
                 (0, "C0+b0", 0),
                 (1, "C1+a1", 0),
@@ -196,10 +193,10 @@ fn left_join_matches_kafka_streams_run_left_join() {
                 (2, "C2+b2", 0),
                 (3, "C3+b3", 0),
             ]),
-            L(0, "dummy", 1000),
+            left(0, "dummy", 1000),
             none(),
-        ],
-    );
+        ])
+        .run();
 }
 
 /// DESIGN 3.4/3.5 divergence: the null side is emitted by the emission pass
@@ -210,22 +207,21 @@ fn left_join_matches_kafka_streams_run_left_join() {
 #[test]
 fn left_null_side_flushed_by_the_emission_pass_after_the_piped_records_results() {
     let w = JoinWindows::of_time_difference_and_grace(ms(100), ms(10));
-    run(
-        topology(Kind::Left, w),
-        &[
-            L(0, "A0", 0),
-            L(1, "A1", 105),
+    sides(topology(Kind::Left, w))
+        .steps([
+            left(0, "A0", 0),
+            left(1, "A1", 105),
             none(),
-            R(1, "a1", 150),
+            right(1, "a1", 150),
             // a1 joined A1 first, then the pass at watermark 150 >= 111 flushed A0.
-            Expect(vec![(1, "A1+a1", 150), (0, "A0+null", 0)]),
-            L(2, "A2", 300),
+            expect_out(&[(1, "A1+a1", 150), (0, "A0+null", 0)]),
+            left(2, "A2", 300),
             Advance(410),
             none(),
             Advance(411),
-            Expect(vec![(2, "A2+null", 300)]),
-        ],
-    );
+            expect_out(&[(2, "A2+null", 300)]),
+        ])
+        .run();
 }
 
 /// DESIGN 3.5 divergence: several null sides in one pass leave in order of
@@ -234,46 +230,44 @@ fn left_null_side_flushed_by_the_emission_pass_after_the_piped_records_results()
 fn null_sides_in_one_pass_are_ordered_by_close_then_key() {
     let w = JoinWindows::of_time_difference_and_grace(ms(10), ms(0)).after(ms(20));
     // Left closes at t + 21, right at t + 11.
-    run(
-        topology(Kind::Outer, w),
-        &[
-            L(3, "A3", 0),
-            L(1, "A1", 0),
-            R(2, "b2", 10),
-            R(0, "b0", 5),
+    sides(topology(Kind::Outer, w))
+        .steps([
+            left(3, "A3", 0),
+            left(1, "A1", 0),
+            right(2, "b2", 10),
+            right(0, "b0", 5),
             Advance(100),
-            Expect(vec![
+            expect_out(&[
                 (0, "null+b0", 5),
                 (1, "A1+null", 0),
                 (2, "null+b2", 10),
                 (3, "A3+null", 0),
             ]),
-        ],
-    );
+        ])
+        .run();
 }
 
 /// DESIGN 3.5: N identical unmatched arrivals emit N null-joins.
 #[test]
 fn identical_unmatched_arrivals_emit_one_null_join_each() {
     let w = JoinWindows::of_time_difference_with_no_grace(ms(10));
-    run(
-        topology(Kind::Outer, w),
-        &[
-            L(0, "A", 5),
-            L(0, "A", 5),
-            R(1, "b", 5),
-            R(1, "b", 5),
-            R(1, "b", 5),
+    sides(topology(Kind::Outer, w))
+        .steps([
+            left(0, "A", 5),
+            left(0, "A", 5),
+            right(1, "b", 5),
+            right(1, "b", 5),
+            right(1, "b", 5),
             Advance(16),
-            Expect(vec![
+            expect_out(&[
                 (0, "A+null", 5),
                 (0, "A+null", 5),
                 (1, "null+b", 5),
                 (1, "null+b", 5),
                 (1, "null+b", 5),
             ]),
-        ],
-    );
+        ])
+        .run();
 }
 
 /// `KStreamKStreamOuterJoinTest.testOuterJoinDuplicates`-style: a later
@@ -281,18 +275,17 @@ fn identical_unmatched_arrivals_emit_one_null_join_each() {
 #[test]
 fn outer_join_match_cancels_pending_null_sides() {
     let w = JoinWindows::of_time_difference_and_grace(ms(100), ms(10));
-    run(
-        topology(Kind::Outer, w),
-        &[
-            L(0, "A0", 0),
-            R(1, "a1", 0),
-            R(0, "a0", 50),
-            L(1, "A1", 90),
-            Expect(vec![(0, "A0+a0", 50), (1, "A1+a1", 90)]),
+    sides(topology(Kind::Outer, w))
+        .steps([
+            left(0, "A0", 0),
+            right(1, "a1", 0),
+            right(0, "a0", 50),
+            left(1, "A1", 90),
+            expect_out(&[(0, "A0+a0", 50), (1, "A1+a1", 90)]),
             Advance(10_000),
             none(),
-        ],
-    );
+        ])
+        .run();
 }
 
 /// Join inputs are never dropped as late (DESIGN 3.5): a record whose null
@@ -301,16 +294,15 @@ fn outer_join_match_cancels_pending_null_sides() {
 #[test]
 fn late_join_inputs_are_not_dropped() {
     let w = JoinWindows::of_time_difference_with_no_grace(ms(100));
-    run(
-        topology(Kind::Left, w),
-        &[
-            R(0, "a0", 1000),
-            L(9, "x", 1500),
-            L(0, "A0", 950),
-            L(1, "A1", 100),
-            Expect(vec![(0, "A0+a0", 1000), (1, "A1+null", 100)]),
-        ],
-    );
+    sides(topology(Kind::Left, w))
+        .steps([
+            right(0, "a0", 1000),
+            left(9, "x", 1500),
+            left(0, "A0", 950),
+            left(1, "A1", 100),
+            expect_out(&[(0, "A0+a0", 1000), (1, "A1+null", 100)]),
+        ])
+        .run();
 }
 
 /// The null sides are final across a restart: pending ones are emitted
@@ -318,20 +310,19 @@ fn late_join_inputs_are_not_dropped() {
 #[test]
 fn null_sides_survive_a_restart_exactly_once() {
     let w = JoinWindows::of_time_difference_with_no_grace(ms(100));
-    run(
-        topology(Kind::Left, w),
-        &[
-            L(0, "A0", 0),
-            L(1, "A1", 200),
-            Expect(vec![(0, "A0+null", 0)]),
+    sides(topology(Kind::Left, w))
+        .steps([
+            left(0, "A0", 0),
+            left(1, "A1", 200),
+            expect_out(&[(0, "A0+null", 0)]),
             Restart,
             Advance(301),
-            Expect(vec![(1, "A1+null", 200)]),
+            expect_out(&[(1, "A1+null", 200)]),
             Restart,
             Advance(1000),
             none(),
-        ],
-    );
+        ])
+        .run();
 }
 
 // ---------------------------------------------------------------------------
@@ -345,35 +336,34 @@ fn null_sides_survive_a_restart_exactly_once() {
 #[test]
 fn outer_join_matches_kafka_streams_run_outer_join() {
     let w = JoinWindows::of_time_difference_with_no_grace(ms(100));
-    run(
-        topology(Kind::Outer, w),
-        &[
-            L(0, "A0", 0),
-            L(1, "A1", 0),
+    sides(topology(Kind::Outer, w))
+        .steps([
+            left(0, "A0", 0),
+            left(1, "A1", 0),
             none(),
-            R(0, "10", 0),
-            R(1, "11", 0),
-            Expect(vec![(0, "A0+10", 0), (1, "A1+11", 0)]),
-            L(0, "B0", 0),
-            L(1, "B1", 0),
-            L(2, "B2", 0),
-            Expect(vec![(0, "B0+10", 0), (1, "B1+11", 0)]),
-            R(0, "20", 0),
-            R(1, "21", 0),
-            R(2, "22", 0),
-            R(3, "23", 0),
-            Expect(vec![
+            right(0, "10", 0),
+            right(1, "11", 0),
+            expect_out(&[(0, "A0+10", 0), (1, "A1+11", 0)]),
+            left(0, "B0", 0),
+            left(1, "B1", 0),
+            left(2, "B2", 0),
+            expect_out(&[(0, "B0+10", 0), (1, "B1+11", 0)]),
+            right(0, "20", 0),
+            right(1, "21", 0),
+            right(2, "22", 0),
+            right(3, "23", 0),
+            expect_out(&[
                 (0, "A0+20", 0),
                 (0, "B0+20", 0),
                 (1, "A1+21", 0),
                 (1, "B1+21", 0),
                 (2, "B2+22", 0),
             ]),
-            L(0, "C0", 0),
-            L(1, "C1", 0),
-            L(2, "C2", 0),
-            L(3, "C3", 0),
-            Expect(vec![
+            left(0, "C0", 0),
+            left(1, "C1", 0),
+            left(2, "C2", 0),
+            left(3, "C3", 0),
+            expect_out(&[
                 (0, "C0+10", 0),
                 (0, "C0+20", 0),
                 (1, "C1+11", 0),
@@ -381,94 +371,90 @@ fn outer_join_matches_kafka_streams_run_outer_join() {
                 (2, "C2+22", 0),
                 (3, "C3+23", 0),
             ]),
-            L(0, "dummy", 400),
+            left(0, "dummy", 400),
             none(),
-        ],
-    );
+        ])
+        .run();
 }
 
 /// `testLeftExpiredNonJoinedRecordsAreEmittedByTheLeftProcessor`: exact.
 #[test]
 fn outer_join_left_null_sides_flushed_by_a_left_record() {
     let w = JoinWindows::of_time_difference_with_no_grace(ms(100));
-    run(
-        topology(Kind::Outer, w),
-        &[
-            L(0, "A0", 1),
-            L(1, "A1", 2),
-            L(0, "A0-0", 3),
+    sides(topology(Kind::Outer, w))
+        .steps([
+            left(0, "A0", 1),
+            left(1, "A1", 2),
+            left(0, "A0-0", 3),
             none(),
-            R(1, "11", 3),
-            Expect(vec![(1, "A1+11", 3)]),
-            L(2, "dummy", 401),
-            Expect(vec![(0, "A0+null", 1), (0, "A0-0+null", 3)]),
-            R(2, "100", 401),
-            Expect(vec![(2, "dummy+100", 401)]),
-        ],
-    );
+            right(1, "11", 3),
+            expect_out(&[(1, "A1+11", 3)]),
+            left(2, "dummy", 401),
+            expect_out(&[(0, "A0+null", 1), (0, "A0-0+null", 3)]),
+            right(2, "100", 401),
+            expect_out(&[(2, "dummy+100", 401)]),
+        ])
+        .run();
 }
 
 /// `testLeftExpiredNonJoinedRecordsAreEmittedByTheRightProcessor`: exact.
 #[test]
 fn outer_join_left_null_sides_flushed_by_a_right_record() {
     let w = JoinWindows::of_time_difference_and_grace(ms(100), ms(0));
-    run(
-        topology(Kind::Outer, w),
-        &[
-            L(0, "A0", 1),
-            L(1, "A1", 2),
-            L(0, "A0-0", 3),
+    sides(topology(Kind::Outer, w))
+        .steps([
+            left(0, "A0", 1),
+            left(1, "A1", 2),
+            left(0, "A0-0", 3),
             none(),
-            R(1, "11", 3),
-            Expect(vec![(1, "A1+11", 3)]),
-            R(2, "100", 401),
-            Expect(vec![(0, "A0+null", 1), (0, "A0-0+null", 3)]),
-            L(2, "dummy", 402),
-            Expect(vec![(2, "dummy+100", 402)]),
-        ],
-    );
+            right(1, "11", 3),
+            expect_out(&[(1, "A1+11", 3)]),
+            right(2, "100", 401),
+            expect_out(&[(0, "A0+null", 1), (0, "A0-0+null", 3)]),
+            left(2, "dummy", 402),
+            expect_out(&[(2, "dummy+100", 402)]),
+        ])
+        .run();
 }
 
 /// `testRightExpiredNonJoinedRecordsAreEmittedByTheLeftProcessor`: exact.
 #[test]
 fn outer_join_right_null_sides_flushed_by_a_left_record() {
     let w = JoinWindows::of_time_difference_with_no_grace(ms(100));
-    run(
-        topology(Kind::Outer, w),
-        &[
-            R(0, "10", 1),
-            R(1, "11", 2),
-            R(0, "12", 3),
+    sides(topology(Kind::Outer, w))
+        .steps([
+            right(0, "10", 1),
+            right(1, "11", 2),
+            right(0, "12", 3),
             none(),
-            L(1, "A1", 3),
-            Expect(vec![(1, "A1+11", 3)]),
-            L(2, "dummy", 401),
-            Expect(vec![(0, "null+10", 1), (0, "null+12", 3)]),
-            R(2, "100", 402),
-            Expect(vec![(2, "dummy+100", 402)]),
-        ],
-    );
+            left(1, "A1", 3),
+            expect_out(&[(1, "A1+11", 3)]),
+            left(2, "dummy", 401),
+            expect_out(&[(0, "null+10", 1), (0, "null+12", 3)]),
+            right(2, "100", 402),
+            expect_out(&[(2, "dummy+100", 402)]),
+        ])
+        .run();
 }
 
 /// `testRightExpiredNonJoinedRecordsAreEmittedByTheRightProcessor`: exact.
 #[test]
 fn outer_join_right_null_sides_flushed_by_a_right_record() {
     let w = JoinWindows::of_time_difference_and_grace(ms(100), ms(0));
-    run(
-        topology(Kind::Outer, w),
-        &[
-            R(0, "10", 1),
-            R(1, "11", 2),
-            R(0, "12", 3),
+    sides(topology(Kind::Outer, w))
+        .steps([
+            right(0, "10", 1),
+            right(1, "11", 2),
+            right(0, "12", 3),
             none(),
-            L(1, "A1", 3),
-            Expect(vec![(1, "A1+11", 3)]),
-            R(2, "100", 401),
-            Expect(vec![(0, "null+10", 1), (0, "null+12", 3)]),
-            L(2, "dummy", 402),
-            Expect(vec![(2, "dummy+100", 402)]),
-        ],
-    );
+            left(1, "A1", 3),
+            expect_out(&[(1, "A1+11", 3)]),
+            right(2, "100", 401),
+            expect_out(&[(0, "null+10", 1), (0, "null+12", 3)]),
+            left(2, "dummy", 402),
+            expect_out(&[(2, "dummy+100", 402)]),
+        ])
+        .run();
 }
 
 /// `testShouldNotEmitLeftJoinResultForAsymmetricBeforeWindow`: exact.
@@ -476,22 +462,21 @@ fn outer_join_right_null_sides_flushed_by_a_right_record() {
 #[test]
 fn outer_join_asymmetric_before_window_matches_kafka_streams() {
     let w = JoinWindows::of_time_difference_with_no_grace(ms(100)).before(ms(0));
-    run(
-        topology(Kind::Outer, w),
-        &[
-            L(0, "A0", 0),
-            L(1, "A1", 1),
+    sides(topology(Kind::Outer, w))
+        .steps([
+            left(0, "A0", 0),
+            left(1, "A1", 1),
             none(),
-            R(0, "10", 100),
-            Expect(vec![(0, "A0+10", 100)]),
-            R(1, "11", 102),
-            Expect(vec![(1, "A1+null", 1)]),
-            R(2, "12", 103),
-            Expect(vec![(1, "null+11", 102)]),
-            L(2, "A2", 103),
-            Expect(vec![(2, "A2+12", 103)]),
-        ],
-    );
+            right(0, "10", 100),
+            expect_out(&[(0, "A0+10", 100)]),
+            right(1, "11", 102),
+            expect_out(&[(1, "A1+null", 1)]),
+            right(2, "12", 103),
+            expect_out(&[(1, "null+11", 102)]),
+            left(2, "A2", 103),
+            expect_out(&[(2, "A2+12", 103)]),
+        ])
+        .run();
 }
 
 /// `testShouldNotEmitLeftJoinResultForAsymmetricAfterWindow`: exact.
@@ -499,22 +484,21 @@ fn outer_join_asymmetric_before_window_matches_kafka_streams() {
 #[test]
 fn outer_join_asymmetric_after_window_matches_kafka_streams() {
     let w = JoinWindows::of_time_difference_with_no_grace(ms(100)).after(ms(0));
-    run(
-        topology(Kind::Outer, w),
-        &[
-            L(0, "A0", 0),
-            L(1, "A1", 1),
-            Expect(vec![(0, "A0+null", 0)]),
-            R(1, "11", 1),
-            Expect(vec![(1, "A1+11", 1)]),
-            R(2, "12", 101),
+    sides(topology(Kind::Outer, w))
+        .steps([
+            left(0, "A0", 0),
+            left(1, "A1", 1),
+            expect_out(&[(0, "A0+null", 0)]),
+            right(1, "11", 1),
+            expect_out(&[(1, "A1+11", 1)]),
+            right(2, "12", 101),
             none(),
-            R(3, "13", 101),
+            right(3, "13", 101),
             none(),
-            L(2, "A2", 201),
-            Expect(vec![(2, "A2+12", 201)]),
-        ],
-    );
+            left(2, "A2", 201),
+            expect_out(&[(2, "A2+12", 201)]),
+        ])
+        .run();
 }
 
 /// `testWindowing` (its first part and `testUpperWindowBound`'s first two
@@ -523,34 +507,33 @@ fn outer_join_asymmetric_after_window_matches_kafka_streams() {
 #[test]
 fn outer_join_windowing_matches_kafka_streams() {
     let w = JoinWindows::of_time_difference_with_no_grace(ms(100));
-    run(
-        topology(Kind::Outer, w),
-        &[
-            L(0, "A0", 0),
-            L(1, "A1", 0),
+    sides(topology(Kind::Outer, w))
+        .steps([
+            left(0, "A0", 0),
+            left(1, "A1", 0),
             none(),
-            R(0, "10", 0),
-            R(1, "11", 0),
-            R(2, "12", 0),
-            R(3, "13", 0),
-            Expect(vec![(0, "A0+10", 0), (1, "A1+11", 0)]),
-            R(0, "20", 1000),
-            R(1, "21", 1001),
-            R(2, "22", 1002),
-            R(3, "23", 1003),
-            Expect(vec![(2, "null+12", 0), (3, "null+13", 0)]),
-            L(0, "B0", 1100),
-            L(1, "B1", 1100),
-            L(2, "B2", 1100),
-            L(3, "B3", 1100),
-            Expect(vec![
+            right(0, "10", 0),
+            right(1, "11", 0),
+            right(2, "12", 0),
+            right(3, "13", 0),
+            expect_out(&[(0, "A0+10", 0), (1, "A1+11", 0)]),
+            right(0, "20", 1000),
+            right(1, "21", 1001),
+            right(2, "22", 1002),
+            right(3, "23", 1003),
+            expect_out(&[(2, "null+12", 0), (3, "null+13", 0)]),
+            left(0, "B0", 1100),
+            left(1, "B1", 1100),
+            left(2, "B2", 1100),
+            left(3, "B3", 1100),
+            expect_out(&[
                 (0, "B0+20", 1100),
                 (1, "B1+21", 1100),
                 (2, "B2+22", 1100),
                 (3, "B3+23", 1100),
             ]),
-        ],
-    );
+        ])
+        .run();
 }
 
 /// `testShouldForwardPerRecordHeadersForMultipleBufferedOuterEmits`, values
@@ -560,23 +543,22 @@ fn outer_join_windowing_matches_kafka_streams() {
 #[test]
 fn outer_join_several_buffered_null_sides_flush_in_time_order() {
     let w = JoinWindows::of_time_difference_and_grace(ms(100), ms(10));
-    run(
-        topology(Kind::Outer, w),
-        &[
-            L(10, "A10", 0),
-            R(11, "20", 1),
-            L(12, "A12", 2),
-            R(13, "30", 3),
+    sides(topology(Kind::Outer, w))
+        .steps([
+            left(10, "A10", 0),
+            right(11, "20", 1),
+            left(12, "A12", 2),
+            right(13, "30", 3),
             none(),
-            L(99, "TRIG", 500),
-            Expect(vec![
+            left(99, "TRIG", 500),
+            expect_out(&[
                 (10, "A10+null", 0),
                 (11, "null+20", 1),
                 (12, "A12+null", 2),
                 (13, "null+30", 3),
             ]),
-        ],
-    );
+        ])
+        .run();
 }
 
 /// `testOuterJoinDuplicates`, DESIGN 3.4/3.5 divergence. Kafka Streams emits
@@ -588,37 +570,36 @@ fn outer_join_several_buffered_null_sides_flush_in_time_order() {
 #[test]
 fn outer_join_duplicates_flush_at_their_close_ordered_by_close_then_key() {
     let w = JoinWindows::of_time_difference_and_grace(ms(100), ms(10));
-    run(
-        topology(Kind::Outer, w),
-        &[
-            L(0, "A0", 0),
-            L(0, "A0-0", 0),
-            R(1, "11", 0),
-            R(1, "12", 0),
+    sides(topology(Kind::Outer, w))
+        .steps([
+            left(0, "A0", 0),
+            left(0, "A0-0", 0),
+            right(1, "11", 0),
+            right(1, "12", 0),
             none(),
-            R(1, "10", 111),
-            Expect(vec![
+            right(1, "10", 111),
+            expect_out(&[
                 (0, "A0+null", 0),
                 (0, "A0-0+null", 0),
                 (1, "null+11", 0),
                 (1, "null+12", 0),
             ]),
-            R(3, "100", 211),
+            right(3, "100", 211),
             none(),
-            L(2, "A2", 200),
-            L(2, "A2-0", 200),
-            R(2, "13", 201),
-            R(2, "14", 201),
-            Expect(vec![
+            left(2, "A2", 200),
+            left(2, "A2-0", 200),
+            right(2, "13", 201),
+            right(2, "14", 201),
+            expect_out(&[
                 (2, "A2+13", 201),
                 (2, "A2-0+13", 201),
                 (2, "A2+14", 201),
                 (2, "A2-0+14", 201),
             ]),
-            R(3, "100", 1500),
-            Expect(vec![(1, "null+10", 111), (3, "null+100", 211)]),
-        ],
-    );
+            right(3, "100", 1500),
+            expect_out(&[(1, "null+10", 111), (3, "null+100", 211)]),
+        ])
+        .run();
 }
 
 /// `testOrdering`, DESIGN 3.5/3.8 divergence: Kafka Streams emits the
@@ -627,32 +608,30 @@ fn outer_join_duplicates_flush_at_their_close_ordered_by_close_then_key() {
 #[test]
 fn outer_join_ordering_own_results_before_the_flushed_null_side() {
     let w = JoinWindows::of_time_difference_with_no_grace(ms(100));
-    run(
-        topology(Kind::Outer, w),
-        &[
-            L(0, "A0", 0),
-            L(1, "A1", 100),
+    sides(topology(Kind::Outer, w))
+        .steps([
+            left(0, "A0", 0),
+            left(1, "A1", 100),
             none(),
-            R(1, "11", 110),
-            Expect(vec![(1, "A1+11", 110), (0, "A0+null", 0)]),
-        ],
-    );
+            right(1, "11", 110),
+            expect_out(&[(1, "A1+11", 110), (0, "A0+null", 0)]),
+        ])
+        .run();
 }
 
 /// The left-join form of `testOrdering`: same divergence (DESIGN 3.5/3.8).
 #[test]
 fn left_join_ordering_own_results_before_the_flushed_null_side() {
     let w = JoinWindows::of_time_difference_with_no_grace(ms(100));
-    run(
-        topology(Kind::Left, w),
-        &[
-            L(0, "A0", 0),
-            L(1, "A1", 100),
+    sides(topology(Kind::Left, w))
+        .steps([
+            left(0, "A0", 0),
+            left(1, "A1", 100),
             none(),
-            R(1, "11", 110),
-            Expect(vec![(1, "A1+11", 110), (0, "A0+null", 0)]),
-        ],
-    );
+            right(1, "11", 110),
+            expect_out(&[(1, "A1+11", 110), (0, "A0+null", 0)]),
+        ])
+        .run();
 }
 
 /// `testGracePeriod`, DESIGN 3.5 divergence in order only: both null sides
@@ -663,23 +642,22 @@ fn left_join_ordering_own_results_before_the_flushed_null_side() {
 #[test]
 fn outer_join_grace_period_null_sides_ordered_by_close_then_key() {
     let w = JoinWindows::of_time_difference_and_grace(ms(100), ms(10));
-    run(
-        topology(Kind::Outer, w),
-        &[
-            L(0, "A0", 0),
-            R(1, "11", 0),
+    sides(topology(Kind::Outer, w))
+        .steps([
+            left(0, "A0", 0),
+            right(1, "11", 0),
             none(),
-            L(1, "A1", 101),
-            R(0, "10", 101),
+            left(1, "A1", 101),
+            right(0, "10", 101),
             none(),
-            R(0, "100", 112),
-            Expect(vec![(0, "A0+null", 0), (1, "null+11", 0)]),
+            right(0, "100", 112),
+            expect_out(&[(0, "A0+null", 0), (1, "null+11", 0)]),
             Advance(211),
             none(),
             Advance(212),
-            Expect(vec![(0, "null+10", 101), (1, "A1+null", 101)]),
-        ],
-    );
+            expect_out(&[(0, "null+10", 101), (1, "A1+null", 101)]),
+        ])
+        .run();
 }
 
 /// The left-join form of `testGracePeriod`: exact, since a left join has a
@@ -687,19 +665,18 @@ fn outer_join_grace_period_null_sides_ordered_by_close_then_key() {
 #[test]
 fn left_join_grace_period_emits_at_the_close() {
     let w = JoinWindows::of_time_difference_and_grace(ms(100), ms(10));
-    run(
-        topology(Kind::Left, w),
-        &[
-            L(0, "A0", 0),
-            R(1, "11", 0),
+    sides(topology(Kind::Left, w))
+        .steps([
+            left(0, "A0", 0),
+            right(1, "11", 0),
             none(),
-            L(1, "A1", 101),
-            R(0, "10", 101),
+            left(1, "A1", 101),
+            right(0, "10", 101),
             none(),
             Advance(111),
-            Expect(vec![(0, "A0+null", 0)]),
-        ],
-    );
+            expect_out(&[(0, "A0+null", 0)]),
+        ])
+        .run();
 }
 
 /// `testEmitAllNonJoinedResultsForAsymmetricWindow`, DESIGN 3.5 divergence
@@ -709,22 +686,17 @@ fn left_join_grace_period_emits_at_the_close() {
 #[test]
 fn outer_join_asymmetric_window_null_sides_ordered_by_close() {
     let w = JoinWindows::of_time_difference_with_no_grace(ms(5)).after(ms(20));
-    run(
-        topology(Kind::Outer, w),
-        &[
-            L(0, "A0", 29),
-            L(1, "A1", 30),
-            R(2, "12", 31),
-            R(3, "13", 36),
+    sides(topology(Kind::Outer, w))
+        .steps([
+            left(0, "A0", 29),
+            left(1, "A1", 30),
+            right(2, "12", 31),
+            right(3, "13", 36),
             none(),
-            R(4, "14", 37),
-            Expect(vec![(2, "null+12", 31)]),
-            R(5, "15", 50),
-            Expect(vec![
-                (3, "null+13", 36),
-                (4, "null+14", 37),
-                (0, "A0+null", 29),
-            ]),
-        ],
-    );
+            right(4, "14", 37),
+            expect_out(&[(2, "null+12", 31)]),
+            right(5, "15", 50),
+            expect_out(&[(3, "null+13", 36), (4, "null+14", 37), (0, "A0+null", 29)]),
+        ])
+        .run();
 }

@@ -3,14 +3,12 @@
 //! late rule and the emission pass, suppress, joins, the Processor API,
 //! scheduled sources, restarts and topology refusals.
 //!
-//! Data-driven cases go through three helpers, each the single caller of the
-//! driver API for its family: `scenario` (time-windowed aggregations),
-//! `harness` (sliding, session, cogroup, suppress, retention) and
-//! `join_harness` (joins, Processor API, stream-table).
+//! Topology tests are tables run by `harness`, the one caller of the driver
+//! API among them; its module doc names the files that test the driver API
+//! itself and call it directly.
 
 mod harness;
-mod join_harness;
-mod scenario;
+mod harness_checks;
 
 mod closed_windows;
 mod cogroup;
@@ -20,7 +18,7 @@ mod joins;
 mod processor_api;
 mod properties;
 mod refusals;
-mod restart;
+mod restart_at_operation_boundaries;
 mod retention;
 mod sessions;
 mod sliding;

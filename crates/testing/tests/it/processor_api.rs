@@ -9,7 +9,8 @@ use stoatflow_streams::{
     Schedule, Serdes, StreamsBuilder, Topology,
 };
 
-use crate::join_harness::{LEFT, OUT, Step::*, none, run};
+use crate::harness::Step::{Advance, Restart, Wall};
+use crate::harness::{LEFT, OUT, expect_out, left, none, sides};
 
 type Ctx<'a> = ProcessorContext<'a, i32, String>;
 
@@ -41,38 +42,36 @@ fn with_processor<P: Processor<i32, String, i32, String> + 'static>(
 
 #[test]
 fn a_timer_registered_before_a_restart_fires_exactly_once_after_the_watermark_passes_it() {
-    run(
-        with_processor(|| TimerProcessor),
-        &[
-            L(0, "x", 100),
-            L(1, "y", 100),
+    sides(with_processor(|| TimerProcessor))
+        .steps([
+            left(0, "x", 100),
+            left(1, "y", 100),
             Advance(105),
             none(),
             Restart,
             Advance(109),
             none(),
             Advance(110),
-            Expect(vec![(0, "timer@110", 110), (1, "timer@110", 110)]),
+            expect_out(&[(0, "timer@110", 110), (1, "timer@110", 110)]),
             Restart,
             Advance(1000),
             none(),
-        ],
-    );
+        ])
+        .run();
 }
 
 #[test]
 fn re_registering_moves_a_timer_and_it_fires_once() {
-    run(
-        with_processor(|| TimerProcessor),
-        &[
-            L(0, "x", 100),
-            L(0, "x", 105),
+    sides(with_processor(|| TimerProcessor))
+        .steps([
+            left(0, "x", 100),
+            left(0, "x", 105),
             Advance(111),
             none(),
             Advance(200),
-            Expect(vec![(0, "timer@115", 115)]),
-        ],
-    );
+            expect_out(&[(0, "timer@115", 115)]),
+        ])
+        .run();
 }
 
 /// Schedules a STREAM_TIME punctuator every 100 ms and a wall-clock one
@@ -109,11 +108,10 @@ impl Processor<i32, String, i32, String> for Punctuating {
 
 #[test]
 fn punctuators_fire_on_the_watermark_and_the_wall_clock() {
-    run(
-        with_processor(|| Punctuating),
-        &[
-            L(0, "a", 50),
-            Expect(vec![
+    sides(with_processor(|| Punctuating))
+        .steps([
+            left(0, "a", 50),
+            expect_out(&[
                 (
                     0,
                     "wm=-9223372036854775808 late=false topic=left offset=Some(0)",
@@ -121,21 +119,21 @@ fn punctuators_fire_on_the_watermark_and_the_wall_clock() {
                 ),
                 (-1, "stream@50", 50),
             ]),
-            L(1, "b", 40),
-            Expect(vec![(1, "wm=50 late=true topic=left offset=Some(1)", 40)]),
+            left(1, "b", 40),
+            expect_out(&[(1, "wm=50 late=true topic=left offset=Some(1)", 40)]),
             Advance(250),
-            Expect(vec![(-1, "stream@250", 250)]),
+            expect_out(&[(-1, "stream@250", 250)]),
             Advance(299),
             none(),
             // The wall clock never moves event time.
             Wall(999),
             none(),
             Wall(1),
-            Expect(vec![(-2, "wall@1000", 1000)]),
+            expect_out(&[(-2, "wall@1000", 1000)]),
             Wall(5000),
-            Expect(vec![(-2, "wall@6000", 6000)]),
-        ],
-    );
+            expect_out(&[(-2, "wall@6000", 6000)]),
+        ])
+        .run();
 }
 
 #[test]
@@ -160,26 +158,22 @@ fn scheduled_sources_fire_on_wall_clock_cron_and_stream_time() {
         |t| vec![(3, format!("wm@{t}"))],
     )
     .to(OUT, out());
-    run(
-        b.build().expect("topology"),
-        &[
+    sides(b.build().expect("topology"))
+        .steps([
             Wall(999),
             none(),
             Wall(1),
-            Expect(vec![(1, "tick@1000", 1000)]),
+            expect_out(&[(1, "tick@1000", 1000)]),
             Wall(119_000),
-            Expect(vec![
-                (1, "tick@120000", 120_000),
-                (2, "cron@120000", 120_000),
-            ]),
-            L(0, "x", 30),
-            Expect(vec![(0, "x", 30), (3, "wm@30", 30)]),
+            expect_out(&[(1, "tick@120000", 120_000), (2, "cron@120000", 120_000)]),
+            left(0, "x", 30),
+            expect_out(&[(0, "x", 30), (3, "wm@30", 30)]),
             Advance(99),
             none(),
             Advance(100),
-            Expect(vec![(3, "wm@100", 100)]),
-        ],
-    );
+            expect_out(&[(3, "wm@100", 100)]),
+        ])
+        .run();
 }
 
 /// Arms a processing-time timer per key one wall-clock second from now;
@@ -215,46 +209,44 @@ impl Processor<i32, String, i32, String> for WallTimerProcessor {
 /// cancelled one never.
 #[test]
 fn a_processing_time_timer_fires_once_on_the_wall_clock_and_never_on_event_time() {
-    run(
-        with_processor(|| WallTimerProcessor),
-        &[
-            L(0, "x", 100),
-            L(1, "y", 100),
-            L(1, "cancel", 101),
+    sides(with_processor(|| WallTimerProcessor))
+        .steps([
+            left(0, "x", 100),
+            left(1, "y", 100),
+            left(1, "cancel", 101),
             // Event time far past the timer's wall-clock time: nothing fires.
             Advance(1_000_000),
             none(),
             Wall(999),
             none(),
             Wall(1),
-            Expect(vec![(0, "wall-timer@1000", 1000)]),
+            expect_out(&[(0, "wall-timer@1000", 1000)]),
             Wall(5000),
             none(),
             Advance(2_000_000),
             none(),
-        ],
-    );
+        ])
+        .run();
 }
 
 /// Processing-time timers persist in `<processor>-wall-timers`: one armed
 /// before a restart fires exactly once after it, when the wall clock reaches it.
 #[test]
 fn a_processing_time_timer_survives_a_restart_and_fires_once() {
-    run(
-        with_processor(|| WallTimerProcessor),
-        &[
+    sides(with_processor(|| WallTimerProcessor))
+        .steps([
             Wall(6000),
-            L(3, "z", 100),
+            left(3, "z", 100),
             Restart,
             Wall(999),
             none(),
             Wall(1),
-            Expect(vec![(3, "wall-timer@7000", 7000)]),
+            expect_out(&[(3, "wall-timer@7000", 7000)]),
             Restart,
             Wall(10_000),
             none(),
-        ],
-    );
+        ])
+        .run();
 }
 
 /// A processor that did not declare `PROCESSING_TIME_TIMERS` gets an error
@@ -271,16 +263,11 @@ fn processing_time_timers_must_be_declared() {
             ctx.register_processing_time_timer("k", 5)
         }
     }
-    let driver = stoatflow_testing::TopologyTestDriver::new(
-        with_processor(|| Undeclared),
-        stoatflow_streams::StreamsConfig::new("it"),
-    )
-    .expect("driver");
-    let left = driver.create_input_topic(LEFT, Serdes::i32(), Serdes::string());
-    let err = left
-        .pipe_record(stoatflow_testing::TestRecord::new(0, "x".to_owned(), 0))
-        .expect_err("undeclared processing-time timers");
-    let msg = err.to_string();
+    let o = sides(with_processor(|| Undeclared))
+        .step(left(0, "x", 0))
+        .run_until_error();
+    let (step, msg) = o.error.expect("undeclared processing-time timers");
+    assert_eq!(step, 0);
     assert!(msg.contains("PROCESSING_TIME_TIMERS"), "{msg}");
     assert!(msg.contains("KSTREAM-PROCESSOR"), "{msg}");
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 
-use crate::harness::{Out, Step, pipe};
+use crate::harness::{Out, Scenario, Step, pipe};
 use crate::sessions::{self, final_table};
 use crate::sliding;
 use stoatflow_streams::EmitStrategy;
@@ -107,6 +107,16 @@ fn emitted_once(outs: &[Out]) -> BTreeMap<String, (String, i64)> {
     table
 }
 
+/// A sliding count with no grace.
+fn sliding_count(emit: EmitStrategy, d: u64) -> Scenario {
+    sliding::sliding(sliding::Agg::Count, emit, d, 0)
+}
+
+/// A session count with no grace.
+fn session_count(emit: EmitStrategy, gap: u64) -> Scenario {
+    sessions::sessions(sessions::Agg::Count, emit, gap, 0)
+}
+
 fn cases() -> u32 {
     if std::env::var_os("STOATFLOW_HEAVY_TESTS").is_some() {
         512
@@ -121,9 +131,9 @@ proptest! {
     #[test]
     fn sliding_counts_equal_the_reference_model(records in inputs(), d in 1i64..15) {
         let model = sliding_model(&records, d);
-        let update = sliding::run_sliding_count(EmitStrategy::OnWindowUpdate, d as u64, &steps(&records));
+        let update = sliding_count(EmitStrategy::OnWindowUpdate, d as u64).steps(steps(&records)).run();
         prop_assert_eq!(final_table(&update.all("out")), model.clone());
-        let close = sliding::run_sliding_count(EmitStrategy::OnWindowClose, d as u64, &steps(&records));
+        let close = sliding_count(EmitStrategy::OnWindowClose, d as u64).steps(steps(&records)).run();
         prop_assert_eq!(emitted_once(&close.all("out")), model);
     }
 
@@ -136,7 +146,9 @@ proptest! {
     ) {
         let model = sliding_model(&records, d);
         for emit in [EmitStrategy::OnWindowUpdate, EmitStrategy::OnWindowClose] {
-            let outcome = sliding::run_sliding(sliding::Agg::Count, emit, d as u64, 100, &steps(&records));
+            let outcome = sliding::sliding(sliding::Agg::Count, emit, d as u64, 100)
+                .steps(steps(&records))
+                .run_until_error();
             prop_assert_eq!(&outcome.error, &None);
             let got = if emit == EmitStrategy::OnWindowUpdate {
                 final_table(&outcome.all("out"))
@@ -150,11 +162,9 @@ proptest! {
     #[test]
     fn session_counts_equal_the_reference_model(records in inputs(), gap in 1i64..15) {
         let model = session_model(&records, gap);
-        let update = sessions::run_sessions(
-            sessions::Agg::Count, EmitStrategy::OnWindowUpdate, gap as u64, 0, &steps(&records));
+        let update = session_count(EmitStrategy::OnWindowUpdate, gap as u64).steps(steps(&records)).run();
         prop_assert_eq!(final_table(&update.all("out")), model.clone());
-        let close = sessions::run_sessions(
-            sessions::Agg::Count, EmitStrategy::OnWindowClose, gap as u64, 0, &steps(&records));
+        let close = session_count(EmitStrategy::OnWindowClose, gap as u64).steps(steps(&records)).run();
         prop_assert_eq!(emitted_once(&close.all("out")), model);
     }
 }

@@ -6,11 +6,10 @@ use std::time::Duration;
 
 use stoatflow_state::StateStore;
 use stoatflow_streams::{
-    Consumed, Grouped, Materialized, Serdes, SessionStoreOf, SessionWindows, SlidingWindows,
-    StreamsBuilder, WindowStoreOf,
+    Materialized, SessionStoreOf, SessionWindows, SlidingWindows, StreamsBuilder, WindowStoreOf,
 };
 
-use crate::harness::{Step, pipe, run, to_topic_windowed};
+use crate::harness::{INPUT, Outcome, Scenario, Step, grouped_text, pipe, to_topic_windowed};
 
 fn sessions(retention: Option<Duration>) -> impl FnOnce(&mut StreamsBuilder) {
     move |b| {
@@ -19,8 +18,7 @@ fn sessions(retention: Option<Duration>) -> impl FnOnce(&mut StreamsBuilder) {
             m = m.with_retention(r);
         }
         to_topic_windowed(
-            b.stream("input", Consumed::with(Serdes::string(), Serdes::string()))
-                .group_by_key_with(Grouped::with(Serdes::string(), Serdes::string()))
+            grouped_text(b, INPUT)
                 .windowed_by(SessionWindows::of_inactivity_gap_with_no_grace(
                     Duration::from_secs(60),
                 ))
@@ -31,10 +29,17 @@ fn sessions(retention: Option<Duration>) -> impl FnOnce(&mut StreamsBuilder) {
     }
 }
 
-fn session_entries(o: &crate::harness::Outcome) -> u64 {
-    o.driver
-        .store::<SessionStoreOf<String, i64>>("sessions")
-        .unwrap()
+/// Runs `steps` over `build`, which writes to `out`.
+fn run(build: impl FnOnce(&mut StreamsBuilder), steps: &[Step]) -> Outcome {
+    Scenario::build(build)
+        .text_inputs(&[INPUT])
+        .text_outputs(&["out"])
+        .steps(steps.iter().cloned())
+        .run()
+}
+
+fn session_entries(o: &Outcome) -> u64 {
+    o.store::<SessionStoreOf<String, i64>>("sessions")
         .borrow()
         .approximate_num_entries()
 }
@@ -48,16 +53,11 @@ fn session_store_expires_on_the_frontier_after_gap_plus_grace() {
         Step::Advance(119_999),
         Step::Advance(120_000),
     ];
-    let o = run(sessions(None), true, &["out"], &steps[..2]);
+    let o = run(sessions(None), &steps[..2]);
     assert_eq!(session_entries(&o), 1, "kept up to 59 999 + 60 000");
-    let o = run(sessions(None), true, &["out"], &steps);
+    let o = run(sessions(None), &steps);
     assert_eq!(session_entries(&o), 0, "expired past it");
-    let o = run(
-        sessions(Some(Duration::from_secs(600))),
-        true,
-        &["out"],
-        &steps,
-    );
+    let o = run(sessions(Some(Duration::from_secs(600))), &steps);
     assert_eq!(session_entries(&o), 1, "with_retention keeps it longer");
 }
 
@@ -65,8 +65,7 @@ fn session_store_expires_on_the_frontier_after_gap_plus_grace() {
 fn sliding_store_default_retention_is_twice_the_difference_plus_grace() {
     let build = |b: &mut StreamsBuilder| {
         to_topic_windowed(
-            b.stream("input", Consumed::with(Serdes::string(), Serdes::string()))
-                .group_by_key_with(Grouped::with(Serdes::string(), Serdes::string()))
+            grouped_text(b, INPUT)
                 .windowed_by(SlidingWindows::of_time_difference_and_grace(
                     Duration::from_secs(40),
                     Duration::from_secs(10),
@@ -77,11 +76,8 @@ fn sliding_store_default_retention_is_twice_the_difference_plus_grace() {
         )
     };
     let entries = |steps: &[Step]| {
-        let o = run(build, true, &["out"], steps);
-        let store = o
-            .driver
-            .store::<WindowStoreOf<String, i64>>("sliding")
-            .unwrap();
+        let o = run(build, steps);
+        let store = o.store::<WindowStoreOf<String, i64>>("sliding");
         store.borrow().approximate_num_entries()
     };
     // Retention 90 s, segment 60 s: [0, 40 000] (start 0) goes past 59 999 + 90 000.
@@ -92,9 +88,7 @@ fn sliding_store_default_retention_is_twice_the_difference_plus_grace() {
 #[test]
 fn retention_shorter_than_the_default_is_refused_naming_the_store() {
     let mut b = StreamsBuilder::new();
-    let _ = b
-        .stream("input", Consumed::with(Serdes::string(), Serdes::string()))
-        .group_by_key_with(Grouped::with(Serdes::string(), Serdes::string()))
+    let _ = grouped_text(&mut b, INPUT)
         .windowed_by(SessionWindows::of_inactivity_gap_and_grace(
             Duration::from_secs(5),
             Duration::from_secs(5),

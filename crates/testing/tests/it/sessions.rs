@@ -5,11 +5,11 @@
 
 use std::time::Duration;
 
-use stoatflow_streams::{
-    Consumed, DropReason, EmitStrategy, Grouped, Materialized, Serdes, SessionWindows,
-};
+use stoatflow_streams::{DropReason, EmitStrategy, Materialized, Serdes, SessionWindows};
 
-use crate::harness::{Out, Outcome, Step, out, pipe, run, to_topic_windowed, tombstone};
+use crate::harness::{
+    INPUT, Out, Outcome, Scenario, Step, grouped_text, out, pipe, to_topic_windowed, tombstone,
+};
 
 #[derive(Clone, Copy, Debug)]
 pub enum Agg {
@@ -20,47 +20,50 @@ pub enum Agg {
     Aggregate,
 }
 
-pub fn run_sessions(agg: Agg, emit: EmitStrategy, gap: u64, grace: u64, steps: &[Step]) -> Outcome {
-    run(
-        move |b| {
-            let windowed = b
-                .stream("input", Consumed::with(Serdes::string(), Serdes::string()))
-                .group_by_key_with(Grouped::with(Serdes::string(), Serdes::string()))
-                .windowed_by(SessionWindows::of_inactivity_gap_and_grace(
-                    Duration::from_millis(gap),
-                    Duration::from_millis(grace),
-                ))
-                .emit_strategy(emit);
-            match agg {
-                Agg::Count => to_topic_windowed(
-                    windowed
-                        .count_with(Materialized::as_("store"))
-                        .to_stream_with_tombstones(),
-                    "out",
-                ),
-                Agg::Reduce => to_topic_windowed(
-                    windowed
-                        .reduce(|a, b| format!("{a}+{b}"), Materialized::as_("store"))
-                        .to_stream_with_tombstones(),
-                    "out",
-                ),
-                Agg::Aggregate => to_topic_windowed(
-                    windowed
-                        .aggregate(
-                            || "0".to_string(),
-                            |_, v: &String, a: String| format!("{a}+{v}"),
-                            |_, a: String, b: String| format!("{a}+{b}"),
-                            Materialized::as_("store").with_value_serde(Serdes::string()),
-                        )
-                        .to_stream_with_tombstones(),
-                    "out",
-                ),
-            }
-        },
-        true,
-        &["out"],
-        steps,
-    )
+/// A session aggregation (`gap`, `grace`) of `input`, its updates on `out`.
+pub fn sessions(agg: Agg, emit: EmitStrategy, gap: u64, grace: u64) -> Scenario {
+    Scenario::build(move |b| {
+        let windowed = grouped_text(b, INPUT)
+            .windowed_by(SessionWindows::of_inactivity_gap_and_grace(
+                Duration::from_millis(gap),
+                Duration::from_millis(grace),
+            ))
+            .emit_strategy(emit);
+        match agg {
+            Agg::Count => to_topic_windowed(
+                windowed
+                    .count_with(Materialized::as_("store"))
+                    .to_stream_with_tombstones(),
+                "out",
+            ),
+            Agg::Reduce => to_topic_windowed(
+                windowed
+                    .reduce(|a, b| format!("{a}+{b}"), Materialized::as_("store"))
+                    .to_stream_with_tombstones(),
+                "out",
+            ),
+            Agg::Aggregate => to_topic_windowed(
+                windowed
+                    .aggregate(
+                        || "0".to_string(),
+                        |_, v: &String, a: String| format!("{a}+{v}"),
+                        |_, a: String, b: String| format!("{a}+{b}"),
+                        Materialized::as_("store").with_value_serde(Serdes::string()),
+                    )
+                    .to_stream_with_tombstones(),
+                "out",
+            ),
+        }
+    })
+    .input::<String, String>(INPUT)
+    .output::<String, Option<String>>("out")
+}
+
+/// Runs `steps` through [`sessions`].
+fn run_sessions(agg: Agg, emit: EmitStrategy, gap: u64, grace: u64, steps: &[Step]) -> Outcome {
+    sessions(agg, emit, gap, grace)
+        .steps(steps.iter().cloned())
+        .run_until_error()
 }
 
 /// `SessionWindowedKStreamImplTest.processData`.
@@ -217,10 +220,10 @@ const CASES: &[Case] = &[
                 out("[a@0/0]", "1", 0),
                 out("[b@0/0]", "1", 0),
                 out("[c@0/0]", "1", 0),
-                out(&format!("[d@0/{h}]"), "2", h),
-                out(&format!("[b@{0}/{0}]", g + 1), "1", g + 1),
-                out(&format!("[a@{}/{}]", g + 1, g + 1 + h), "2", g + 1 + h),
-                out(&format!("[c@{0}/{0}]", g + 1 + h), "1", g + 1 + h),
+                out(format!("[d@0/{h}]"), "2", h),
+                out(format!("[b@{0}/{0}]", g + 1), "1", g + 1),
+                out(format!("[a@{}/{}]", g + 1, g + 1 + h), "2", g + 1 + h),
+                out(format!("[c@{0}/{0}]", g + 1 + h), "1", g + 1 + h),
             ]
         },
         late_session_drops: 0,
@@ -237,7 +240,7 @@ const CASES: &[Case] = &[
                 out("[a@0/0]", "1", 0),
                 out("[b@0/0]", "1", 0),
                 out("[c@0/0]", "1", 0),
-                out(&format!("[d@0/{}]", GAP_MS / 2), "2", GAP_MS / 2),
+                out(format!("[d@0/{}]", GAP_MS / 2), "2", GAP_MS / 2),
             ]
         },
         late_session_drops: 0,

@@ -5,11 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use stoatflow_streams::{
-    Consumed, DropReason, EmitStrategy, Grouped, Materialized, Serdes, SlidingWindows,
-};
+use stoatflow_streams::{DropReason, EmitStrategy, Materialized, Serdes, SlidingWindows};
 
-use crate::harness::{Out, Step, pipe, run, to_topic_windowed};
+use crate::harness::{INPUT, Out, Scenario, Step, grouped_text, pipe, to_topic_windowed};
 
 #[derive(Clone, Copy, Debug)]
 pub enum Agg {
@@ -21,53 +19,42 @@ pub enum Agg {
     Count,
 }
 
-/// Runs a sliding aggregation (`D`, `grace`) over `steps` on `input`.
-pub fn run_sliding(
-    agg: Agg,
-    emit: EmitStrategy,
-    d: u64,
-    grace: u64,
-    steps: &[Step],
-) -> crate::harness::Outcome {
-    run(
-        move |b| {
-            let windowed = b
-                .stream("input", Consumed::with(Serdes::string(), Serdes::string()))
-                .group_by_key_with(Grouped::with(Serdes::string(), Serdes::string()))
-                .windowed_by(SlidingWindows::of_time_difference_and_grace(
-                    Duration::from_millis(d),
-                    Duration::from_millis(grace),
-                ))
-                .emit_strategy(emit);
-            match agg {
-                Agg::Aggregate => to_topic_windowed(
-                    windowed
-                        .aggregate(
-                            || "0".to_string(),
-                            |_, v: &String, a: String| format!("{a}+{v}"),
-                            Materialized::as_("store").with_value_serde(Serdes::string()),
-                        )
-                        .to_stream_with_tombstones(),
-                    "out",
-                ),
-                Agg::Reduce => to_topic_windowed(
-                    windowed
-                        .reduce(|a, b| format!("{a}+{b}"), Materialized::as_("store"))
-                        .to_stream_with_tombstones(),
-                    "out",
-                ),
-                Agg::Count => to_topic_windowed(
-                    windowed
-                        .count_with(Materialized::as_("store"))
-                        .to_stream_with_tombstones(),
-                    "out",
-                ),
-            }
-        },
-        true,
-        &["out"],
-        steps,
-    )
+/// A sliding aggregation (`D`, `grace`) of `input`, its updates on `out`.
+pub fn sliding(agg: Agg, emit: EmitStrategy, d: u64, grace: u64) -> Scenario {
+    Scenario::build(move |b| {
+        let windowed = grouped_text(b, INPUT)
+            .windowed_by(SlidingWindows::of_time_difference_and_grace(
+                Duration::from_millis(d),
+                Duration::from_millis(grace),
+            ))
+            .emit_strategy(emit);
+        match agg {
+            Agg::Aggregate => to_topic_windowed(
+                windowed
+                    .aggregate(
+                        || "0".to_string(),
+                        |_, v: &String, a: String| format!("{a}+{v}"),
+                        Materialized::as_("store").with_value_serde(Serdes::string()),
+                    )
+                    .to_stream_with_tombstones(),
+                "out",
+            ),
+            Agg::Reduce => to_topic_windowed(
+                windowed
+                    .reduce(|a, b| format!("{a}+{b}"), Materialized::as_("store"))
+                    .to_stream_with_tombstones(),
+                "out",
+            ),
+            Agg::Count => to_topic_windowed(
+                windowed
+                    .count_with(Materialized::as_("store"))
+                    .to_stream_with_tombstones(),
+                "out",
+            ),
+        }
+    })
+    .input::<String, String>(INPUT)
+    .output::<String, Option<String>>("out")
 }
 
 /// Kafka Streams' `gatherOutput`: window start → set of (value, timestamp).
@@ -270,7 +257,10 @@ const CASES: &[Case] = &[
 fn kafka_streams_sliding_window_aggregate_outcomes() {
     for case in CASES {
         let steps: Vec<Step> = case.input.iter().map(|(v, t)| pipe("A", v, *t)).collect();
-        let outcome = run_sliding(case.agg, case.emit, case.d, case.grace, &steps);
+        let outcome = sliding(case.agg, case.emit, case.d, case.grace)
+            .named(case.name)
+            .steps(steps)
+            .run_until_error();
         assert_eq!(outcome.error, None, "{}", case.name);
         assert_eq!(
             gather(&outcome.all("out")),
@@ -285,15 +275,12 @@ fn kafka_streams_sliding_window_aggregate_outcomes() {
 fn a_sliding_record_is_late_when_its_window_closes_at_the_floor() {
     // D = 10, grace = 5: the window [t, t + 10] of a record at t closes at t + 16.
     let steps = [pipe("A", "1", 100), pipe("A", "2", 84), pipe("A", "3", 95)];
-    let outcome = run_sliding(Agg::Count, EmitStrategy::OnWindowUpdate, 10, 5, &steps);
+    let outcome = sliding(Agg::Count, EmitStrategy::OnWindowUpdate, 10, 5)
+        .steps(steps)
+        .run();
     // 84 + 16 = 100 <= floor 100: dropped; 95 + 16 = 111: admitted (its left
     // window [85, 95] closes at 101).
     assert_eq!(outcome.metrics.dropped(DropReason::LateWindow), 1);
     assert!(outcome.at(1, "out").is_empty());
     assert!(!outcome.at(2, "out").is_empty());
-}
-
-/// A sliding count with no grace, for the property test.
-pub fn run_sliding_count(emit: EmitStrategy, d: u64, steps: &[Step]) -> crate::harness::Outcome {
-    run_sliding(Agg::Count, emit, d, 0, steps)
 }

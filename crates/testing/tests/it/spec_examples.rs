@@ -8,11 +8,12 @@ use stoatflow_streams::{
     Consumed, EmitStrategy, EpochCommit, Headers, Produced, Serdes, StreamTask, StreamsBuilder,
     StreamsConfig, TimeWindows, Topology, Windowed,
 };
-use stoatflow_testing::TopologyTestDriver;
 use stoatflow_time::{
     EventTime, SourcePartition, TrackerConfig, WallTime, Watermark, WatermarkStrategy,
     WatermarkTracker,
 };
+
+use crate::harness::{Scenario, Step, expect_key_values, nothing, pipe_to};
 
 const T10_00: i64 = 1_790_071_200_000; // 2026-09-22T10:00:00Z
 const MIN: i64 = 60_000;
@@ -48,30 +49,21 @@ const SIX: [(i32, i64); 6] = [
 
 #[test]
 fn part4_six_arrivals_the_driver_emits_three() {
-    let d = TopologyTestDriver::new(orders_topology(), StreamsConfig::new("p4")).unwrap();
-    let orders = d.create_input_topic("orders", Serdes::string(), Serdes::string());
-    let counts = d.create_output_topic("counts", Serdes::string(), Serdes::i64());
-    for (i, &(_, ts)) in SIX.iter().enumerate() {
-        orders
-            .pipe_input_with_timestamp("shop".into(), "o".into(), ts)
-            .unwrap();
-        if i == 3 {
-            assert_eq!(
-                counts.read_key_value().unwrap(),
-                ("shop".to_string(), 3),
-                "emitted on the pipe of ④"
-            );
-        }
-    }
-    assert!(
-        counts.is_empty(),
-        "⑤ was dropped, nothing more for the window"
-    );
-    assert_eq!(
-        d.metrics()
-            .dropped(stoatflow_streams::DropReason::LateWindow),
-        1
-    );
+    let mut steps: Vec<Step> = SIX
+        .iter()
+        .map(|&(_, ts)| pipe_to("orders", "shop", "o", ts))
+        .collect();
+    // Emitted on the pipe of ④.
+    steps.insert(4, expect_key_values("counts", [("shop", 3)]));
+    Scenario::new(orders_topology())
+        .config(StreamsConfig::new("p4"))
+        .input::<String, String>("orders")
+        .output::<String, i64>("counts")
+        .steps(steps)
+        // ⑤ was dropped, nothing more for the window.
+        .step(nothing("counts"))
+        .dropped(stoatflow_streams::DropReason::LateWindow, 1)
+        .run();
 }
 
 fn run_barrier(task: &mut StreamTask, stamp: Watermark) -> EpochCommit {

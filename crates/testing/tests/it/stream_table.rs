@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use stoatflow_streams::{Consumed, Joined, Produced, Serdes, StreamsBuilder, Topology};
 
-use crate::join_harness::{LEFT, OUT, RIGHT, Step::*, none, run};
+use crate::harness::{LEFT, OUT, RIGHT, expect_out, left, none, right, sides};
 
 fn topology(left: bool) -> Topology {
     let mut b = StreamsBuilder::new();
@@ -34,39 +34,37 @@ fn topology(left: bool) -> Topology {
 
 #[test]
 fn inner_stream_table_join_sees_the_table_at_arrival() {
-    run(
-        topology(false),
-        &[
-            L(0, "A0", 0),
+    sides(topology(false))
+        .steps([
+            left(0, "A0", 0),
             none(),
-            R(0, "Y0", 0),
-            R(1, "Y1", 0),
+            right(0, "Y0", 0),
+            right(1, "Y1", 0),
             none(),
-            L(0, "B0", 1),
-            L(1, "B1", 1),
-            L(2, "B2", 1),
-            Expect(vec![(0, "B0+Y0", 1), (1, "B1+Y1", 1)]),
+            left(0, "B0", 1),
+            left(1, "B1", 1),
+            left(2, "B2", 1),
+            expect_out(&[(0, "B0+Y0", 1), (1, "B1+Y1", 1)]),
             // An update after the stream record: nothing re-emitted, later records see it.
-            R(0, "Z0", 2),
+            right(0, "Z0", 2),
             none(),
-            L(0, "C0", 3),
-            Expect(vec![(0, "C0+Z0", 3)]),
-        ],
-    );
+            left(0, "C0", 3),
+            expect_out(&[(0, "C0+Z0", 3)]),
+        ])
+        .run();
 }
 
 #[test]
 fn left_stream_table_join_joins_null_without_a_row_and_has_no_grace() {
-    run(
-        topology(true),
-        &[
-            L(0, "A0", 100),
-            Expect(vec![(0, "A0+null", 100)]),
-            R(0, "Y0", 200),
+    sides(topology(true))
+        .steps([
+            left(0, "A0", 100),
+            expect_out(&[(0, "A0+null", 100)]),
+            right(0, "Y0", 200),
             none(),
             // Out of order and far behind the watermark: still joined, never dropped.
-            L(0, "B0", 0),
-            Expect(vec![(0, "B0+Y0", 0)]),
-        ],
-    );
+            left(0, "B0", 0),
+            expect_out(&[(0, "B0+Y0", 0)]),
+        ])
+        .run();
 }

@@ -3,27 +3,50 @@
 //! and where DESIGN makes us differ (release at the window's close, one tick
 //! after Kafka Streams for sliding and session windows).
 
+use std::fmt::Debug;
 use std::time::Duration;
 
 use stoatflow_streams::{
-    BufferConfig, Consumed, EmitStrategy, Grouped, Headers, KTable, Materialized, Serdes,
-    SessionWindows, SlidingWindows, StreamsBuilder, Suppressed, TimeWindows, Windowed,
+    BufferConfig, Consumed, Grouped, Headers, KGroupedStream, KStream, KTable, Materialized,
+    Serdes, SessionWindows, SlidingWindows, StreamsBuilder, Suppressed, TimeWindows, Windowed,
 };
 
-use crate::harness::{Out, Step, out, pipe, run, to_topic, to_topic_windowed};
+use crate::harness::{
+    INPUT, Out, Scenario, Step, grouped_text, out, pipe, to_topic, to_topic_windowed, tombstone,
+};
 
-fn counts_by_key(b: &mut StreamsBuilder) -> stoatflow_streams::KGroupedStream<String, String> {
-    b.stream("input", Consumed::with(Serdes::string(), Serdes::string()))
-        .group_by_key_with(Grouped::with(Serdes::string(), Serdes::string()))
+/// A windowed count of `input` made by `count`: its updates on `raw`, its
+/// final results (`until_window_closes`, unbounded) on `suppressed`.
+fn final_results(
+    count: impl FnOnce(KGroupedStream<String, String>) -> KTable<Windowed<String>, i64>,
+) -> Scenario {
+    Scenario::build(|b| {
+        let t = count(grouped_text(b, INPUT));
+        let suppressed = Suppressed::until_window_closes(BufferConfig::unbounded());
+        raw_and_suppressed(t, suppressed, to_topic_windowed);
+    })
+    .text_inputs(&[INPUT])
+    .text_outputs(&["raw", "suppressed"])
 }
 
-/// Raw and suppressed outputs of a windowed count.
-fn windowed(table: KTable<Windowed<String>, i64>, suppressed: Suppressed<Windowed<String>>) {
-    to_topic_windowed(
+/// Writes `table`'s updates with `sink` to `raw`, and what `suppressed`
+/// lets through to `suppressed`.
+fn raw_and_suppressed<K: Ord + Clone + Debug + Send + Sync + 'static>(
+    table: KTable<K, i64>,
+    suppressed: Suppressed<K>,
+    sink: fn(KStream<K, Option<i64>>, &str),
+) {
+    sink(
         table.suppress(suppressed).to_stream_with_tombstones(),
         "suppressed",
     );
-    to_topic_windowed(table.to_stream_with_tombstones(), "raw");
+    sink(table.to_stream_with_tombstones(), "raw");
+}
+
+/// A count of `input` by key, `counts`, handed to `sinks`.
+fn counts_by_key(sinks: impl FnOnce(KTable<String, i64>)) -> Scenario {
+    Scenario::build(|b| sinks(grouped_text(b, INPUT).count_with(Materialized::as_("counts"))))
+        .text_inputs(&[INPUT])
 }
 
 fn steps(input: &[(&str, i64)]) -> Vec<Step> {
@@ -36,74 +59,57 @@ fn ms(n: u64) -> Duration {
 
 #[test]
 fn should_support_final_results_for_time_windows() {
-    let o = run(
-        |b| {
-            let t = counts_by_key(b)
-                .windowed_by(TimeWindows::of_size_and_grace(ms(2), ms(1)))
-                .count_with(Materialized::as_("counts"));
-            windowed(
-                t,
-                Suppressed::until_window_closes(BufferConfig::unbounded()),
-            );
-        },
-        true,
-        &["raw", "suppressed"],
-        &steps(&[
-            ("k1", 0),
-            ("k1", 1),
-            ("k1", 2),
-            ("k1", 1),
-            ("k1", 0),
-            ("k1", 5),
-            ("k1", 0),
-        ]),
-    );
-    assert_eq!(
-        o.all("raw"),
-        vec![
+    final_results(|g| {
+        g.windowed_by(TimeWindows::of_size_and_grace(ms(2), ms(1)))
+            .count_with(Materialized::as_("counts"))
+    })
+    .steps(steps(&[
+        ("k1", 0),
+        ("k1", 1),
+        ("k1", 2),
+        ("k1", 1),
+        ("k1", 0),
+        ("k1", 5),
+        ("k1", 0),
+    ]))
+    .expect(
+        "raw",
+        [
             out("[k1@0/2]", "1", 0),
             out("[k1@0/2]", "2", 1),
             out("[k1@2/4]", "1", 2),
             out("[k1@0/2]", "3", 1),
             out("[k1@0/2]", "4", 1),
             out("[k1@4/6]", "1", 5),
-        ]
-    );
-    assert_eq!(
-        o.all("suppressed"),
-        vec![out("[k1@0/2]", "4", 1), out("[k1@2/4]", "1", 2)]
-    );
+        ],
+    )
+    .expect(
+        "suppressed",
+        [out("[k1@0/2]", "4", 1), out("[k1@2/4]", "1", 2)],
+    )
+    .run();
 }
 
 #[test]
 fn should_support_final_results_for_time_windows_with_large_jump() {
-    let o = run(
-        |b| {
-            let t = counts_by_key(b)
-                .windowed_by(TimeWindows::of_size_and_grace(ms(2), ms(2)))
-                .count_with(Materialized::as_("counts"));
-            windowed(
-                t,
-                Suppressed::until_window_closes(BufferConfig::unbounded()),
-            );
-        },
-        true,
-        &["raw", "suppressed"],
-        &steps(&[
-            ("k1", 0),
-            ("k1", 1),
-            ("k1", 2),
-            ("k1", 0),
-            ("k1", 3),
-            ("k1", 0),
-            ("k1", 4),
-            ("k1", 0),
-            ("k1", 30),
-        ]),
-    );
-    assert_eq!(
-        o.all("raw"),
-        vec![
+    final_results(|g| {
+        g.windowed_by(TimeWindows::of_size_and_grace(ms(2), ms(2)))
+            .count_with(Materialized::as_("counts"))
+    })
+    .steps(steps(&[
+        ("k1", 0),
+        ("k1", 1),
+        ("k1", 2),
+        ("k1", 0),
+        ("k1", 3),
+        ("k1", 0),
+        ("k1", 4),
+        ("k1", 0),
+        ("k1", 30),
+    ]))
+    .expect(
+        "raw",
+        [
             out("[k1@0/2]", "1", 0),
             out("[k1@0/2]", "2", 1),
             out("[k1@2/4]", "1", 2),
@@ -112,44 +118,37 @@ fn should_support_final_results_for_time_windows_with_large_jump() {
             out("[k1@0/2]", "4", 1),
             out("[k1@4/6]", "1", 4),
             out("[k1@30/32]", "1", 30),
-        ]
-    );
-    assert_eq!(
-        o.all("suppressed"),
-        vec![
+        ],
+    )
+    .expect(
+        "suppressed",
+        [
             out("[k1@0/2]", "4", 1),
             out("[k1@2/4]", "2", 3),
             out("[k1@4/6]", "1", 4),
-        ]
-    );
+        ],
+    )
+    .run();
 }
 
 #[test]
 fn should_support_final_results_for_sliding_windows() {
-    let o = run(
-        |b| {
-            let t = counts_by_key(b)
-                .windowed_by(SlidingWindows::of_time_difference_and_grace(ms(5), ms(15)))
-                .count_with(Materialized::as_("counts"));
-            windowed(
-                t,
-                Suppressed::until_window_closes(BufferConfig::unbounded()),
-            );
-        },
-        true,
-        &["raw", "suppressed"],
-        &steps(&[
-            ("k1", 10),
-            ("k1", 11),
-            ("k1", 10),
-            ("k1", 13),
-            ("k1", 10),
-            ("k1", 24),
-            ("k1", 5),
-            ("k1", 7),
-            ("k1", 90),
-        ]),
-    );
+    let o = final_results(|g| {
+        g.windowed_by(SlidingWindows::of_time_difference_and_grace(ms(5), ms(15)))
+            .count_with(Materialized::as_("counts"))
+    })
+    .steps(steps(&[
+        ("k1", 10),
+        ("k1", 11),
+        ("k1", 10),
+        ("k1", 13),
+        ("k1", 10),
+        ("k1", 24),
+        ("k1", 5),
+        ("k1", 7),
+        ("k1", 90),
+    ]))
+    .run();
     let mut raw = o.all("raw");
     raw.sort_by(|a, b| (&a.key, a.ts).cmp(&(&b.key, b.ts)));
     let mut expected = vec![
@@ -188,61 +187,54 @@ fn should_support_final_results_for_sliding_windows() {
 
 #[test]
 fn should_support_final_results_for_session_windows() {
-    let o = run(
-        |b| {
-            let t = counts_by_key(b)
-                .windowed_by(SessionWindows::of_inactivity_gap_with_no_grace(ms(5)))
-                .count_with(Materialized::as_("counts"));
-            windowed(
-                t,
-                Suppressed::until_window_closes(BufferConfig::unbounded()),
-            );
-        },
-        true,
-        &["raw", "suppressed"],
-        &steps(&[
-            ("k1", 0),
-            ("k1", 5),
-            ("k1", 1),
-            ("k2", 11),
-            ("k1", 5),
-            ("k1", 30),
-        ]),
-    );
-    assert_eq!(
-        o.all("raw"),
-        vec![
+    final_results(|g| {
+        g.windowed_by(SessionWindows::of_inactivity_gap_with_no_grace(ms(5)))
+            .count_with(Materialized::as_("counts"))
+    })
+    .steps(steps(&[
+        ("k1", 0),
+        ("k1", 5),
+        ("k1", 1),
+        ("k2", 11),
+        ("k1", 5),
+        ("k1", 30),
+    ]))
+    .expect(
+        "raw",
+        [
             out("[k1@0/0]", "1", 0),
-            crate::harness::tombstone("[k1@0/0]", 0),
+            tombstone("[k1@0/0]", 0),
             out("[k1@0/5]", "2", 5),
-            crate::harness::tombstone("[k1@0/5]", 5),
+            tombstone("[k1@0/5]", 5),
             out("[k1@0/5]", "3", 5),
             out("[k2@11/11]", "1", 11),
             out("[k1@30/30]", "1", 30),
-        ]
-    );
-    assert_eq!(
-        o.all("suppressed"),
-        vec![out("[k1@0/5]", "3", 5), out("[k2@11/11]", "1", 11)]
-    );
+        ],
+    )
+    .expect(
+        "suppressed",
+        [out("[k1@0/5]", "3", 5), out("[k2@11/11]", "1", 11)],
+    )
+    .run();
 }
 
-/// Counts keyed by value, as the scenarios' `groupBy((k, v) -> v)`; raw and
-/// suppressed outputs. (The scenarios count a table, whose regrouping also
-/// forwards subtractions; a stream count forwards the additions only.)
-fn counts_by_value(b: &mut StreamsBuilder, suppressed: Suppressed<String>) {
-    let t = b
-        .stream("input", Consumed::with(Serdes::string(), Serdes::string()))
-        .group_by(
-            |_, v: &String| v.clone(),
-            Grouped::with(Serdes::string(), Serdes::string()),
-        )
-        .count_with(Materialized::as_("counts").with_key_serde(Serdes::string()));
-    to_topic(
-        t.suppress(suppressed).to_stream_with_tombstones(),
-        "suppressed",
-    );
-    to_topic(t.to_stream_with_tombstones(), "raw");
+/// Counts keyed by value, as the scenarios' `groupBy((k, v) -> v)`: updates
+/// on `raw`, `suppressed` on `suppressed`. (The scenarios count a table,
+/// whose regrouping also forwards subtractions; a stream count forwards the
+/// additions only.)
+fn counts_by_value(suppressed: Suppressed<String>) -> Scenario {
+    Scenario::build(|b| {
+        let t = b
+            .stream("input", Consumed::with(Serdes::string(), Serdes::string()))
+            .group_by(
+                |_, v: &String| v.clone(),
+                Grouped::with(Serdes::string(), Serdes::string()),
+            )
+            .count_with(Materialized::as_("counts").with_key_serde(Serdes::string()));
+        raw_and_suppressed(t, suppressed, to_topic);
+    })
+    .text_inputs(&[INPUT])
+    .text_outputs(&["raw", "suppressed"])
 }
 
 fn by_value(input: &[(&str, &str, i64)]) -> Vec<Step> {
@@ -251,23 +243,18 @@ fn by_value(input: &[(&str, &str, i64)]) -> Vec<Step> {
 
 #[test]
 fn should_suppress_intermediate_events_with_time_limit() {
-    let o = run(
-        |b| {
-            counts_by_value(
-                b,
-                Suppressed::until_time_limit(ms(2), BufferConfig::unbounded()),
-            )
-        },
-        true,
-        &["raw", "suppressed"],
-        &by_value(&[
-            ("k1", "v1", 0),
-            ("k1", "v2", 1),
-            ("k2", "v1", 2),
-            ("tick", "tick", 3),
-            ("tick", "tock", 4),
-        ]),
-    );
+    let o = counts_by_value(Suppressed::until_time_limit(
+        ms(2),
+        BufferConfig::unbounded(),
+    ))
+    .steps(by_value(&[
+        ("k1", "v1", 0),
+        ("k1", "v2", 1),
+        ("k2", "v1", 2),
+        ("tick", "tick", 3),
+        ("tick", "tock", 4),
+    ]))
+    .run();
     // Stream time 2: v1, first buffered at 0, is due (0 + 2 <= 2) with its latest update.
     assert_eq!(o.at(2, "suppressed"), vec![out("v1", "2", 2)]);
     // Stream time 3: v2, buffered at 1.
@@ -279,43 +266,33 @@ fn should_suppress_intermediate_events_with_time_limit() {
 
 #[test]
 fn should_immediately_emit_events_with_zero_emit_after() {
-    let o = run(
-        |b| {
-            counts_by_value(
-                b,
-                Suppressed::until_time_limit(Duration::ZERO, BufferConfig::unbounded()),
-            )
-        },
-        true,
-        &["raw", "suppressed"],
-        &by_value(&[
-            ("k1", "v1", 0),
-            ("k1", "v2", 1),
-            ("k2", "v1", 2),
-            ("x", "x", 3),
-        ]),
-    );
+    let o = counts_by_value(Suppressed::until_time_limit(
+        Duration::ZERO,
+        BufferConfig::unbounded(),
+    ))
+    .steps(by_value(&[
+        ("k1", "v1", 0),
+        ("k1", "v2", 1),
+        ("k2", "v1", 2),
+        ("x", "x", 3),
+    ]))
+    .run();
     assert_eq!(o.all("suppressed"), o.all("raw"));
     assert_eq!(o.all("suppressed").len(), 4);
 }
 
 fn eager_scenario(config: BufferConfig) {
-    let o = run(
-        move |b| {
-            counts_by_value(
-                b,
-                Suppressed::until_time_limit(Duration::from_secs(1 << 40), config),
-            )
-        },
-        true,
-        &["raw", "suppressed"],
-        &by_value(&[
-            ("k1", "v1", 0),
-            ("k1", "v2", 1),
-            ("k2", "v1", 2),
-            ("x", "x", 3),
-        ]),
-    );
+    let o = counts_by_value(Suppressed::until_time_limit(
+        Duration::from_secs(1 << 40),
+        config,
+    ))
+    .steps(by_value(&[
+        ("k1", "v1", 0),
+        ("k1", "v2", 1),
+        ("k2", "v1", 2),
+        ("x", "x", 3),
+    ]))
+    .run();
     // Each new key pushes the oldest out early; the last update waits.
     assert_eq!(
         o.all("suppressed"),
@@ -337,21 +314,16 @@ fn should_suppress_intermediate_events_with_bytes_limit() {
 
 #[test]
 fn strict_buffer_full_stops_with_an_error_naming_store_and_bound() {
-    let o = run(
-        |b| {
-            counts_by_value(
-                b,
-                Suppressed::until_time_limit(
-                    ms(100),
-                    BufferConfig::max_records(1).shut_down_when_full(),
-                )
-                .with_name("held"),
-            )
-        },
-        true,
-        &["raw", "suppressed"],
-        &by_value(&[("k1", "v1", 0), ("k1", "v2", 1), ("k1", "v3", 2)]),
-    );
+    let o = counts_by_value(
+        Suppressed::until_time_limit(ms(100), BufferConfig::max_records(1).shut_down_when_full())
+            .with_name("held"),
+    )
+    .steps(by_value(&[
+        ("k1", "v1", 0),
+        ("k1", "v2", 1),
+        ("k1", "v3", 2),
+    ]))
+    .run_until_error();
     let (step, error) = o
         .error
         .clone()
@@ -366,7 +338,7 @@ fn strict_buffer_full_stops_with_an_error_naming_store_and_bound() {
 #[test]
 fn until_window_closes_refuses_an_eager_buffer() {
     let mut b = StreamsBuilder::new();
-    let t = counts_by_key(&mut b)
+    let t = grouped_text(&mut b, INPUT)
         .windowed_by(TimeWindows::of_size_with_no_grace(ms(2)))
         .count_with(Materialized::as_("counts"));
     let _ = t.suppress(Suppressed::until_window_closes(BufferConfig::max_records(
@@ -387,21 +359,14 @@ fn until_barrier_releases_one_record_per_key_at_the_barrier_and_never_evicts() {
     }
     let updates = steps.len();
     steps.push(Step::Commit);
-    let o = run(
-        |b| {
-            let t = counts_by_key(b).count_with(Materialized::as_("counts"));
-            // An eager buffer of one record upstream would evict; until_barrier never does.
-            to_topic(
-                t.suppress(Suppressed::until_barrier())
-                    .to_stream_with_tombstones(),
-                "suppressed",
-            );
-            to_topic(t.to_stream_with_tombstones(), "raw");
-        },
-        false,
-        &["raw", "suppressed"],
-        &steps,
-    );
+    let o = counts_by_key(|t| {
+        // An eager buffer of one record upstream would evict; until_barrier never does.
+        raw_and_suppressed(t, Suppressed::until_barrier(), to_topic);
+    })
+    .text_outputs(&["raw", "suppressed"])
+    .manual_commit()
+    .steps(steps)
+    .run();
     for i in 0..updates {
         assert!(
             o.at(i, "suppressed").is_empty(),
@@ -435,28 +400,25 @@ fn releases_keep_the_latest_headers_and_leave_in_buffer_time_then_key_order() {
             headers,
         }
     };
-    let o = run(
-        |b| {
-            let t = counts_by_key(b).count_with(Materialized::as_("counts"));
-            to_topic(
-                t.suppress(Suppressed::until_time_limit(
-                    ms(10),
-                    BufferConfig::unbounded(),
-                ))
-                .to_stream_with_tombstones(),
-                "suppressed",
-            );
-        },
-        true,
-        &["suppressed"],
-        &[
-            with_header("b", 0, "b0"),
-            with_header("a", 0, "a0"),
-            with_header("c", 1, "c1"),
-            with_header("b", 5, "b5"),
-            Step::Advance(20),
-        ],
-    );
+    let o = counts_by_key(|t| {
+        to_topic(
+            t.suppress(Suppressed::until_time_limit(
+                ms(10),
+                BufferConfig::unbounded(),
+            ))
+            .to_stream_with_tombstones(),
+            "suppressed",
+        );
+    })
+    .text_outputs(&["suppressed"])
+    .steps([
+        with_header("b", 0, "b0"),
+        with_header("a", 0, "a0"),
+        with_header("c", 1, "c1"),
+        with_header("b", 5, "b5"),
+        Step::Advance(20),
+    ])
+    .run();
     let released = o.with_headers("suppressed");
     let got: Vec<(String, String, i64, Option<Vec<u8>>)> = released
         .into_iter()
@@ -484,20 +446,12 @@ fn releases_keep_the_latest_headers_and_leave_in_buffer_time_then_key_order() {
 /// after Kafka Streams' suppress, which releases it at stream time 10.
 #[test]
 fn suppress_releases_sliding_windows_at_their_close_one_tick_after_kafka_streams_design_3_4() {
-    let o = run(
-        |b| {
-            let t = counts_by_key(b)
-                .windowed_by(SlidingWindows::of_time_difference_with_no_grace(ms(5)))
-                .count_with(Materialized::as_("counts"));
-            windowed(
-                t,
-                Suppressed::until_window_closes(BufferConfig::unbounded()),
-            );
-        },
-        true,
-        &["raw", "suppressed"],
-        &[pipe("k", "v", 10), pipe("other", "v", 11)],
-    );
+    let o = final_results(|g| {
+        g.windowed_by(SlidingWindows::of_time_difference_with_no_grace(ms(5)))
+            .count_with(Materialized::as_("counts"))
+    })
+    .steps([pipe("k", "v", 10), pipe("other", "v", 11)])
+    .run();
     // At stream time 10 Kafka Streams releases [k@5/10], though its
     // aggregation would still add a record at 5 to it.
     assert!(
@@ -512,24 +466,16 @@ fn suppress_releases_sliding_windows_at_their_close_one_tick_after_kafka_streams
 /// still merge a record there.
 #[test]
 fn suppress_releases_sessions_at_their_close_one_tick_after_kafka_streams_design_3_4() {
-    let o = run(
-        |b| {
-            let t = counts_by_key(b)
-                .windowed_by(SessionWindows::of_inactivity_gap_with_no_grace(ms(5)))
-                .count_with(Materialized::as_("counts"));
-            windowed(
-                t,
-                Suppressed::until_window_closes(BufferConfig::unbounded()),
-            );
-        },
-        true,
-        &["raw", "suppressed"],
-        &[
-            pipe("k", "v", 0),
-            pipe("other", "v", 5),
-            pipe("other", "v", 6),
-        ],
-    );
+    let o = final_results(|g| {
+        g.windowed_by(SessionWindows::of_inactivity_gap_with_no_grace(ms(5)))
+            .count_with(Materialized::as_("counts"))
+    })
+    .steps([
+        pipe("k", "v", 0),
+        pipe("other", "v", 5),
+        pipe("other", "v", 6),
+    ])
+    .run();
     assert!(
         o.at(1, "suppressed").is_empty(),
         "Kafka Streams would release [k@0/0] here"
@@ -539,33 +485,29 @@ fn suppress_releases_sessions_at_their_close_one_tick_after_kafka_streams_design
 
 #[test]
 fn suppress_buffer_is_changelogged_and_until_barrier_has_no_store() {
-    let o = run(
-        |b| {
-            let t = counts_by_key(b).count_with(Materialized::as_("counts"));
-            to_topic(
-                t.suppress(
-                    Suppressed::until_time_limit(ms(10), BufferConfig::unbounded()).with_name("s"),
-                )
+    let o = counts_by_key(|t| {
+        to_topic(
+            t.suppress(
+                Suppressed::until_time_limit(ms(10), BufferConfig::unbounded()).with_name("s"),
+            )
+            .to_stream_with_tombstones(),
+            "a",
+        );
+        to_topic(
+            t.suppress(Suppressed::until_barrier())
                 .to_stream_with_tombstones(),
-                "a",
-            );
-            to_topic(
-                t.suppress(Suppressed::until_barrier())
-                    .to_stream_with_tombstones(),
-                "b",
-            );
-        },
-        true,
-        &["a", "b"],
-        &[pipe("k", "x", 0), pipe("k", "x", 20)],
-    );
-    let mut stores = o.driver.store_names();
+            "b",
+        );
+    })
+    .text_outputs(&["a", "b"])
+    .steps([pipe("k", "x", 0), pipe("k", "x", 20)])
+    .run();
+    let mut stores = o.store_names();
     stores.sort();
     assert_eq!(stores, vec!["counts".to_string(), "s-store".to_string()]);
     // Buffered at the first pipe, deleted (tombstone) when released at the second.
-    let changelog = o.driver.changelog("s-store");
+    let changelog = o.changelog("s-store");
     assert_eq!(changelog.len(), 2);
     assert!(changelog[0].value.is_some());
     assert!(changelog[1].value.is_none());
-    let _ = EmitStrategy::on_window_update();
 }

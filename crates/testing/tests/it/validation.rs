@@ -9,6 +9,8 @@ use stoatflow_streams::{
 use stoatflow_testing::{DriverError, TopologyTestDriver};
 use stoatflow_time::WatermarkStrategy;
 
+use crate::harness::{Scenario, expect_key_values, pipe_to};
+
 fn windowed_beside(extra_source_no_watermarks: bool) -> Topology {
     let mut b = StreamsBuilder::new();
     b.stream("orders", Consumed::with(Serdes::string(), Serdes::string()))
@@ -151,19 +153,16 @@ fn describe_lists_sub_topologies_split_at_repartition() {
     assert!(text.contains("-repartition"), "{text}");
     assert!(text.contains("Sink: KSTREAM-SINK-"), "{text}");
     // And it runs through the repartition topic synchronously.
-    let d = TopologyTestDriver::new(t, StreamsConfig::new("v")).unwrap();
-    let input = d.create_input_topic("orders", Serdes::string(), Serdes::string());
-    let out = d.create_output_topic("counts", Serdes::string(), Serdes::i64());
-    input
-        .pipe_input_with_timestamp("o1".into(), "shop-a".into(), 1)
-        .unwrap();
-    input
-        .pipe_input_with_timestamp("o2".into(), "shop-a".into(), 2)
-        .unwrap();
-    assert_eq!(
-        out.read_key_values_to_list().unwrap(),
-        [("shop-a".to_string(), 1), ("shop-a".to_string(), 2)]
-    );
+    Scenario::new(t)
+        .config(StreamsConfig::new("v"))
+        .input::<String, String>("orders")
+        .output::<String, i64>("counts")
+        .steps([
+            pipe_to("orders", "o1", "shop-a", 1),
+            pipe_to("orders", "o2", "shop-a", 2),
+            expect_key_values("counts", [("shop-a", 1), ("shop-a", 2)]),
+        ])
+        .run();
 }
 
 #[test]
