@@ -521,10 +521,14 @@ impl<L: Log + 'static> Engine<L> {
             }
             let fetched = self.consumer.fetch(self.config.poll_wait)?;
             let now = self.clock.now();
+            let any = !fetched.is_empty();
             for r in fetched {
                 self.buffer(r, now)?;
             }
             self.drain_dispatch()?;
+            if any {
+                self.advance_idle_positions()?;
+            }
             for st in 0..self.times.len() {
                 if let Some(w) = self.times[st].tracker.poll_watermark(now) {
                     for lane in &self.lanes {
@@ -657,6 +661,23 @@ impl<L: Log + 'static> Engine<L> {
                 thread: "poll loop".into(),
                 reason: e.to_string(),
             })
+    }
+
+    /// A partition with nothing waiting in dispatch commits the consumer's
+    /// position, which has passed what is not a record (Kafka's transaction
+    /// markers), so a committed offset reaches the partition's end.
+    fn advance_idle_positions(&mut self) -> Result<(), RuntimeError> {
+        for s in &mut self.slots {
+            if s.buffered > 0 {
+                continue;
+            }
+            let Some(at) = s.position else { continue };
+            let next = self.consumer.position(&s.tp)?.0;
+            if next > at {
+                s.position = Some(next);
+            }
+        }
+        Ok(())
     }
 
     fn drain_dispatch(&mut self) -> Result<(), RuntimeError> {

@@ -213,66 +213,118 @@ fn build_tasks<L: Log>(
     setup: &LaneSetup<L>,
 ) -> Result<(BTreeMap<TaskId, StreamTask>, u64), RuntimeError> {
     let mut tasks = BTreeMap::new();
-    let mut restored = 0u64;
-    let mut consumer = None;
     for &id in &setup.tasks {
-        let mut task = setup.topology.instantiate(id.subtopology, &setup.config);
-        if setup.config.changelog_enabled {
-            let names: Vec<String> = task.store_names().map(str::to_owned).collect();
-            for store in names {
-                let consumer = match &mut consumer {
-                    Some(c) => c,
-                    None => consumer.insert(setup.log.consumer(&format!(
-                        "{}-restore-lane-{}",
-                        setup.config.application_id, setup.lane
-                    ))?),
-                };
-                restored += restore_store(setup, consumer, &task, id, &store)?;
-            }
-        }
+        tasks.insert(
+            id,
+            setup.topology.instantiate(id.subtopology, &setup.config),
+        );
+    }
+    let restored = if setup.config.changelog_enabled {
+        restore_stores(setup, &tasks)?
+    } else {
+        0
+    };
+    for (&id, task) in &mut tasks {
         let (floor, frontier) = setup.seeds[id.subtopology];
         task.seed(floor, frontier);
         task.on_watermark(floor);
         // After the restore: timer indexes are built from restored stores.
         task.on_wall_clock(setup.wall_clock)
             .map_err(process_err(id))?;
-        tasks.insert(id, task);
     }
     Ok((tasks, restored))
 }
 
-fn restore_store<C: Consumer>(
-    setup: &LaneSetup<impl Log>,
-    consumer: &mut C,
-    task: &StreamTask,
-    id: TaskId,
-    store: &str,
+/// Reads every changelog partition of this lane's stores with one consumer,
+/// assigned once (reassigning a consumer partition by partition is slower,
+/// and librdkafka can trip over a quick succession of assignments), each
+/// from its beginning to its read-committed end as of the start, and applies
+/// them in offset order.
+fn restore_stores<L: Log>(
+    setup: &LaneSetup<L>,
+    tasks: &BTreeMap<TaskId, StreamTask>,
 ) -> Result<u64, RuntimeError> {
-    let state = task
-        .state_store(store)
-        .expect("store_names lists only the task's stores");
-    let topic = changelog_topic(&setup.config.application_id, store);
-    let tp = TopicPartition::new(topic, id.partition);
-    let mut entries = Vec::new();
-    stoatflow_log::restore(consumer, &tp, setup.restore_stall_timeout, |r| {
-        entries.push(changelog_entry(r));
-    })?;
-    let entries = entries
-        .into_iter()
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|entry| RuntimeError::State {
-            store: store.to_owned(),
-            source: entry.corrupt(store, "changelog record has no key"),
+    let app = &setup.config.application_id;
+    let mut wanted: BTreeMap<TopicPartition, (TaskId, String)> = BTreeMap::new();
+    for (&id, task) in tasks {
+        for store in task.store_names() {
+            let tp = TopicPartition::new(changelog_topic(app, store), id.partition);
+            wanted.insert(tp, (id, store.to_owned()));
+        }
+    }
+    if wanted.is_empty() {
+        return Ok(0);
+    }
+    let mut consumer = setup
+        .log
+        .consumer(&format!("{app}-restore-lane-{}", setup.lane))?;
+    let mut ends = BTreeMap::new();
+    for tp in wanted.keys() {
+        let end = consumer.end_offset(tp)?.0;
+        if end > consumer.beginning_offset(tp)?.0 {
+            ends.insert(tp.clone(), end);
+        }
+    }
+    let assigned: Vec<TopicPartition> = ends.keys().cloned().collect();
+    consumer.assign(&assigned)?;
+    for tp in &assigned {
+        consumer.seek(tp, stoatflow_log::SeekTo::Beginning)?;
+    }
+    let mut entries: BTreeMap<TopicPartition, Vec<Result<ChangelogEntry, ChangelogEntry>>> =
+        BTreeMap::new();
+    let mut last_progress = std::time::Instant::now();
+    loop {
+        let mut behind = false;
+        for (tp, end) in &ends {
+            behind |= consumer.position(tp)?.0 < *end;
+        }
+        if !behind {
+            break;
+        }
+        let batch = consumer.fetch(std::time::Duration::from_millis(100))?;
+        if batch.is_empty() {
+            if last_progress.elapsed() > setup.restore_stall_timeout {
+                return Err(RuntimeError::Log(stoatflow_log::LogError::Timeout {
+                    op: format!("restoring the stores of lane {}", setup.lane),
+                    after_ms: setup.restore_stall_timeout.as_millis() as u64,
+                }));
+            }
+            continue;
+        }
+        last_progress = std::time::Instant::now();
+        for r in batch {
+            if ends.get(&r.partition).is_some_and(|end| r.offset.0 < *end) {
+                entries
+                    .entry(r.partition.clone())
+                    .or_default()
+                    .push(changelog_entry(r));
+            }
+        }
+    }
+    let mut restored = 0;
+    for (tp, list) in entries {
+        let (id, store) = &wanted[&tp];
+        let state = tasks[id]
+            .state_store(store)
+            .expect("store_names lists only the task's stores");
+        let list = list
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|entry| RuntimeError::State {
+                store: store.clone(),
+                source: entry.corrupt(store, "changelog record has no key"),
+            })?;
+        let total = list.len() as u64;
+        let mut state = state.borrow_mut();
+        restored += stoatflow_state::restore(&mut *state, list, total, &mut |p| {
+            tracing::debug!(store = store.as_str(), task = %id, restored = p.restored, total = p.total, "restoring");
+        })
+        .map_err(|source| RuntimeError::State {
+            store: store.clone(),
+            source,
         })?;
-    let total = entries.len() as u64;
-    let mut state = state.borrow_mut();
-    stoatflow_state::restore(&mut *state, entries, total, &mut |p| {
-        tracing::debug!(store, task = %id, restored = p.restored, total = p.total, "restoring");
-    })
-    .map_err(|source| RuntimeError::State {
-        store: store.to_owned(),
-        source,
-    })
+    }
+    Ok(restored)
 }
 
 /// A committed changelog record as the state crate reads it back; a record

@@ -4,3 +4,4 @@
 mod bad_input;
 mod broker;
 mod contract;
+mod runtime_eos;
