@@ -22,7 +22,8 @@ use stoatflow_runtime::{AppState, StreamsApp};
 use stoatflow_streams::Topology;
 
 use crate::families::{
-    OTHER, Raw, left_join, read_raw, repartition_hop, session, sliding, suppressed,
+    OTHER, Raw, hopping, left_join, outer_join, read_raw, repartition_hop, session, sliding,
+    suppressed,
 };
 use crate::support::*;
 
@@ -200,6 +201,11 @@ fn families() -> Vec<Family> {
             inputs: vec![(INPUT, input(120, 5, 31))],
         },
         Family {
+            name: "hopping",
+            topology: hopping,
+            inputs: vec![(INPUT, input(120, 5, 38))],
+        },
+        Family {
             name: "sliding",
             topology: sliding,
             inputs: vec![(INPUT, input(120, 5, 32))],
@@ -220,6 +226,11 @@ fn families() -> Vec<Family> {
             inputs: vec![(INPUT, input(80, 7, 35)), (OTHER, input(80, 7, 36))],
         },
         Family {
+            name: "outer-join",
+            topology: outer_join,
+            inputs: vec![(INPUT, input(80, 9, 39)), (OTHER, input(80, 9, 40))],
+        },
+        Family {
             name: "repartition-hop",
             topology: repartition_hop,
             inputs: vec![(INPUT, input(120, 40, 37))],
@@ -227,17 +238,47 @@ fn families() -> Vec<Family> {
     ]
 }
 
-/// A log with the family's topics and input, written without faults.
-fn prepared(family: &Family) -> Arc<EmbeddedLog> {
+/// Input pieces: the first is written before the app starts, the others
+/// while it runs (so a run spans several epochs and a crash can fall
+/// between them).
+const PIECES: usize = 4;
+/// Between two pieces written while the app runs.
+const PIECE_GAP: Duration = Duration::from_millis(25);
+
+type Pieces = Vec<Vec<(&'static str, Vec<Input>)>>;
+
+/// A log with the family's topics and its first input piece, written
+/// without faults; the other pieces are returned for [`run`] to write.
+fn prepared(family: &Family) -> (Arc<EmbeddedLog>, Pieces) {
     let log = Arc::new(EmbeddedLog::in_memory());
     log.create_topic(&TopicSpec::new(OUTPUT, PARTITIONS))
         .unwrap();
+    let mut pieces: Pieces = vec![Vec::new(); PIECES];
     for (topic, records) in &family.inputs {
         log.create_topic(&TopicSpec::new(*topic, PARTITIONS))
             .unwrap();
-        produce_to(&*log, topic, records, 20);
+        let size = records.len().div_ceil(PIECES);
+        for (i, chunk) in records.chunks(size).enumerate() {
+            pieces[i].push((*topic, chunk.to_vec()));
+        }
     }
-    log
+    for (topic, records) in pieces.remove(0) {
+        produce_to(&*log, topic, &records, 20);
+    }
+    (log, pieces)
+}
+
+/// Writes `pieces` to `log`, one every [`PIECE_GAP`], on a thread.
+fn feed(log: &Arc<EmbeddedLog>, pieces: Pieces) -> std::thread::JoinHandle<()> {
+    let log = log.clone();
+    std::thread::spawn(move || {
+        for piece in pieces {
+            std::thread::sleep(PIECE_GAP);
+            for (topic, records) in piece {
+                produce_to(&*log, topic, &records, 20);
+            }
+        }
+    })
 }
 
 /// Runs the family's app on `log` with the power going at `cut` (if the run
@@ -247,6 +288,7 @@ fn run(
     log: &Arc<EmbeddedLog>,
     app_id: &str,
     cut: Option<(u64, Cut)>,
+    pieces: Pieces,
 ) -> (u64, bool) {
     let power = Arc::new(Power {
         cut,
@@ -258,6 +300,10 @@ fn run(
     });
     let mut app = StreamsApp::with_log((family.topology)(), config(app_id, 2), faulty).unwrap();
     app.start().unwrap();
+    let feeder = feed(log, pieces);
+    // The input is all written before the run can count as finished.
+    let fed = feeder.join();
+    assert!(fed.is_ok(), "the input feeder failed");
     let finished = app
         .wait_until_caught_up(Duration::from_secs(60))
         .unwrap_or(false)
@@ -293,21 +339,21 @@ fn a_crash_before_or_after_every_durable_operation_keeps_every_final_result_once
     let mut report = Vec::new();
     let mut total = 0u64;
     for family in families() {
-        let log = prepared(&family);
-        let (ops, crashed) = run(&family, &log, "clean", None);
+        let (log, pieces) = prepared(&family);
+        let (ops, crashed) = run(&family, &log, "clean", None, pieces);
         assert!(!crashed);
         let expected = read_raw(&*log);
         assert!(!expected.is_empty(), "{}: nothing emitted", family.name);
         let mut points = 0u64;
         for k in 1..=ops {
             for cut in [Cut::Before, Cut::After] {
-                let log = prepared(&family);
+                let (log, pieces) = prepared(&family);
                 let app_id = format!("crash-{k}");
-                let (_, crashed) = run(&family, &log, &app_id, Some((k, cut)));
+                let (_, crashed) = run(&family, &log, &app_id, Some((k, cut)), pieces);
                 if crashed {
                     points += 1;
                 }
-                let (_, again) = run(&family, &log, &app_id, None);
+                let (_, again) = run(&family, &log, &app_id, None, Vec::new());
                 assert!(!again);
                 check(
                     &family,
@@ -320,11 +366,17 @@ fn a_crash_before_or_after_every_durable_operation_keeps_every_final_result_once
         // Double crashes: a second crash during the recovery, on a sample.
         let step = if heavy { 1 } else { (ops / 4).max(1) };
         for k in (1..=ops).step_by(step as usize) {
-            let log = prepared(&family);
+            let (log, pieces) = prepared(&family);
             let app_id = format!("double-{k}");
-            run(&family, &log, &app_id, Some((k, Cut::After)));
-            run(&family, &log, &app_id, Some((1 + k % 7, Cut::Before)));
-            run(&family, &log, &app_id, None);
+            run(&family, &log, &app_id, Some((k, Cut::After)), pieces);
+            run(
+                &family,
+                &log,
+                &app_id,
+                Some((1 + k % 7, Cut::Before)),
+                Vec::new(),
+            );
+            run(&family, &log, &app_id, None, Vec::new());
             check(&family, &expected, &log, &format!("double crash at {k}"));
         }
         assert!(points > 0, "{}: no crash happened", family.name);

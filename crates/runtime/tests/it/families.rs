@@ -104,6 +104,40 @@ fn inner_join() -> Topology {
     b.build().unwrap()
 }
 
+pub(crate) fn hopping() -> Topology {
+    let mut b = StreamsBuilder::new();
+    source(&mut b, INPUT)
+        .group_by_key()
+        .windowed_by(TimeWindows::of_size_and_grace(secs(10), secs(5)).advance_by(secs(3)))
+        .emit_strategy(EmitStrategy::on_window_close())
+        .count()
+        .to_stream()
+        .to(
+            OUTPUT,
+            Produced::with(
+                Serdes::time_windowed(Serdes::string(), 10_000),
+                Serdes::i64(),
+            ),
+        );
+    b.build().unwrap()
+}
+
+pub(crate) fn outer_join() -> Topology {
+    let mut b = StreamsBuilder::new();
+    let left = source(&mut b, INPUT);
+    let right = source(&mut b, OTHER);
+    left.outer_join(
+        &right,
+        |l: Option<&i64>, r: Option<&i64>| {
+            l.copied().unwrap_or(-1) * 1_000_000 + r.copied().unwrap_or(-1)
+        },
+        JoinWindows::of_time_difference_and_grace(secs(1), secs(5)),
+        StreamJoined::with(Serdes::string(), Serdes::i64(), Serdes::i64()),
+    )
+    .to(OUTPUT, Produced::with(Serdes::string(), Serdes::i64()));
+    b.build().unwrap()
+}
+
 pub(crate) fn left_join() -> Topology {
     let mut b = StreamsBuilder::new();
     let left = source(&mut b, INPUT);
@@ -271,6 +305,20 @@ fn a_repartition_hop_equals_the_driver() {
         "the topology repartitions"
     );
     check_family("hop", repartition_hop, vec![(INPUT, input(500, 40, 18))]);
+}
+
+#[test]
+fn hopping_count_equals_the_driver() {
+    check_family("hopping", hopping, vec![(INPUT, input(400, 5, 20))]);
+}
+
+#[test]
+fn outer_join_equals_the_driver() {
+    check_family(
+        "outer-join",
+        outer_join,
+        vec![(INPUT, input(300, 23, 21)), (OTHER, input(300, 23, 22))],
+    );
 }
 
 #[test]
