@@ -21,7 +21,7 @@ use crate::dsl::session_windowed::SessionWindowedKStream;
 use crate::dsl::sliding_windowed::SlidingWindowedKStream;
 use crate::dsl::windowing::Windowing;
 use crate::processors::session_aggregate::SessionAggregation;
-use crate::processors::window_aggregate::Aggregation;
+use crate::processors::windowed::Aggregation;
 use crate::record::Windowed;
 use crate::windows::EmitStrategy;
 

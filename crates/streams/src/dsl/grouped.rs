@@ -15,7 +15,8 @@ use crate::dsl::kstream::{KStream, add_processor};
 use crate::dsl::ktable::KTable;
 use crate::dsl::materialized::Materialized;
 use crate::processors::table_aggregate::TableAggregate;
-use crate::processors::window_aggregate::{Aggregation, EmitFrontier, TimeWindowAggregate};
+use crate::processors::window_aggregate::TimeWindowAggregate;
+use crate::processors::windowed::{Aggregation, EmitFrontier, WindowedOutput};
 use crate::record::Windowed;
 use crate::serde::{BoxedCodec, I64Serde, SerdeRef, codec};
 use crate::topology::graph::{Downstream, Instantiation};
@@ -316,14 +317,16 @@ where
                     EmitFrontier::new(&store_name, fs)
                 });
                 let op = Rc::new(RefCell::new(TimeWindowAggregate {
-                    node: store_name.clone(),
-                    store_name: store_name.clone(),
                     windows,
                     aggregation: aggregation.clone(),
                     store: ws,
-                    emit,
-                    emit_frontier,
-                    down: Downstream::from_children(ch),
+                    out: WindowedOutput {
+                        node: store_name.clone(),
+                        store_name: store_name.clone(),
+                        emit,
+                        emit_frontier,
+                        down: Downstream::from_children(ch),
+                    },
                 }));
                 cx.add_frontier_op(op.clone());
                 let port: crate::topology::graph::Port<K, V> = op;

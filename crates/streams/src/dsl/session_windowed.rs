@@ -22,6 +22,7 @@ use crate::dsl::ktable::KTable;
 use crate::dsl::materialized::Materialized;
 use crate::dsl::sliding_windowed::{checked_retention, emit_frontier_for};
 use crate::processors::session_aggregate::{SessionAggregation, SessionWindowAggregate};
+use crate::processors::windowed::WindowedOutput;
 use crate::record::Windowed;
 use crate::serde::{BoxedCodec, codec};
 use crate::serde::{I64Serde, SerdeRef, SessionWindowedSerde};
@@ -176,14 +177,16 @@ where
                 let emit_frontier = (emit == EmitStrategy::OnWindowClose)
                     .then(|| emit_frontier_for(cx, &store_name));
                 let op = Rc::new(RefCell::new(SessionWindowAggregate {
-                    node: store_name.clone(),
-                    store_name: store_name.clone(),
                     windows,
                     aggregation: aggregation.clone(),
                     store: ss,
-                    emit,
-                    emit_frontier,
-                    down: Downstream::from_children(ch),
+                    out: WindowedOutput {
+                        node: store_name.clone(),
+                        store_name: store_name.clone(),
+                        emit,
+                        emit_frontier,
+                        down: Downstream::from_children(ch),
+                    },
                 }));
                 cx.add_frontier_op(op.clone());
                 let port: crate::topology::graph::Port<K, V> = op;

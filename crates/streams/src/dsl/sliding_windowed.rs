@@ -25,7 +25,7 @@ use crate::dsl::ktable::KTable;
 use crate::dsl::materialized::Materialized;
 use crate::error::TopologyError;
 use crate::processors::sliding_aggregate::SlidingWindowAggregate;
-use crate::processors::window_aggregate::{Aggregation, EmitFrontier};
+use crate::processors::windowed::{Aggregation, EmitFrontier, WindowedOutput};
 use crate::record::Windowed;
 use crate::serde::{BoxedCodec, codec};
 use crate::serde::{I64Serde, SerdeRef, TimeWindowedSerde};
@@ -193,14 +193,16 @@ where
                 let emit_frontier = (emit == EmitStrategy::OnWindowClose)
                     .then(|| emit_frontier_for(cx, &store_name));
                 let op = Rc::new(RefCell::new(SlidingWindowAggregate {
-                    node: store_name.clone(),
-                    store_name: store_name.clone(),
                     windows,
                     aggregation: aggregation.clone(),
                     store: ws,
-                    emit,
-                    emit_frontier,
-                    down: Downstream::from_children(ch),
+                    out: WindowedOutput {
+                        node: store_name.clone(),
+                        store_name: store_name.clone(),
+                        emit,
+                        emit_frontier,
+                        down: Downstream::from_children(ch),
+                    },
                     window_set: Vec::new(),
                 }));
                 cx.add_frontier_op(op.clone());
