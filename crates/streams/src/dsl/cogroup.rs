@@ -17,8 +17,9 @@ use crate::dsl::grouped::KGroupedStream;
 use crate::dsl::kstream::KStream;
 use crate::dsl::ktable::KTable;
 use crate::dsl::materialized::Materialized;
-use crate::dsl::windowed::{Init, UnmergedWindowKind, WindowKind, WindowedKStream};
+use crate::dsl::windowed::{FoldOf, Init, UnmergedWindowKind, WindowKind, WindowedKStream};
 use crate::dsl::windowing::Windowing;
+use crate::processors::session_aggregate::SessionAggregation;
 use crate::processors::windowed::Aggregation;
 use crate::record::Windowed;
 use crate::windows::{EmitStrategy, SessionWindows, SlidingWindows, TimeWindows};
@@ -186,7 +187,7 @@ where
     ) -> KTable<Windowed<K>, A> {
         self.inner.aggregate_into(
             "COGROUPKSTREAM-AGGREGATE",
-            W::fold(cogroup_aggregation(Arc::new(init)), None, None),
+            W::Fold::of(cogroup_aggregation(Arc::new(init)), None, None),
             materialized,
         )
     }
@@ -207,7 +208,7 @@ where
     ) -> KTable<Windowed<K>, A> {
         let init: Init<A> = Arc::new(init);
         let per_record = cogroup_aggregation(init.clone());
-        let fold = SessionWindows::fold(per_record, Some(init), Some(Arc::new(merger)));
+        let fold = SessionAggregation::of(per_record, Some(init), Some(Arc::new(merger)));
         self.inner
             .aggregate_into("COGROUPKSTREAM-AGGREGATE", fold, materialized)
     }

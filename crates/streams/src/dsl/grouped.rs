@@ -116,16 +116,7 @@ where
         m: Materialized<K, A>,
     ) -> KTable<K, A> {
         let graph = &self.stream.graph;
-        let store = m.name.clone().unwrap_or_else(|| {
-            graph
-                .borrow_mut()
-                .next_name(&format!("{prefix}-STATE-STORE"))
-        });
-        let key_serde = m
-            .key_serde
-            .clone()
-            .or_else(|| self.stream.key_serde.clone());
-        note_missing(graph, &store, m.logging, &key_serde, &m.value_serde);
+        let (store, key_serde) = aggregation_store(&self.stream, prefix, &m);
         let (ks, vs, logging) = (key_serde.clone(), m.value_serde.clone(), m.logging);
         let store_name = store.clone();
         let (id, _) = add_processor(
@@ -154,6 +145,25 @@ where
         );
         KTable::new(graph.clone(), id, key_serde, m.value_serde, Some(store))
     }
+}
+
+/// The store of an aggregation of `stream` materialized as `m`: its name
+/// (given, or generated from `prefix`) and its key serde (given, or the
+/// stream's). A changelogged store without serdes is noted for validation.
+pub(crate) fn aggregation_store<K, V, A>(
+    stream: &KStream<K, V>,
+    prefix: &str,
+    m: &Materialized<K, A>,
+) -> (String, Option<SerdeRef<K>>) {
+    let graph = &stream.graph;
+    let store = m.name.clone().unwrap_or_else(|| {
+        graph
+            .borrow_mut()
+            .next_name(&format!("{prefix}-STATE-STORE"))
+    });
+    let key_serde = m.key_serde.clone().or_else(|| stream.key_serde.clone());
+    note_missing(graph, &store, m.logging, &key_serde, &m.value_serde);
+    (store, key_serde)
 }
 
 pub(crate) fn note_missing<K, A>(

@@ -23,7 +23,7 @@ use stoatflow_state::{
 };
 
 use crate::dsl::grouped::{
-    aggregate_aggregation, count_aggregation, note_missing, reduce_aggregation,
+    aggregate_aggregation, aggregation_store, count_aggregation, reduce_aggregation,
 };
 use crate::dsl::kstream::{KStream, add_processor};
 use crate::dsl::ktable::KTable;
@@ -62,27 +62,18 @@ pub type SessionWindowedKStream<K, V> = WindowedKStream<K, V, SessionWindows>;
 pub(crate) trait WindowKind: Copy + std::fmt::Debug + Send + Sync + 'static {
     /// The stream's name in `Debug` output.
     const STREAM: &'static str;
-    /// What drives the node (DESIGN 3.7), for validation messages.
+    /// What makes the node watermark-driven (DESIGN 3.7), named in
+    /// validation errors.
     const AGGREGATION: &'static str;
     /// The default retention, in retention errors.
     const DEFAULT_RETENTION: &'static str;
 
     /// How values fold: [`Aggregation`], or for sessions also the merge.
-    type Fold<K: 'static, V: 'static, A: 'static>: Clone + Send + Sync + 'static;
+    type Fold<K: 'static, V: 'static, A: 'static>: FoldOf<K, V, A>;
     /// The operator.
-    type Operator<K, V, A>: Push<K, V> + FrontierOperator + 'static
-    where
-        K: Ord + Clone + std::fmt::Debug + 'static,
-        V: Clone + 'static,
-        A: Clone + 'static;
-
-    /// The fold of `per_record`; sessions also start merges from `init` (if
-    /// given) and merge with `merge`, which the other kinds never need.
-    fn fold<K: 'static, V: 'static, A: 'static>(
-        per_record: Aggregation<K, V, A>,
-        init: Option<Init<A>>,
-        merge: Option<Merge<K, A>>,
-    ) -> Self::Fold<K, V, A>;
+    type Operator<K: AggKey, V: Clone + 'static, A: Clone + 'static>: Push<K, V>
+        + FrontierOperator
+        + 'static;
 
     /// Checks the definition; `store` names the operator in errors.
     fn validate(&self, store: &str) -> Result<(), TopologyError>;
@@ -96,21 +87,59 @@ pub(crate) trait WindowKind: Copy + std::fmt::Debug + Send + Sync + 'static {
     fn key_serde<K: 'static>(&self, key: SerdeRef<K>) -> SerdeRef<Windowed<K>>;
 
     /// Creates and registers the store, and the operator over it.
-    #[allow(clippy::too_many_arguments)]
-    fn operator<K, V, A>(
+    fn operator<K: AggKey, V: Clone + 'static, A: Clone + 'static>(
         self,
         cx: &mut Instantiation,
-        store: StoreConfig,
-        retention: i64,
-        key_serde: &Option<SerdeRef<K>>,
-        value_serde: &Option<SerdeRef<A>>,
+        store: StoreParts<'_, K, A>,
         fold: Self::Fold<K, V, A>,
         out: WindowedOutput<K, A>,
-    ) -> Self::Operator<K, V, A>
-    where
-        K: Ord + Clone + std::fmt::Debug + 'static,
-        V: Clone + 'static,
-        A: Clone + 'static;
+    ) -> Self::Operator<K, V, A>;
+}
+
+/// The key of a windowed aggregation.
+pub(crate) trait AggKey: Ord + Clone + std::fmt::Debug + 'static {}
+
+impl<K: Ord + Clone + std::fmt::Debug + 'static> AggKey for K {}
+
+/// A fold built from the per-record aggregation and, for sessions, where a
+/// merge starts (`init`, if given) and the merger, which the kinds that
+/// never merge ignore.
+pub(crate) trait FoldOf<K, V, A>: Clone + Send + Sync + 'static {
+    fn of(
+        per_record: Aggregation<K, V, A>,
+        init: Option<Init<A>>,
+        merge: Option<Merge<K, A>>,
+    ) -> Self;
+}
+
+impl<K: 'static, V: 'static, A: 'static> FoldOf<K, V, A> for Aggregation<K, V, A> {
+    fn of(per_record: Aggregation<K, V, A>, _: Option<Init<A>>, _: Option<Merge<K, A>>) -> Self {
+        per_record
+    }
+}
+
+impl<K: 'static, V: 'static, A: 'static> FoldOf<K, V, A> for SessionAggregation<K, V, A> {
+    /// # Panics
+    /// Without `merge`: every session aggregation passes one.
+    fn of(
+        per_record: Aggregation<K, V, A>,
+        init: Option<Init<A>>,
+        merge: Option<Merge<K, A>>,
+    ) -> Self {
+        SessionAggregation {
+            per_record,
+            init,
+            merge: merge.expect("a session aggregation has a merger"),
+        }
+    }
+}
+
+/// A windowed aggregation's store, as the DSL configured it.
+pub(crate) struct StoreParts<'a, K, A> {
+    config: StoreConfig,
+    retention: i64,
+    key_serde: &'a Option<SerdeRef<K>>,
+    value_serde: &'a Option<SerdeRef<A>>,
 }
 
 /// A session aggregation's initial aggregate.
@@ -156,21 +185,18 @@ fn emit_frontier_for(cx: &mut Instantiation, store_name: &str) -> EmitFrontier {
 /// The window store of a time or sliding aggregation, registered with `cx`.
 fn window_store<K, A>(
     cx: &mut Instantiation,
-    store: StoreConfig,
-    retention: i64,
-    ks: &Option<SerdeRef<K>>,
-    vs: &Option<SerdeRef<A>>,
+    store: StoreParts<'_, K, A>,
 ) -> Rc<RefCell<crate::processors::windowed::WindowStoreOf<K, A>>>
 where
     K: Ord + Clone + 'static,
     A: Clone + 'static,
 {
-    let name = store.name().to_owned();
+    let name = store.config.name().to_owned();
     let ws = InMemoryWindowStore::new(
-        store,
-        SegmentedConfig::new(retention),
-        BoxedCodec(codec(ks, &name)),
-        ValueAndTimestampCodec::new(BoxedCodec(codec(vs, &name))),
+        store.config,
+        SegmentedConfig::new(store.retention),
+        BoxedCodec(codec(store.key_serde, &name)),
+        ValueAndTimestampCodec::new(BoxedCodec(codec(store.value_serde, &name))),
     );
     let ws = Rc::new(RefCell::new(ws));
     cx.add_store(&name, ws.clone());
@@ -182,20 +208,7 @@ impl WindowKind for TimeWindows {
     const AGGREGATION: &'static str = "windowed aggregation";
     const DEFAULT_RETENTION: &'static str = "window size + grace";
     type Fold<K: 'static, V: 'static, A: 'static> = Aggregation<K, V, A>;
-    type Operator<K, V, A>
-        = TimeWindowAggregate<K, V, A>
-    where
-        K: Ord + Clone + std::fmt::Debug + 'static,
-        V: Clone + 'static,
-        A: Clone + 'static;
-
-    fn fold<K: 'static, V: 'static, A: 'static>(
-        per_record: Aggregation<K, V, A>,
-        _: Option<Init<A>>,
-        _: Option<Merge<K, A>>,
-    ) -> Aggregation<K, V, A> {
-        per_record
-    }
+    type Operator<K: AggKey, V: Clone + 'static, A: Clone + 'static> = TimeWindowAggregate<K, V, A>;
 
     fn validate(&self, store: &str) -> Result<(), TopologyError> {
         TimeWindows::validate(self, store)
@@ -213,25 +226,17 @@ impl WindowKind for TimeWindows {
         Arc::new(TimeWindowedSerde::new(key, self.size_ms()))
     }
 
-    fn operator<K, V, A>(
+    fn operator<K: AggKey, V: Clone + 'static, A: Clone + 'static>(
         self,
         cx: &mut Instantiation,
-        store: StoreConfig,
-        retention: i64,
-        key_serde: &Option<SerdeRef<K>>,
-        value_serde: &Option<SerdeRef<A>>,
+        store: StoreParts<'_, K, A>,
         fold: Aggregation<K, V, A>,
         out: WindowedOutput<K, A>,
-    ) -> TimeWindowAggregate<K, V, A>
-    where
-        K: Ord + Clone + std::fmt::Debug + 'static,
-        V: Clone + 'static,
-        A: Clone + 'static,
-    {
+    ) -> TimeWindowAggregate<K, V, A> {
         TimeWindowAggregate {
             windows: self,
             aggregation: fold,
-            store: window_store(cx, store, retention, key_serde, value_serde),
+            store: window_store(cx, store),
             out,
         }
     }
@@ -244,20 +249,8 @@ impl WindowKind for SlidingWindows {
     const AGGREGATION: &'static str = "sliding-window aggregation";
     const DEFAULT_RETENTION: &'static str = "2 x time difference + grace";
     type Fold<K: 'static, V: 'static, A: 'static> = Aggregation<K, V, A>;
-    type Operator<K, V, A>
-        = SlidingWindowAggregate<K, V, A>
-    where
-        K: Ord + Clone + std::fmt::Debug + 'static,
-        V: Clone + 'static,
-        A: Clone + 'static;
-
-    fn fold<K: 'static, V: 'static, A: 'static>(
-        per_record: Aggregation<K, V, A>,
-        _: Option<Init<A>>,
-        _: Option<Merge<K, A>>,
-    ) -> Aggregation<K, V, A> {
-        per_record
-    }
+    type Operator<K: AggKey, V: Clone + 'static, A: Clone + 'static> =
+        SlidingWindowAggregate<K, V, A>;
 
     fn validate(&self, store: &str) -> Result<(), TopologyError> {
         SlidingWindows::validate(self, store)
@@ -275,25 +268,17 @@ impl WindowKind for SlidingWindows {
         Arc::new(TimeWindowedSerde::new(key, self.time_difference_ms()))
     }
 
-    fn operator<K, V, A>(
+    fn operator<K: AggKey, V: Clone + 'static, A: Clone + 'static>(
         self,
         cx: &mut Instantiation,
-        store: StoreConfig,
-        retention: i64,
-        key_serde: &Option<SerdeRef<K>>,
-        value_serde: &Option<SerdeRef<A>>,
+        store: StoreParts<'_, K, A>,
         fold: Aggregation<K, V, A>,
         out: WindowedOutput<K, A>,
-    ) -> SlidingWindowAggregate<K, V, A>
-    where
-        K: Ord + Clone + std::fmt::Debug + 'static,
-        V: Clone + 'static,
-        A: Clone + 'static,
-    {
+    ) -> SlidingWindowAggregate<K, V, A> {
         SlidingWindowAggregate {
             windows: self,
             aggregation: fold,
-            store: window_store(cx, store, retention, key_serde, value_serde),
+            store: window_store(cx, store),
             out,
             window_set: Vec::new(),
         }
@@ -307,26 +292,8 @@ impl WindowKind for SessionWindows {
     const AGGREGATION: &'static str = "session-window aggregation";
     const DEFAULT_RETENTION: &'static str = "inactivity gap + grace";
     type Fold<K: 'static, V: 'static, A: 'static> = SessionAggregation<K, V, A>;
-    type Operator<K, V, A>
-        = SessionWindowAggregate<K, V, A>
-    where
-        K: Ord + Clone + std::fmt::Debug + 'static,
-        V: Clone + 'static,
-        A: Clone + 'static;
-
-    /// # Panics
-    /// Without `merge`: every session aggregation passes one.
-    fn fold<K: 'static, V: 'static, A: 'static>(
-        per_record: Aggregation<K, V, A>,
-        init: Option<Init<A>>,
-        merge: Option<Merge<K, A>>,
-    ) -> SessionAggregation<K, V, A> {
-        SessionAggregation {
-            per_record,
-            init,
-            merge: merge.expect("a session aggregation has a merger"),
-        }
-    }
+    type Operator<K: AggKey, V: Clone + 'static, A: Clone + 'static> =
+        SessionWindowAggregate<K, V, A>;
 
     fn validate(&self, store: &str) -> Result<(), TopologyError> {
         SessionWindows::validate(self, store)
@@ -344,27 +311,19 @@ impl WindowKind for SessionWindows {
         Arc::new(SessionWindowedSerde::new(key))
     }
 
-    fn operator<K, V, A>(
+    fn operator<K: AggKey, V: Clone + 'static, A: Clone + 'static>(
         self,
         cx: &mut Instantiation,
-        store: StoreConfig,
-        retention: i64,
-        key_serde: &Option<SerdeRef<K>>,
-        value_serde: &Option<SerdeRef<A>>,
+        store: StoreParts<'_, K, A>,
         fold: SessionAggregation<K, V, A>,
         out: WindowedOutput<K, A>,
-    ) -> SessionWindowAggregate<K, V, A>
-    where
-        K: Ord + Clone + std::fmt::Debug + 'static,
-        V: Clone + 'static,
-        A: Clone + 'static,
-    {
-        let name = store.name().to_owned();
+    ) -> SessionWindowAggregate<K, V, A> {
+        let name = store.config.name().to_owned();
         let ss = InMemorySessionStore::new(
-            store,
-            SegmentedConfig::new(retention),
-            BoxedCodec(codec(key_serde, &name)),
-            BoxedCodec(codec(value_serde, &name)),
+            store.config,
+            SegmentedConfig::new(store.retention),
+            BoxedCodec(codec(store.key_serde, &name)),
+            BoxedCodec(codec(store.value_serde, &name)),
         );
         let ss = Rc::new(RefCell::new(ss));
         cx.add_store(&name, ss.clone());
@@ -417,7 +376,7 @@ where
     /// Counts into a named store.
     pub fn count_with(&self, materialized: Materialized<K, i64>) -> KTable<Windowed<K>, i64> {
         let m = materialized.or_value_serde(Some(Arc::new(I64Serde)));
-        let fold = W::fold(count_aggregation(), None, Some(Arc::new(|_, a, b| a + b)));
+        let fold = W::Fold::of(count_aggregation(), None, Some(Arc::new(|_, a, b| a + b)));
         self.aggregate_into("KSTREAM-AGGREGATE", fold, m)
     }
 
@@ -431,7 +390,7 @@ where
         let m = materialized.or_value_serde(self.stream.value_serde.clone());
         let reducer = Arc::new(reducer);
         let merge_reducer = reducer.clone();
-        let fold = W::fold(
+        let fold = W::Fold::of(
             reduce_aggregation(move |a, b| reducer(a, b)),
             None,
             Some(Arc::new(move |_, a, b| merge_reducer(a, b))),
@@ -446,11 +405,7 @@ where
         m: Materialized<K, A>,
     ) -> KTable<Windowed<K>, A> {
         let graph = &self.stream.graph;
-        let store = m.name.clone().unwrap_or_else(|| {
-            graph
-                .borrow_mut()
-                .next_name(&format!("{prefix}-STATE-STORE"))
-        });
+        let (store, key_serde) = aggregation_store(&self.stream, prefix, &m);
         let windows = self.windows;
         let retention = windows.validate(&store).and_then(|()| {
             let default = windows.default_retention_ms();
@@ -460,11 +415,6 @@ where
             graph.borrow_mut().errors.push(e);
             windows.default_retention_ms().max(0)
         });
-        let key_serde = m
-            .key_serde
-            .clone()
-            .or_else(|| self.stream.key_serde.clone());
-        note_missing(graph, &store, m.logging, &key_serde, &m.value_serde);
         let emit = self.emit;
         let mut stores = vec![store.clone()];
         if emit == EmitStrategy::OnWindowClose {
@@ -490,7 +440,13 @@ where
                     emit_frontier,
                     down: Downstream::from_children(ch),
                 };
-                let op = windows.operator(cx, config, retention, &ks, &vs, fold.clone(), out);
+                let store = StoreParts {
+                    config,
+                    retention,
+                    key_serde: &ks,
+                    value_serde: &vs,
+                };
+                let op = windows.operator(cx, store, fold.clone(), out);
                 let op = Rc::new(RefCell::new(op));
                 cx.add_frontier_op(op.clone());
                 let port: Port<K, V> = op;
@@ -520,7 +476,7 @@ where
         aggregator: impl Fn(&K, &V, A) -> A + Send + Sync + 'static,
         materialized: Materialized<K, A>,
     ) -> KTable<Windowed<K>, A> {
-        let fold = W::fold(aggregate_aggregation(init, aggregator), None, None);
+        let fold = W::Fold::of(aggregate_aggregation(init, aggregator), None, None);
         self.aggregate_into("KSTREAM-AGGREGATE", fold, materialized)
     }
 }
@@ -543,7 +499,7 @@ where
         let init: Init<A> = Arc::new(init);
         let first = init.clone();
         let per_record = aggregate_aggregation(move || first(), aggregator);
-        let fold = SessionWindows::fold(per_record, Some(init), Some(Arc::new(merger)));
+        let fold = SessionAggregation::of(per_record, Some(init), Some(Arc::new(merger)));
         self.aggregate_into("KSTREAM-AGGREGATE", fold, materialized)
     }
 }
