@@ -116,7 +116,7 @@ where
     /// The late rule (DESIGN 3.4): whether `window`, closing at `close`, has
     /// closed at the floor; if so the record is dropped from it and the drop
     /// counted under `reason` (per window, as Kafka Streams meters it).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn closed(
         &self,
         cx: &mut TaskContext,
@@ -126,16 +126,29 @@ where
         window: Window,
         close: i64,
     ) -> bool {
-        if !cx.floor.has_closed(close) {
-            return false;
+        let closed = cx.floor.has_closed(close);
+        if closed {
+            self.count_drop(cx, reason, key, (timestamp, window, close));
         }
+        closed
+    }
+
+    /// Counts one drop and says why at debug level, off the hot path.
+    #[cold]
+    #[inline(never)]
+    fn count_drop(
+        &self,
+        cx: &mut TaskContext,
+        reason: DropReason,
+        key: &K,
+        (timestamp, window, close): (i64, Window, i64),
+    ) {
         cx.metrics.drop_record(reason);
         tracing::debug!(
             node = %self.node, key = ?key, timestamp, window_start = window.start,
             window_end = window.end, close, floor = cx.floor.as_millis(), ?reason,
             "dropping a record for a closed window"
         );
-        true
     }
 
     /// Forwards one window's value (an update, a result or a tombstone).
