@@ -62,16 +62,17 @@ pub use cron::CronSchedule;
 pub use dsl::builder::StreamsBuilder;
 pub use dsl::cogroup::{
     CogroupValue, CogroupedKStream, SessionWindowedCogroupedKStream,
-    SlidingWindowedCogroupedKStream, TimeWindowedCogroupedKStream,
+    SlidingWindowedCogroupedKStream, TimeWindowedCogroupedKStream, WindowedCogroupedKStream,
 };
-pub use dsl::grouped::{KGroupedStream, TimeWindowedKStream};
+pub use dsl::grouped::KGroupedStream;
 pub use dsl::joins::{JoinWindows, Joined, StreamJoined};
 pub use dsl::kstream::{BranchedKStream, KStream};
 pub use dsl::ktable::KTable;
 pub use dsl::materialized::{Consumed, Grouped, Materialized, Produced};
-pub use dsl::session_windowed::SessionWindowedKStream;
-pub use dsl::sliding_windowed::SlidingWindowedKStream;
 pub use dsl::suppress::Suppressed;
+pub use dsl::windowed::{
+    SessionWindowedKStream, SlidingWindowedKStream, TimeWindowedKStream, WindowedKStream,
+};
 pub use dsl::windowing::Windowing;
 pub use error::{ProcessError, TopologyError};
 pub use processor::{

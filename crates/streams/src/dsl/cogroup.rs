@@ -13,17 +13,16 @@
 use std::rc::Rc;
 use std::sync::Arc;
 
-use crate::dsl::grouped::{KGroupedStream, TimeWindowedKStream};
+use crate::dsl::grouped::KGroupedStream;
 use crate::dsl::kstream::KStream;
 use crate::dsl::ktable::KTable;
 use crate::dsl::materialized::Materialized;
-use crate::dsl::session_windowed::SessionWindowedKStream;
-use crate::dsl::sliding_windowed::SlidingWindowedKStream;
+use crate::dsl::windowed::{FoldOf, Init, UnmergedWindowKind, WindowKind, WindowedKStream};
 use crate::dsl::windowing::Windowing;
 use crate::processors::session_aggregate::SessionAggregation;
-use crate::processors::window_aggregate::Aggregation;
+use crate::processors::windowed::Aggregation;
 use crate::record::Windowed;
-use crate::windows::EmitStrategy;
+use crate::windows::{EmitStrategy, SessionWindows, SlidingWindows, TimeWindows};
 
 /// A record of one cogrouped input, ready to fold into the aggregate.
 pub struct CogroupValue<K, A>(Rc<dyn Fn(&K, A) -> A>);
@@ -135,51 +134,51 @@ where
     }
 }
 
+/// A cogrouped stream windowed by `W` (`TimeWindowedCogroupedKStream`,
+/// `SlidingWindowedCogroupedKStream`, `SessionWindowedCogroupedKStream`).
+#[must_use = "a windowed stream does nothing until aggregated"]
+pub struct WindowedCogroupedKStream<K, A, W> {
+    pub(crate) inner: WindowedKStream<K, CogroupValue<K, A>, W>,
+}
+
 /// A cogrouped stream windowed by [`crate::TimeWindows`].
-#[must_use = "a windowed stream does nothing until aggregated"]
-pub struct TimeWindowedCogroupedKStream<K, A> {
-    pub(crate) inner: TimeWindowedKStream<K, CogroupValue<K, A>>,
-}
-
+pub type TimeWindowedCogroupedKStream<K, A> = WindowedCogroupedKStream<K, A, TimeWindows>;
 /// A cogrouped stream windowed by [`crate::SlidingWindows`].
-#[must_use = "a windowed stream does nothing until aggregated"]
-pub struct SlidingWindowedCogroupedKStream<K, A> {
-    pub(crate) inner: SlidingWindowedKStream<K, CogroupValue<K, A>>,
-}
-
+pub type SlidingWindowedCogroupedKStream<K, A> = WindowedCogroupedKStream<K, A, SlidingWindows>;
 /// A cogrouped stream windowed by [`crate::SessionWindows`].
-#[must_use = "a windowed stream does nothing until aggregated"]
-pub struct SessionWindowedCogroupedKStream<K, A> {
-    pub(crate) inner: SessionWindowedKStream<K, CogroupValue<K, A>>,
+pub type SessionWindowedCogroupedKStream<K, A> = WindowedCogroupedKStream<K, A, SessionWindows>;
+
+impl<K, A, W: WindowKind> std::fmt::Debug for WindowedCogroupedKStream<K, A, W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // TimeWindowedKStream -> TimeWindowedCogroupedKStream
+        let kind = W::STREAM.trim_end_matches("KStream");
+        write!(f, "{kind}CogroupedKStream")
+    }
 }
 
-macro_rules! debug_named {
-    ($($t:ident),*) => {$(
-        impl<K, A> std::fmt::Debug for $t<K, A> {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(stringify!($t))
-            }
-        }
-    )*};
-}
-debug_named!(
-    TimeWindowedCogroupedKStream,
-    SlidingWindowedCogroupedKStream,
-    SessionWindowedCogroupedKStream
-);
-
-impl<K, A> TimeWindowedCogroupedKStream<K, A>
+// Sealed bounds, as on `WindowedKStream`.
+#[allow(private_bounds)]
+impl<K, A, W> WindowedCogroupedKStream<K, A, W>
 where
     K: Ord + Clone + std::fmt::Debug + 'static,
     A: Clone + 'static,
+    W: WindowKind,
 {
     /// When results are forwarded.
     pub fn emit_strategy(self, emit: EmitStrategy) -> Self {
-        TimeWindowedCogroupedKStream {
+        WindowedCogroupedKStream {
             inner: self.inner.emit_strategy(emit),
         }
     }
+}
 
+#[allow(private_bounds)]
+impl<K, A, W> WindowedCogroupedKStream<K, A, W>
+where
+    K: Ord + Clone + std::fmt::Debug + 'static,
+    A: Clone + 'static,
+    W: UnmergedWindowKind,
+{
     /// Aggregates per key and window.
     pub fn aggregate(
         &self,
@@ -188,33 +187,7 @@ where
     ) -> KTable<Windowed<K>, A> {
         self.inner.aggregate_into(
             "COGROUPKSTREAM-AGGREGATE",
-            cogroup_aggregation(Arc::new(init)),
-            materialized,
-        )
-    }
-}
-
-impl<K, A> SlidingWindowedCogroupedKStream<K, A>
-where
-    K: Ord + Clone + std::fmt::Debug + 'static,
-    A: Clone + 'static,
-{
-    /// When results are forwarded.
-    pub fn emit_strategy(self, emit: EmitStrategy) -> Self {
-        SlidingWindowedCogroupedKStream {
-            inner: self.inner.emit_strategy(emit),
-        }
-    }
-
-    /// Aggregates per key and sliding window.
-    pub fn aggregate(
-        &self,
-        init: impl Fn() -> A + Send + Sync + 'static,
-        materialized: Materialized<K, A>,
-    ) -> KTable<Windowed<K>, A> {
-        self.inner.aggregate_into(
-            "COGROUPKSTREAM-AGGREGATE",
-            cogroup_aggregation(Arc::new(init)),
+            W::Fold::of(cogroup_aggregation(Arc::new(init)), None, None),
             materialized,
         )
     }
@@ -225,13 +198,6 @@ where
     K: Ord + Clone + std::fmt::Debug + 'static,
     A: Clone + 'static,
 {
-    /// When results are forwarded.
-    pub fn emit_strategy(self, emit: EmitStrategy) -> Self {
-        SessionWindowedCogroupedKStream {
-            inner: self.inner.emit_strategy(emit),
-        }
-    }
-
     /// Aggregates per session; `merger` combines sessions a record joins
     /// (starting from `init()`, as in Kafka Streams).
     pub fn aggregate(
@@ -240,13 +206,10 @@ where
         merger: impl Fn(&K, A, A) -> A + Send + Sync + 'static,
         materialized: Materialized<K, A>,
     ) -> KTable<Windowed<K>, A> {
-        let init: Arc<dyn Fn() -> A + Send + Sync> = Arc::new(init);
-        let aggregation = SessionAggregation {
-            per_record: cogroup_aggregation(init.clone()),
-            init: Some(init),
-            merge: Arc::new(merger),
-        };
+        let init: Init<A> = Arc::new(init);
+        let per_record = cogroup_aggregation(init.clone());
+        let fold = SessionAggregation::of(per_record, Some(init), Some(Arc::new(merger)));
         self.inner
-            .aggregate_into("COGROUPKSTREAM-AGGREGATE", aggregation, materialized)
+            .aggregate_into("COGROUPKSTREAM-AGGREGATE", fold, materialized)
     }
 }

@@ -28,7 +28,7 @@ use crate::processors::stream_join::{
     ListCodec, OuterKeyCodec, OuterState, OuterStore, RIGHT,
 };
 use crate::processors::stream_table_join::StreamTableJoin;
-use crate::processors::window_aggregate::EmitFrontier;
+use crate::processors::windowed::EmitFrontier;
 use crate::serde::SerdeRef;
 use crate::serde::{BoxedCodec, codec};
 use crate::topology::graph::{Downstream, Instantiation, PortHandle, SharedGraph, port};

@@ -18,7 +18,6 @@ pub(crate) mod ktable;
 pub(crate) mod materialized;
 pub(crate) mod process;
 pub(crate) mod scheduled;
-pub(crate) mod session_windowed;
-pub(crate) mod sliding_windowed;
 pub(crate) mod suppress;
+pub(crate) mod windowed;
 pub(crate) mod windowing;

@@ -14,11 +14,9 @@ use crate::dsl::cogroup::{
     CogroupValue, SessionWindowedCogroupedKStream, SlidingWindowedCogroupedKStream,
     TimeWindowedCogroupedKStream,
 };
-use crate::dsl::grouped::TimeWindowedKStream;
 use crate::dsl::kstream::KStream;
-use crate::dsl::session_windowed::SessionWindowedKStream;
-use crate::dsl::sliding_windowed::SlidingWindowedKStream;
-use crate::windows::{EmitStrategy, SessionWindows, SlidingWindows, TimeWindows};
+use crate::dsl::windowed::{SessionWindowedKStream, SlidingWindowedKStream, TimeWindowedKStream};
+use crate::windows::{SessionWindows, SlidingWindows, TimeWindows};
 
 /// A window kind `windowed_by` accepts; its associated types are the
 /// streams it returns for a grouped and for a cogrouped stream.
@@ -50,11 +48,7 @@ impl Windowing for TimeWindows {
         K: Ord + Clone + std::fmt::Debug + 'static,
         V: Clone + 'static,
     {
-        TimeWindowedKStream {
-            stream,
-            windows: self,
-            emit: EmitStrategy::default(),
-        }
+        TimeWindowedKStream::new(stream, self)
     }
 
     fn cogrouped<K, A>(self, stream: KStream<K, CogroupValue<K, A>>) -> Self::Cogrouped<K, A>

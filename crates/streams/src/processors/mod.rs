@@ -17,3 +17,4 @@ pub(crate) mod suppress_barrier;
 pub(crate) mod suppress_time;
 pub(crate) mod table_aggregate;
 pub(crate) mod window_aggregate;
+pub(crate) mod windowed;

@@ -20,15 +20,14 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use stoatflow_state::{InMemorySessionStore, Segmented, SessionStore, SessionWindow};
+use stoatflow_state::{InMemorySessionStore, SessionStore, SessionWindow};
 use stoatflow_time::Watermark;
 
 use crate::error::ProcessError;
-use crate::processors::window_aggregate::{Aggregation, EmitFrontier};
-use crate::record::{Headers, Record, Window, Windowed};
+use crate::processors::windowed::{Aggregation, WindowedOutput};
+use crate::record::{Record, Window};
 use crate::topology::context::{DropReason, TaskContext};
-use crate::topology::graph::{Downstream, FrontierOperator, Push};
-use crate::windows::EmitStrategy;
+use crate::topology::graph::{FrontierOperator, Push};
 use crate::windows::SessionWindows;
 
 /// How sessions fold: the per-record [`Aggregation`], an optional initial
@@ -52,31 +51,14 @@ impl<K, V, A> Clone for SessionAggregation<K, V, A> {
 pub(crate) type SessionStoreOf<K, A> = InMemorySessionStore<K, A>;
 
 pub(crate) struct SessionWindowAggregate<K, V, A> {
-    pub(crate) node: String,
-    pub(crate) store_name: String,
     pub(crate) windows: SessionWindows,
     pub(crate) aggregation: SessionAggregation<K, V, A>,
     pub(crate) store: Rc<RefCell<SessionStoreOf<K, A>>>,
-    pub(crate) emit: EmitStrategy,
-    pub(crate) emit_frontier: Option<EmitFrontier>,
-    pub(crate) down: Downstream<Windowed<K>, Option<A>>,
+    pub(crate) out: WindowedOutput<K, A>,
 }
 
 fn window_of(w: SessionWindow) -> Window {
     Window::new(w.start, w.end)
-}
-
-impl<K, V, A> SessionWindowAggregate<K, V, A>
-where
-    K: Ord + Clone + std::fmt::Debug + 'static,
-    A: Clone + 'static,
-{
-    fn state_err(&self, source: stoatflow_state::StateError) -> ProcessError {
-        ProcessError::State {
-            store: self.store_name.clone(),
-            source: Box::new(source),
-        }
-    }
 }
 
 impl<K, V, A> Push<K, V> for SessionWindowAggregate<K, V, A>
@@ -90,7 +72,7 @@ where
             .store
             .borrow()
             .find_sessions(&rec.key, ts.saturating_sub(gap), ts.saturating_add(gap))
-            .map_err(|e| self.state_err(e))?;
+            .map_err(|e| self.out.state_err(e))?;
         let new_session = SessionWindow::new(ts, ts);
         let mut merged = new_session;
         let mut acc: Option<A> = self.aggregation.init.as_ref().map(|f| f());
@@ -108,32 +90,24 @@ where
             absorbed.push(w);
         }
         let close = self.windows.close_of_end(merged.end);
-        if cx.floor.has_closed(close) {
-            cx.metrics.drop_record(DropReason::LateSession);
-            tracing::debug!(
-                node = %self.node, key = ?rec.key, timestamp = ts, session_start = merged.start,
-                session_end = merged.end, close, floor = cx.floor.as_millis(),
-                "dropping a record for a closed session"
-            );
+        let window = window_of(merged);
+        if self
+            .out
+            .closed(cx, DropReason::LateSession, &rec.key, ts, window, close)
+        {
             return Ok(());
         }
-        let forward_updates = self.emit == EmitStrategy::OnWindowUpdate;
+        let forward_updates = self.out.forwards_updates();
         if merged != new_session {
             for w in absorbed {
                 self.store
                     .borrow_mut()
                     .remove(&rec.key, w, ts)
-                    .map_err(|e| self.state_err(e))?;
+                    .map_err(|e| self.out.state_err(e))?;
                 if forward_updates {
-                    self.down.forward(
-                        cx,
-                        Record {
-                            key: Windowed::new(rec.key.clone(), window_of(w)),
-                            value: None,
-                            timestamp: w.end,
-                            headers: rec.headers.clone(),
-                        },
-                    )?;
+                    let (key, headers) = (rec.key.clone(), rec.headers.clone());
+                    self.out
+                        .forward(cx, key, window_of(w), None, w.end, headers)?;
                 }
             }
         }
@@ -145,17 +119,10 @@ where
         self.store
             .borrow_mut()
             .put(rec.key.clone(), merged, agg, ts)
-            .map_err(|e| self.state_err(e))?;
+            .map_err(|e| self.out.state_err(e))?;
         if let Some(value) = out {
-            self.down.forward(
-                cx,
-                Record {
-                    key: Windowed::new(rec.key, window_of(merged)),
-                    value: Some(value),
-                    timestamp: merged.end,
-                    headers: rec.headers,
-                },
-            )?;
+            self.out
+                .forward(cx, rec.key, window, Some(value), merged.end, rec.headers)?;
         }
         Ok(())
     }
@@ -171,47 +138,15 @@ where
         cx: &mut TaskContext,
         frontier: Watermark,
     ) -> Result<(), ProcessError> {
-        if frontier.is_none_yet() {
-            return Ok(());
-        }
-        if let Some(ef) = &self.emit_frontier
-            && frontier > ef.value()
-        {
-            // Sessions whose close, end + gap + 1 + grace, lies in (emitted, frontier].
-            let span = self.windows.close_span();
-            let from = ef
-                .value()
-                .as_millis()
-                .saturating_sub(span)
-                .saturating_add(1);
-            let to = frontier.as_millis().saturating_sub(span);
-            if to >= from {
-                let due = self
-                    .store
-                    .borrow()
-                    .fetch_all_by_end(from, to)
-                    .map_err(|e| self.state_err(e))?;
-                for (w, key, value) in due {
-                    self.down.forward(
-                        cx,
-                        Record {
-                            key: Windowed::new(key, window_of(w)),
-                            value: Some(value),
-                            timestamp: w.end,
-                            headers: Headers::empty(),
-                        },
-                    )?;
-                }
-            }
-            self.emit_frontier
-                .as_mut()
-                .expect("checked above")
-                .advance(frontier)?;
-        }
-        self.store
-            .borrow_mut()
-            .expire(frontier.as_millis())
-            .map_err(|e| self.state_err(e))?;
-        Ok(())
+        // Sessions whose close, end + gap + 1 + grace, lies in (emitted, frontier].
+        self.out.on_frontier(
+            cx,
+            frontier,
+            &self.store,
+            self.windows.close_span(),
+            i64::MIN,
+            |store, from, to| store.fetch_all_by_end(from, to),
+            |(w, key, value)| (key, window_of(w), value, w.end),
+        )
     }
 }

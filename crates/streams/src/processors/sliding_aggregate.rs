@@ -24,26 +24,21 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use stoatflow_state::{Segmented, ValueAndTimestamp, WindowStore};
+use stoatflow_state::{ValueAndTimestamp, WindowStore};
 use stoatflow_time::Watermark;
 
 use crate::error::ProcessError;
-use crate::processors::window_aggregate::{Aggregation, EmitFrontier, WindowStoreOf};
-use crate::record::{Headers, Record, Windowed};
+use crate::processors::windowed::{Aggregation, WindowStoreOf, WindowedOutput};
+use crate::record::{Headers, Record};
 use crate::topology::context::{DropReason, TaskContext};
-use crate::topology::graph::{Downstream, FrontierOperator, Push};
-use crate::windows::EmitStrategy;
+use crate::topology::graph::{FrontierOperator, Push};
 use crate::windows::SlidingWindows;
 
 pub(crate) struct SlidingWindowAggregate<K, V, A> {
-    pub(crate) node: String,
-    pub(crate) store_name: String,
     pub(crate) windows: SlidingWindows,
     pub(crate) aggregation: Aggregation<K, V, A>,
     pub(crate) store: Rc<RefCell<WindowStoreOf<K, A>>>,
-    pub(crate) emit: EmitStrategy,
-    pub(crate) emit_frontier: Option<EmitFrontier>,
-    pub(crate) down: Downstream<Windowed<K>, Option<A>>,
+    pub(crate) out: WindowedOutput<K, A>,
     /// Scratch for one record's window set, (start, time of the window's
     /// latest record) by start, reused so a record allocates nothing.
     pub(crate) window_set: Vec<(i64, i64)>,
@@ -56,13 +51,6 @@ where
     K: Ord + Clone + std::fmt::Debug + 'static,
     A: Clone + 'static,
 {
-    fn state_err(&self, source: stoatflow_state::StateError) -> ProcessError {
-        ProcessError::State {
-            store: self.store_name.clone(),
-            source: Box::new(source),
-        }
-    }
-
     /// The key's windows with start in `from..=to` into `out`, by start, as
     /// (start, time of the window's latest record): read in place from the
     /// store, whose layout keeps a key's windows together.
@@ -79,7 +67,7 @@ where
             .for_each_in_key_range(key, from, to, &mut |start, vt| {
                 out.push((start, vt.timestamp))
             })
-            .map_err(|e| self.state_err(e))
+            .map_err(|e| self.out.state_err(e))
     }
 
     /// The stored window of `key` at `start`.
@@ -87,21 +75,15 @@ where
         self.store
             .borrow()
             .fetch(key, start)
-            .map_err(|e| self.state_err(e))
+            .map_err(|e| self.out.state_err(e))
     }
 
     /// Whether the window at `start` has closed; if so the skip is counted.
     fn closed(&self, cx: &mut TaskContext, rec: &Record<K, V>, start: i64) -> bool {
-        let close = self.windows.close_of(start);
-        if !cx.floor.has_closed(close) {
-            return false;
-        }
-        cx.metrics.drop_record(DropReason::LateWindow);
-        tracing::debug!(
-            node = %self.node, key = ?rec.key, timestamp = rec.timestamp, window_start = start,
-            close, floor = cx.floor.as_millis(), "skipping a closed sliding window"
-        );
-        true
+        let (window, close) = (self.windows.window(start), self.windows.close_of(start));
+        let (key, ts) = (&rec.key, rec.timestamp);
+        self.out
+            .closed(cx, DropReason::LateWindow, key, ts, window, close)
     }
 
     /// Adds the record to the window at `start` in place (starting it if
@@ -121,7 +103,7 @@ where
                 Ok(None)
             };
         }
-        let emit = self.emit == EmitStrategy::OnWindowUpdate;
+        let emit = self.out.forwards_updates();
         let (mut old_copy, mut out) = (None, None);
         let (key, value, ts) = (&rec.key, &rec.value, rec.timestamp);
         let aggregation = &self.aggregation;
@@ -145,7 +127,7 @@ where
                 }
                 new
             })
-            .map_err(|e| self.state_err(e))?;
+            .map_err(|e| self.out.state_err(e))?;
         if let Some(vt) = out {
             self.forward(cx, &rec.key, start, vt.value, vt.timestamp, &rec.headers)?;
         }
@@ -188,11 +170,11 @@ where
         headers: &Headers,
         write_ts: i64,
     ) -> Result<(), ProcessError> {
-        let out = (self.emit == EmitStrategy::OnWindowUpdate).then(|| agg.clone());
+        let out = (self.out.forwards_updates()).then(|| agg.clone());
         self.store
             .borrow_mut()
             .put(key.clone(), start, Vt::new(agg, ts), write_ts)
-            .map_err(|e| self.state_err(e))?;
+            .map_err(|e| self.out.state_err(e))?;
         if let Some(value) = out {
             self.forward(cx, key, start, value, ts, headers)?;
         }
@@ -209,15 +191,9 @@ where
         ts: i64,
         headers: &Headers,
     ) -> Result<(), ProcessError> {
-        self.down.forward(
-            cx,
-            Record {
-                key: Windowed::new(key.clone(), self.windows.window(start)),
-                value: Some(value),
-                timestamp: ts,
-                headers: headers.clone(),
-            },
-        )
+        let window = self.windows.window(start);
+        self.out
+            .forward(cx, key.clone(), window, Some(value), ts, headers.clone())
     }
 
     /// Adds the record to `existing` (the key's stored windows containing it,
@@ -248,7 +224,7 @@ where
         let (Some(from), Some(&(to, _))) = (first_open, existing.last()) else {
             return Ok(kept);
         };
-        let emit = self.emit == EmitStrategy::OnWindowUpdate;
+        let emit = self.out.forwards_updates();
         let mut updated = Vec::new();
         let (key, value, ts) = (&rec.key, &rec.value, rec.timestamp);
         let aggregation = &self.aggregation;
@@ -268,7 +244,7 @@ where
                 }
                 new
             })
-            .map_err(|e| self.state_err(e))?;
+            .map_err(|e| self.out.state_err(e))?;
         for (start, vt) in updated.into_iter().rev() {
             self.forward(cx, &rec.key, start, vt.value, vt.timestamp, &rec.headers)?;
         }
@@ -408,13 +384,13 @@ where
 {
     fn push(&mut self, cx: &mut TaskContext, rec: Record<K, V>) -> Result<(), ProcessError> {
         let ts = rec.timestamp;
-        let close = self.windows.close_of(ts);
-        if cx.floor.has_closed(close) {
-            cx.metrics.drop_record(DropReason::LateWindow);
-            tracing::debug!(
-                node = %self.node, key = ?rec.key, timestamp = ts, close,
-                floor = cx.floor.as_millis(), "dropping a record for closed sliding windows"
-            );
+        // The record's own window [ts, ts + D] closes last among those it
+        // touches: if it has closed, so have the others.
+        let (window, close) = (self.windows.window(ts), self.windows.close_of(ts));
+        if self
+            .out
+            .closed(cx, DropReason::LateWindow, &rec.key, ts, window, close)
+        {
             return Ok(());
         }
         let mut set = std::mem::take(&mut self.window_set);
@@ -438,49 +414,16 @@ where
         cx: &mut TaskContext,
         frontier: Watermark,
     ) -> Result<(), ProcessError> {
-        if frontier.is_none_yet() {
-            return Ok(());
-        }
-        if let Some(ef) = &self.emit_frontier
-            && frontier > ef.value()
-        {
-            // Windows whose close, start + D + 1 + grace, lies in (emitted, frontier].
-            let span = self.windows.close_span();
-            let from = ef
-                .value()
-                .as_millis()
-                .saturating_sub(span)
-                .saturating_add(1)
-                .max(0);
-            let to = frontier.as_millis().saturating_sub(span);
-            if to >= from {
-                let due = self
-                    .store
-                    .borrow()
-                    .fetch_all(from, to)
-                    .map_err(|e| self.state_err(e))?;
-                for (start, key, vt) in due {
-                    let key = Windowed::new(key, self.windows.window(start));
-                    self.down.forward(
-                        cx,
-                        Record {
-                            key,
-                            value: Some(vt.value),
-                            timestamp: vt.timestamp,
-                            headers: Headers::empty(),
-                        },
-                    )?;
-                }
-            }
-            self.emit_frontier
-                .as_mut()
-                .expect("checked above")
-                .advance(frontier)?;
-        }
-        self.store
-            .borrow_mut()
-            .expire(frontier.as_millis())
-            .map_err(|e| self.state_err(e))?;
-        Ok(())
+        // Windows whose close, start + D + 1 + grace, lies in (emitted, frontier].
+        let windows = self.windows;
+        self.out.on_frontier(
+            cx,
+            frontier,
+            &self.store,
+            windows.close_span(),
+            0,
+            |store, from, to| store.fetch_all(from, to),
+            |(start, key, vt)| (key, windows.window(start), vt.value, vt.timestamp),
+        )
     }
 }

@@ -38,7 +38,7 @@ use stoatflow_state::{
 use stoatflow_time::Watermark;
 
 use crate::error::ProcessError;
-use crate::processors::window_aggregate::EmitFrontier;
+use crate::processors::windowed::EmitFrontier;
 use crate::record::{Headers, Record};
 use crate::topology::context::TaskContext;
 use crate::topology::graph::{Downstream, FrontierOperator, Push};
@@ -52,7 +52,7 @@ pub(crate) type JoinWindowStore<K, V> = InMemoryWindowStore<K, Arrivals<V>>;
 pub(crate) type OuterStore<K, V1, V2> =
     InMemoryKeyValueStore<OuterKey<K>, Vec<LeftOrRight<V1, V2>>>;
 /// The emitted frontier of the unmatched store.
-pub(crate) type JoinFrontierStore = crate::processors::window_aggregate::FrontierStore;
+pub(crate) type JoinFrontierStore = crate::processors::windowed::FrontierStore;
 
 /// The full joiner: `(key, left, right)`, a side `None` for a null-join.
 pub(crate) type Joiner<K, V1, V2, VR> =

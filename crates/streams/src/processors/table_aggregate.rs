@@ -7,7 +7,7 @@ use std::rc::Rc;
 use stoatflow_state::{InMemoryKeyValueStore, KeyValueStore, ValueAndTimestamp};
 
 use crate::error::ProcessError;
-use crate::processors::window_aggregate::Aggregation;
+use crate::processors::windowed::Aggregation;
 use crate::record::Record;
 use crate::topology::context::TaskContext;
 use crate::topology::graph::{Downstream, Push};

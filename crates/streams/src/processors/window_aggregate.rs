@@ -11,101 +11,22 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::Arc;
 
-use stoatflow_state::{
-    InMemoryKeyValueStore, InMemoryWindowStore, Segmented, StateStore, ValueAndTimestamp,
-    WindowStore,
-};
+use stoatflow_state::{ValueAndTimestamp, WindowStore};
 use stoatflow_time::Watermark;
 
 use crate::error::ProcessError;
-use crate::record::{Headers, Record, Windowed};
+use crate::processors::windowed::{Aggregation, WindowStoreOf, WindowedOutput};
+use crate::record::Record;
 use crate::topology::context::{DropReason, TaskContext};
-use crate::topology::graph::{Downstream, FrontierOperator, Push};
-use crate::topology::shared_store::Shared;
-use crate::windows::{EmitStrategy, TimeWindows};
-
-/// How values fold into an aggregate: the first value of a window, then each next one.
-pub(crate) struct Aggregation<K, V, A> {
-    pub(crate) initial: Arc<dyn Fn(&K, &V) -> A + Send + Sync>,
-    pub(crate) add: Arc<dyn Fn(&K, &V, A) -> A + Send + Sync>,
-}
-
-impl<K, V, A> Clone for Aggregation<K, V, A> {
-    fn clone(&self) -> Self {
-        Aggregation {
-            initial: self.initial.clone(),
-            add: self.add.clone(),
-        }
-    }
-}
-
-pub(crate) type WindowStoreOf<K, A> = InMemoryWindowStore<K, ValueAndTimestamp<A>>;
-pub(crate) type FrontierStore = InMemoryKeyValueStore<String, i64>;
-
-/// The emit frontier: the highest close already emitted, kept by the state
-/// crate's `EmitFrontier` in the companion store `<store>-emitfrontier` so it
-/// commits with the results. Reads go through to the store, so it is right
-/// after a restore that ran after instantiation.
-pub(crate) struct EmitFrontier {
-    inner: stoatflow_state::EmitFrontier<Shared<FrontierStore>>,
-}
-
-impl EmitFrontier {
-    pub(crate) fn new(store_name: &str, store: Rc<RefCell<FrontierStore>>) -> Self {
-        EmitFrontier {
-            inner: stoatflow_state::EmitFrontier::new(store_name, Shared::new(store)),
-        }
-    }
-
-    fn err(&self, source: stoatflow_state::StateError) -> ProcessError {
-        ProcessError::State {
-            store: self.inner.store().name().to_owned(),
-            source: Box::new(source),
-        }
-    }
-
-    /// The highest close emitted so far (`MIN` before the first).
-    pub(crate) fn value(&self) -> Watermark {
-        // An in-memory store read cannot fail; a failing engine reads as "nothing emitted yet",
-        // and the advance below reports the error.
-        self.inner
-            .highest_emitted_close()
-            .map_or(Watermark::MIN, Watermark::from_millis)
-    }
-
-    /// Records that every close at or below `to` has been emitted.
-    pub(crate) fn advance(&mut self, to: Watermark) -> Result<(), ProcessError> {
-        self.inner
-            .advance_to(to.as_millis(), to.as_millis())
-            .map_err(|e| self.err(e))?;
-        Ok(())
-    }
-}
+use crate::topology::graph::{FrontierOperator, Push};
+use crate::windows::TimeWindows;
 
 pub(crate) struct TimeWindowAggregate<K, V, A> {
-    pub(crate) node: String,
-    pub(crate) store_name: String,
     pub(crate) windows: TimeWindows,
     pub(crate) aggregation: Aggregation<K, V, A>,
     pub(crate) store: Rc<RefCell<WindowStoreOf<K, A>>>,
-    pub(crate) emit: EmitStrategy,
-    pub(crate) emit_frontier: Option<EmitFrontier>,
-    pub(crate) down: Downstream<Windowed<K>, Option<A>>,
-}
-
-impl<K, V, A> TimeWindowAggregate<K, V, A>
-where
-    K: Ord + Clone + std::fmt::Debug + 'static,
-    A: Clone + 'static,
-{
-    fn state_err(&self, source: stoatflow_state::StateError) -> ProcessError {
-        ProcessError::State {
-            store: self.store_name.clone(),
-            source: Box::new(source),
-        }
-    }
+    pub(crate) out: WindowedOutput<K, A>,
 }
 
 impl<K, V, A> Push<K, V> for TimeWindowAggregate<K, V, A>
@@ -116,17 +37,15 @@ where
     fn push(&mut self, cx: &mut TaskContext, rec: Record<K, V>) -> Result<(), ProcessError> {
         let ts = rec.timestamp;
         for start in self.windows.window_starts(ts) {
-            let close = self.windows.close_of(start);
-            if cx.floor.has_closed(close) {
-                cx.metrics.drop_record(DropReason::LateWindow);
-                tracing::debug!(
-                    node = %self.node, key = ?rec.key, timestamp = ts, window_start = start, close,
-                    floor = cx.floor.as_millis(), "dropping a record for a closed window"
-                );
+            let (window, close) = (self.windows.window(start), self.windows.close_of(start));
+            if self
+                .out
+                .closed(cx, DropReason::LateWindow, &rec.key, ts, window, close)
+            {
                 continue;
             }
             let (mut new_ts, mut out) = (ts, None);
-            let on_update = self.emit == EmitStrategy::OnWindowUpdate;
+            let on_update = self.out.forwards_updates();
             let mut fold = |old: Option<ValueAndTimestamp<A>>| {
                 let agg = match old {
                     Some(ValueAndTimestamp { value, timestamp }) => {
@@ -141,18 +60,11 @@ where
             self.store
                 .borrow_mut()
                 .update(&rec.key, start, ts, &mut fold)
-                .map_err(|e| self.state_err(e))?;
+                .map_err(|e| self.out.state_err(e))?;
             if let Some(value) = out {
-                let key = Windowed::new(rec.key.clone(), self.windows.window(start));
-                self.down.forward(
-                    cx,
-                    Record {
-                        key,
-                        value: Some(value),
-                        timestamp: new_ts,
-                        headers: rec.headers.clone(),
-                    },
-                )?;
+                let (key, headers) = (rec.key.clone(), rec.headers.clone());
+                self.out
+                    .forward(cx, key, window, Some(value), new_ts, headers)?;
             }
         }
         Ok(())
@@ -169,53 +81,22 @@ where
         cx: &mut TaskContext,
         frontier: Watermark,
     ) -> Result<(), ProcessError> {
-        if frontier.is_none_yet() {
-            return Ok(());
-        }
-        if let Some(ef) = &self.emit_frontier
-            && frontier > ef.value()
-        {
-            // Windows whose close lies in (emitted, frontier]; close = start + size + grace.
-            let span = self
-                .windows
-                .size_ms()
-                .saturating_add(self.windows.grace_ms());
-            let from = ef
-                .value()
-                .as_millis()
-                .saturating_sub(span)
-                .saturating_add(1)
-                .max(0);
-            let to = frontier.as_millis().saturating_sub(span);
-            if to >= from {
-                let mut due = self
-                    .store
-                    .borrow()
-                    .fetch_all(from, to)
-                    .map_err(|e| self.state_err(e))?;
+        // Windows whose close, start + size + grace, lies in (emitted, frontier],
+        // by close, then key.
+        let windows = self.windows;
+        let span = windows.size_ms().saturating_add(windows.grace_ms());
+        self.out.on_frontier(
+            cx,
+            frontier,
+            &self.store,
+            span,
+            0,
+            |store, from, to| {
+                let mut due = store.fetch_all(from, to)?;
                 due.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-                for (start, key, vt) in due {
-                    let key = Windowed::new(key, self.windows.window(start));
-                    self.down.forward(
-                        cx,
-                        Record {
-                            key,
-                            value: Some(vt.value),
-                            timestamp: vt.timestamp,
-                            headers: Headers::empty(),
-                        },
-                    )?;
-                }
-            }
-            self.emit_frontier
-                .as_mut()
-                .expect("checked above")
-                .advance(frontier)?;
-        }
-        self.store
-            .borrow_mut()
-            .expire(frontier.as_millis())
-            .map_err(|e| self.state_err(e))?;
-        Ok(())
+                Ok(due)
+            },
+            |(start, key, vt)| (key, windows.window(start), vt.value, vt.timestamp),
+        )
     }
 }

@@ -1,0 +1,228 @@
+//! What every windowed aggregation shares (time, sliding and session, and
+//! their cogroup forms, which are the same operators over `CogroupValue`):
+//! the fold ([`Aggregation`]), the emit frontier, and [`WindowedOutput`]:
+//! the late rule's drop accounting, forwarding, and the emission pass
+//! against the committed frontier followed by retention.
+//!
+//! Each operator keeps only what differs: which windows a record touches
+//! (and, for sessions, the merge) and how its store lists the windows due.
+//! Dirty tracking for the changelog is the stores' own (`state` crate).
+//!
+//! It knows nothing of how the floor or the frontier were computed.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use stoatflow_state::{
+    InMemoryKeyValueStore, InMemoryWindowStore, Segmented, StateError, StateStore,
+    ValueAndTimestamp,
+};
+use stoatflow_time::Watermark;
+
+use crate::error::ProcessError;
+use crate::record::{Headers, Record, Window, Windowed};
+use crate::topology::context::{DropReason, TaskContext};
+use crate::topology::graph::Downstream;
+use crate::topology::shared_store::Shared;
+use crate::windows::EmitStrategy;
+
+/// How values fold into an aggregate: the first value of a window, then each next one.
+pub(crate) struct Aggregation<K, V, A> {
+    pub(crate) initial: Arc<dyn Fn(&K, &V) -> A + Send + Sync>,
+    pub(crate) add: Arc<dyn Fn(&K, &V, A) -> A + Send + Sync>,
+}
+
+impl<K, V, A> Clone for Aggregation<K, V, A> {
+    fn clone(&self) -> Self {
+        Aggregation {
+            initial: self.initial.clone(),
+            add: self.add.clone(),
+        }
+    }
+}
+
+pub(crate) type WindowStoreOf<K, A> = InMemoryWindowStore<K, ValueAndTimestamp<A>>;
+pub(crate) type FrontierStore = InMemoryKeyValueStore<String, i64>;
+
+/// The emit frontier: the highest close already emitted, kept by the state
+/// crate's `EmitFrontier` in the companion store `<store>-emitfrontier` so it
+/// commits with the results. Reads go through to the store, so it is right
+/// after a restore that ran after instantiation.
+pub(crate) struct EmitFrontier {
+    inner: stoatflow_state::EmitFrontier<Shared<FrontierStore>>,
+}
+
+impl EmitFrontier {
+    pub(crate) fn new(store_name: &str, store: Rc<RefCell<FrontierStore>>) -> Self {
+        EmitFrontier {
+            inner: stoatflow_state::EmitFrontier::new(store_name, Shared::new(store)),
+        }
+    }
+
+    fn err(&self, source: stoatflow_state::StateError) -> ProcessError {
+        ProcessError::State {
+            store: self.inner.store().name().to_owned(),
+            source: Box::new(source),
+        }
+    }
+
+    /// The highest close emitted so far (`MIN` before the first).
+    pub(crate) fn value(&self) -> Watermark {
+        // An in-memory store read cannot fail; a failing engine reads as "nothing emitted yet",
+        // and the advance below reports the error.
+        self.inner
+            .highest_emitted_close()
+            .map_or(Watermark::MIN, Watermark::from_millis)
+    }
+
+    /// Records that every close at or below `to` has been emitted.
+    pub(crate) fn advance(&mut self, to: Watermark) -> Result<(), ProcessError> {
+        self.inner
+            .advance_to(to.as_millis(), to.as_millis())
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+}
+
+/// The output side of a windowed aggregation: its node and store names, its
+/// emit strategy, the emit frontier (on-window-close only) and its children.
+pub(crate) struct WindowedOutput<K, A> {
+    pub(crate) node: String,
+    pub(crate) store_name: String,
+    pub(crate) emit: EmitStrategy,
+    pub(crate) emit_frontier: Option<EmitFrontier>,
+    pub(crate) down: Downstream<Windowed<K>, Option<A>>,
+}
+
+impl<K, A> WindowedOutput<K, A>
+where
+    K: Clone + std::fmt::Debug + 'static,
+    A: Clone + 'static,
+{
+    pub(crate) fn state_err(&self, source: StateError) -> ProcessError {
+        ProcessError::State {
+            store: self.store_name.clone(),
+            source: Box::new(source),
+        }
+    }
+
+    /// Whether every update is forwarded as it happens (on-window-update).
+    #[inline]
+    pub(crate) fn forwards_updates(&self) -> bool {
+        self.emit == EmitStrategy::OnWindowUpdate
+    }
+
+    /// The late rule (DESIGN 3.4): whether `window`, closing at `close`, has
+    /// closed at the floor; if so the record is dropped from it and the drop
+    /// counted under `reason` (per window, as Kafka Streams meters it).
+    #[inline(always)]
+    pub(crate) fn closed(
+        &self,
+        cx: &mut TaskContext,
+        reason: DropReason,
+        key: &K,
+        timestamp: i64,
+        window: Window,
+        close: i64,
+    ) -> bool {
+        let closed = cx.floor.has_closed(close);
+        if closed {
+            self.count_drop(cx, reason, key, (timestamp, window, close));
+        }
+        closed
+    }
+
+    /// Counts one drop and says why at debug level, off the hot path.
+    #[cold]
+    #[inline(never)]
+    fn count_drop(
+        &self,
+        cx: &mut TaskContext,
+        reason: DropReason,
+        key: &K,
+        (timestamp, window, close): (i64, Window, i64),
+    ) {
+        cx.metrics.drop_record(reason);
+        tracing::debug!(
+            node = %self.node, key = ?key, timestamp, window_start = window.start,
+            window_end = window.end, close, floor = cx.floor.as_millis(), ?reason,
+            "dropping a record for a closed window"
+        );
+    }
+
+    /// Forwards one window's value (an update, a result or a tombstone).
+    #[inline]
+    pub(crate) fn forward(
+        &self,
+        cx: &mut TaskContext,
+        key: K,
+        window: Window,
+        value: Option<A>,
+        timestamp: i64,
+        headers: Headers,
+    ) -> Result<(), ProcessError> {
+        self.down.forward(
+            cx,
+            Record {
+                key: Windowed::new(key, window),
+                value,
+                timestamp,
+                headers,
+            },
+        )
+    }
+
+    /// The frontier moved: under on-window-close, the emission pass forwards
+    /// once every window whose close lies in (emit frontier, frontier], in
+    /// the order `due` lists them, and persists the new emit frontier; then
+    /// the store expires what retention no longer keeps (nothing windowed
+    /// expires except here).
+    ///
+    /// A window's close is its store time (window start, session end) plus
+    /// `span`; `due(store, from, to)` lists the windows with store time in
+    /// `from..=to` (`from` no lower than `lowest`), and `result` turns one
+    /// into (key, window, value, timestamp).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn on_frontier<S: Segmented, T>(
+        &mut self,
+        cx: &mut TaskContext,
+        frontier: Watermark,
+        store: &RefCell<S>,
+        span: i64,
+        lowest: i64,
+        due: impl FnOnce(&S, i64, i64) -> Result<Vec<T>, StateError>,
+        result: impl Fn(T) -> (K, Window, A, i64),
+    ) -> Result<(), ProcessError> {
+        if frontier.is_none_yet() {
+            return Ok(());
+        }
+        if let Some(ef) = &self.emit_frontier
+            && frontier > ef.value()
+        {
+            let from = ef
+                .value()
+                .as_millis()
+                .saturating_sub(span)
+                .saturating_add(1)
+                .max(lowest);
+            let to = frontier.as_millis().saturating_sub(span);
+            if to >= from {
+                let due = due(&store.borrow(), from, to).map_err(|e| self.state_err(e))?;
+                for item in due {
+                    let (key, window, value, timestamp) = result(item);
+                    self.forward(cx, key, window, Some(value), timestamp, Headers::empty())?;
+                }
+            }
+            self.emit_frontier
+                .as_mut()
+                .expect("checked above")
+                .advance(frontier)?;
+        }
+        store
+            .borrow_mut()
+            .expire(frontier.as_millis())
+            .map_err(|e| self.state_err(e))?;
+        Ok(())
+    }
+}
