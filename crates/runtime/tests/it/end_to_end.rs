@@ -72,41 +72,24 @@ fn input_arriving_while_running_is_counted() {
 fn the_race_of_r_and_f_admits_r_on_a_slow_lane() {
     use std::time::Duration;
     use stoatflow_runtime::{StreamsApp, partition_for_key};
-    use stoatflow_streams::{
-        Consumed, EmitStrategy, Produced, Serdes, StreamsBuilder, TimeWindows,
-    };
-    use stoatflow_time::WatermarkStrategy;
+    use stoatflow_streams::TimeWindows;
 
     const R: i64 = -7;
     let topology = || {
-        let mut b = StreamsBuilder::new();
-        b.stream(
-            INPUT,
-            Consumed::with(Serdes::string(), Serdes::i64()).with_watermark_strategy(
-                WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(BOUND_MS)),
+        windowed_count(
+            TimeWindows::of_size_and_grace(
+                Duration::from_millis(WINDOW_MS as u64),
+                Duration::from_millis(GRACE_MS as u64),
             ),
+            WINDOW_MS,
+            |s| {
+                s.peek(|_k: &String, v: &i64| {
+                    if *v == R {
+                        std::thread::sleep(Duration::from_millis(300));
+                    }
+                })
+            },
         )
-        .peek(|_k: &String, v: &i64| {
-            if *v == R {
-                std::thread::sleep(Duration::from_millis(300));
-            }
-        })
-        .group_by_key()
-        .windowed_by(TimeWindows::of_size_and_grace(
-            Duration::from_millis(WINDOW_MS as u64),
-            Duration::from_millis(GRACE_MS as u64),
-        ))
-        .emit_strategy(EmitStrategy::on_window_close())
-        .count()
-        .to_stream()
-        .to(
-            OUTPUT,
-            Produced::with(
-                Serdes::time_windowed(Serdes::string(), WINDOW_MS),
-                Serdes::i64(),
-            ),
-        );
-        b.build().unwrap()
     };
     let key_on = |p: u32, prefix: &str| {
         (0..)
@@ -160,41 +143,22 @@ fn the_race_of_r_and_f_admits_r_on_a_slow_lane() {
 fn out_of_order_input_gives_one_output_whatever_the_lanes_and_delays() {
     use std::time::Duration;
     use stoatflow_runtime::StreamsApp;
-    use stoatflow_streams::{
-        Consumed, EmitStrategy, Produced, Serdes, StreamsBuilder, TimeWindows,
-    };
-    use stoatflow_time::WatermarkStrategy;
+    use stoatflow_streams::TimeWindows;
 
     fn topology(delay_seed: u64) -> stoatflow_streams::Topology {
-        let mut b = StreamsBuilder::new();
-        b.stream(
-            INPUT,
-            Consumed::with(Serdes::string(), Serdes::i64()).with_watermark_strategy(
-                WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(BOUND_MS)),
-            ),
+        windowed_count(
+            TimeWindows::of_size_with_no_grace(Duration::from_millis(WINDOW_MS as u64)),
+            WINDOW_MS,
+            |s| {
+                s.peek(move |_k: &String, v: &i64| {
+                    // A pseudo-random few records stall their lane.
+                    let h = (*v as u64 ^ delay_seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58;
+                    if h == 0 {
+                        std::thread::sleep(Duration::from_millis(3));
+                    }
+                })
+            },
         )
-        .peek(move |_k: &String, v: &i64| {
-            // A pseudo-random few records stall their lane.
-            let h = (*v as u64 ^ delay_seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58;
-            if h == 0 {
-                std::thread::sleep(Duration::from_millis(3));
-            }
-        })
-        .group_by_key()
-        .windowed_by(TimeWindows::of_size_with_no_grace(Duration::from_millis(
-            WINDOW_MS as u64,
-        )))
-        .emit_strategy(EmitStrategy::on_window_close())
-        .count()
-        .to_stream()
-        .to(
-            OUTPUT,
-            Produced::with(
-                Serdes::time_windowed(Serdes::string(), WINDOW_MS),
-                Serdes::i64(),
-            ),
-        );
-        b.build().unwrap()
     }
 
     let seeds: u64 = if std::env::var_os("STOATFLOW_HEAVY_TESTS").is_some() {

@@ -6,28 +6,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use stoatflow_log::{Consumer, EmbeddedLog, Log, SeekTo, TopicPartition, TopicSpec};
+use stoatflow_log::{EmbeddedLog, Log, TopicSpec};
 use stoatflow_runtime::StreamsApp;
 use stoatflow_streams::{
-    BufferConfig, Consumed, EmitStrategy, Grouped, JoinWindows, KStream, Produced, Serdes,
-    SessionWindows, SlidingWindows, StreamJoined, StreamsBuilder, StreamsConfig, Suppressed,
-    TimeWindows, Topology,
+    BufferConfig, EmitStrategy, Grouped, JoinWindows, Produced, Serdes, SessionWindows,
+    SlidingWindows, StreamJoined, StreamsBuilder, StreamsConfig, Suppressed, TimeWindows, Topology,
 };
 use stoatflow_testing::TopologyTestDriver;
-use stoatflow_time::WatermarkStrategy;
 
 use crate::support::*;
 
 pub(crate) const OTHER: &str = "others";
-
-fn source(builder: &mut StreamsBuilder, topic: &str) -> KStream<String, i64> {
-    builder.stream(
-        topic,
-        Consumed::with(Serdes::string(), Serdes::i64()).with_watermark_strategy(
-            WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(BOUND_MS)),
-        ),
-    )
-}
 
 fn secs(s: u64) -> Duration {
     Duration::from_secs(s)
@@ -105,21 +94,11 @@ fn inner_join() -> Topology {
 }
 
 pub(crate) fn hopping() -> Topology {
-    let mut b = StreamsBuilder::new();
-    source(&mut b, INPUT)
-        .group_by_key()
-        .windowed_by(TimeWindows::of_size_and_grace(secs(10), secs(5)).advance_by(secs(3)))
-        .emit_strategy(EmitStrategy::on_window_close())
-        .count()
-        .to_stream()
-        .to(
-            OUTPUT,
-            Produced::with(
-                Serdes::time_windowed(Serdes::string(), 10_000),
-                Serdes::i64(),
-            ),
-        );
-    b.build().unwrap()
+    windowed_count(
+        TimeWindows::of_size_and_grace(secs(10), secs(5)).advance_by(secs(3)),
+        10_000,
+        |s| s,
+    )
 }
 
 pub(crate) fn outer_join() -> Topology {
@@ -186,27 +165,7 @@ fn keep(out: Raw) -> Raw {
 }
 
 pub(crate) fn read_raw<L: Log>(log: &L) -> Raw {
-    let mut consumer = log.consumer("family-reader").unwrap();
-    let tps: Vec<_> = (0..PARTITIONS)
-        .map(|p| TopicPartition::new(OUTPUT, p))
-        .collect();
-    consumer.assign(&tps).unwrap();
-    let mut ends = Vec::new();
-    for tp in &tps {
-        consumer.seek(tp, SeekTo::Beginning).unwrap();
-        ends.push(consumer.end_offset(tp).unwrap());
-    }
-    let mut out = Raw::new();
-    while tps
-        .iter()
-        .zip(&ends)
-        .any(|(tp, end)| consumer.position(tp).unwrap() < *end)
-    {
-        for r in consumer.fetch(Duration::from_millis(20)).unwrap() {
-            out.push((r.record.key.unwrap(), r.record.value.unwrap()));
-        }
-    }
-    keep(out)
+    keep(read_committed(log))
 }
 
 fn driver_raw(topology: Topology, inputs: &[(&str, Vec<Input>)]) -> Raw {

@@ -14,8 +14,8 @@ use stoatflow_runtime::{
     Backend, CommitBarrierConfig, RuntimeConfig, StreamsApp, partition_for_key,
 };
 use stoatflow_streams::{
-    Consumed, EmitStrategy, Produced, Serde, Serdes, StreamsBuilder, StreamsConfig, TimeWindows,
-    Topology, Windowed,
+    Consumed, EmitStrategy, KStream, Produced, Serde, Serdes, StreamsBuilder, StreamsConfig,
+    TimeWindows, Topology, Windowed,
 };
 use stoatflow_testing::TopologyTestDriver;
 use stoatflow_time::WatermarkStrategy;
@@ -30,32 +30,51 @@ pub const GRACE_MS: i64 = 5_000;
 pub const BOUND_MS: u64 = 3_000;
 pub const START: i64 = 1_790_000_000_000;
 
-/// A tumbling count per key, final results only.
-pub fn tumbling_count() -> Topology {
+/// The input stream every test topology starts from: string keys, `i64`
+/// values, a bounded-out-of-orderness strategy of [`BOUND_MS`].
+pub fn source(builder: &mut StreamsBuilder, topic: &str) -> KStream<String, i64> {
+    builder.stream(
+        topic,
+        Consumed::with(Serdes::string(), Serdes::i64()).with_watermark_strategy(
+            WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(BOUND_MS)),
+        ),
+    )
+}
+
+/// `stage`, then a count per key in `windows` (of `size_ms`), final results
+/// only, to [`OUTPUT`].
+pub fn windowed_count(
+    windows: TimeWindows,
+    size_ms: i64,
+    stage: impl FnOnce(KStream<String, i64>) -> KStream<String, i64>,
+) -> Topology {
     let mut builder = StreamsBuilder::new();
-    builder
-        .stream(
-            INPUT,
-            Consumed::with(Serdes::string(), Serdes::i64()).with_watermark_strategy(
-                WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(BOUND_MS)),
-            ),
-        )
+    stage(source(&mut builder, INPUT))
         .group_by_key()
-        .windowed_by(TimeWindows::of_size_and_grace(
-            Duration::from_millis(WINDOW_MS as u64),
-            Duration::from_millis(GRACE_MS as u64),
-        ))
+        .windowed_by(windows)
         .emit_strategy(EmitStrategy::on_window_close())
         .count()
         .to_stream()
         .to(
             OUTPUT,
             Produced::with(
-                Serdes::time_windowed(Serdes::string(), WINDOW_MS),
+                Serdes::time_windowed(Serdes::string(), size_ms),
                 Serdes::i64(),
             ),
         );
     builder.build().expect("the topology builds")
+}
+
+/// A tumbling count per key, final results only.
+pub fn tumbling_count() -> Topology {
+    windowed_count(
+        TimeWindows::of_size_and_grace(
+            Duration::from_millis(WINDOW_MS as u64),
+            Duration::from_millis(GRACE_MS as u64),
+        ),
+        WINDOW_MS,
+        |s| s,
+    )
 }
 
 /// One input record: key, event time (the record timestamp), value.
@@ -143,8 +162,9 @@ pub fn produce_to<L: Log>(log: &L, topic: &str, records: &[Input], per_txn: usiz
 /// for it (a window emitted twice shows two values).
 pub type Finals = BTreeMap<(String, i64), Vec<i64>>;
 
-/// The committed output topic, read back.
-pub fn read_output<L: Log>(log: &L) -> Finals {
+/// Every committed record of [`OUTPUT`], as (key, value) bytes, in offset
+/// order per partition.
+pub fn read_committed<L: Log>(log: &L) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut consumer = log.consumer("test-reader").unwrap();
     let tps: Vec<_> = (0..PARTITIONS)
         .map(|p| TopicPartition::new(OUTPUT, p))
@@ -155,8 +175,7 @@ pub fn read_output<L: Log>(log: &L) -> Finals {
         consumer.seek(tp, SeekTo::Beginning).unwrap();
         ends.push(consumer.end_offset(tp).unwrap());
     }
-    let key_serde = Serdes::time_windowed(Serdes::string(), WINDOW_MS);
-    let mut out = Finals::new();
+    let mut out = Vec::new();
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while tps
         .iter()
@@ -165,12 +184,20 @@ pub fn read_output<L: Log>(log: &L) -> Finals {
     {
         assert!(std::time::Instant::now() < deadline, "output not readable");
         for r in consumer.fetch(Duration::from_millis(20)).unwrap() {
-            let w: Windowed<String> = key_serde
-                .deserialize(OUTPUT, r.record.key.as_deref().unwrap())
-                .unwrap();
-            let count = i64::from_be_bytes(r.record.value.as_deref().unwrap().try_into().unwrap());
-            out.entry((w.key, w.window.start)).or_default().push(count);
+            out.push((r.record.key.unwrap(), r.record.value.unwrap()));
         }
+    }
+    out
+}
+
+/// The committed output topic, read back as windowed counts.
+pub fn read_output<L: Log>(log: &L) -> Finals {
+    let key_serde = Serdes::time_windowed(Serdes::string(), WINDOW_MS);
+    let mut out = Finals::new();
+    for (key, value) in read_committed(log) {
+        let w: Windowed<String> = key_serde.deserialize(OUTPUT, &key).unwrap();
+        let count = i64::from_be_bytes(value.as_slice().try_into().unwrap());
+        out.entry((w.key, w.window.start)).or_default().push(count);
     }
     out
 }
