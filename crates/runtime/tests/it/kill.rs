@@ -19,22 +19,30 @@ use crate::support::*;
 
 const CHILD_DIR: &str = "STOATFLOW_KILL_CHILD_DIR";
 
-/// Rounds of input; the parent appends one between kills, so every child
-/// has work when it is killed.
-const ROUNDS_LIGHT: usize = 12;
-const ROUNDS_HEAVY: usize = 60;
-const PER_ROUND: usize = 400;
+/// Kills the test makes mid-run (the parent appends a round of input before
+/// each child, so every child has work when it is killed); rounds whose
+/// child finishes first do not count, up to [`MAX_ROUNDS`].
+const KILLS_LIGHT: usize = 12;
+const KILLS_HEAVY: usize = 50;
+const MAX_ROUNDS: usize = 200;
+const PER_ROUND: usize = 200;
 
-fn rounds() -> usize {
+fn kills_wanted() -> usize {
     if std::env::var_os("STOATFLOW_HEAVY_TESTS").is_some() {
-        ROUNDS_HEAVY
+        KILLS_HEAVY
     } else {
-        ROUNDS_LIGHT
+        KILLS_LIGHT
     }
 }
 
-fn records() -> Vec<Input> {
-    input(rounds() * PER_ROUND, 13, 7)
+/// The input of `rounds` rounds, then the far-future records that close
+/// every window.
+fn records_for(rounds: usize) -> Vec<Input> {
+    let all = input(MAX_ROUNDS * PER_ROUND, 13, 7);
+    let (regular, sentinels) = all.split_at(all.len() - PARTITIONS as usize);
+    let mut out = regular[..rounds * PER_ROUND].to_vec();
+    out.extend_from_slice(sentinels);
+    out
 }
 
 /// Opens the log in `dir`, runs the app until the input is consumed, closes.
@@ -80,7 +88,7 @@ impl OnDisk for stoatflow_runtime::RuntimeConfig {
 fn prepare(dir: &std::path::Path) {
     let log = EmbeddedLog::open(dir).unwrap();
     create_topics(&log);
-    produce(&log, &records(), 100);
+    produce(&log, &records_for(KILLS_LIGHT), 100);
 }
 
 /// Appends `records` to the log in `dir` (waiting out a lock a dead
@@ -99,7 +107,7 @@ fn append(dir: &std::path::Path, records: &[Input]) {
     produce(&log, records, 100);
 }
 
-fn check(dir: &std::path::Path) {
+fn check(dir: &std::path::Path, records: &[Input]) {
     let deadline = Instant::now() + Duration::from_secs(5);
     let log = loop {
         match EmbeddedLog::open(dir) {
@@ -112,7 +120,7 @@ fn check(dir: &std::path::Path) {
     };
     let engine = regular(read_output(&*log));
     assert_each_once(&engine);
-    assert_eq!(engine, regular(driver_finals(tumbling_count(), &records())));
+    assert_eq!(engine, regular(driver_finals(tumbling_count(), records)));
 }
 
 #[test]
@@ -123,7 +131,7 @@ fn child_runs_the_app_to_the_end() {
             let dir = tempfile::tempdir().unwrap();
             prepare(dir.path());
             run_app_in(dir.path());
-            check(dir.path());
+            check(dir.path(), &records_for(KILLS_LIGHT));
         }
     }
 }
@@ -135,7 +143,8 @@ fn kill_9_at_random_moments_then_restart_commits_each_final_result_once() {
         let log = EmbeddedLog::open(dir.path()).unwrap();
         create_topics(&log);
     }
-    let all = records();
+    let wanted = kills_wanted();
+    let all = records_for(MAX_ROUNDS);
     let exe = std::env::current_exe().unwrap();
     let spawn = || {
         Command::new(&exe)
@@ -153,13 +162,19 @@ fn kill_9_at_random_moments_then_restart_commits_each_final_result_once() {
     };
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     let mut killed = 0;
-    let chunks: Vec<&[Input]> = all.chunks(PER_ROUND).collect();
-    for (round, chunk) in chunks.iter().enumerate() {
-        append(dir.path(), chunk);
+    let mut rounds = 0;
+    let chunks: Vec<&[Input]> = all[..MAX_ROUNDS * PER_ROUND].chunks(PER_ROUND).collect();
+    while killed < wanted {
+        assert!(
+            rounds < MAX_ROUNDS,
+            "only {killed} of {wanted} kills in {MAX_ROUNDS} rounds: every child finished first"
+        );
+        append(dir.path(), chunks[rounds]);
+        rounds += 1;
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        let after = Duration::from_millis(10 + seed % 150);
+        let after = Duration::from_millis(5 + seed % 80);
         let mut child = spawn();
         let started = Instant::now();
         while started.elapsed() < after && child.try_wait().unwrap().is_none() {
@@ -173,31 +188,21 @@ fn kill_9_at_random_moments_then_restart_commits_each_final_result_once() {
             let out = child.wait_with_output().unwrap();
             assert!(
                 out.status.success(),
-                "child {round} failed: {}",
+                "child {rounds} failed: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
         }
     }
+    // The far-future records that close every window, then a run to the end.
+    append(dir.path(), &all[all.len() - PARTITIONS as usize..]);
     let out = spawn().wait_with_output().unwrap();
     assert!(
         out.status.success(),
         "the final run failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    eprintln!(
-        "kill -9: {killed} of {} children killed mid-run",
-        chunks.len()
-    );
-    if rounds() == ROUNDS_HEAVY {
-        assert!(
-            killed >= 50,
-            "only {killed} kills; the heavy run promises 50"
-        );
-    }
-    assert!(
-        killed * 2 >= chunks.len(),
-        "only {killed} of {} children were killed mid-run",
-        chunks.len()
-    );
-    check(dir.path());
+    eprintln!("kill -9: {killed} children killed mid-run in {rounds} rounds");
+    let mut used = all[..rounds * PER_ROUND].to_vec();
+    used.extend_from_slice(&all[all.len() - PARTITIONS as usize..]);
+    check(dir.path(), &used);
 }
