@@ -3,8 +3,10 @@
 
 mod bad_input;
 mod crash_points;
+mod damage_sweep;
 mod engine_stores;
 mod engines;
+mod local_damage;
 mod restart;
 mod roundtrip;
 mod segment_expiry;
