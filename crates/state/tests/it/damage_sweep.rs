@@ -10,7 +10,7 @@
 //! checks before the engine opens must prevent it, or this binary dies.
 //!
 //! The engine's journal is a 64 MiB file whose tail past its data is preallocated zeros:
-//! the sweep covers every byte of the data and samples the zero tail (every 4 KiB step in the
+//! the sweep covers every byte of the data and samples the zero tail (every 256 KiB in the
 //! heavy form, a few offsets in the short form); the manifest checksums every byte alike.
 
 use std::fs;
@@ -256,7 +256,7 @@ fn offsets(used: u64, len: u64, heavy: bool) -> Vec<u64> {
     }
     if len > swept {
         let tail_step = if heavy {
-            4096
+            256 * 1024
         } else {
             (len - swept).div_ceil(4)
         };
