@@ -19,8 +19,9 @@ use std::path::{Path, PathBuf};
 
 use stoatflow_state::{
     ChangelogPartition, I64Codec, KeyValueStore, LocalCopy, PersistentConfig,
-    PersistentKeyValueStore, PersistentSessionStore, PersistentWindowStore, Recovery, SessionStore,
-    SessionWindow, StateStore, StoreConfig, StoreDirectory, StringCodec, WindowStore,
+    PersistentKeyValueStore, PersistentSessionStore, PersistentWindowStore, RebuildReason,
+    Recovery, STORE_CHECKPOINT_FILE, SessionStore, SessionWindow, StateStore, StoreConfig,
+    StoreDirectory, StringCodec, WindowStore,
 };
 
 use crate::engines::{Changelog, restore_from, segmented};
@@ -181,7 +182,8 @@ fn close_stores(cfg: &PersistentConfig) -> Vec<Closed> {
 
 #[derive(Debug)]
 enum Outcome {
-    Rebuilt(Contents),
+    /// Rebuilt, with the file the damage report named.
+    Rebuilt(Contents, Option<String>),
     Resumed(Contents),
 }
 
@@ -194,7 +196,11 @@ fn reopen(cfg: &PersistentConfig, c: &Closed) -> Result<Outcome, stoatflow_state
     let contents = s.contents()?;
     Ok(match recovery {
         Recovery::Resumed { .. } => Outcome::Resumed(contents),
-        _ => Outcome::Rebuilt(contents),
+        Recovery::Rebuilt {
+            reason: RebuildReason::Damaged { file, .. },
+        } => Outcome::Rebuilt(contents, Some(file)),
+        Recovery::Rebuilt { .. } => Outcome::Rebuilt(contents, None),
+        other => panic!("unknown recovery {other:?}"),
     })
 }
 
@@ -313,7 +319,15 @@ fn sweep_store(cfg: &PersistentConfig, c: &Closed, heavy: bool) -> (usize, Count
                     );
                     counts.refused += 1;
                 }
-                Ok(Ok(Outcome::Rebuilt(got))) if got == c.expected => counts.rebuilt += 1,
+                Ok(Ok(Outcome::Rebuilt(got, named))) if got == c.expected => {
+                    // Detected: the report names the damaged file (a deleted checkpoint is
+                    // an unclean shutdown, no damage report).
+                    let is_checkpoint = file.as_os_str() == STORE_CHECKPOINT_FILE;
+                    let expected = (!(is_checkpoint && matches!(damage, Damage::Delete)))
+                        .then(|| file.to_string_lossy().into_owned());
+                    assert_eq!(named, expected, "{what}: damage report names another file");
+                    counts.rebuilt += 1;
+                }
                 Ok(Ok(Outcome::Resumed(got))) if got == c.expected => counts.intact += 1,
                 Ok(Ok(other)) => counts.silent_loss.push(format!("{what}: {other:?}")),
             }
