@@ -245,6 +245,37 @@ mod tests {
     }
 
     #[test]
+    fn the_key_prefix_keeps_byte_order_and_bounds_with_the_empty_key() {
+        use std::ops::Bound::{Excluded, Included, Unbounded};
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = PersistentConfig::new(tmp.path(), "app");
+        let mut s =
+            PersistentKeyValueStore::open(&cfg, StoreConfig::new("kv"), StringCodec, I64Codec)
+                .unwrap();
+        let keys = ["b", "", "a\u{0}", "a", "\u{0}", "\u{7f}", "é"];
+        for (i, k) in keys.iter().enumerate() {
+            s.put(k.to_string(), i as i64, 0).unwrap();
+        }
+        let mut sorted: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+        sorted.sort();
+        let all: Vec<String> = s.all().unwrap().into_iter().map(|(k, _)| k).collect();
+        assert_eq!(all, sorted);
+        let empty = String::new();
+        let a = "a".to_string();
+        let range = |from, to| -> Vec<String> {
+            s.range(from, to)
+                .unwrap()
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect()
+        };
+        assert_eq!(range(Included(&empty), Included(&empty)), vec![""]);
+        assert_eq!(range(Excluded(&empty), Excluded(&a)), vec!["\u{0}"]);
+        assert_eq!(range(Unbounded, Excluded(&a)), vec!["", "\u{0}"]);
+        assert_eq!(range(Excluded(&a), Unbounded), sorted[3..].to_vec());
+    }
+
+    #[test]
     fn undecodable_stored_value_names_the_key() {
         let tmp = tempfile::tempdir().unwrap();
         let cfg = PersistentConfig::new(tmp.path(), "app");
