@@ -1,5 +1,6 @@
-//! Engine figures: put/get/range throughput of both engines, restore speed, and memory per
-//! open window entry. A plain binary that prints one line per figure.
+//! Engine figures: put/get/range throughput of both engines, restore speed, memory per
+//! open window entry, and what checking a closed store's files costs at open. A plain
+//! binary that prints one line per figure.
 //!
 //! `cargo bench -p stoatflow-state --bench engines`
 //! Sizes: `STOATFLOW_BENCH_N` (operations per throughput figure, default 1 000 000) and
@@ -11,9 +12,9 @@ use std::time::Instant;
 
 use stoatflow_state::{
     ChangelogEntry, ChangelogOffset, ChangelogPartition, I64Codec, InMemoryKeyValueStore,
-    InMemoryWindowStore, KeyValueStore, PersistentConfig, PersistentKeyValueStore,
-    PersistentWindowStore, Segmented, SegmentedConfig, StateStore, StoreConfig, U64Codec,
-    WindowStore, encode_window_key, restore,
+    InMemoryWindowStore, KeyValueStore, LocalCopy, PersistentConfig, PersistentKeyValueStore,
+    PersistentWindowStore, Recovery, Segmented, SegmentedConfig, StateStore, StoreConfig,
+    StoreDirectory, U64Codec, WindowStore, encode_window_key, restore,
 };
 
 fn env_n(name: &str, default: u64) -> u64 {
@@ -222,6 +223,55 @@ fn memory_figure(changelog: bool) {
     black_box(&store);
 }
 
+/// What checking a closed store's files against its checkpoint costs at open, against the
+/// open itself, for the store in `cfg`/`name` (already closed, holding `n` entries).
+fn open_verification_figure(cfg: &PersistentConfig, name: &str, n: u64) {
+    let data = StoreDirectory::open(cfg, name).expect("dir").data_path();
+    for round in 1..=3 {
+        let t = Instant::now();
+        StoreDirectory::open(cfg, name)
+            .expect("dir")
+            .write_checkpoint(&[(ChangelogPartition(0), ChangelogOffset(n))])
+            .expect("checkpoint");
+        let close = t.elapsed();
+        let (files, bytes) = dir_size(&data);
+        let t = Instant::now();
+        let (_, recovery) =
+            StoreDirectory::recover(cfg, name, LocalCopy::default()).expect("recover");
+        let verify = t.elapsed();
+        assert!(matches!(recovery, Recovery::Resumed { .. }), "{recovery:?}");
+        let t = Instant::now();
+        let store = PersistentKeyValueStore::open(cfg, StoreConfig::new(name), U64Codec, I64Codec)
+            .expect("open");
+        let open = t.elapsed();
+        black_box(store.get(&0).expect("get"));
+        drop(store);
+        println!(
+            "persistent open of {n} entries, round {round}: engine open {:.1} ms, manifest check {:.1} ms ({:.0}% of the open; {files} files, {:.1} MB), checkpoint with manifest at close {:.1} ms",
+            open.as_secs_f64() * 1e3,
+            verify.as_secs_f64() * 1e3,
+            verify.as_secs_f64() / open.as_secs_f64() * 100.0,
+            bytes as f64 / 1e6,
+            close.as_secs_f64() * 1e3,
+        );
+    }
+}
+
+/// Files and bytes under `dir`.
+fn dir_size(dir: &std::path::Path) -> (u64, u64) {
+    let mut acc = (0, 0);
+    for e in std::fs::read_dir(dir).expect("read_dir") {
+        let p = e.expect("entry").path();
+        if p.is_dir() {
+            let (f, b) = dir_size(&p);
+            acc = (acc.0 + f, acc.1 + b);
+        } else {
+            acc = (acc.0 + 1, acc.1 + p.metadata().expect("metadata").len());
+        }
+    }
+    acc
+}
+
 fn main() {
     let n = env_n("STOATFLOW_BENCH_N", 1_000_000);
     let restore_n = env_n("STOATFLOW_BENCH_RESTORE_N", 10_000_000);
@@ -258,6 +308,7 @@ fn main() {
         .expect("open");
     kv_figures("persistent", &mut disk, n);
     drop(disk);
+    open_verification_figure(&cfg, "kv", n);
 
     let seg = SegmentedConfig::new(3_600_000);
     let mut mem_w = InMemoryWindowStore::new(StoreConfig::new("w"), seg, U64Codec, I64Codec);

@@ -52,6 +52,45 @@ pub enum StateError {
         /// What is wrong.
         reason: String,
     },
+    /// A store directory was written in a store format this version does not read.
+    #[error(
+        "store {store}: directory {dir} has store format {found}, this version reads format {supported}; {}",
+        format_advice(*.found, *.supported)
+    )]
+    UnsupportedStoreFormat {
+        /// The store being opened.
+        store: String,
+        /// The directory.
+        dir: String,
+        /// The format found in its metadata file.
+        found: u32,
+        /// The format this version reads and writes.
+        supported: u32,
+    },
+    /// A store's local copy is damaged and was not rebuilt: its metadata file is damaged,
+    /// or [`LocalCopy::VerifyOrRefuse`](crate::LocalCopy::VerifyOrRefuse) found a file that
+    /// differs from what the last clean close recorded.
+    #[error(
+        "store {store}: local copy in {dir} is damaged: {file} {detail}; rebuild it from its changelog (StoreDirectory::rebuild or LocalCopy::Rebuild)"
+    )]
+    DamagedStore {
+        /// The store.
+        store: String,
+        /// The store directory.
+        dir: String,
+        /// The damaged file, relative to the store directory.
+        file: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// The store's engine is open (in this process or another) where it must be closed.
+    #[error("store {store}: directory {dir} is in use by an open store; close it first")]
+    StoreInUse {
+        /// The store.
+        store: String,
+        /// The store directory.
+        dir: String,
+    },
     /// A stored key or value does not decode (persistent engine).
     #[error("store {store}: cannot decode stored {what} for key {key}: {source}")]
     Decode {
@@ -92,6 +131,14 @@ pub enum StateError {
         /// What is wrong.
         detail: String,
     },
+}
+
+fn format_advice(found: u32, supported: u32) -> &'static str {
+    if found < supported {
+        "rebuild it from its changelog (StoreDirectory::rebuild or LocalCopy::Rebuild)"
+    } else {
+        "it was written by a newer version; refusing to open it"
+    }
 }
 
 /// Renders bytes as lowercase hex for error messages (at most 64 bytes, then an ellipsis).

@@ -7,7 +7,9 @@
 //!   engine ([`InMemoryKeyValueStore`], [`InMemoryWindowStore`], [`InMemorySessionStore`])
 //!   holds values as they are; the persistent engine ([`PersistentKeyValueStore`],
 //!   [`PersistentWindowStore`], [`PersistentSessionStore`]) keeps encoded entries on local
-//!   disk (fjall), one [`StoreDirectory`] per store, owned by one application id.
+//!   disk (fjall), one [`StoreDirectory`] per store, owned by one application id;
+//!   [`StoreDirectory::recover`] decides at open whether the local files can be trusted
+//!   ([`Recovery`]) or must be rebuilt from the changelog.
 //! - [`Codec`]: how keys and values become bytes, for the changelog and the persistent
 //!   engine. The streams crate adapts its serdes to it.
 //! - [`ChangelogRecord`], [`ChangelogEntry`], [`restore`]: every write marks its key dirty;
@@ -80,8 +82,9 @@ pub use engine_stores::{
 pub use error::StateError;
 pub use memory::{InMemoryKeyValueStore, InMemorySessionStore, InMemoryWindowStore};
 pub use persistent::{
-    PersistentConfig, PersistentKeyValueStore, PersistentSessionStore, PersistentWindowStore,
-    STORE_CHECKPOINT_FILE, STORE_METADATA_FILE, StoreDirectory,
+    LocalCopy, PersistentConfig, PersistentKeyValueStore, PersistentSessionStore,
+    PersistentWindowStore, RebuildReason, Recovery, STORE_CHECKPOINT_FILE, STORE_FORMAT,
+    STORE_METADATA_FILE, StoreDirectory,
 };
 pub use segments::{CHANGELOG_ADDITIONAL_RETENTION_MS, SegmentedConfig};
 pub use store::{

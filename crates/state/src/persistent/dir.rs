@@ -1,21 +1,36 @@
-//! Store directories and their metadata file.
+//! Store directories: ownership, format, checkpoints.
+//!
+//! Owns [`PersistentConfig`], [`StoreDirectory`] and the metadata file every store directory
+//! carries (format version, application id, store name; sealed with a checksum, see
+//! [`super::sealed`]). A directory another application id wrote is refused, one with a
+//! newer format is refused, a damaged metadata file is refused naming the file. Writing and
+//! reading the checkpoint a clean close leaves, with its manifest of the engine's files, is
+//! here too ([`super::checkpoint`] owns its format). Deciding at open whether the local copy
+//! can be trusted lives in [`super::recover`].
+//!
+//! This module never opens the engine.
 
 use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
+use super::checkpoint::{Checkpoint, Manifest, STORE_CHECKPOINT_FILE};
+use super::sealed::{seal, unseal, write_atomic};
 use crate::changelog::{ChangelogOffset, ChangelogPartition};
 use crate::error::StateError;
 
 /// The metadata file in every persistent store directory.
 pub const STORE_METADATA_FILE: &str = "stoatflow-store.meta";
 
-const FORMAT_LINE: &str = "stoatflow-store-format=1";
+/// The store directory format this version writes and reads. Format 1 (before the
+/// checksummed metadata, the checkpoint manifest and the key-value key prefix) is older: its
+/// local copy is rebuilt from the changelog.
+pub const STORE_FORMAT: u32 = 2;
 
-/// The checkpoint file: for each changelog partition, the next offset to restore from.
-pub const STORE_CHECKPOINT_FILE: &str = "stoatflow-store.checkpoint";
+const FORMAT_KEY: &str = "stoatflow-store-format=";
 
-const CHECKPOINT_FORMAT_LINE: &str = "stoatflow-checkpoint-format=1";
+/// The engine's lock file inside the data directory (held while the engine is open).
+const ENGINE_LOCK_FILE: &str = "lock";
 
 /// Where persistent stores live and whose they are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +59,46 @@ impl PersistentConfig {
     }
 }
 
+/// The metadata file's contents as far as they could be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Meta {
+    pub(crate) format: u32,
+    pub(crate) application_id: Option<String>,
+    pub(crate) store: Option<String>,
+}
+
+/// Parses a metadata file, or says why it is damaged. Format 1 files are plain lines;
+/// later formats are sealed, so a cut or flipped bit never reads as another format or
+/// another owner.
+pub(crate) fn parse_meta(bytes: &[u8]) -> Result<Meta, String> {
+    let body = match unseal(bytes) {
+        Ok(body) => body,
+        Err(why) => {
+            let legacy = std::str::from_utf8(bytes).ok().filter(|t| {
+                t.lines().next() == Some("stoatflow-store-format=1")
+                    && !t.lines().any(|l| l.starts_with("crc32="))
+            });
+            legacy.ok_or(why)?
+        }
+    };
+    let format = body
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix(FORMAT_KEY))
+        .and_then(|v| v.parse::<u32>().ok())
+        .ok_or_else(|| "has no format line".to_string())?;
+    let field = |name: &str| {
+        body.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix('='))
+            .map(str::to_string)
+    };
+    Ok(Meta {
+        format,
+        application_id: field("application.id"),
+        store: field("store"),
+    })
+}
+
 /// One store's directory, checked to belong to this application id.
 #[derive(Debug, Clone)]
 pub struct StoreDirectory {
@@ -56,189 +111,302 @@ impl StoreDirectory {
     ///
     /// # Errors
     /// [`StateError::ForeignApplication`] if the directory's metadata names another
-    /// application id; [`StateError::BadStoreDirectory`] if the directory holds files but
-    /// no valid metadata, or the metadata names another store; [`StateError::Io`] on a
-    /// file-system failure.
+    /// application id; [`StateError::UnsupportedStoreFormat`] if it has another format
+    /// (older: rebuild it with [`StoreDirectory::rebuild`]; newer: written by a newer
+    /// version); [`StateError::DamagedStore`] if the metadata file is damaged;
+    /// [`StateError::BadStoreDirectory`] if the directory holds files but no metadata, or the
+    /// metadata names another store; [`StateError::InvalidConfig`] for a store name that is
+    /// not one path component or an application id with a line break; [`StateError::Io`] on
+    /// a file-system failure.
     pub fn open(config: &PersistentConfig, store: &str) -> Result<Self, StateError> {
-        if store.is_empty() || store.contains(['/', '\\']) || store == "." || store == ".." {
-            return Err(StateError::InvalidConfig {
-                store: store.to_string(),
-                detail: "a store name must be a non-empty single path component".into(),
-            });
-        }
-        let path = config.state_dir.join(store);
-        let io = |p: &Path| {
-            let p = p.display().to_string();
-            move |source| StateError::Io {
-                store: store.to_string(),
-                path: p,
-                source,
-            }
-        };
-        fs::create_dir_all(&path).map_err(io(&path))?;
-        let meta_path = path.join(STORE_METADATA_FILE);
-        let bad = |reason: String| StateError::BadStoreDirectory {
-            store: store.to_string(),
-            dir: path.display().to_string(),
-            reason,
-        };
-        match fs::read_to_string(&meta_path) {
-            Ok(text) => {
-                let field = |name: &str| {
-                    text.lines()
-                        .find_map(|l| l.strip_prefix(name)?.strip_prefix('='))
-                        .map(str::to_string)
-                };
-                if !text.lines().any(|l| l == FORMAT_LINE) {
-                    return Err(bad(format!("{STORE_METADATA_FILE} has an unknown format")));
+        let dir = Self::unchecked(config, store)?;
+        fs::create_dir_all(&dir.path).map_err(|e| dir.io_err(&dir.path, e))?;
+        match dir.read_meta()? {
+            Some(meta) => dir.check_meta(config, &meta)?,
+            None => {
+                // A crash during the first open can leave the metadata's temporary file.
+                let tmp = dir.path.join(format!("{STORE_METADATA_FILE}.tmp"));
+                match fs::remove_file(&tmp) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == ErrorKind::NotFound => {}
+                    Err(e) => return Err(dir.io_err(&tmp, e)),
                 }
-                let found = field("application.id")
-                    .ok_or_else(|| bad(format!("{STORE_METADATA_FILE} names no application.id")))?;
-                if found != config.application_id {
-                    return Err(StateError::ForeignApplication {
-                        store: store.to_string(),
-                        dir: path.display().to_string(),
-                        found,
-                        expected: config.application_id.clone(),
-                    });
-                }
-                let found_store = field("store").unwrap_or_default();
-                if found_store != store {
-                    return Err(bad(format!(
-                        "{STORE_METADATA_FILE} names store {found_store:?}"
-                    )));
-                }
-            }
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                let mut entries = fs::read_dir(&path).map_err(io(&path))?;
+                let mut entries = fs::read_dir(&dir.path).map_err(|e| dir.io_err(&dir.path, e))?;
                 if entries.next().is_some() {
-                    return Err(bad(format!("files present but no {STORE_METADATA_FILE}")));
+                    return Err(dir.bad(format!("files present but no {STORE_METADATA_FILE}")));
                 }
-                let tmp = path.join(format!("{STORE_METADATA_FILE}.tmp"));
-                let text = format!(
-                    "{FORMAT_LINE}\napplication.id={}\nstore={store}\n",
-                    config.application_id
-                );
-                fs::write(&tmp, text).map_err(io(&tmp))?;
-                fs::rename(&tmp, &meta_path).map_err(io(&meta_path))?;
-            }
-            Err(e) => return Err(io(&meta_path)(e)),
-        }
-        Ok(Self {
-            store: store.to_string(),
-            path,
-        })
-    }
-
-    /// Deletes the store's data and checkpoint (after checking it is this application's), leaving an
-    /// empty, owned directory: what a restart after an unclean shutdown under exactly-once
-    /// does before restoring from the changelog.
-    ///
-    /// # Errors
-    /// As [`StoreDirectory::open`].
-    pub fn wipe(config: &PersistentConfig, store: &str) -> Result<Self, StateError> {
-        let dir = Self::open(config, store)?;
-        let checkpoint = dir.path.join(STORE_CHECKPOINT_FILE);
-        match fs::remove_file(&checkpoint) {
-            Ok(()) => {}
-            Err(e) if e.kind() == ErrorKind::NotFound => {}
-            Err(source) => return Err(dir.io_err(&checkpoint, source)),
-        }
-        let data = dir.data_path();
-        match fs::remove_dir_all(&data) {
-            Ok(()) => {}
-            Err(e) if e.kind() == ErrorKind::NotFound => {}
-            Err(source) => {
-                return Err(StateError::Io {
-                    store: store.to_string(),
-                    path: data.display().to_string(),
-                    source,
-                });
+                dir.write_meta(config)?;
             }
         }
         Ok(dir)
     }
 
-    /// Records, for each changelog partition, the next offset to restore from: what a clean
-    /// close writes once the store's files hold everything before it. Written atomically.
-    ///
-    /// Under exactly-once the caller reads and deletes the checkpoint when it opens the store
-    /// ([`StoreDirectory::take_checkpoint`]), so a crash before the next clean close leaves
-    /// none, and the store is wiped and restored from the changelog's start (Kafka Streams'
-    /// discipline).
+    /// Deletes the local copy of the store (its data and checkpoint) and starts the
+    /// directory afresh for this application id, so the store is rebuilt from its changelog:
+    /// the option for when only the local copy is bad. It works on a directory whose
+    /// metadata is damaged, missing or of another format, as long as it holds only what a
+    /// store directory holds.
     ///
     /// # Errors
-    /// [`StateError::Io`] on a file-system failure.
+    /// [`StateError::ForeignApplication`] if the metadata is intact and names another
+    /// application id; [`StateError::BadStoreDirectory`] if the directory holds files a
+    /// store directory never has (it is not deleted); as [`StoreDirectory::open`] otherwise.
+    pub fn rebuild(config: &PersistentConfig, store: &str) -> Result<Self, StateError> {
+        let dir = Self::unchecked(config, store)?;
+        fs::create_dir_all(&dir.path).map_err(|e| dir.io_err(&dir.path, e))?;
+        if let Ok(Some(meta)) = dir.read_meta()
+            && let Err(e @ StateError::ForeignApplication { .. }) = dir.check_meta(config, &meta)
+        {
+            return Err(e);
+        }
+        let mut entries = Vec::new();
+        for entry in fs::read_dir(&dir.path).map_err(|e| dir.io_err(&dir.path, e))? {
+            let entry = entry.map_err(|e| dir.io_err(&dir.path, e))?;
+            let name = entry.file_name();
+            let ours = name == "data" || name.to_string_lossy().starts_with("stoatflow-store.");
+            if !ours {
+                return Err(dir.bad(format!(
+                    "{} is not part of a store directory; refusing to delete it",
+                    entry.path().display()
+                )));
+            }
+            entries.push(entry.path());
+        }
+        // The checkpoint goes first: a crash part-way leaves no checkpoint, so the next
+        // open rebuilds again.
+        dir.remove_checkpoint()?;
+        for path in entries {
+            let removed = if path.is_dir() {
+                fs::remove_dir_all(&path)
+            } else {
+                fs::remove_file(&path)
+            };
+            match removed {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => return Err(dir.io_err(&path, e)),
+            }
+        }
+        dir.write_meta(config)?;
+        Ok(dir)
+    }
+
+    /// The directory of `store` under `config`, names checked, nothing read.
+    fn unchecked(config: &PersistentConfig, store: &str) -> Result<Self, StateError> {
+        let invalid = |detail: &str| StateError::InvalidConfig {
+            store: store.to_string(),
+            detail: detail.to_string(),
+        };
+        if store.is_empty()
+            || store.contains(['/', '\\', '\n', '\r'])
+            || store == "."
+            || store == ".."
+        {
+            return Err(invalid(
+                "a store name must be a non-empty single path component without line breaks",
+            ));
+        }
+        if config.application_id.contains(['\n', '\r']) {
+            return Err(invalid("the application id must not contain line breaks"));
+        }
+        Ok(Self {
+            store: store.to_string(),
+            path: config.state_dir.join(store),
+        })
+    }
+
+    /// The metadata, `None` if there is no metadata file.
+    fn read_meta(&self) -> Result<Option<Meta>, StateError> {
+        let path = self.path.join(STORE_METADATA_FILE);
+        match fs::read(&path) {
+            Ok(bytes) => parse_meta(&bytes)
+                .map(Some)
+                .map_err(|detail| self.damaged(STORE_METADATA_FILE, detail)),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(self.io_err(&path, e)),
+        }
+    }
+
+    fn check_meta(&self, config: &PersistentConfig, meta: &Meta) -> Result<(), StateError> {
+        let found = meta
+            .application_id
+            .clone()
+            .ok_or_else(|| self.bad(format!("{STORE_METADATA_FILE} names no application.id")))?;
+        if found != config.application_id {
+            return Err(StateError::ForeignApplication {
+                store: self.store.clone(),
+                dir: self.path.display().to_string(),
+                found,
+                expected: config.application_id.clone(),
+            });
+        }
+        let found_store = meta.store.as_deref().unwrap_or_default();
+        if found_store != self.store {
+            return Err(self.bad(format!("{STORE_METADATA_FILE} names store {found_store:?}")));
+        }
+        if meta.format != STORE_FORMAT {
+            return Err(StateError::UnsupportedStoreFormat {
+                store: self.store.clone(),
+                dir: self.path.display().to_string(),
+                found: meta.format,
+                supported: STORE_FORMAT,
+            });
+        }
+        Ok(())
+    }
+
+    fn write_meta(&self, config: &PersistentConfig) -> Result<(), StateError> {
+        let text = seal(format!(
+            "{FORMAT_KEY}{STORE_FORMAT}\napplication.id={}\nstore={}\n",
+            config.application_id, self.store
+        ));
+        write_atomic(&self.path.join(STORE_METADATA_FILE), text.as_bytes())
+            .map_err(|(p, e)| self.io_err(&p, e))
+    }
+
+    /// Records a clean close: for each changelog partition the next offset to restore
+    /// from, and a manifest of every file the engine left (path, size, CRC-32), so that the
+    /// next open can check the local copy before the engine reads it
+    /// ([`StoreDirectory::recover`]). Call it after the store is dropped and everything
+    /// before `offsets` is in its files. Written atomically and synced.
+    ///
+    /// # Errors
+    /// [`StateError::StoreInUse`] if the store's engine is still open; [`StateError::Io`]
+    /// on a file-system failure or a file the manifest cannot record.
     pub fn write_checkpoint(
         &self,
         offsets: &[(ChangelogPartition, ChangelogOffset)],
     ) -> Result<(), StateError> {
-        let mut text = format!("{CHECKPOINT_FORMAT_LINE}\n");
-        for (p, o) in offsets {
-            text.push_str(&format!("{p} {o}\n"));
+        let lock_path = self.data_path().join(ENGINE_LOCK_FILE);
+        match fs::File::open(&lock_path) {
+            Ok(lock) => match lock.try_lock() {
+                Ok(()) => drop(lock),
+                Err(fs::TryLockError::WouldBlock) => {
+                    return Err(StateError::StoreInUse {
+                        store: self.store.clone(),
+                        dir: self.path.display().to_string(),
+                    });
+                }
+                Err(fs::TryLockError::Error(e)) => return Err(self.io_err(&lock_path, e)),
+            },
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => return Err(self.io_err(&lock_path, e)),
         }
-        let path = self.path.join(STORE_CHECKPOINT_FILE);
-        let tmp = self.path.join(format!("{STORE_CHECKPOINT_FILE}.tmp"));
-        fs::write(&tmp, text).map_err(|source| self.io_err(&tmp, source))?;
-        fs::rename(&tmp, &path).map_err(|source| self.io_err(&path, source))
+        let manifest = Manifest::scan(&self.data_path()).map_err(|(p, e)| self.io_err(&p, e))?;
+        let checkpoint = Checkpoint {
+            offsets: offsets.to_vec(),
+            manifest,
+        };
+        write_atomic(&self.checkpoint_path(), checkpoint.encode().as_bytes())
+            .map_err(|(p, e)| self.io_err(&p, e))
     }
 
-    /// The checkpointed offsets, if a checkpoint exists; the file is left in place.
+    /// The checkpointed offsets, if a checkpoint exists; the file is left in place and the
+    /// files are not checked against its manifest (that is [`StoreDirectory::recover`]'s
+    /// job).
     ///
     /// # Errors
-    /// [`StateError::BadStoreDirectory`] naming the line if the file is malformed;
+    /// [`StateError::DamagedStore`] naming the checkpoint file if it is damaged;
     /// [`StateError::Io`] on a file-system failure.
     pub fn read_checkpoint(
         &self,
     ) -> Result<Option<Vec<(ChangelogPartition, ChangelogOffset)>>, StateError> {
-        let path = self.path.join(STORE_CHECKPOINT_FILE);
-        let text = match fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-            Err(source) => return Err(self.io_err(&path, source)),
+        self.read_checkpoint_file()?
+            .map(|bytes| {
+                Checkpoint::parse(&bytes)
+                    .map(|c| c.offsets)
+                    .map_err(|detail| self.damaged(STORE_CHECKPOINT_FILE, detail))
+            })
+            .transpose()
+    }
+
+    /// The checkpoint file's bytes, `None` if there is none.
+    pub(crate) fn read_checkpoint_file(&self) -> Result<Option<Vec<u8>>, StateError> {
+        let path = self.checkpoint_path();
+        match fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(self.io_err(&path, e)),
+        }
+    }
+
+    pub(crate) fn remove_checkpoint(&self) -> Result<(), StateError> {
+        let path = self.checkpoint_path();
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(self.io_err(&path, e)),
+        }
+    }
+
+    /// Deletes the checkpoint, then the engine's files.
+    pub(crate) fn remove_local_copy(&self) -> Result<(), StateError> {
+        self.remove_checkpoint()?;
+        let data = self.data_path();
+        match fs::remove_dir_all(&data) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(self.io_err(&data, e)),
+        }
+    }
+
+    /// Whether the engine has left any file.
+    pub(crate) fn has_local_data(&self) -> Result<bool, StateError> {
+        let data = self.data_path();
+        match fs::read_dir(&data) {
+            Ok(mut entries) => Ok(entries.next().is_some()),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(self.io_err(&data, e)),
+        }
+    }
+
+    /// Checks the engine's files against a checkpoint left in place before the engine reads
+    /// them, then deletes the checkpoint: the engine is about to change the files. Without a
+    /// checkpoint there is nothing to check (the caller chose to trust the files, or
+    /// [`StoreDirectory::recover`] already did this).
+    ///
+    /// # Errors
+    /// [`StateError::DamagedStore`] naming the file that differs.
+    pub(crate) fn consume_checkpoint(&self) -> Result<(), StateError> {
+        let Some(bytes) = self.read_checkpoint_file()? else {
+            return Ok(());
         };
-        let bad = |reason: String| StateError::BadStoreDirectory {
+        let checkpoint = Checkpoint::parse(&bytes)
+            .map_err(|detail| self.damaged(STORE_CHECKPOINT_FILE, detail))?;
+        if let Some(d) = self.verify(&checkpoint)? {
+            return Err(self.damaged(&d.0, d.1));
+        }
+        self.remove_checkpoint()
+    }
+
+    /// The first difference between the engine's files and `checkpoint`'s manifest, as
+    /// (file relative to the store directory, what differs).
+    pub(crate) fn verify(
+        &self,
+        checkpoint: &Checkpoint,
+    ) -> Result<Option<(String, String)>, StateError> {
+        Ok(checkpoint
+            .manifest
+            .verify(&self.data_path())
+            .map_err(|(p, e)| self.io_err(&p, e))?
+            .map(|d| (format!("data/{}", d.file), d.detail)))
+    }
+
+    pub(crate) fn damaged(&self, file: &str, detail: impl Into<String>) -> StateError {
+        StateError::DamagedStore {
+            store: self.store.clone(),
+            dir: self.path.display().to_string(),
+            file: file.to_string(),
+            detail: detail.into(),
+        }
+    }
+
+    fn bad(&self, reason: String) -> StateError {
+        StateError::BadStoreDirectory {
             store: self.store.clone(),
             dir: self.path.display().to_string(),
             reason,
-        };
-        let mut lines = text.lines();
-        if lines.next() != Some(CHECKPOINT_FORMAT_LINE) {
-            return Err(bad(format!(
-                "{STORE_CHECKPOINT_FILE} has an unknown format"
-            )));
         }
-        let mut offsets = Vec::new();
-        for (i, line) in lines.enumerate() {
-            let parsed = line.split_once(' ').and_then(|(p, o)| {
-                Some((
-                    ChangelogPartition(p.parse().ok()?),
-                    ChangelogOffset(o.parse().ok()?),
-                ))
-            });
-            offsets.push(parsed.ok_or_else(|| {
-                bad(format!(
-                    "{STORE_CHECKPOINT_FILE} line {}: {line:?} is not \"<partition> <offset>\"",
-                    i + 2
-                ))
-            })?);
-        }
-        Ok(Some(offsets))
-    }
-
-    /// Reads the checkpoint and deletes it (opening a store under exactly-once).
-    ///
-    /// # Errors
-    /// As [`StoreDirectory::read_checkpoint`].
-    pub fn take_checkpoint(
-        &self,
-    ) -> Result<Option<Vec<(ChangelogPartition, ChangelogOffset)>>, StateError> {
-        let offsets = self.read_checkpoint()?;
-        if offsets.is_some() {
-            let path = self.path.join(STORE_CHECKPOINT_FILE);
-            fs::remove_file(&path).map_err(|source| self.io_err(&path, source))?;
-        }
-        Ok(offsets)
     }
 
     fn io_err(&self, path: &Path, source: std::io::Error) -> StateError {
@@ -247,6 +415,10 @@ impl StoreDirectory {
             path: path.display().to_string(),
             source,
         }
+    }
+
+    fn checkpoint_path(&self) -> PathBuf {
+        self.path.join(STORE_CHECKPOINT_FILE)
     }
 
     /// The store name.
@@ -268,14 +440,32 @@ impl StoreDirectory {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    fn meta_text(tmp: &Path, store: &str) -> String {
+        fs::read_to_string(tmp.join(store).join(STORE_METADATA_FILE)).unwrap()
+    }
 
     #[test]
-    fn first_open_writes_metadata_and_reopen_accepts_it() {
+    fn first_open_writes_sealed_metadata_and_reopen_accepts_it() {
         let tmp = tempfile::tempdir().unwrap();
         let cfg = PersistentConfig::new(tmp.path(), "app-a");
-        let d = StoreDirectory::open(&cfg, "counts").unwrap();
-        let meta = fs::read_to_string(d.path().join(STORE_METADATA_FILE)).unwrap();
-        assert!(meta.contains("application.id=app-a\n"));
+        StoreDirectory::open(&cfg, "counts").unwrap();
+        let meta = meta_text(tmp.path(), "counts");
+        assert!(
+            meta.starts_with(
+                "stoatflow-store-format=2\napplication.id=app-a\nstore=counts\ncrc32="
+            ),
+            "{meta}"
+        );
+        assert_eq!(
+            parse_meta(meta.as_bytes()),
+            Ok(Meta {
+                format: 2,
+                application_id: Some("app-a".into()),
+                store: Some("counts".into())
+            })
+        );
         StoreDirectory::open(&cfg, "counts").unwrap();
     }
 
@@ -294,20 +484,103 @@ mod tests {
             ),
             "{msg}"
         );
+        // Not even an explicit rebuild deletes another application's store.
+        let err = StoreDirectory::rebuild(&PersistentConfig::new(tmp.path(), "app-b"), "counts")
+            .unwrap_err();
+        assert!(
+            matches!(err, StateError::ForeignApplication { .. }),
+            "{err}"
+        );
     }
 
     #[test]
-    fn unknown_contents_are_refused() {
+    fn a_newer_format_is_refused_and_an_older_one_must_be_rebuilt() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = PersistentConfig::new(tmp.path(), "app");
+        let dir = tmp.path().join("counts");
+        fs::create_dir_all(&dir).unwrap();
+        let newer = seal("stoatflow-store-format=3\napplication.id=app\nstore=counts\n".into());
+        fs::write(dir.join(STORE_METADATA_FILE), newer).unwrap();
+        let err = StoreDirectory::open(&cfg, "counts").unwrap_err();
+        assert!(
+            matches!(
+                err,
+                StateError::UnsupportedStoreFormat {
+                    found: 3,
+                    supported: 2,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let msg = err.to_string();
+        assert!(msg.starts_with("store counts: directory "), "{msg}");
+        assert!(
+            msg.ends_with("has store format 3, this version reads format 2; it was written by a newer version; refusing to open it"),
+            "{msg}"
+        );
+
+        fs::write(
+            dir.join(STORE_METADATA_FILE),
+            "stoatflow-store-format=1\napplication.id=app\nstore=counts\n",
+        )
+        .unwrap();
+        let err = StoreDirectory::open(&cfg, "counts")
+            .unwrap_err()
+            .to_string();
+        assert!(err.ends_with("has store format 1, this version reads format 2; rebuild it from its changelog (StoreDirectory::rebuild or LocalCopy::Rebuild)"), "{err}");
+        StoreDirectory::rebuild(&cfg, "counts").unwrap();
+        StoreDirectory::open(&cfg, "counts").unwrap();
+    }
+
+    #[test]
+    fn damaged_metadata_is_refused_naming_the_file_and_rebuild_recovers_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = PersistentConfig::new(tmp.path(), "app");
+        StoreDirectory::open(&cfg, "counts").unwrap();
+        let path = tmp.path().join("counts").join(STORE_METADATA_FILE);
+        let mut bytes = fs::read(&path).unwrap();
+        // "app" -> "aqp": without the checksum this would read as another application.
+        bytes[40] ^= 0x01;
+        fs::write(&path, &bytes).unwrap();
+        let err = StoreDirectory::open(&cfg, "counts").unwrap_err();
+        assert!(matches!(err, StateError::DamagedStore { .. }), "{err}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("is damaged: stoatflow-store.meta checksum mismatch"),
+            "{msg}"
+        );
+        StoreDirectory::rebuild(&cfg, "counts").unwrap();
+        StoreDirectory::open(&cfg, "counts").unwrap();
+    }
+
+    #[test]
+    fn unknown_contents_are_refused_and_never_deleted() {
         let tmp = tempfile::tempdir().unwrap();
         fs::create_dir_all(tmp.path().join("counts")).unwrap();
         fs::write(tmp.path().join("counts/junk"), "x").unwrap();
-        let err =
-            StoreDirectory::open(&PersistentConfig::new(tmp.path(), "app"), "counts").unwrap_err();
+        let cfg = PersistentConfig::new(tmp.path(), "app");
+        let err = StoreDirectory::open(&cfg, "counts").unwrap_err();
         assert!(matches!(err, StateError::BadStoreDirectory { .. }), "{err}");
+        let err = StoreDirectory::rebuild(&cfg, "counts").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("junk is not part of a store directory"),
+            "{err}"
+        );
+        assert!(tmp.path().join("counts/junk").exists());
     }
 
     #[test]
-    fn checkpoints_round_trip_and_take_deletes() {
+    fn a_leftover_metadata_temp_file_does_not_block_the_first_open() {
+        let tmp = tempfile::tempdir().unwrap();
+        fs::create_dir_all(tmp.path().join("counts")).unwrap();
+        fs::write(tmp.path().join("counts/stoatflow-store.meta.tmp"), "stoat").unwrap();
+        StoreDirectory::open(&PersistentConfig::new(tmp.path(), "app"), "counts").unwrap();
+    }
+
+    #[test]
+    fn checkpoints_round_trip() {
         let tmp = tempfile::tempdir().unwrap();
         let d = StoreDirectory::open(&PersistentConfig::new(tmp.path(), "app"), "s").unwrap();
         assert_eq!(d.read_checkpoint().unwrap(), None);
@@ -317,12 +590,23 @@ mod tests {
         ];
         d.write_checkpoint(&offsets).unwrap();
         assert_eq!(d.read_checkpoint().unwrap(), Some(offsets.clone()));
-        assert_eq!(d.take_checkpoint().unwrap(), Some(offsets));
+        d.remove_checkpoint().unwrap();
         assert_eq!(d.read_checkpoint().unwrap(), None);
     }
 
     #[test]
-    fn wipe_removes_data_and_checkpoint_but_keeps_ownership() {
+    fn a_checkpoint_is_refused_while_the_engine_is_open() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = StoreDirectory::open(&PersistentConfig::new(tmp.path(), "app"), "s").unwrap();
+        let db = super::super::open_database(&d).unwrap();
+        let err = d.write_checkpoint(&[]).unwrap_err();
+        assert!(matches!(err, StateError::StoreInUse { .. }), "{err}");
+        drop(db);
+        d.write_checkpoint(&[]).unwrap();
+    }
+
+    #[test]
+    fn rebuild_removes_data_and_checkpoint_but_keeps_ownership() {
         let tmp = tempfile::tempdir().unwrap();
         let cfg = PersistentConfig::new(tmp.path(), "app");
         let d = StoreDirectory::open(&cfg, "s").unwrap();
@@ -330,31 +614,52 @@ mod tests {
         fs::write(d.data_path().join("x"), "1").unwrap();
         d.write_checkpoint(&[(ChangelogPartition(0), ChangelogOffset(5))])
             .unwrap();
-        let d = StoreDirectory::wipe(&cfg, "s").unwrap();
+        let d = StoreDirectory::rebuild(&cfg, "s").unwrap();
         assert!(!d.data_path().exists());
         assert_eq!(d.read_checkpoint().unwrap(), None);
-        assert!(StoreDirectory::wipe(&PersistentConfig::new(tmp.path(), "other"), "s").is_err());
+        assert!(StoreDirectory::rebuild(&PersistentConfig::new(tmp.path(), "other"), "s").is_err());
     }
 
     #[test]
-    fn a_malformed_checkpoint_names_the_line() {
+    fn a_damaged_checkpoint_names_the_file() {
         let tmp = tempfile::tempdir().unwrap();
         let d = StoreDirectory::open(&PersistentConfig::new(tmp.path(), "app"), "s").unwrap();
-        fs::write(
-            d.path().join(STORE_CHECKPOINT_FILE),
-            format!("{CHECKPOINT_FORMAT_LINE}\n0 12\n1 x\n"),
-        )
-        .unwrap();
+        d.write_checkpoint(&[(ChangelogPartition(0), ChangelogOffset(12))])
+            .unwrap();
+        let path = d.path().join(STORE_CHECKPOINT_FILE);
+        let text = fs::read_to_string(&path).unwrap().replace("12", "13");
+        fs::write(&path, text).unwrap();
         let err = d.read_checkpoint().unwrap_err().to_string();
-        assert!(err.contains("line 3: \"1 x\" is not"), "{err}");
+        assert!(
+            err.contains("is damaged: stoatflow-store.checkpoint checksum mismatch"),
+            "{err}"
+        );
     }
 
     #[test]
-    fn bad_store_names_are_refused() {
+    fn bad_store_names_and_application_ids_are_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let cfg = PersistentConfig::new(tmp.path(), "app");
-        for name in ["", "..", "a/b"] {
+        for name in ["", "..", "a/b", "a\nb"] {
             assert!(StoreDirectory::open(&cfg, name).is_err());
+        }
+        let cfg = PersistentConfig::new(tmp.path(), "app\nstore=x");
+        assert!(matches!(
+            StoreDirectory::open(&cfg, "s"),
+            Err(StateError::InvalidConfig { .. })
+        ));
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_metadata_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..120)) {
+            let _ = parse_meta(&bytes);
+        }
+
+        #[test]
+        fn arbitrary_metadata_lines_never_panic(body in "(stoatflow-store-format=[0-9]{1,12}\n)?([a-z.]{0,15}=[ -~]{0,10}\n){0,4}") {
+            let _ = parse_meta(body.as_bytes());
+            let _ = parse_meta(seal(body).as_bytes());
         }
     }
 }

@@ -10,16 +10,29 @@ use super::{
 };
 use crate::changelog::{ChangelogEntry, ChangelogRecord};
 use crate::codec::Codec;
-use crate::error::StateError;
+use crate::error::{StateError, hex};
 use crate::store::{KeyValueStore, StateStore, StoreConfig, bounds_empty};
 
-/// A key-value store on disk: encoded keys and values in one fjall keyspace.
+/// Every stored key starts with this byte: the engine refuses an empty key, and a constant
+/// prefix keeps the byte order of the encoded keys.
+const KEY_PREFIX: u8 = 0x01;
+
+/// The engine key of an encoded key.
+fn engine_key(encoded: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(encoded.len() + 1);
+    k.push(KEY_PREFIX);
+    k.extend_from_slice(encoded);
+    k
+}
+
+/// A key-value store on disk: encoded keys (behind [`KEY_PREFIX`]) and values in one fjall
+/// keyspace.
 pub struct PersistentKeyValueStore<K, V> {
     config: StoreConfig,
     dir: StoreDirectory,
     _db: fjall::Database,
     ks: fjall::Keyspace,
-    /// Encoded keys written since the last flush, with their last write's timestamp.
+    /// Engine keys written since the last flush, with their last write's timestamp.
     dirty: BTreeMap<Vec<u8>, i64>,
     key_codec: Arc<dyn Codec<K>>,
     value_codec: Arc<dyn Codec<V>>,
@@ -73,8 +86,23 @@ impl<K, V> PersistentKeyValueStore<K, V> {
         }
     }
 
+    /// Decodes the value stored under engine key `key`.
     fn decode_value(&self, key: &[u8], bytes: &[u8]) -> Result<V, StateError> {
-        decode_stored(&*self.value_codec, bytes, "value", self.config.name(), key)
+        let encoded = key.get(1..).unwrap_or_default();
+        decode_stored(
+            &*self.value_codec,
+            bytes,
+            "value",
+            self.config.name(),
+            encoded,
+        )
+    }
+
+    /// The engine key of `key`.
+    fn key_bytes(&self, key: &K) -> Vec<u8> {
+        let mut k = vec![KEY_PREFIX];
+        self.key_codec.encode(key, &mut k);
+        k
     }
 }
 
@@ -90,12 +118,13 @@ impl<K, V> StateStore for PersistentKeyValueStore<K, V> {
     fn flush_changelog(&mut self, out: &mut Vec<ChangelogRecord>) -> Result<(), StateError> {
         let dirty = std::mem::take(&mut self.dirty);
         out.reserve(dirty.len());
-        for (key, timestamp) in dirty {
+        for (mut key, timestamp) in dirty {
             let value = self
                 .ks
                 .get(&key)
                 .map_err(engine_err(self.config.name()))?
                 .map(|v| v.to_vec());
+            key.remove(0);
             out.push(ChangelogRecord {
                 key,
                 value,
@@ -112,11 +141,12 @@ impl<K, V> StateStore for PersistentKeyValueStore<K, V> {
     fn apply_changelog(&mut self, entry: &ChangelogEntry) -> Result<(), StateError> {
         let name = self.config.name();
         validate_entry(&*self.key_codec, &entry.key, "key", name, entry)?;
+        let key = engine_key(&entry.key);
         match &entry.value {
-            None => self.ks.remove(entry.key.as_slice()),
+            None => self.ks.remove(key),
             Some(v) => {
                 validate_entry(&*self.value_codec, v, "value", name, entry)?;
-                self.ks.insert(entry.key.as_slice(), v.as_slice())
+                self.ks.insert(key, v.as_slice())
             }
         }
         .map_err(engine_err(name))
@@ -129,7 +159,7 @@ impl<K, V> StateStore for PersistentKeyValueStore<K, V> {
 
 impl<K, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
     fn put(&mut self, key: K, value: V, timestamp: i64) -> Result<(), StateError> {
-        let k = self.key_codec.to_bytes(&key);
+        let k = self.key_bytes(&key);
         let v = self.value_codec.to_bytes(&value);
         self.ks
             .insert(k.as_slice(), v)
@@ -139,7 +169,7 @@ impl<K, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
     }
 
     fn get(&self, key: &K) -> Result<Option<V>, StateError> {
-        let k = self.key_codec.to_bytes(key);
+        let k = self.key_bytes(key);
         match self.ks.get(&k).map_err(engine_err(self.config.name()))? {
             None => Ok(None),
             Some(v) => self.decode_value(&k, &v).map(Some),
@@ -147,7 +177,7 @@ impl<K, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
     }
 
     fn delete(&mut self, key: &K, timestamp: i64) -> Result<Option<V>, StateError> {
-        let k = self.key_codec.to_bytes(key);
+        let k = self.key_bytes(key);
         let name = self.config.name();
         let old = match self.ks.get(&k).map_err(engine_err(name))? {
             None => None,
@@ -161,7 +191,7 @@ impl<K, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
     }
 
     fn range(&self, from: Bound<&K>, to: Bound<&K>) -> Result<Vec<(K, V)>, StateError> {
-        let enc = |b: Bound<&K>| b.map(|k| self.key_codec.to_bytes(k));
+        let enc = |b: Bound<&K>| b.map(|k| self.key_bytes(k));
         let (from, to) = (enc(from), enc(to));
         if bounds_empty(
             from.as_ref().map(Vec::as_slice),
@@ -173,7 +203,13 @@ impl<K, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
         let mut out = Vec::new();
         for guard in self.ks.range::<Vec<u8>, _>((from, to)) {
             let (k, v) = guard.into_inner().map_err(engine_err(name))?;
-            let key = decode_stored(&*self.key_codec, &k, "key", name, &k)?;
+            let Some((&KEY_PREFIX, encoded)) = k.split_first() else {
+                return Err(StateError::Engine {
+                    store: name.to_string(),
+                    detail: format!("stored key {} lacks the key prefix", hex(&k)),
+                });
+            };
+            let key = decode_stored(&*self.key_codec, encoded, "key", name, encoded)?;
             out.push((key, self.decode_value(&k, &v)?));
         }
         Ok(out)
@@ -209,6 +245,37 @@ mod tests {
     }
 
     #[test]
+    fn the_key_prefix_keeps_byte_order_and_bounds_with_the_empty_key() {
+        use std::ops::Bound::{Excluded, Included, Unbounded};
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = PersistentConfig::new(tmp.path(), "app");
+        let mut s =
+            PersistentKeyValueStore::open(&cfg, StoreConfig::new("kv"), StringCodec, I64Codec)
+                .unwrap();
+        let keys = ["b", "", "a\u{0}", "a", "\u{0}", "\u{7f}", "é"];
+        for (i, k) in keys.iter().enumerate() {
+            s.put(k.to_string(), i as i64, 0).unwrap();
+        }
+        let mut sorted: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+        sorted.sort();
+        let all: Vec<String> = s.all().unwrap().into_iter().map(|(k, _)| k).collect();
+        assert_eq!(all, sorted);
+        let empty = String::new();
+        let a = "a".to_string();
+        let range = |from, to| -> Vec<String> {
+            s.range(from, to)
+                .unwrap()
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect()
+        };
+        assert_eq!(range(Included(&empty), Included(&empty)), vec![""]);
+        assert_eq!(range(Excluded(&empty), Excluded(&a)), vec!["\u{0}"]);
+        assert_eq!(range(Unbounded, Excluded(&a)), vec!["", "\u{0}"]);
+        assert_eq!(range(Excluded(&a), Unbounded), sorted[3..].to_vec());
+    }
+
+    #[test]
     fn undecodable_stored_value_names_the_key() {
         let tmp = tempfile::tempdir().unwrap();
         let cfg = PersistentConfig::new(tmp.path(), "app");
@@ -219,7 +286,7 @@ mod tests {
             I64Codec,
         )
         .unwrap();
-        s.ks.insert("k", [1u8, 2]).unwrap();
+        s.ks.insert("\u{1}k", [1u8, 2]).unwrap();
         let err = s.get(&"k".to_string()).unwrap_err().to_string();
         assert_eq!(
             err,

@@ -2,30 +2,40 @@
 //!
 //! Owns [`PersistentKeyValueStore`], [`PersistentWindowStore`] and
 //! [`PersistentSessionStore`], the store directory with its metadata file
-//! ([`StoreDirectory`]), and the on-disk key layouts. Each store has its own directory
-//! `<state dir>/<store name>/` holding a metadata file that names the application id (a
-//! directory left by another application id is refused) and one fjall database; a segmented
-//! store keeps one keyspace per segment, so dropping a segment drops a keyspace.
+//! ([`StoreDirectory`]), the checkpoint with its manifest of local files, the open rule
+//! ([`StoreDirectory::recover`]), and the on-disk key layouts. Each store has its own
+//! directory `<state dir>/<store name>/` holding a metadata file that names the format and
+//! the application id (a directory left by another application id, or by a newer format, is
+//! refused) and one fjall database under `data/`; a segmented store keeps one keyspace per
+//! segment, so dropping a segment drops a keyspace.
 //!
 //! On-disk layouts (times are sign-flipped big-endian so that byte order is time order):
-//! key-value `[key]`; window `[key][start]`; session `[key][end][start]`. Per-key scans
-//! filter out longer keys that share the prefix, as Kafka Streams' key schemas do. The
-//! changelog uses Kafka Streams' layouts instead (see [`crate::encode_window_key`]).
+//! key-value `[0x01][key]` (the engine refuses empty keys; the prefix keeps byte order);
+//! window `[key][start]`; session `[key][end][start]` (never empty). Per-key scans filter
+//! out longer keys that share the prefix, as Kafka Streams' key schemas do. The changelog
+//! uses Kafka Streams' layouts instead (see [`crate::encode_window_key`]).
 //!
 //! Durability comes from the changelog, not from this engine: the journal is not synced on
-//! every write. After an unclean shutdown under exactly-once the caller wipes the directory
-//! ([`StoreDirectory::wipe`]) and restores from the changelog.
+//! every write. A clean close writes a checkpoint with a manifest of every file; the next
+//! open ([`StoreDirectory::recover`]) trusts the files only if they match it, and otherwise
+//! deletes them for a rebuild from the changelog. The engine itself is never shown files it
+//! could misread: it reads its own files as if whole.
 //!
 //! This module never knows about Kafka, threads beyond the engine's own background worker,
 //! or the DSL.
 
+mod checkpoint;
 mod dir;
 mod kv;
+mod recover;
+mod sealed;
 mod session;
 mod window;
 
-pub use dir::{PersistentConfig, STORE_CHECKPOINT_FILE, STORE_METADATA_FILE, StoreDirectory};
+pub use checkpoint::STORE_CHECKPOINT_FILE;
+pub use dir::{PersistentConfig, STORE_FORMAT, STORE_METADATA_FILE, StoreDirectory};
 pub use kv::PersistentKeyValueStore;
+pub use recover::{LocalCopy, RebuildReason, Recovery};
 pub use session::PersistentSessionStore;
 pub use window::PersistentWindowStore;
 
@@ -44,8 +54,11 @@ pub(crate) fn engine_err(store: &str) -> impl Fn(fjall::Error) -> StateError + '
     }
 }
 
-/// Opens the fjall database of a store directory.
+/// Opens the fjall database of a store directory. A checkpoint still in place (the caller
+/// skipped [`StoreDirectory::recover`]) is checked against the files first and consumed, so
+/// the engine never reads files a clean close vouched for once they differ.
 pub(crate) fn open_database(dir: &StoreDirectory) -> Result<fjall::Database, StateError> {
+    dir.consume_checkpoint()?;
     fjall::Database::builder(dir.data_path())
         .worker_threads(1)
         .manual_journal_persist(true)

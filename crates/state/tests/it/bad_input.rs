@@ -1,4 +1,5 @@
-//! Bad input: corrupt and truncated changelog records.
+//! Bad input: corrupt and truncated changelog records, foreign and damaged store
+//! directories.
 
 use stoatflow_state::{
     ChangelogEntry, ChangelogOffset, ChangelogPartition, StateError, encode_window_key, restore,
@@ -165,4 +166,75 @@ fn a_store_directory_of_another_application_id_is_refused() {
     )
     .unwrap();
     assert_eq!(mine.get(&"a".into()).unwrap(), Some(1));
+}
+
+#[test]
+fn a_watermark_store_of_another_application_id_is_refused_even_when_asked_to_rebuild() {
+    use stoatflow_state::{
+        BarrierStamp, I64Codec, LocalCopy, PersistentConfig, PersistentKeyValueStore, StoreConfig,
+        StoreDirectory, WATERMARK_STORE_NAME, WatermarkKeyCodec, WatermarkStore,
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let owner = PersistentConfig::new(tmp.path(), "orders-app");
+    let open = |cfg: &PersistentConfig| {
+        PersistentKeyValueStore::open(
+            cfg,
+            StoreConfig::new(WATERMARK_STORE_NAME),
+            WatermarkKeyCodec,
+            I64Codec,
+        )
+        .map(WatermarkStore::new)
+    };
+    let mut ws = open(&owner).unwrap();
+    let stamp = BarrierStamp {
+        barrier: 1,
+        watermark: 10,
+    };
+    ws.record_stamp(stamp, 0).unwrap();
+    drop(ws);
+    let other = PersistentConfig::new(tmp.path(), "billing-app");
+    for mode in [
+        LocalCopy::VerifyOrRebuild,
+        LocalCopy::VerifyOrRefuse,
+        LocalCopy::Rebuild,
+    ] {
+        let err = StoreDirectory::recover(&other, WATERMARK_STORE_NAME, mode).unwrap_err();
+        assert!(
+            matches!(&err, StateError::ForeignApplication { store, .. } if store == WATERMARK_STORE_NAME),
+            "{err}"
+        );
+        assert!(
+            err.to_string()
+                .starts_with("store stoatflow-watermark: directory "),
+            "{err}"
+        );
+    }
+    assert!(open(&other).is_err());
+    // Untouched for its owner.
+    assert_eq!(open(&owner).unwrap().stamps().unwrap(), vec![stamp]);
+}
+
+#[test]
+fn a_missing_local_file_is_named_when_refusing_damage() {
+    use stoatflow_state::{
+        I64Codec, KeyValueStore, LocalCopy, PersistentConfig, PersistentKeyValueStore, StoreConfig,
+        StoreDirectory, StringCodec,
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = PersistentConfig::new(tmp.path(), "app");
+    let mut s =
+        PersistentKeyValueStore::open(&cfg, StoreConfig::new("counts"), StringCodec, I64Codec)
+            .unwrap();
+    s.put("a".into(), 1, 0).unwrap();
+    drop(s);
+    crate::engines::Changelog::default().checkpoint_clean_close(&cfg, "counts");
+    std::fs::remove_file(tmp.path().join("counts/data/version")).unwrap();
+    let err = StoreDirectory::recover(&cfg, "counts", LocalCopy::VerifyOrRefuse).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, StateError::DamagedStore { .. }), "{msg}");
+    assert!(msg.starts_with("store counts: local copy in "), "{msg}");
+    assert!(
+        msg.contains("is damaged: data/version is missing; rebuild it"),
+        "{msg}"
+    );
 }

@@ -4,7 +4,8 @@ use stoatflow_state::{
     ChangelogEntry, ChangelogOffset, ChangelogPartition, ChangelogRecord, I64Codec,
     InMemoryKeyValueStore, InMemorySessionStore, InMemoryWindowStore, KeyValueStore,
     PersistentConfig, PersistentKeyValueStore, PersistentSessionStore, PersistentWindowStore,
-    SegmentedConfig, SessionStore, StateStore, StoreConfig, StringCodec, WindowStore, restore,
+    SegmentedConfig, SessionStore, StateStore, StoreConfig, StoreDirectory, StringCodec,
+    WindowStore, restore,
 };
 
 pub type Kv = Box<dyn KeyValueStore<String, i64>>;
@@ -136,6 +137,18 @@ impl Changelog {
         store.flush_changelog(&mut out).expect("flush");
         self.append(out);
         self.commits.push(self.entries.len());
+    }
+
+    /// A clean close of `store` (already dropped): its checkpoint says everything in this
+    /// changelog is in its files.
+    pub fn checkpoint_clean_close(&self, cfg: &PersistentConfig, store: &str) {
+        StoreDirectory::open(cfg, store)
+            .expect("store directory")
+            .write_checkpoint(&[(
+                ChangelogPartition(0),
+                ChangelogOffset(self.entries.len() as u64),
+            )])
+            .expect("checkpoint");
     }
 
     /// What a read-committed consumer sees if the writer crashed after `prefix` entries:

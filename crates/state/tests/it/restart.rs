@@ -3,8 +3,8 @@
 //! rebuilt from the committed changelog, dropping writes of the epoch that never committed.
 
 use stoatflow_state::{
-    ChangelogOffset, ChangelogPartition, I64Codec, PersistentConfig, PersistentWindowStore,
-    StoreConfig, StoreDirectory, StringCodec, WindowStore,
+    ChangelogPartition, I64Codec, LocalCopy, PersistentConfig, PersistentWindowStore, StoreConfig,
+    StoreDirectory, StringCodec, WindowStore,
 };
 
 use crate::engines::{Changelog, restore_from, segmented};
@@ -23,19 +23,10 @@ fn open(cfg: &PersistentConfig) -> Box<dyn WindowStore<String, i64>> {
 }
 
 /// Opens the store as an exactly-once restart does: resume from a checkpoint if the last
-/// close was clean, else wipe and restore everything committed.
+/// close was clean and left the files whole, else wipe and restore everything committed.
 fn reopen(cfg: &PersistentConfig, log: &Changelog) -> Box<dyn WindowStore<String, i64>> {
-    let dir = StoreDirectory::open(cfg, "counts").unwrap();
-    let from = match dir.take_checkpoint().unwrap() {
-        Some(offsets) => {
-            assert_eq!(offsets[0].0, ChangelogPartition(0));
-            offsets[0].1.0 as usize
-        }
-        None => {
-            StoreDirectory::wipe(cfg, "counts").unwrap();
-            0
-        }
-    };
+    let (_, recovery) = StoreDirectory::recover(cfg, "counts", LocalCopy::default()).unwrap();
+    let from = recovery.restore_from(ChangelogPartition(0)).0 as usize;
     let mut store = open(cfg);
     restore_from(&mut *store, &log.entries[from..]);
     store
@@ -60,13 +51,7 @@ fn clean_close_resumes_from_the_checkpoint_and_a_crash_rebuilds_from_the_changel
     let committed = state(&*s);
     drop(s);
     // Clean close: everything before the log's end is in the store's files.
-    StoreDirectory::open(&cfg, "counts")
-        .unwrap()
-        .write_checkpoint(&[(
-            ChangelogPartition(0),
-            ChangelogOffset(log.entries.len() as u64),
-        )])
-        .unwrap();
+    log.checkpoint_clean_close(&cfg, "counts");
 
     let mut s = reopen(&cfg, &log);
     assert_eq!(state(&*s), committed);

@@ -1,7 +1,9 @@
-//! Crash at every point: for every prefix of a changelog, a read-committed restore sees only
-//! the epochs that committed within it; restoring it gives exactly the state at the last of
-//! those commits (never an uncommitted one), and restoring again, or resuming from a shorter
-//! committed prefix, gives the same.
+//! Restore of every changelog prefix: for every prefix of a changelog (as a writer that
+//! stopped there would leave it), a read-committed restore sees only the epochs that
+//! committed within it; restoring it gives exactly the state at the last of those commits
+//! (never an uncommitted one), and restoring again, or resuming from a shorter committed
+//! prefix, gives the same. This is not a crash enumeration: nothing crashes inside a
+//! barrier here (that comes with the runtime).
 
 use std::fmt::Debug;
 
@@ -66,7 +68,7 @@ fn check_every_prefix<S, T: PartialEq + Debug + Clone>(
     Ok(())
 }
 
-fn kv_crash(engine: Engine, ops: &[KvOp]) -> Result<(), TestCaseError> {
+fn kv_prefixes(engine: Engine, ops: &[KvOp]) -> Result<(), TestCaseError> {
     let mut f = Factory::new(engine);
     let mut s = f.kv("kv");
     let mut run = Run {
@@ -85,12 +87,12 @@ fn kv_crash(engine: Engine, ops: &[KvOp]) -> Result<(), TestCaseError> {
             }
         }
     }
-    // The last epoch never commits: the crash. Its writes never reach the changelog.
+    // The last epoch never commits: its writes never reach the changelog.
     let every = matches!(engine, Engine::InMemory);
     check_every_prefix(&run, every, || f.kv("kv"), |s| &mut **s, |s, _| kv_state(s))
 }
 
-fn window_crash(engine: Engine, ops: &[WinOp]) -> Result<(), TestCaseError> {
+fn window_prefixes(engine: Engine, ops: &[WinOp]) -> Result<(), TestCaseError> {
     let mut f = Factory::new(engine);
     let mut s = f.window("win");
     let mut run = Run {
@@ -130,7 +132,7 @@ fn window_crash(engine: Engine, ops: &[WinOp]) -> Result<(), TestCaseError> {
     )
 }
 
-fn session_crash(engine: Engine, ops: &[SesOp]) -> Result<(), TestCaseError> {
+fn session_prefixes(engine: Engine, ops: &[SesOp]) -> Result<(), TestCaseError> {
     let mut f = Factory::new(engine);
     let mut s = f.session("ses");
     let mut run = Run {
@@ -173,18 +175,18 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
     #[test]
-    fn in_memory_kv_restore_at_every_crash_point_yields_a_committed_state(ops in kv_ops()) {
-        kv_crash(Engine::InMemory, &ops)?;
+    fn in_memory_kv_restore_of_every_committed_prefix_yields_a_committed_state(ops in kv_ops()) {
+        kv_prefixes(Engine::InMemory, &ops)?;
     }
 
     #[test]
-    fn in_memory_window_restore_at_every_crash_point_yields_a_committed_state(ops in win_ops()) {
-        window_crash(Engine::InMemory, &ops)?;
+    fn in_memory_window_restore_of_every_committed_prefix_yields_a_committed_state(ops in win_ops()) {
+        window_prefixes(Engine::InMemory, &ops)?;
     }
 
     #[test]
-    fn in_memory_session_restore_at_every_crash_point_yields_a_committed_state(ops in ses_ops()) {
-        session_crash(Engine::InMemory, &ops)?;
+    fn in_memory_session_restore_of_every_committed_prefix_yields_a_committed_state(ops in ses_ops()) {
+        session_prefixes(Engine::InMemory, &ops)?;
     }
 }
 
@@ -192,17 +194,17 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(4))]
 
     #[test]
-    fn persistent_kv_restore_at_every_crash_point_yields_a_committed_state(ops in kv_ops()) {
-        kv_crash(Engine::Persistent, &ops)?;
+    fn persistent_kv_restore_of_every_committed_prefix_yields_a_committed_state(ops in kv_ops()) {
+        kv_prefixes(Engine::Persistent, &ops)?;
     }
 
     #[test]
-    fn persistent_window_restore_at_every_crash_point_yields_a_committed_state(ops in win_ops()) {
-        window_crash(Engine::Persistent, &ops)?;
+    fn persistent_window_restore_of_every_committed_prefix_yields_a_committed_state(ops in win_ops()) {
+        window_prefixes(Engine::Persistent, &ops)?;
     }
 
     #[test]
-    fn persistent_session_restore_at_every_crash_point_yields_a_committed_state(ops in ses_ops()) {
-        session_crash(Engine::Persistent, &ops)?;
+    fn persistent_session_restore_of_every_committed_prefix_yields_a_committed_state(ops in ses_ops()) {
+        session_prefixes(Engine::Persistent, &ops)?;
     }
 }

@@ -1,0 +1,3 @@
+//! Integration tests of stoatflow-streams through its public API.
+
+mod hostile_bytes;
