@@ -279,6 +279,41 @@ impl<L: Log + 'static> StreamsApp<L> {
     pub fn committed_barriers(&self) -> u64 {
         self.shared.barriers.load(Ordering::Acquire)
     }
+
+    /// A cheap, shareable read-only view of the application (state,
+    /// watermarks) for the operating surface.
+    pub fn handle(&self) -> AppHandle {
+        AppHandle {
+            shared: self.shared.clone(),
+            application_id: self.config.application_id().into(),
+        }
+    }
+}
+
+/// A read-only view of a running application: what the HTTP endpoints and
+/// metrics read. Cloning it is cheap; it keeps nothing running.
+#[derive(Debug, Clone)]
+pub struct AppHandle {
+    shared: Arc<Shared>,
+    application_id: Arc<str>,
+}
+
+impl AppHandle {
+    /// The current state.
+    pub fn state(&self) -> AppState {
+        self.shared.state()
+    }
+
+    /// The tracker's last `/watermarks` view, `None` before the engine has
+    /// published one.
+    pub fn watermarks(&self) -> Option<WatermarksSnapshot> {
+        self.shared.snapshot.lock().expect("snapshot lock").clone()
+    }
+
+    /// The application id.
+    pub fn application_id(&self) -> &str {
+        &self.application_id
+    }
 }
 
 impl<L: Log + 'static> Drop for StreamsApp<L> {

@@ -44,7 +44,7 @@ mod layout;
 mod partitioner;
 mod task_id;
 
-pub use app::StreamsApp;
+pub use app::{AppHandle, StreamsApp};
 pub use app_state::AppState;
 pub use cadence::BarrierCadence;
 pub use config::{Backend, CommitBarrierConfig, ProcessingGuarantee, RuntimeConfig};

@@ -14,6 +14,8 @@
 //! assert_eq!(status, 503); // nothing registered, nothing emitted
 //! ```
 
+mod http;
 mod watermarks;
 
+pub use http::{Endpoints, EndpointsConfig, HttpServer, ServerError};
 pub use watermarks::{info_json, watermarks_json, watermarks_response};

@@ -1,3 +1,4 @@
 //! Integration tests of stoatflow-server.
 
+mod http;
 mod watermarks_endpoint;
