@@ -298,7 +298,7 @@ impl<L: Log + 'static> Engine<L> {
             let stamps = restore_stamps(config, &**log, st)?;
             let seed = stamps.seed().map_err(|source| RuntimeError::State {
                 store: WATERMARK_STORE_NAME.into(),
-                source,
+                source: Box::new(source),
             })?;
             let floor = Watermark::from_millis(seed.floor);
             let frontier = Watermark::from_millis(seed.frontier);
@@ -800,7 +800,7 @@ impl<L: Log + 'static> Engine<L> {
         let ts = now.as_millis();
         let state_err = |source| RuntimeError::State {
             store: WATERMARK_STORE_NAME.into(),
-            source,
+            source: Box::new(source),
         };
         let mut stamp_records = Vec::new();
         for (st, time) in self.times.iter_mut().enumerate() {
@@ -1014,7 +1014,7 @@ fn restore_stamps<L: Log>(
     })?;
     let state_err = |source| RuntimeError::State {
         store: WATERMARK_STORE_NAME.into(),
-        source,
+        source: Box::new(source),
     };
     let entries = entries
         .into_iter()

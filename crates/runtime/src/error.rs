@@ -74,7 +74,7 @@ pub enum RuntimeError {
         store: String,
         /// Why.
         #[source]
-        source: StateError,
+        source: Box<StateError>,
     },
     /// The watermark tracker refused a partition.
     #[error("watermark tracker: {0}")]

@@ -312,7 +312,7 @@ fn restore_stores<L: Log>(
             .collect::<Result<Vec<_>, _>>()
             .map_err(|entry| RuntimeError::State {
                 store: store.clone(),
-                source: entry.corrupt(store, "changelog record has no key"),
+                source: Box::new(entry.corrupt(store, "changelog record has no key")),
             })?;
         let total = list.len() as u64;
         let mut state = state.borrow_mut();
@@ -321,7 +321,7 @@ fn restore_stores<L: Log>(
         })
         .map_err(|source| RuntimeError::State {
             store: store.clone(),
-            source,
+            source: Box::new(source),
         })?;
     }
     Ok(restored)
