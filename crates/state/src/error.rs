@@ -4,7 +4,7 @@
 //! Messages are lowercase and name the store, and where relevant the key, the changelog
 //! partition and offset, or the directory.
 
-use crate::changelog::{ChangelogOffset, ChangelogPartition};
+use crate::changelog::{ChangelogEntry, ChangelogOffset, ChangelogPartition};
 use crate::codec::CodecError;
 
 /// Everything that can go wrong in this crate.
@@ -92,6 +92,19 @@ pub enum StateError {
         /// What is wrong.
         detail: String,
     },
+}
+
+impl ChangelogEntry {
+    /// A corrupt-record error for this entry. (Defined here, beside the error, so that
+    /// `changelog` stays below `error` in the crate's layers.)
+    pub fn corrupt(&self, store: &str, reason: impl Into<String>) -> StateError {
+        StateError::CorruptChangelogRecord {
+            store: store.to_string(),
+            partition: self.partition,
+            offset: self.offset,
+            reason: reason.into(),
+        }
+    }
 }
 
 /// Renders bytes as lowercase hex for error messages (at most 64 bytes, then an ellipsis).

@@ -60,13 +60,13 @@ mod engine_stores;
 mod error;
 mod memory;
 mod persistent;
+mod restore;
 mod segments;
 mod store;
 
 pub use changelog::{
-    ChangelogEntry, ChangelogOffset, ChangelogPartition, ChangelogRecord,
-    RESTORE_PROGRESS_INTERVAL, RestoreProgress, changelog_topic, decode_session_key,
-    decode_window_key, encode_session_key, encode_window_key, restore,
+    ChangelogEntry, ChangelogOffset, ChangelogPartition, ChangelogRecord, changelog_topic,
+    decode_session_key, decode_window_key, encode_session_key, encode_window_key,
 };
 pub use codec::{
     BytesCodec, Codec, CodecError, I32Codec, I64Codec, StringCodec, U64Codec, ValueAndTimestamp,
@@ -83,6 +83,7 @@ pub use persistent::{
     PersistentConfig, PersistentKeyValueStore, PersistentSessionStore, PersistentWindowStore,
     STORE_CHECKPOINT_FILE, STORE_METADATA_FILE, StoreDirectory,
 };
+pub use restore::{RESTORE_PROGRESS_INTERVAL, RestoreProgress, restore};
 pub use segments::{CHANGELOG_ADDITIONAL_RETENTION_MS, SegmentedConfig};
 pub use store::{
     KeyValueStore, Segmented, SessionStore, SessionWindow, StateStore, StoreConfig,

@@ -243,7 +243,8 @@ pub fn in_memory_watermark_store(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::changelog::{ChangelogEntry, ChangelogOffset, ChangelogPartition, restore};
+    use crate::changelog::{ChangelogEntry, ChangelogOffset, ChangelogPartition};
+    use crate::restore::restore;
     use crate::store::StateStore;
 
     fn stamp(barrier: u64, watermark: i64) -> BarrierStamp {
