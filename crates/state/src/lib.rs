@@ -63,6 +63,7 @@ mod persistent;
 mod restore;
 mod segments;
 mod store;
+mod windowed;
 
 pub use changelog::{
     ChangelogEntry, ChangelogOffset, ChangelogPartition, ChangelogRecord, changelog_topic,

@@ -22,6 +22,7 @@
 //! This module never touches the disk.
 
 mod kv;
+mod segmented;
 mod session;
 mod window;
 
@@ -31,9 +32,9 @@ pub use window::InMemoryWindowStore;
 
 use std::sync::Arc;
 
-use crate::changelog::ChangelogEntry;
+use crate::changelog::{ChangelogEntry, ChangelogRecord};
 use crate::codec::Codec;
-use crate::error::StateError;
+use crate::error::{StateError, flushed_key};
 
 /// Marks a slot that has not been written since the last flush.
 pub(crate) const CLEAN: usize = usize::MAX;
@@ -47,8 +48,136 @@ pub(crate) struct Slot<V> {
     pub(crate) dirty: usize,
 }
 
+/// What a store wrote since the last flush: an append-only log of (entry id, timestamp of
+/// its last write). A live slot points at its entry, so a repeated write only updates the
+/// timestamp; an entry whose slot is gone (deleted, expired) flushes as a tombstone. An id
+/// deleted and written again in one epoch has two entries; the flush keeps the later.
+/// Entries flush in id order, so the id type sets the changelog order (window stores use
+/// (start, key), session stores (key, end, start)).
+#[derive(Debug)]
+pub(crate) struct DirtyLog<I> {
+    entries: Vec<(I, i64)>,
+}
+
+impl<I> DirtyLog<I> {
+    pub(crate) fn new() -> Self {
+        Self {
+            entries: Vec::new(),
+        }
+    }
+
+    /// Entries logged since the last flush (an id written, deleted and written again
+    /// counts twice).
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+impl<I: Ord> DirtyLog<I> {
+    /// Records a live write at `timestamp` to the slot whose dirty index is `dirty`: a clean
+    /// slot logs `id()` and points at it, a dirty one only updates its timestamp.
+    #[inline]
+    pub(crate) fn note(&mut self, dirty: &mut usize, timestamp: i64, id: impl FnOnce() -> I) {
+        if *dirty == CLEAN {
+            self.entries.push((id(), timestamp));
+            *dirty = self.entries.len() - 1;
+        } else {
+            self.entries[*dirty].1 = timestamp;
+        }
+    }
+
+    /// Records a delete at `timestamp`; `removed` is the dirty index of the removed slot, or
+    /// [`CLEAN`] if there was none or it was clean. Its entry now flushes as a tombstone.
+    pub(crate) fn note_removed(&mut self, removed: usize, timestamp: i64, id: impl FnOnce() -> I) {
+        if removed == CLEAN {
+            self.entries.push((id(), timestamp));
+        } else {
+            self.entries[removed].1 = timestamp;
+        }
+    }
+
+    /// The barrier flush: one record per logged id, in id order, built by `record(n, id,
+    /// current value, timestamp)` (`n` counts the records of this flush; `None` is a
+    /// tombstone), each live slot in `slots` marked clean. All or nothing: if `record`
+    /// fails, `out` is left as it was, every slot points into the log again and the error is
+    /// returned, so a later flush still writes every key.
+    pub(crate) fn flush<V>(
+        &mut self,
+        out: &mut Vec<ChangelogRecord>,
+        slots: &mut impl Slots<I, V>,
+        mut record: impl FnMut(usize, &I, Option<&V>, i64) -> Result<ChangelogRecord, StateError>,
+    ) -> Result<(), StateError> {
+        let mut log = std::mem::take(&mut self.entries);
+        // Stable: an id's later entry stays last.
+        log.sort_by(|a, b| a.0.cmp(&b.0));
+        out.reserve(log.len());
+        let first = out.len();
+        for (i, (id, timestamp)) in log.iter().enumerate() {
+            if log.get(i + 1).is_some_and(|next| next.0 == *id) {
+                continue;
+            }
+            let mut slot = slots.slot_mut(id);
+            match record(
+                out.len() - first,
+                id,
+                slot.as_ref().map(|s| &s.value),
+                *timestamp,
+            ) {
+                Ok(r) => out.push(r),
+                Err(e) => {
+                    out.truncate(first);
+                    for (i, (id, _)) in log.iter().enumerate() {
+                        if let Some(s) = slots.slot_mut(id) {
+                            s.dirty = i;
+                        }
+                    }
+                    self.entries = log;
+                    return Err(e);
+                }
+            }
+            if let Some(s) = slot.as_mut() {
+                s.dirty = CLEAN;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where a store's slots are found by their dirty-log id.
+pub(crate) trait Slots<I, V> {
+    /// The live slot of `id`.
+    fn slot_mut(&mut self, id: &I) -> Option<&mut Slot<V>>;
+}
+
 /// A codec shared by a store's clones of itself.
 pub(crate) type SharedCodec<T> = Arc<dyn Codec<T>>;
+
+/// Appends the encoding of `key`, the `n`-th (from 0) key of a barrier flush of `store`.
+pub(crate) fn encode_flushed_key<K>(
+    codec: &dyn Codec<K>,
+    key: &K,
+    n: usize,
+    store: &str,
+    out: &mut Vec<u8>,
+) -> Result<(), StateError> {
+    codec
+        .encode(key, out)
+        .map_err(|e| StateError::encode_key(store, flushed_key(n), e))
+}
+
+/// The changelog value of a flushed entry of `store` whose key encodes as `key`: the
+/// encoding of `value`, or `None` (a tombstone).
+pub(crate) fn encode_flushed_value<V>(
+    codec: &dyn Codec<V>,
+    value: Option<&V>,
+    store: &str,
+    key: &[u8],
+) -> Result<Option<Vec<u8>>, StateError> {
+    value
+        .map(|v| codec.to_bytes(v))
+        .transpose()
+        .map_err(|e| StateError::encode_value(store, key, e))
+}
 
 /// Decodes a restored key or value, mapping failure to a corrupt-record error.
 pub(crate) fn decode_entry<T>(

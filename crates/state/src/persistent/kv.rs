@@ -6,7 +6,8 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use super::{
-    PersistentConfig, StoreDirectory, decode_stored, engine_err, open_database, validate_entry,
+    PersistentConfig, StoreDirectory, decode_stored, encode_key, encode_value, engine_err,
+    open_database, validate_entry,
 };
 use crate::changelog::{ChangelogEntry, ChangelogRecord};
 use crate::codec::Codec;
@@ -129,8 +130,9 @@ impl<K, V> StateStore for PersistentKeyValueStore<K, V> {
 
 impl<K, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
     fn put(&mut self, key: K, value: V, timestamp: i64) -> Result<(), StateError> {
-        let k = self.key_codec.to_bytes(&key);
-        let v = self.value_codec.to_bytes(&value);
+        let name = self.config.name();
+        let k = encode_key(&*self.key_codec, &key, name, "put")?;
+        let v = encode_value(&*self.value_codec, &value, name, &k)?;
         self.ks
             .insert(k.as_slice(), v)
             .map_err(engine_err(self.config.name()))?;
@@ -139,7 +141,7 @@ impl<K, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
     }
 
     fn get(&self, key: &K) -> Result<Option<V>, StateError> {
-        let k = self.key_codec.to_bytes(key);
+        let k = encode_key(&*self.key_codec, key, self.config.name(), "get")?;
         match self.ks.get(&k).map_err(engine_err(self.config.name()))? {
             None => Ok(None),
             Some(v) => self.decode_value(&k, &v).map(Some),
@@ -147,8 +149,8 @@ impl<K, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
     }
 
     fn delete(&mut self, key: &K, timestamp: i64) -> Result<Option<V>, StateError> {
-        let k = self.key_codec.to_bytes(key);
         let name = self.config.name();
+        let k = encode_key(&*self.key_codec, key, name, "delete")?;
         let old = match self.ks.get(&k).map_err(engine_err(name))? {
             None => None,
             Some(v) => Some(self.decode_value(&k, &v)?),
@@ -161,15 +163,23 @@ impl<K, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
     }
 
     fn range(&self, from: Bound<&K>, to: Bound<&K>) -> Result<Vec<(K, V)>, StateError> {
-        let enc = |b: Bound<&K>| b.map(|k| self.key_codec.to_bytes(k));
-        let (from, to) = (enc(from), enc(to));
+        let name = self.config.name();
+        let enc = |b: Bound<&K>| match b {
+            Bound::Included(k) => {
+                encode_key(&*self.key_codec, k, name, "range").map(Bound::Included)
+            }
+            Bound::Excluded(k) => {
+                encode_key(&*self.key_codec, k, name, "range").map(Bound::Excluded)
+            }
+            Bound::Unbounded => Ok(Bound::Unbounded),
+        };
+        let (from, to) = (enc(from)?, enc(to)?);
         if bounds_empty(
             from.as_ref().map(Vec::as_slice),
             to.as_ref().map(Vec::as_slice),
         ) {
             return Ok(Vec::new());
         }
-        let name = self.config.name();
         let mut out = Vec::new();
         for guard in self.ks.range::<Vec<u8>, _>((from, to)) {
             let (k, v) = guard.into_inner().map_err(engine_err(name))?;

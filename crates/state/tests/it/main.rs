@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod crash_points;
+mod encode_failures;
 mod engine_stores;
 mod engines;
 mod restart;
