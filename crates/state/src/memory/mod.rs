@@ -1,11 +1,12 @@
 //! The in-memory engine: typed values in ordered maps.
 //!
 //! Owns [`InMemoryKeyValueStore`], [`InMemoryWindowStore`] and [`InMemorySessionStore`]. They
-//! hold `K` and `V` as they are; a write costs one B-tree descent. Key-value and window
-//! stores keep a dirty flag in each slot and an append-only dirty log, so changelog tracking
-//! adds no lookup (the key is cloned only the first time it is written in an epoch). Keys and
+//! hold `K` and `V` as they are; a write costs one B-tree descent. Every store keeps a dirty
+//! flag in each slot and an append-only dirty log ([`DirtyLog`]), so changelog tracking adds
+//! no lookup (the key is cloned only the first time it is written in an epoch). Keys and
 //! values are serialized only at [`flush_changelog`](crate::StateStore::flush_changelog) and
-//! decoded only at restore.
+//! decoded only at restore. The window and session stores share one segmented core
+//! (`segmented`): segments, retention, the dirty log, the flush and restore live there once.
 //!
 //! Layouts: key-value entries as key → value; windows as segment → key → that key's windows
 //! sorted by start (one held inline), with per-segment entry counts per start, so a probe of
