@@ -68,16 +68,19 @@ impl SegmentedConfig {
     }
 
     /// The segment holding entries of time `time`.
+    #[inline]
     pub fn segment_id(&self, time: i64) -> i64 {
         time.div_euclid(self.segment_interval_ms)
     }
 
     /// Whether an entry of time `time` has expired at `frontier`.
+    #[inline]
     pub fn is_expired(&self, time: i64, frontier: i64) -> bool {
         i128::from(time) + i128::from(self.retention_ms) < i128::from(frontier)
     }
 
     /// Whether every entry of segment `segment` has expired at `frontier`.
+    #[inline]
     pub fn segment_expired(&self, segment: i64, frontier: i64) -> bool {
         let last_time = (i128::from(segment) + 1) * i128::from(self.segment_interval_ms) - 1;
         last_time + i128::from(self.retention_ms) < i128::from(frontier)
@@ -130,6 +133,7 @@ impl Retention {
     }
 
     /// The segments that may hold times `from..=to` (call only with `from <= to`).
+    #[inline]
     pub(crate) fn segments_between(&self, from: i64, to: i64) -> std::ops::RangeInclusive<i64> {
         self.segment_id(from)..=self.segment_id(to)
     }
@@ -173,6 +177,7 @@ impl Retention {
     /// skipped: an entry of a live segment existed in the committed state even if its own
     /// time has expired, so a store rebuilt and expired to the same frontier equals the
     /// original.
+    #[inline]
     pub(crate) fn restores(&self, time: i64) -> bool {
         !self
             .config

@@ -54,6 +54,7 @@ pub(crate) trait WindowKind {
     ///
     /// # Errors
     /// [`StateError::CorruptChangelogRecord`] if the changelog key is shorter than its suffix.
+    #[inline]
     fn restored<'e>(
         entry: &'e ChangelogEntry,
         store: &str,
@@ -105,10 +106,12 @@ impl WindowKind for TimeWindowKind {
         id.0
     }
 
+    #[inline]
     fn changelog_key(key: &[u8], start: i64, out: &mut Vec<u8>) {
         encode_window_key(key, start, 0, out);
     }
 
+    #[inline]
     fn split_changelog_key(bytes: &[u8]) -> Option<(&[u8], i64)> {
         decode_window_key(bytes).map(|(key, start, _seqnum)| (key, start))
     }
@@ -148,10 +151,12 @@ impl WindowKind for SessionKind {
         SessionWindow::new(id.2, id.1)
     }
 
+    #[inline]
     fn changelog_key(key: &[u8], window: SessionWindow, out: &mut Vec<u8>) {
         encode_session_key(key, window.start, window.end, out);
     }
 
+    #[inline]
     fn split_changelog_key(bytes: &[u8]) -> Option<(&[u8], SessionWindow)> {
         decode_session_key(bytes).map(|(key, start, end)| (key, SessionWindow::new(start, end)))
     }

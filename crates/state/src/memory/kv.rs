@@ -5,13 +5,10 @@ use std::fmt;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use super::{
-    CLEAN, DirtyLog, SharedCodec, Slot, Slots, decode_entry, encode_flushed_key,
-    encode_flushed_value,
-};
+use super::{CLEAN, DirtyLog, SharedCodec, Slot, Slots, decode_entry, encode_flushed_value};
 use crate::changelog::{ChangelogEntry, ChangelogRecord};
 use crate::codec::Codec;
-use crate::error::StateError;
+use crate::error::{StateError, flushed_key};
 use crate::store::{KeyValueStore, StateStore, StoreConfig, bounds_empty};
 
 /// A key-value store holding typed entries in a `BTreeMap`.
@@ -90,15 +87,17 @@ impl<K: Ord + Clone, V: Clone> StateStore for InMemoryKeyValueStore<K, V> {
         let name = self.config.name();
         let (key_codec, value_codec) = (&self.key_codec, &self.value_codec);
         self.dirty
-            .flush(out, &mut self.map, |n, key, value, timestamp| {
-                let mut key_bytes = Vec::new();
-                encode_flushed_key(&**key_codec, key, n, name, &mut key_bytes)?;
+            .flush(out, &mut self.map, |n, key, value, timestamp, out| {
+                let key_bytes = key_codec
+                    .to_bytes(key)
+                    .map_err(|e| StateError::encode_key(name, flushed_key(n), e))?;
                 let value = encode_flushed_value(&**value_codec, value, name, &key_bytes)?;
-                Ok(ChangelogRecord {
+                out.push(ChangelogRecord {
                     key: key_bytes,
                     value,
                     timestamp,
-                })
+                });
+                Ok(())
             })
     }
 

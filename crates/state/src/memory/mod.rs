@@ -35,7 +35,7 @@ use std::sync::Arc;
 
 use crate::changelog::{ChangelogEntry, ChangelogRecord};
 use crate::codec::Codec;
-use crate::error::{StateError, flushed_key};
+use crate::error::StateError;
 
 /// Marks a slot that has not been written since the last flush.
 pub(crate) const CLEAN: usize = usize::MAX;
@@ -97,16 +97,22 @@ impl<I: Ord> DirtyLog<I> {
         }
     }
 
-    /// The barrier flush: one record per logged id, in id order, built by `record(n, id,
-    /// current value, timestamp)` (`n` counts the records of this flush; `None` is a
-    /// tombstone), each live slot in `slots` marked clean. All or nothing: if `record`
-    /// fails, `out` is left as it was, every slot points into the log again and the error is
-    /// returned, so a later flush still writes every key.
+    /// The barrier flush: one record per logged id, in id order, appended to `out` by
+    /// `record(n, id, current value, timestamp, out)` (`n` counts the records of this flush;
+    /// `None` is a tombstone), each live slot in `slots` marked clean. All or nothing: if
+    /// `record` fails, `out` is left as it was, every slot points into the log again and the
+    /// error is returned, so a later flush still writes every key.
     pub(crate) fn flush<V>(
         &mut self,
         out: &mut Vec<ChangelogRecord>,
         slots: &mut impl Slots<I, V>,
-        mut record: impl FnMut(usize, &I, Option<&V>, i64) -> Result<ChangelogRecord, StateError>,
+        mut record: impl FnMut(
+            usize,
+            &I,
+            Option<&V>,
+            i64,
+            &mut Vec<ChangelogRecord>,
+        ) -> Result<(), StateError>,
     ) -> Result<(), StateError> {
         let mut log = std::mem::take(&mut self.entries);
         // Stable: an id's later entry stays last.
@@ -118,29 +124,29 @@ impl<I: Ord> DirtyLog<I> {
                 continue;
             }
             let mut slot = slots.slot_mut(id);
-            match record(
-                out.len() - first,
-                id,
-                slot.as_ref().map(|s| &s.value),
-                *timestamp,
-            ) {
-                Ok(r) => out.push(r),
-                Err(e) => {
-                    out.truncate(first);
-                    for (i, (id, _)) in log.iter().enumerate() {
-                        if let Some(s) = slots.slot_mut(id) {
-                            s.dirty = i;
-                        }
-                    }
-                    self.entries = log;
-                    return Err(e);
-                }
+            let value = slot.as_ref().map(|s| &s.value);
+            if let Err(e) = record(out.len() - first, id, value, *timestamp, out) {
+                out.truncate(first);
+                self.keep_after_failed_flush(log, slots);
+                return Err(e);
             }
             if let Some(s) = slot.as_mut() {
                 s.dirty = CLEAN;
             }
         }
         Ok(())
+    }
+
+    /// Puts the log of a failed flush back and points every slot into it again.
+    #[cold]
+    #[inline(never)]
+    fn keep_after_failed_flush<V>(&mut self, log: Vec<(I, i64)>, slots: &mut impl Slots<I, V>) {
+        for (i, (id, _)) in log.iter().enumerate() {
+            if let Some(s) = slots.slot_mut(id) {
+                s.dirty = i;
+            }
+        }
+        self.entries = log;
     }
 }
 
@@ -153,21 +159,9 @@ pub(crate) trait Slots<I, V> {
 /// A codec shared by a store's clones of itself.
 pub(crate) type SharedCodec<T> = Arc<dyn Codec<T>>;
 
-/// Appends the encoding of `key`, the `n`-th (from 0) key of a barrier flush of `store`.
-pub(crate) fn encode_flushed_key<K>(
-    codec: &dyn Codec<K>,
-    key: &K,
-    n: usize,
-    store: &str,
-    out: &mut Vec<u8>,
-) -> Result<(), StateError> {
-    codec
-        .encode(key, out)
-        .map_err(|e| StateError::encode_key(store, flushed_key(n), e))
-}
-
 /// The changelog value of a flushed entry of `store` whose key encodes as `key`: the
 /// encoding of `value`, or `None` (a tombstone).
+#[inline]
 pub(crate) fn encode_flushed_value<V>(
     codec: &dyn Codec<V>,
     value: Option<&V>,

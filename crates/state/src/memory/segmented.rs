@@ -12,17 +12,15 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::collections::btree_map::RangeMut;
+use std::collections::btree_map::{Range, RangeMut};
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use super::{
-    DirtyLog, SharedCodec, Slot, Slots, decode_entry, encode_flushed_key, encode_flushed_value,
-};
+use super::{DirtyLog, SharedCodec, Slot, Slots, decode_entry, encode_flushed_value};
 use crate::changelog::{ChangelogEntry, ChangelogRecord};
 use crate::codec::Codec;
-use crate::error::StateError;
+use crate::error::{StateError, flushed_key};
 use crate::segments::{Retention, SegmentedConfig};
 use crate::store::StoreConfig;
 use crate::windowed::WindowKind;
@@ -195,12 +193,12 @@ impl<K: Ord + Clone, V: Clone, S: Segment<K, V>> SegmentedCore<K, V, S, IdOf<K, 
         Some(old)
     }
 
-    /// The segments that may hold times `from..=to`, in order; none if `from > to`.
-    pub(crate) fn segments_between(&self, from: i64, to: i64) -> impl Iterator<Item = &S> {
-        let range = (from <= to).then(|| self.retention.segments_between(from, to));
-        range
-            .into_iter()
-            .flat_map(|r| self.segments.range(r).map(|(_, s)| s))
+    /// The segments that may hold times `from..=to`, in order (call only with
+    /// `from <= to`).
+    #[inline]
+    pub(crate) fn segments_between(&self, from: i64, to: i64) -> Range<'_, i64, S> {
+        self.segments
+            .range(self.retention.segments_between(from, to))
     }
 
     /// The segments from the one holding `time` on, in order.
@@ -245,16 +243,20 @@ impl<K: Ord + Clone, V: Clone, S: Segment<K, V>> SegmentedCore<K, V, S, IdOf<K, 
         };
         let mut key_bytes = Vec::new();
         self.dirty
-            .flush(out, &mut slots, |n, id, value, timestamp| {
+            .flush(out, &mut slots, |n, id, value, timestamp, out| {
                 key_bytes.clear();
-                encode_flushed_key(&**key_codec, S::Kind::key(id), n, name, &mut key_bytes)?;
+                key_codec
+                    .encode(S::Kind::key(id), &mut key_bytes)
+                    .map_err(|e| StateError::encode_key(name, flushed_key(n), e))?;
                 let mut key = Vec::with_capacity(key_bytes.len() + S::Kind::KEY_SUFFIX);
                 S::Kind::changelog_key(&key_bytes, S::Kind::window(id), &mut key);
-                Ok(ChangelogRecord {
+                let value = encode_flushed_value(&**value_codec, value, name, &key_bytes)?;
+                out.push(ChangelogRecord {
                     key,
-                    value: encode_flushed_value(&**value_codec, value, name, &key_bytes)?,
+                    value,
                     timestamp,
-                })
+                });
+                Ok(())
             })
     }
 

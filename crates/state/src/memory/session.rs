@@ -159,7 +159,10 @@ impl<K: Ord + Clone, V: Clone> SessionStore<K, V> for InMemorySessionStore<K, V>
         end_to: i64,
     ) -> Result<Vec<(SessionWindow, K, V)>, StateError> {
         let mut out = Vec::new();
-        for seg in self.core.segments_between(end_from, end_to) {
+        if end_from > end_to {
+            return Ok(out);
+        }
+        for (_, seg) in self.core.segments_between(end_from, end_to) {
             let first = out.len();
             for (key, sessions) in &seg.keys {
                 for ((end, start), slot) in

@@ -226,7 +226,10 @@ impl<K: Ord + Clone, V: Clone> InMemoryWindowStore<K, V> {
     /// Visits the windows of `key` with start in `time_from..=time_to`, by start, in place:
     /// one key lookup per segment in range, then a slice of that key's windows.
     fn visit_key_range(&self, key: &K, time_from: i64, time_to: i64, mut f: impl FnMut(i64, &V)) {
-        for seg in self.core.segments_between(time_from, time_to) {
+        if time_from > time_to {
+            return;
+        }
+        for (_, seg) in self.core.segments_between(time_from, time_to) {
             let Some(windows) = seg.keys.get(key) else {
                 continue;
             };
@@ -343,7 +346,10 @@ impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for InMemoryWindowStore<K, V> {
 
     fn fetch_all(&self, time_from: i64, time_to: i64) -> Result<Vec<(i64, K, V)>, StateError> {
         let mut out = Vec::new();
-        for seg in self.core.segments_between(time_from, time_to) {
+        if time_from > time_to {
+            return Ok(out);
+        }
+        for (_, seg) in self.core.segments_between(time_from, time_to) {
             let (mut starts, mut hits) = (0usize, 0usize);
             for (_, n) in seg.starts.range(time_from..=time_to) {
                 starts += 1;
