@@ -1,9 +1,10 @@
-//! Changelog records, windowed key layouts and restoration.
+//! Changelog records and windowed key layouts.
 //!
 //! Owns what a store writes to its changelog ([`ChangelogRecord`]), what restoration reads
 //! back ([`ChangelogEntry`], with the partition and offset it came from), the changelog topic
-//! name ([`changelog_topic`]), the byte layouts of windowed and session changelog keys, and the
-//! restore loop ([`restore`]) with progress reporting.
+//! name ([`changelog_topic`]) and the byte layouts of windowed and session changelog keys.
+//! The restore loop is in `restore`, the corrupt-record error in `error`: this module sits
+//! below both and imports neither.
 //!
 //! Compacted semantics: a store tracks the keys written in the current epoch and serializes
 //! each once, with its latest value or a tombstone, when the epoch's barrier calls
@@ -11,13 +12,10 @@
 //! an upsert or a delete of one key, so applying a stream twice, or a prefix and then the
 //! whole stream, yields the same store.
 //!
-//! This module never knows how records reach a broker or how they are read back: it does not
+//! This module never knows the store traits, nor how records reach a broker or how they are read back: it does not
 //! know Kafka, transactions or consumers. The caller hands it only committed records.
 
 use std::fmt;
-
-use crate::error::StateError;
-use crate::store::StateStore;
 
 /// A changelog partition number (a store instance restores from exactly one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -85,16 +83,6 @@ impl ChangelogEntry {
             timestamp: record.timestamp,
         }
     }
-
-    /// A corrupt-record error for this entry.
-    pub fn corrupt(&self, store: &str, reason: impl Into<String>) -> StateError {
-        StateError::CorruptChangelogRecord {
-            store: store.to_string(),
-            partition: self.partition,
-            offset: self.offset,
-            reason: reason.into(),
-        }
-    }
 }
 
 const TIMESTAMP_SIZE: usize = 8;
@@ -143,57 +131,6 @@ pub fn decode_session_key(bytes: &[u8]) -> Option<(&[u8], i64, i64)> {
         i64::from_be_bytes(start.try_into().ok()?),
         i64::from_be_bytes(end.try_into().ok()?),
     ))
-}
-
-/// How far a restore has come, reported to the progress callback.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RestoreProgress {
-    /// Records applied so far.
-    pub restored: u64,
-    /// Records the caller said there are (end offset minus start offset); may be 0 when
-    /// unknown.
-    pub total: u64,
-}
-
-/// Progress is reported every this many records, and once at the end.
-pub const RESTORE_PROGRESS_INTERVAL: u64 = 100_000;
-
-/// Rebuilds `store` from committed changelog entries, in offset order.
-///
-/// Idempotent: each entry is an upsert or delete of one key, so restoring the same entries
-/// again, or restoring a prefix first and the whole stream after, gives the same store.
-/// Restored keys are not marked dirty; nothing is written back to the changelog.
-/// `progress` is called every [`RESTORE_PROGRESS_INTERVAL`] records and once at the end.
-///
-/// # Errors
-/// [`StateError::CorruptChangelogRecord`] for an entry whose key or value does not decode,
-/// naming the store, partition and offset; the store then holds every entry before it.
-pub fn restore<S, I>(
-    store: &mut S,
-    entries: I,
-    total: u64,
-    progress: &mut dyn FnMut(RestoreProgress),
-) -> Result<u64, StateError>
-where
-    S: StateStore + ?Sized,
-    I: IntoIterator<Item = ChangelogEntry>,
-{
-    let mut restored = 0u64;
-    for entry in entries {
-        store.apply_changelog(&entry)?;
-        restored += 1;
-        if restored.is_multiple_of(RESTORE_PROGRESS_INTERVAL) {
-            progress(RestoreProgress { restored, total });
-        }
-    }
-    progress(RestoreProgress { restored, total });
-    tracing::debug!(
-        store = store.name(),
-        restored,
-        total,
-        "restored store from changelog"
-    );
-    Ok(restored)
 }
 
 #[cfg(test)]

@@ -11,8 +11,8 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-/// A value that could not be decoded. The message says why; the caller adds the store,
-/// key, partition and offset.
+/// A value that could not be encoded or decoded. The message says why; the caller adds the
+/// store, key, partition and offset.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct CodecError {
@@ -41,7 +41,13 @@ impl CodecError {
 /// UTF-8 strings are; Kafka's big-endian two's-complement `i64` is not, for negative values).
 pub trait Codec<T>: Send + Sync + fmt::Debug {
     /// Appends the encoding of `value` to `out`.
-    fn encode(&self, value: &T, out: &mut Vec<u8>);
+    ///
+    /// # Errors
+    /// When `value` cannot be encoded (a user serializer refusing it). The store reports it
+    /// as [`StateError::EncodeKey`](crate::StateError::EncodeKey) or
+    /// [`StateError::EncodeValue`](crate::StateError::EncodeValue), naming itself and the key;
+    /// `out` may then hold a partial encoding, which the caller discards.
+    fn encode(&self, value: &T, out: &mut Vec<u8>) -> Result<(), CodecError>;
 
     /// Decodes a whole buffer.
     ///
@@ -50,10 +56,13 @@ pub trait Codec<T>: Send + Sync + fmt::Debug {
     fn decode(&self, bytes: &[u8]) -> Result<T, CodecError>;
 
     /// The encoding of `value` in a fresh buffer.
-    fn to_bytes(&self, value: &T) -> Vec<u8> {
+    ///
+    /// # Errors
+    /// As [`Codec::encode`].
+    fn to_bytes(&self, value: &T) -> Result<Vec<u8>, CodecError> {
         let mut out = Vec::new();
-        self.encode(value, &mut out);
-        out
+        self.encode(value, &mut out)?;
+        Ok(out)
     }
 }
 
@@ -71,8 +80,9 @@ fn fixed<const N: usize>(bytes: &[u8], what: &str) -> Result<[u8; N], CodecError
 pub struct I64Codec;
 
 impl Codec<i64> for I64Codec {
-    fn encode(&self, value: &i64, out: &mut Vec<u8>) {
+    fn encode(&self, value: &i64, out: &mut Vec<u8>) -> Result<(), CodecError> {
         out.extend_from_slice(&value.to_be_bytes());
+        Ok(())
     }
     fn decode(&self, bytes: &[u8]) -> Result<i64, CodecError> {
         Ok(i64::from_be_bytes(fixed(bytes, "i64")?))
@@ -84,8 +94,9 @@ impl Codec<i64> for I64Codec {
 pub struct U64Codec;
 
 impl Codec<u64> for U64Codec {
-    fn encode(&self, value: &u64, out: &mut Vec<u8>) {
+    fn encode(&self, value: &u64, out: &mut Vec<u8>) -> Result<(), CodecError> {
         out.extend_from_slice(&value.to_be_bytes());
+        Ok(())
     }
     fn decode(&self, bytes: &[u8]) -> Result<u64, CodecError> {
         Ok(u64::from_be_bytes(fixed(bytes, "u64")?))
@@ -97,8 +108,9 @@ impl Codec<u64> for U64Codec {
 pub struct I32Codec;
 
 impl Codec<i32> for I32Codec {
-    fn encode(&self, value: &i32, out: &mut Vec<u8>) {
+    fn encode(&self, value: &i32, out: &mut Vec<u8>) -> Result<(), CodecError> {
         out.extend_from_slice(&value.to_be_bytes());
+        Ok(())
     }
     fn decode(&self, bytes: &[u8]) -> Result<i32, CodecError> {
         Ok(i32::from_be_bytes(fixed(bytes, "i32")?))
@@ -110,8 +122,9 @@ impl Codec<i32> for I32Codec {
 pub struct StringCodec;
 
 impl Codec<String> for StringCodec {
-    fn encode(&self, value: &String, out: &mut Vec<u8>) {
+    fn encode(&self, value: &String, out: &mut Vec<u8>) -> Result<(), CodecError> {
         out.extend_from_slice(value.as_bytes());
+        Ok(())
     }
     fn decode(&self, bytes: &[u8]) -> Result<String, CodecError> {
         String::from_utf8(bytes.to_vec()).map_err(|e| {
@@ -128,8 +141,9 @@ impl Codec<String> for StringCodec {
 pub struct BytesCodec;
 
 impl Codec<Vec<u8>> for BytesCodec {
-    fn encode(&self, value: &Vec<u8>, out: &mut Vec<u8>) {
+    fn encode(&self, value: &Vec<u8>, out: &mut Vec<u8>) -> Result<(), CodecError> {
         out.extend_from_slice(value);
+        Ok(())
     }
     fn decode(&self, bytes: &[u8]) -> Result<Vec<u8>, CodecError> {
         Ok(bytes.to_vec())
@@ -178,9 +192,9 @@ impl<V, C> ValueAndTimestampCodec<V, C> {
 }
 
 impl<V, C: Codec<V>> Codec<ValueAndTimestamp<V>> for ValueAndTimestampCodec<V, C> {
-    fn encode(&self, value: &ValueAndTimestamp<V>, out: &mut Vec<u8>) {
+    fn encode(&self, value: &ValueAndTimestamp<V>, out: &mut Vec<u8>) -> Result<(), CodecError> {
         out.extend_from_slice(&value.timestamp.to_be_bytes());
-        self.inner.encode(&value.value, out);
+        self.inner.encode(&value.value, out)
     }
     fn decode(&self, bytes: &[u8]) -> Result<ValueAndTimestamp<V>, CodecError> {
         if bytes.len() < 8 {
@@ -204,7 +218,7 @@ mod tests {
 
     #[test]
     fn integers_are_big_endian_and_length_checked() {
-        assert_eq!(I64Codec.to_bytes(&1), vec![0, 0, 0, 0, 0, 0, 0, 1]);
+        assert_eq!(I64Codec.to_bytes(&1).unwrap(), vec![0, 0, 0, 0, 0, 0, 0, 1]);
         assert_eq!(I64Codec.decode(&(-5i64).to_be_bytes()), Ok(-5));
         assert_eq!(
             I64Codec.decode(&[1, 2, 3]).unwrap_err().message(),
@@ -223,7 +237,7 @@ mod tests {
     #[test]
     fn timestamped_layout_is_timestamp_then_value() {
         let c = ValueAndTimestampCodec::new(I64Codec);
-        let bytes = c.to_bytes(&ValueAndTimestamp::new(9, 1000));
+        let bytes = c.to_bytes(&ValueAndTimestamp::new(9, 1000)).unwrap();
         assert_eq!(&bytes[..8], &1000i64.to_be_bytes());
         assert_eq!(&bytes[8..], &9i64.to_be_bytes());
         assert_eq!(c.decode(&bytes), Ok(ValueAndTimestamp::new(9, 1000)));

@@ -4,7 +4,9 @@
 //! Messages are lowercase and name the store, and where relevant the key, the changelog
 //! partition and offset, or the directory.
 
-use crate::changelog::{ChangelogOffset, ChangelogPartition};
+use std::fmt;
+
+use crate::changelog::{ChangelogEntry, ChangelogOffset, ChangelogPartition};
 use crate::codec::CodecError;
 
 /// Everything that can go wrong in this crate.
@@ -104,6 +106,31 @@ pub enum StateError {
         #[source]
         source: CodecError,
     },
+    /// A value the store's codec cannot encode (a user serializer refusing it), at a write
+    /// of the persistent engine or at the barrier flush. The key is its encoding, as quoted
+    /// text if it is printable UTF-8, else hex.
+    #[error("store {store}: cannot encode the value of key {key}: {source}")]
+    EncodeValue {
+        /// The store.
+        store: String,
+        /// The key, rendered from its encoding.
+        key: String,
+        /// The codec's error.
+        #[source]
+        source: CodecError,
+    },
+    /// A key the store's codec cannot encode, so it has no bytes to name it by: `key` says
+    /// which one (its position in the barrier flush, or the operation it was passed to).
+    #[error("store {store}: cannot encode key {key}: {source}")]
+    EncodeKey {
+        /// The store.
+        store: String,
+        /// Which key: `#n of the barrier flush` or `passed to <operation>`.
+        key: String,
+        /// The codec's error.
+        #[source]
+        source: CodecError,
+    },
     /// A file-system operation failed.
     #[error("store {store}: i/o error on {path}: {source}")]
     Io {
@@ -141,6 +168,58 @@ fn format_advice(found: u32, supported: u32) -> &'static str {
     }
 }
 
+impl ChangelogEntry {
+    /// A corrupt-record error for this entry. (Defined here, beside the error, so that
+    /// `changelog` stays below `error` in the crate's layers.)
+    pub fn corrupt(&self, store: &str, reason: impl Into<String>) -> StateError {
+        StateError::CorruptChangelogRecord {
+            store: store.to_string(),
+            partition: self.partition,
+            offset: self.offset,
+            reason: reason.into(),
+        }
+    }
+}
+
+impl StateError {
+    /// A value codec's failure for the key encoded as `key` in `store`.
+    pub(crate) fn encode_value(store: &str, key: &[u8], source: CodecError) -> Self {
+        Self::EncodeValue {
+            store: store.to_string(),
+            key: key_text(key),
+            source,
+        }
+    }
+
+    /// A key codec's failure in `store`; `which` names the key (see
+    /// [`StateError::EncodeKey`]).
+    pub(crate) fn encode_key(store: &str, which: impl fmt::Display, source: CodecError) -> Self {
+        Self::EncodeKey {
+            store: store.to_string(),
+            key: which.to_string(),
+            source,
+        }
+    }
+}
+
+/// Names the `n`-th (from 0) key of a barrier flush whose codec failed on it.
+pub(crate) fn flushed_key(n: usize) -> String {
+    format!("#{} of the barrier flush", n + 1)
+}
+
+/// Renders an encoded key for an error message: quoted if it is printable UTF-8 (at most 64
+/// characters, then an ellipsis), else as [`hex`].
+pub(crate) fn key_text(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(s) if !s.is_empty() && !s.chars().any(char::is_control) => {
+            let shown: String = s.chars().take(64).collect();
+            let more = if shown.len() < s.len() { "..." } else { "" };
+            format!("{shown:?}{more}")
+        }
+        _ => hex(bytes),
+    }
+}
+
 /// Renders bytes as lowercase hex for error messages (at most 64 bytes, then an ellipsis).
 pub(crate) fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
@@ -173,6 +252,16 @@ mod tests {
             e.to_string(),
             "store counts: corrupt changelog record at partition 3 offset 42: truncated key"
         );
+    }
+
+    #[test]
+    fn key_text_quotes_printable_keys_and_hexes_the_rest() {
+        assert_eq!(key_text(b"alice"), "\"alice\"");
+        assert_eq!(key_text(b"a\"b"), "\"a\\\"b\"");
+        assert_eq!(key_text(&[0, 0, 0, 7]), "00000007");
+        assert_eq!(key_text(&[0x61, 0xff]), "61ff");
+        assert_eq!(key_text(b""), "<empty>");
+        assert_eq!(key_text(&[b'x'; 70]), format!("{:?}...", "x".repeat(64)));
     }
 
     #[test]

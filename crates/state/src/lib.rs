@@ -62,13 +62,14 @@ mod engine_stores;
 mod error;
 mod memory;
 mod persistent;
+mod restore;
 mod segments;
 mod store;
+mod windowed;
 
 pub use changelog::{
-    ChangelogEntry, ChangelogOffset, ChangelogPartition, ChangelogRecord,
-    RESTORE_PROGRESS_INTERVAL, RestoreProgress, changelog_topic, decode_session_key,
-    decode_window_key, encode_session_key, encode_window_key, restore,
+    ChangelogEntry, ChangelogOffset, ChangelogPartition, ChangelogRecord, changelog_topic,
+    decode_session_key, decode_window_key, encode_session_key, encode_window_key,
 };
 pub use codec::{
     BytesCodec, Codec, CodecError, I32Codec, I64Codec, StringCodec, U64Codec, ValueAndTimestamp,
@@ -86,6 +87,7 @@ pub use persistent::{
     PersistentWindowStore, RebuildReason, Recovery, STORE_CHECKPOINT_FILE, STORE_FORMAT,
     STORE_METADATA_FILE, StoreDirectory,
 };
+pub use restore::{RESTORE_PROGRESS_INTERVAL, RestoreProgress, restore};
 pub use segments::{CHANGELOG_ADDITIONAL_RETENTION_MS, SegmentedConfig};
 pub use store::{
     KeyValueStore, Segmented, SessionStore, SessionWindow, StateStore, StoreConfig,

@@ -1,7 +1,8 @@
 //! Retention segments: which time falls in which segment, and when a segment may go.
 //!
-//! Owns [`SegmentedConfig`] (retention and segment interval) and the arithmetic both engines
-//! use. An entry's time is its window start (window stores) or its session end (session
+//! Owns [`SegmentedConfig`] (retention and segment interval), the arithmetic both engines
+//! use, and [`Retention`], a segmented store's expiry state: the committed frontier it has
+//! been expired to (monotonic) and the writes it ignored because their time had expired. An entry's time is its window start (window stores) or its session end (session
 //! stores). An entry has expired at frontier `F` when `time + retention < F`; a segment may be
 //! dropped once its latest possible time has expired. With the default retentions of DESIGN
 //! 3.6 (size + grace, gap + grace) the strict comparison means nothing goes before its close
@@ -67,16 +68,19 @@ impl SegmentedConfig {
     }
 
     /// The segment holding entries of time `time`.
+    #[inline]
     pub fn segment_id(&self, time: i64) -> i64 {
         time.div_euclid(self.segment_interval_ms)
     }
 
     /// Whether an entry of time `time` has expired at `frontier`.
+    #[inline]
     pub fn is_expired(&self, time: i64, frontier: i64) -> bool {
         i128::from(time) + i128::from(self.retention_ms) < i128::from(frontier)
     }
 
     /// Whether every entry of segment `segment` has expired at `frontier`.
+    #[inline]
     pub fn segment_expired(&self, segment: i64, frontier: i64) -> bool {
         let last_time = (i128::from(segment) + 1) * i128::from(self.segment_interval_ms) - 1;
         last_time + i128::from(self.retention_ms) < i128::from(frontier)
@@ -89,6 +93,95 @@ impl SegmentedConfig {
         let interval = i128::from(self.segment_interval_ms);
         let g = need.div_euclid(interval) + i128::from(need.rem_euclid(interval) != 0) - 1;
         i64::try_from(g.clamp(i128::from(i64::MIN), i128::from(i64::MAX))).unwrap_or(i64::MIN)
+    }
+}
+
+/// The expiry state of one segmented store, the same for both engines: the configuration,
+/// the committed frontier (monotonic: an older one passed to [`Retention::advance`] changes
+/// nothing) and the count of writes ignored because their time had expired at it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Retention {
+    config: SegmentedConfig,
+    frontier: i64,
+    expired_writes: u64,
+}
+
+impl Retention {
+    /// Nothing expired yet.
+    pub(crate) fn new(config: SegmentedConfig) -> Self {
+        Self {
+            config,
+            frontier: i64::MIN,
+            expired_writes: 0,
+        }
+    }
+
+    /// The configuration.
+    pub(crate) fn config(&self) -> SegmentedConfig {
+        self.config
+    }
+
+    /// Writes ignored because their time had expired.
+    pub(crate) fn expired_writes(&self) -> u64 {
+        self.expired_writes
+    }
+
+    /// The segment holding entries of time `time`.
+    #[inline]
+    pub(crate) fn segment_id(&self, time: i64) -> i64 {
+        self.config.segment_id(time)
+    }
+
+    /// The segments that may hold times `from..=to` (call only with `from <= to`).
+    #[inline]
+    pub(crate) fn segments_between(&self, from: i64, to: i64) -> std::ops::RangeInclusive<i64> {
+        self.segment_id(from)..=self.segment_id(to)
+    }
+
+    /// Moves the frontier to `committed_frontier` if that is later; returns the first
+    /// segment still live, every one below it may go.
+    pub(crate) fn advance(&mut self, committed_frontier: i64) -> i64 {
+        self.frontier = self.frontier.max(committed_frontier);
+        self.config.first_live_segment(self.frontier)
+    }
+
+    /// Whether an entry of time `time` has expired.
+    #[inline]
+    pub(crate) fn is_expired(&self, time: i64) -> bool {
+        self.config.is_expired(time, self.frontier)
+    }
+
+    /// Whether a write at `time` to `store` is admitted: one to an expired time is
+    /// ignored, counted and logged (Kafka's "skipping record for expired segment").
+    #[inline]
+    pub(crate) fn admit(&mut self, store: &str, time: i64) -> bool {
+        if !self.is_expired(time) {
+            return true;
+        }
+        self.ignored(store, 1);
+        false
+    }
+
+    /// Counts and logs `n` writes to `store` ignored because their time had expired.
+    pub(crate) fn ignored(&mut self, store: &str, n: u64) {
+        self.expired_writes += n;
+        tracing::debug!(
+            store,
+            ignored = n,
+            frontier = self.frontier,
+            "ignored writes to expired windows"
+        );
+    }
+
+    /// Whether a restored entry of time `time` is kept. Only a whole expired segment is
+    /// skipped: an entry of a live segment existed in the committed state even if its own
+    /// time has expired, so a store rebuilt and expired to the same frontier equals the
+    /// original.
+    #[inline]
+    pub(crate) fn restores(&self, time: i64) -> bool {
+        !self
+            .config
+            .segment_expired(self.config.segment_id(time), self.frontier)
     }
 }
 
@@ -143,6 +236,20 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn retention_frontier_is_monotonic_and_counts_ignored_writes() {
+        let mut r = Retention::new(SegmentedConfig::new(100).with_segment_interval(10));
+        assert!(r.admit("s", i64::MIN));
+        assert_eq!(r.advance(196), 9);
+        assert_eq!(r.advance(50), 9, "an older frontier changes nothing");
+        assert!(!r.admit("s", 95));
+        assert!(r.admit("s", 96));
+        assert_eq!(r.expired_writes(), 1);
+        // Time 95 has expired, but its segment (90..=99) has not: restore keeps it.
+        assert!(r.is_expired(95) && r.restores(95));
+        assert!(!r.restores(89));
     }
 
     #[test]

@@ -171,6 +171,66 @@ pub trait Segmented: StateStore {
     fn expired_writes(&self) -> u64;
 }
 
+/// Implements [`StateStore`] and [`Segmented`] for a window or session store by handing each
+/// call to its field `core`, an engine's segmented core (both cores have these methods).
+/// Usage: `delegate_to_segmented_core!(Store where K: Ord, V: Clone);` for `Store<K, V>`.
+macro_rules! delegate_to_segmented_core {
+    ($store:ident $(where $($bound:tt)+)?) => {
+        impl<K, V> $crate::store::StateStore for $store<K, V> $(where $($bound)+)? {
+            fn name(&self) -> &str {
+                self.core.name()
+            }
+
+            fn changelog_enabled(&self) -> bool {
+                self.core.changelog_enabled()
+            }
+
+            fn flush_changelog(
+                &mut self,
+                out: &mut Vec<$crate::changelog::ChangelogRecord>,
+            ) -> Result<(), $crate::error::StateError> {
+                self.core.flush_changelog(out)
+            }
+
+            fn dirty_keys(&self) -> usize {
+                self.core.dirty_keys()
+            }
+
+            fn apply_changelog(
+                &mut self,
+                entry: &$crate::changelog::ChangelogEntry,
+            ) -> Result<(), $crate::error::StateError> {
+                self.core.apply_changelog(entry)
+            }
+
+            fn approximate_num_entries(&self) -> u64 {
+                self.core.approximate_num_entries()
+            }
+        }
+
+        impl<K, V> $crate::store::Segmented for $store<K, V> $(where $($bound)+)? {
+            fn expire(&mut self, committed_frontier: i64) -> Result<usize, $crate::error::StateError> {
+                self.core.expire(committed_frontier)
+            }
+
+            fn segments(&self) -> usize {
+                self.core.segments()
+            }
+
+            fn expired_writes(&self) -> u64 {
+                self.core.expired_writes()
+            }
+        }
+
+        impl<K, V> std::fmt::Debug for $store<K, V> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                self.core.fmt_as(stringify!($store), f)
+            }
+        }
+    };
+}
+pub(crate) use delegate_to_segmented_core;
+
 /// A store of time windows, keyed by (key, window start).
 pub trait WindowStore<K, V>: Segmented {
     /// Writes the window of `key` starting at `window_start`.

@@ -39,7 +39,7 @@ pub enum WatermarkKey {
 pub struct WatermarkKeyCodec;
 
 impl Codec<WatermarkKey> for WatermarkKeyCodec {
-    fn encode(&self, value: &WatermarkKey, out: &mut Vec<u8>) {
+    fn encode(&self, value: &WatermarkKey, out: &mut Vec<u8>) -> Result<(), CodecError> {
         match value {
             WatermarkKey::Stamp(b) => {
                 out.push(b's');
@@ -47,6 +47,7 @@ impl Codec<WatermarkKey> for WatermarkKeyCodec {
             }
             WatermarkKey::GracefulFlush => out.push(b'g'),
         }
+        Ok(())
     }
 
     fn decode(&self, bytes: &[u8]) -> Result<WatermarkKey, CodecError> {
@@ -243,7 +244,8 @@ pub fn in_memory_watermark_store(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::changelog::{ChangelogEntry, ChangelogOffset, ChangelogPartition, restore};
+    use crate::changelog::{ChangelogEntry, ChangelogOffset, ChangelogPartition};
+    use crate::restore::restore;
     use crate::store::StateStore;
 
     fn stamp(barrier: u64, watermark: i64) -> BarrierStamp {
@@ -275,7 +277,7 @@ mod tests {
     fn key_codec_round_trips_and_rejects_junk() {
         let c = WatermarkKeyCodec;
         for k in [WatermarkKey::Stamp(7), WatermarkKey::GracefulFlush] {
-            assert_eq!(c.decode(&c.to_bytes(&k)), Ok(k));
+            assert_eq!(c.decode(&c.to_bytes(&k).unwrap()), Ok(k));
         }
         assert!(c.decode(b"s123").is_err());
         assert!(c.decode(b"x").is_err());

@@ -5,21 +5,18 @@ use std::fmt;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use super::{CLEAN, SharedCodec, Slot, decode_entry};
+use super::{CLEAN, DirtyLog, SharedCodec, Slot, Slots, decode_entry, encode_flushed_value};
 use crate::changelog::{ChangelogEntry, ChangelogRecord};
 use crate::codec::Codec;
-use crate::error::StateError;
+use crate::error::{StateError, flushed_key};
 use crate::store::{KeyValueStore, StateStore, StoreConfig, bounds_empty};
 
 /// A key-value store holding typed entries in a `BTreeMap`.
 pub struct InMemoryKeyValueStore<K, V> {
     config: StoreConfig,
     map: BTreeMap<K, Slot<V>>,
-    /// Append-only log of keys written since the last flush, with their last write's
-    /// timestamp. A live slot points at its entry; an entry whose slot is gone flushes as a
-    /// tombstone; a key deleted and written again in one epoch has two entries (deduplicated
-    /// at the flush).
-    dirty: Vec<(K, i64)>,
+    /// Keys written since the last flush.
+    dirty: DirtyLog<K>,
     key_codec: SharedCodec<K>,
     value_codec: SharedCodec<V>,
 }
@@ -44,7 +41,7 @@ impl<K: Ord + Clone, V: Clone> InMemoryKeyValueStore<K, V> {
         Self {
             config,
             map: BTreeMap::new(),
-            dirty: Vec::new(),
+            dirty: DirtyLog::new(),
             key_codec: Arc::new(key_codec),
             value_codec: Arc::new(value_codec),
         }
@@ -57,25 +54,23 @@ impl<K: Ord + Clone, V: Clone> InMemoryKeyValueStore<K, V> {
             Some(slot) => {
                 slot.value = value;
                 if let Some(timestamp) = timestamp {
-                    if slot.dirty == CLEAN {
-                        slot.dirty = self.dirty.len();
-                        self.dirty.push((key, timestamp));
-                    } else {
-                        self.dirty[slot.dirty].1 = timestamp;
-                    }
+                    self.dirty.note(&mut slot.dirty, timestamp, || key);
                 }
             }
             None => {
-                let dirty = match timestamp {
-                    Some(timestamp) => {
-                        self.dirty.push((key.clone(), timestamp));
-                        self.dirty.len() - 1
-                    }
-                    None => CLEAN,
-                };
+                let mut dirty = CLEAN;
+                if let Some(timestamp) = timestamp {
+                    self.dirty.note(&mut dirty, timestamp, || key.clone());
+                }
                 self.map.insert(key, Slot { value, dirty });
             }
         }
+    }
+}
+
+impl<K: Ord, V> Slots<K, V> for BTreeMap<K, Slot<V>> {
+    fn slot_mut(&mut self, key: &K) -> Option<&mut Slot<V>> {
+        self.get_mut(key)
     }
 }
 
@@ -89,26 +84,21 @@ impl<K: Ord + Clone, V: Clone> StateStore for InMemoryKeyValueStore<K, V> {
     }
 
     fn flush_changelog(&mut self, out: &mut Vec<ChangelogRecord>) -> Result<(), StateError> {
-        let mut dirty = std::mem::take(&mut self.dirty);
-        // Key order, the latest write of a key last; keep one record per key.
-        dirty.sort_by(|a, b| a.0.cmp(&b.0));
-        out.reserve(dirty.len());
-        let mut entries = dirty.into_iter().peekable();
-        while let Some((key, timestamp)) = entries.next() {
-            if entries.peek().is_some_and(|next| next.0 == key) {
-                continue;
-            }
-            let value = self.map.get_mut(&key).map(|slot| {
-                slot.dirty = CLEAN;
-                self.value_codec.to_bytes(&slot.value)
-            });
-            out.push(ChangelogRecord {
-                key: self.key_codec.to_bytes(&key),
-                value,
-                timestamp,
-            });
-        }
-        Ok(())
+        let name = self.config.name();
+        let (key_codec, value_codec) = (&self.key_codec, &self.value_codec);
+        self.dirty
+            .flush(out, &mut self.map, |n, key, value, timestamp, out| {
+                let key_bytes = key_codec
+                    .to_bytes(key)
+                    .map_err(|e| StateError::encode_key(name, flushed_key(n), e))?;
+                let value = encode_flushed_value(&**value_codec, value, name, &key_bytes)?;
+                out.push(ChangelogRecord {
+                    key: key_bytes,
+                    value,
+                    timestamp,
+                });
+                Ok(())
+            })
     }
 
     fn dirty_keys(&self) -> usize {
@@ -148,11 +138,8 @@ impl<K: Ord + Clone, V: Clone> KeyValueStore<K, V> for InMemoryKeyValueStore<K, 
     fn delete(&mut self, key: &K, timestamp: i64) -> Result<Option<V>, StateError> {
         let removed = self.map.remove(key);
         if self.config.changelog_enabled() {
-            match &removed {
-                // Its log entry stays and now flushes as a tombstone.
-                Some(slot) if slot.dirty != CLEAN => self.dirty[slot.dirty].1 = timestamp,
-                _ => self.dirty.push((key.clone(), timestamp)),
-            }
+            let dirty = removed.as_ref().map_or(CLEAN, |slot| slot.dirty);
+            self.dirty.note_removed(dirty, timestamp, || key.clone());
         }
         Ok(removed.map(|slot| slot.value))
     }

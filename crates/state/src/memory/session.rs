@@ -1,45 +1,100 @@
 //! In-memory session store.
+//!
+//! Layout: segment (of session end) → key → (end, start) → value. Owns that layout (one
+//! [`SessionSegment`]) and the session queries (the merge scan, the emission pass by end);
+//! segments, retention, dirty tracking, the changelog and restore are the
+//! [`SegmentedCore`]'s.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::fmt;
-use std::sync::Arc;
 
-use super::{SharedCodec, decode_entry};
-use crate::changelog::{ChangelogEntry, ChangelogRecord, decode_session_key, encode_session_key};
+use super::segmented::{Segment, SegmentedCore};
+use super::{CLEAN, DirtyLog, Slot};
 use crate::codec::Codec;
 use crate::error::StateError;
 use crate::segments::SegmentedConfig;
-use crate::store::{Segmented, SessionStore, SessionWindow, StateStore, StoreConfig};
+use crate::store::{SessionStore, SessionWindow, StoreConfig, delegate_to_segmented_core};
+use crate::windowed::SessionKind;
 
 /// Sessions of one key in one segment, by (end, start).
-type Sessions<V> = BTreeMap<(i64, i64), V>;
+type Sessions<V> = BTreeMap<(i64, i64), Slot<V>>;
+
+/// One retention segment: key → sessions.
+pub(crate) struct SessionSegment<K, V> {
+    keys: BTreeMap<K, Sessions<V>>,
+    entries: u64,
+}
+
+impl<K, V> Default for SessionSegment<K, V> {
+    fn default() -> Self {
+        Self {
+            keys: BTreeMap::new(),
+            entries: 0,
+        }
+    }
+}
+
+impl<K: Ord + Clone, V> Segment<K, V> for SessionSegment<K, V> {
+    type Kind = SessionKind;
+
+    fn len(&self) -> u64 {
+        self.entries
+    }
+
+    fn slot(&self, key: &K, w: SessionWindow) -> Option<&Slot<V>> {
+        self.keys.get(key)?.get(&(w.end, w.start))
+    }
+
+    fn slot_mut(&mut self, key: &K, w: SessionWindow) -> Option<&mut Slot<V>> {
+        self.keys.get_mut(key)?.get_mut(&(w.end, w.start))
+    }
+
+    fn upsert(
+        &mut self,
+        key: Cow<'_, K>,
+        w: SessionWindow,
+        timestamp: Option<i64>,
+        log: &mut DirtyLog<(K, i64, i64)>,
+        f: impl FnOnce(Option<V>) -> V,
+    ) -> bool {
+        let sessions = match self.keys.get_mut(key.as_ref()) {
+            Some(sessions) => sessions,
+            None => self.keys.entry(key.as_ref().clone()).or_default(),
+        };
+        // A key's sessions in one segment are few: moving the old value out and the new one
+        // in costs two searches of a small map.
+        let old = sessions.remove(&(w.end, w.start));
+        let new = old.is_none();
+        let (mut dirty, current) = match old {
+            Some(slot) => (slot.dirty, Some(slot.value)),
+            None => (CLEAN, None),
+        };
+        if let Some(timestamp) = timestamp {
+            log.note(&mut dirty, timestamp, || (key.into_owned(), w.end, w.start));
+        }
+        let value = f(current);
+        sessions.insert((w.end, w.start), Slot { value, dirty });
+        self.entries += u64::from(new);
+        new
+    }
+
+    fn remove(&mut self, key: &K, w: SessionWindow) -> Option<Slot<V>> {
+        let sessions = self.keys.get_mut(key)?;
+        let old = sessions.remove(&(w.end, w.start))?;
+        if sessions.is_empty() {
+            self.keys.remove(key);
+        }
+        self.entries -= 1;
+        Some(old)
+    }
+}
 
 /// A session store holding typed entries as segment (of end) → key → (end, start) → value.
 pub struct InMemorySessionStore<K, V> {
-    config: StoreConfig,
-    segmented: SegmentedConfig,
-    segments: BTreeMap<i64, BTreeMap<K, Sessions<V>>>,
-    /// Sessions written since the last flush: key → (end, start) → last write's timestamp.
-    dirty: BTreeMap<K, BTreeMap<(i64, i64), i64>>,
-    dirty_count: usize,
-    entries: u64,
-    frontier: i64,
-    expired_writes: u64,
-    key_codec: SharedCodec<K>,
-    value_codec: SharedCodec<V>,
+    core: SegmentedCore<K, V, SessionSegment<K, V>, (K, i64, i64)>,
 }
 
-impl<K, V> fmt::Debug for InMemorySessionStore<K, V> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("InMemorySessionStore")
-            .field("name", &self.config.name())
-            .field("segmented", &self.segmented)
-            .field("segments", &self.segments.len())
-            .field("entries", &self.entries)
-            .field("dirty", &self.dirty_count)
-            .finish()
-    }
-}
+delegate_to_segmented_core!(InMemorySessionStore where K: Ord + Clone, V: Clone);
 
 impl<K: Ord + Clone, V: Clone> InMemorySessionStore<K, V> {
     /// An empty store; the codecs are used only for the changelog.
@@ -50,171 +105,13 @@ impl<K: Ord + Clone, V: Clone> InMemorySessionStore<K, V> {
         value_codec: impl Codec<V> + 'static,
     ) -> Self {
         Self {
-            config,
-            segmented,
-            segments: BTreeMap::new(),
-            dirty: BTreeMap::new(),
-            dirty_count: 0,
-            entries: 0,
-            frontier: i64::MIN,
-            expired_writes: 0,
-            key_codec: Arc::new(key_codec),
-            value_codec: Arc::new(value_codec),
+            core: SegmentedCore::new(config, segmented, key_codec, value_codec),
         }
     }
 
     /// The retention configuration.
     pub fn segmented_config(&self) -> SegmentedConfig {
-        self.segmented
-    }
-
-    fn mark_dirty(&mut self, key: &K, window: SessionWindow, timestamp: i64) {
-        if !self.config.changelog_enabled() {
-            return;
-        }
-        let sessions = match self.dirty.get_mut(key) {
-            Some(s) => s,
-            None => self.dirty.entry(key.clone()).or_default(),
-        };
-        if sessions
-            .insert((window.end, window.start), timestamp)
-            .is_none()
-        {
-            self.dirty_count += 1;
-        }
-    }
-
-    fn insert_raw(&mut self, key: K, window: SessionWindow, value: V) {
-        let seg = self.segmented.segment_id(window.end);
-        let old = self
-            .segments
-            .entry(seg)
-            .or_default()
-            .entry(key)
-            .or_default()
-            .insert((window.end, window.start), value);
-        if old.is_none() {
-            self.entries += 1;
-        }
-    }
-
-    fn remove_raw(&mut self, key: &K, window: SessionWindow) -> Option<V> {
-        let seg_id = self.segmented.segment_id(window.end);
-        let seg = self.segments.get_mut(&seg_id)?;
-        let sessions = seg.get_mut(key)?;
-        let old = sessions.remove(&(window.end, window.start));
-        if sessions.is_empty() {
-            seg.remove(key);
-            if seg.is_empty() {
-                self.segments.remove(&seg_id);
-            }
-        }
-        if old.is_some() {
-            self.entries -= 1;
-        }
-        old
-    }
-
-    fn get_raw(&self, key: &K, window: SessionWindow) -> Option<&V> {
-        self.segments
-            .get(&self.segmented.segment_id(window.end))?
-            .get(key)?
-            .get(&(window.end, window.start))
-    }
-}
-
-impl<K: Ord + Clone, V: Clone> StateStore for InMemorySessionStore<K, V> {
-    fn name(&self) -> &str {
-        self.config.name()
-    }
-
-    fn changelog_enabled(&self) -> bool {
-        self.config.changelog_enabled()
-    }
-
-    fn flush_changelog(&mut self, out: &mut Vec<ChangelogRecord>) -> Result<(), StateError> {
-        let dirty = std::mem::take(&mut self.dirty);
-        out.reserve(self.dirty_count);
-        self.dirty_count = 0;
-        let mut key_bytes = Vec::new();
-        for (key, sessions) in dirty {
-            key_bytes.clear();
-            self.key_codec.encode(&key, &mut key_bytes);
-            for ((end, start), timestamp) in sessions {
-                let mut record_key = Vec::with_capacity(key_bytes.len() + 16);
-                encode_session_key(&key_bytes, start, end, &mut record_key);
-                let value = self
-                    .get_raw(&key, SessionWindow::new(start, end))
-                    .map(|v| self.value_codec.to_bytes(v));
-                out.push(ChangelogRecord {
-                    key: record_key,
-                    value,
-                    timestamp,
-                });
-            }
-        }
-        Ok(())
-    }
-
-    fn dirty_keys(&self) -> usize {
-        self.dirty_count
-    }
-
-    fn apply_changelog(&mut self, entry: &ChangelogEntry) -> Result<(), StateError> {
-        let name = self.config.name();
-        let (key_bytes, start, end) = decode_session_key(&entry.key).ok_or_else(|| {
-            entry.corrupt(
-                name,
-                format!(
-                    "truncated session key: {} bytes, need at least 16",
-                    entry.key.len()
-                ),
-            )
-        })?;
-        let key = decode_entry(&*self.key_codec, key_bytes, "key", name, entry)?;
-        let window = SessionWindow::new(start, end);
-        match &entry.value {
-            None => {
-                self.remove_raw(&key, window);
-            }
-            Some(bytes) => {
-                let value = decode_entry(&*self.value_codec, bytes, "value", name, entry)?;
-                // Only a whole expired segment is skipped: an entry of a live segment
-                // existed in the committed state even if its own time has expired.
-                let segment = self.segmented.segment_id(end);
-                if !self.segmented.segment_expired(segment, self.frontier) {
-                    self.insert_raw(key, window, value);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn approximate_num_entries(&self) -> u64 {
-        self.entries
-    }
-}
-
-impl<K: Ord + Clone, V: Clone> Segmented for InMemorySessionStore<K, V> {
-    fn expire(&mut self, committed_frontier: i64) -> Result<usize, StateError> {
-        self.frontier = self.frontier.max(committed_frontier);
-        let first_live = self.segmented.first_live_segment(self.frontier);
-        let live = self.segments.split_off(&first_live);
-        let dropped = std::mem::replace(&mut self.segments, live);
-        for keys in dropped.values() {
-            for sessions in keys.values() {
-                self.entries -= sessions.len() as u64;
-            }
-        }
-        Ok(dropped.len())
-    }
-
-    fn segments(&self) -> usize {
-        self.segments.len()
-    }
-
-    fn expired_writes(&self) -> u64 {
-        self.expired_writes
+        self.core.segmented_config()
     }
 }
 
@@ -226,23 +123,15 @@ impl<K: Ord + Clone, V: Clone> SessionStore<K, V> for InMemorySessionStore<K, V>
         value: V,
         timestamp: i64,
     ) -> Result<(), StateError> {
-        if self.segmented.is_expired(window.end, self.frontier) {
-            self.expired_writes += 1;
-            tracing::debug!(
-                store = self.config.name(),
-                end = window.end,
-                frontier = self.frontier,
-                "ignored write to an expired session"
-            );
-            return Ok(());
+        if self.core.admit(window.end) {
+            self.core
+                .upsert(Cow::Owned(key), window, Some(timestamp), |_| value);
         }
-        self.mark_dirty(&key, window, timestamp);
-        self.insert_raw(key, window, value);
         Ok(())
     }
 
     fn fetch(&self, key: &K, window: SessionWindow) -> Result<Option<V>, StateError> {
-        Ok(self.get_raw(key, window).cloned())
+        Ok(self.core.slot(key, window).map(|s| s.value.clone()))
     }
 
     fn find_sessions(
@@ -252,12 +141,11 @@ impl<K: Ord + Clone, V: Clone> SessionStore<K, V> for InMemorySessionStore<K, V>
         latest_start: i64,
     ) -> Result<Vec<(SessionWindow, V)>, StateError> {
         let mut out = Vec::new();
-        let first = self.segmented.segment_id(earliest_end);
-        for keys in self.segments.range(first..).map(|(_, k)| k) {
-            if let Some(sessions) = keys.get(key) {
-                for ((end, start), v) in sessions.range((earliest_end, i64::MIN)..) {
+        for seg in self.core.segments_from(earliest_end) {
+            if let Some(sessions) = seg.keys.get(key) {
+                for ((end, start), slot) in sessions.range((earliest_end, i64::MIN)..) {
                     if *start <= latest_start {
-                        out.push((SessionWindow::new(*start, *end), v.clone()));
+                        out.push((SessionWindow::new(*start, *end), slot.value.clone()));
                     }
                 }
             }
@@ -274,12 +162,17 @@ impl<K: Ord + Clone, V: Clone> SessionStore<K, V> for InMemorySessionStore<K, V>
         if end_from > end_to {
             return Ok(out);
         }
-        let segs = self.segmented.segment_id(end_from)..=self.segmented.segment_id(end_to);
-        for keys in self.segments.range(segs).map(|(_, k)| k) {
+        for (_, seg) in self.core.segments_between(end_from, end_to) {
             let first = out.len();
-            for (key, sessions) in keys {
-                for ((end, start), v) in sessions.range((end_from, i64::MIN)..=(end_to, i64::MAX)) {
-                    out.push((SessionWindow::new(*start, *end), key.clone(), v.clone()));
+            for (key, sessions) in &seg.keys {
+                for ((end, start), slot) in
+                    sessions.range((end_from, i64::MIN)..=(end_to, i64::MAX))
+                {
+                    out.push((
+                        SessionWindow::new(*start, *end),
+                        key.clone(),
+                        slot.value.clone(),
+                    ));
                 }
             }
             // Within a segment entries are key-major; the emission pass wants end-major.
@@ -290,8 +183,7 @@ impl<K: Ord + Clone, V: Clone> SessionStore<K, V> for InMemorySessionStore<K, V>
     }
 
     fn remove(&mut self, key: &K, window: SessionWindow, timestamp: i64) -> Result<(), StateError> {
-        self.mark_dirty(key, window, timestamp);
-        self.remove_raw(key, window);
+        self.core.remove(key, window, timestamp);
         Ok(())
     }
 }
@@ -299,7 +191,9 @@ impl<K: Ord + Clone, V: Clone> SessionStore<K, V> for InMemorySessionStore<K, V>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::changelog::{ChangelogRecord, encode_session_key};
     use crate::codec::{I64Codec, StringCodec};
+    use crate::store::{Segmented, StateStore};
 
     fn store() -> InMemorySessionStore<String, i64> {
         InMemorySessionStore::new(

@@ -10,43 +10,36 @@
 //! [`WindowStore::fetch_all`] (the emission pass) skip a segment that has nothing in range
 //! without scanning its keys; a segment that has scans its keys and sorts the hits by start.
 //! [`WindowStore::update_key_range`] folds into every window of a key in a time range in one
-//! traversal (the sliding aggregation's per-record update). Whole segments still drop with
-//! one `split_off`.
+//! traversal (the sliding aggregation's per-record update).
+//!
+//! Owns that layout (one [`WindowSegment`]) and the window queries; segments, retention,
+//! dirty tracking, the changelog and restore are the [`SegmentedCore`]'s.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::fmt;
-use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use super::{CLEAN, SharedCodec, Slot, decode_entry};
-use crate::changelog::{ChangelogEntry, ChangelogRecord, decode_window_key, encode_window_key};
+use super::segmented::{Segment, SegmentedCore};
+use super::{CLEAN, DirtyLog, Slot};
 use crate::codec::Codec;
 use crate::error::StateError;
 use crate::segments::SegmentedConfig;
-use crate::store::{Segmented, StateStore, StoreConfig, WindowStore};
-
-/// One (window start, key) written since the last flush, with its last write's timestamp.
-#[derive(Debug)]
-struct Dirty<K> {
-    start: i64,
-    key: K,
-    timestamp: i64,
-}
+use crate::store::{StoreConfig, WindowStore, delegate_to_segmented_core};
+use crate::windowed::TimeWindowKind;
 
 /// One key's windows in a segment, sorted by start; one window is held inline.
 type Windows<V> = SmallVec<[(i64, Slot<V>); 1]>;
 
-/// One retention segment.
-struct Segment<K, V> {
+/// One retention segment: key → windows, and the entry count per start.
+pub(crate) struct WindowSegment<K, V> {
     keys: BTreeMap<K, Windows<V>>,
     /// Entries per window start (no zero counts), for the emission pass.
     starts: BTreeMap<i64, u32>,
     entries: u64,
 }
 
-impl<K, V> Default for Segment<K, V> {
+impl<K, V> Default for WindowSegment<K, V> {
     fn default() -> Self {
         Self {
             keys: BTreeMap::new(),
@@ -56,7 +49,7 @@ impl<K, V> Default for Segment<K, V> {
     }
 }
 
-impl<K, V> Segment<K, V> {
+impl<K, V> WindowSegment<K, V> {
     fn added(&mut self, start: i64) {
         *self.starts.entry(start).or_insert(0) += 1;
         self.entries += 1;
@@ -70,6 +63,87 @@ impl<K, V> Segment<K, V> {
             }
         }
         self.entries -= 1;
+    }
+}
+
+impl<K: Ord + Clone, V> Segment<K, V> for WindowSegment<K, V> {
+    type Kind = TimeWindowKind;
+
+    fn len(&self) -> u64 {
+        self.entries
+    }
+
+    #[inline]
+    fn slot(&self, key: &K, start: i64) -> Option<&Slot<V>> {
+        let windows = self.keys.get(key)?;
+        let i = position(windows, start).ok()?;
+        Some(&windows[i].1)
+    }
+
+    #[inline]
+    fn slot_mut(&mut self, key: &K, start: i64) -> Option<&mut Slot<V>> {
+        let windows = self.keys.get_mut(key)?;
+        let i = position(windows, start).ok()?;
+        Some(&mut windows[i].1)
+    }
+
+    #[inline]
+    fn upsert(
+        &mut self,
+        key: Cow<'_, K>,
+        start: i64,
+        timestamp: Option<i64>,
+        log: &mut DirtyLog<(i64, K)>,
+        f: impl FnOnce(Option<V>) -> V,
+    ) -> bool {
+        let mut dirty = CLEAN;
+        if let Some(windows) = self.keys.get_mut(key.as_ref()) {
+            match position(windows, start) {
+                Ok(i) => {
+                    let (_, slot) = windows.remove(i);
+                    dirty = slot.dirty;
+                    if let Some(timestamp) = timestamp {
+                        log.note(&mut dirty, timestamp, || (start, key.into_owned()));
+                    }
+                    let value = f(Some(slot.value));
+                    windows.insert(i, (start, Slot { value, dirty }));
+                    return false;
+                }
+                Err(i) => {
+                    if let Some(timestamp) = timestamp {
+                        log.note(&mut dirty, timestamp, || (start, key.into_owned()));
+                    }
+                    let value = f(None);
+                    windows.insert(i, (start, Slot { value, dirty }));
+                }
+            }
+        } else {
+            if let Some(timestamp) = timestamp {
+                log.note(&mut dirty, timestamp, || (start, key.as_ref().clone()));
+            }
+            let mut windows = Windows::new();
+            windows.push((
+                start,
+                Slot {
+                    value: f(None),
+                    dirty,
+                },
+            ));
+            self.keys.insert(key.into_owned(), windows);
+        }
+        self.added(start);
+        true
+    }
+
+    fn remove(&mut self, key: &K, start: i64) -> Option<Slot<V>> {
+        let windows = self.keys.get_mut(key)?;
+        let i = position(windows, start).ok()?;
+        let (_, old) = windows.remove(i);
+        if windows.is_empty() {
+            self.keys.remove(key);
+        }
+        self.removed(start);
+        Some(old)
     }
 }
 
@@ -123,33 +197,12 @@ fn first_from<V>(windows: &[(i64, Slot<V>)], start: i64) -> usize {
 /// A window store holding typed entries as segment → key → windows by start (see the module
 /// docs).
 pub struct InMemoryWindowStore<K, V> {
-    config: StoreConfig,
-    segmented: SegmentedConfig,
-    segments: BTreeMap<i64, Segment<K, V>>,
-    /// Append-only log of entries written since the last flush. A live slot points at its
-    /// entry; an entry whose slot is gone (deleted, expired) flushes as a tombstone. A key
-    /// deleted and written again in one epoch has two entries; the flush deduplicates.
-    dirty: Vec<Dirty<K>>,
-    entries: u64,
-    frontier: i64,
-    expired_writes: u64,
+    core: SegmentedCore<K, V, WindowSegment<K, V>, (i64, K)>,
     /// Reused buffer for the windows `update_key_range` moves out and back.
     scratch: Vec<(i64, Slot<V>)>,
-    key_codec: SharedCodec<K>,
-    value_codec: SharedCodec<V>,
 }
 
-impl<K, V> fmt::Debug for InMemoryWindowStore<K, V> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("InMemoryWindowStore")
-            .field("name", &self.config.name())
-            .field("segmented", &self.segmented)
-            .field("segments", &self.segments.len())
-            .field("entries", &self.entries)
-            .field("dirty", &self.dirty.len())
-            .finish()
-    }
-}
+delegate_to_segmented_core!(InMemoryWindowStore where K: Ord + Clone, V: Clone);
 
 impl<K: Ord + Clone, V: Clone> InMemoryWindowStore<K, V> {
     /// An empty store; the codecs are used only for the changelog.
@@ -160,93 +213,14 @@ impl<K: Ord + Clone, V: Clone> InMemoryWindowStore<K, V> {
         value_codec: impl Codec<V> + 'static,
     ) -> Self {
         Self {
-            config,
-            segmented,
-            segments: BTreeMap::new(),
-            dirty: Vec::new(),
-            entries: 0,
-            frontier: i64::MIN,
-            expired_writes: 0,
+            core: SegmentedCore::new(config, segmented, key_codec, value_codec),
             scratch: Vec::new(),
-            key_codec: Arc::new(key_codec),
-            value_codec: Arc::new(value_codec),
         }
     }
 
     /// The retention configuration.
     pub fn segmented_config(&self) -> SegmentedConfig {
-        self.segmented
-    }
-
-    /// Replaces the window of `key` at `window_start` with `f(current)` in one traversal, as
-    /// a restore or a live write; a live write (`timestamp` given, with changelogging on) is
-    /// logged as dirty. The key is cloned only if the entry is new or newly dirty.
-    fn upsert(
-        &mut self,
-        key: Cow<'_, K>,
-        window_start: i64,
-        timestamp: Option<i64>,
-        f: impl FnOnce(Option<V>) -> V,
-    ) {
-        let timestamp = timestamp.filter(|_| self.config.changelog_enabled());
-        let seg = self
-            .segments
-            .entry(self.segmented.segment_id(window_start))
-            .or_default();
-        let dirty_log = &mut self.dirty;
-        let mut log = |key: &K, timestamp: i64| {
-            dirty_log.push(Dirty {
-                start: window_start,
-                key: key.clone(),
-                timestamp,
-            });
-            dirty_log.len() - 1
-        };
-        if let Some(windows) = seg.keys.get_mut(key.as_ref()) {
-            match position(windows, window_start) {
-                Ok(i) => {
-                    let (_, slot) = windows.remove(i);
-                    let mut dirty = slot.dirty;
-                    if let Some(timestamp) = timestamp {
-                        if dirty == CLEAN {
-                            dirty = log(key.as_ref(), timestamp);
-                        } else {
-                            dirty_log[dirty].timestamp = timestamp;
-                        }
-                    }
-                    let value = f(Some(slot.value));
-                    windows.insert(i, (window_start, Slot { value, dirty }));
-                }
-                Err(i) => {
-                    let dirty = timestamp.map_or(CLEAN, |t| log(key.as_ref(), t));
-                    windows.insert(
-                        i,
-                        (
-                            window_start,
-                            Slot {
-                                value: f(None),
-                                dirty,
-                            },
-                        ),
-                    );
-                    seg.added(window_start);
-                    self.entries += 1;
-                }
-            }
-            return;
-        }
-        let dirty = timestamp.map_or(CLEAN, |t| log(key.as_ref(), t));
-        let mut windows = Windows::new();
-        windows.push((
-            window_start,
-            Slot {
-                value: f(None),
-                dirty,
-            },
-        ));
-        seg.keys.insert(key.into_owned(), windows);
-        seg.added(window_start);
-        self.entries += 1;
+        self.core.segmented_config()
     }
 
     /// Visits the windows of `key` with start in `time_from..=time_to`, by start, in place:
@@ -255,8 +229,7 @@ impl<K: Ord + Clone, V: Clone> InMemoryWindowStore<K, V> {
         if time_from > time_to {
             return;
         }
-        let segs = self.segmented.segment_id(time_from)..=self.segmented.segment_id(time_to);
-        for seg in self.segments.range(segs).map(|(_, s)| s) {
+        for (_, seg) in self.core.segments_between(time_from, time_to) {
             let Some(windows) = seg.keys.get(key) else {
                 continue;
             };
@@ -265,165 +238,6 @@ impl<K: Ord + Clone, V: Clone> InMemoryWindowStore<K, V> {
                 f(*s, &slot.value);
             }
         }
-    }
-
-    fn remove_raw(&mut self, key: &K, window_start: i64) -> Option<Slot<V>> {
-        let seg_id = self.segmented.segment_id(window_start);
-        let seg = self.segments.get_mut(&seg_id)?;
-        let windows = seg.keys.get_mut(key)?;
-        let i = position(windows, window_start).ok()?;
-        let (_, old) = windows.remove(i);
-        if windows.is_empty() {
-            seg.keys.remove(key);
-        }
-        seg.removed(window_start);
-        if seg.entries == 0 {
-            self.segments.remove(&seg_id);
-        }
-        self.entries -= 1;
-        Some(old)
-    }
-
-    fn slot(&self, key: &K, window_start: i64) -> Option<&Slot<V>> {
-        let windows = self
-            .segments
-            .get(&self.segmented.segment_id(window_start))?
-            .keys
-            .get(key)?;
-        let i = position(windows, window_start).ok()?;
-        Some(&windows[i].1)
-    }
-
-    fn slot_mut(&mut self, key: &K, window_start: i64) -> Option<&mut Slot<V>> {
-        let windows = self
-            .segments
-            .get_mut(&self.segmented.segment_id(window_start))?
-            .keys
-            .get_mut(key)?;
-        let i = position(windows, window_start).ok()?;
-        Some(&mut windows[i].1)
-    }
-
-    /// Counts and logs a write to an expired window; true if `window_start` has expired.
-    fn ignore_expired(&mut self, window_start: i64) -> bool {
-        if !self.segmented.is_expired(window_start, self.frontier) {
-            return false;
-        }
-        self.expired_writes += 1;
-        tracing::debug!(
-            store = self.config.name(),
-            window_start,
-            frontier = self.frontier,
-            "ignored write to an expired window"
-        );
-        true
-    }
-}
-
-impl<K: Ord + Clone, V: Clone> StateStore for InMemoryWindowStore<K, V> {
-    fn name(&self) -> &str {
-        self.config.name()
-    }
-
-    fn changelog_enabled(&self) -> bool {
-        self.config.changelog_enabled()
-    }
-
-    fn flush_changelog(&mut self, out: &mut Vec<ChangelogRecord>) -> Result<(), StateError> {
-        let mut dirty = std::mem::take(&mut self.dirty);
-        // Order by (start, key), the latest write of a key last; keep one record per key.
-        dirty.sort_by(|a, b| (a.start, &a.key).cmp(&(b.start, &b.key)));
-        out.reserve(dirty.len());
-        let mut key_bytes = Vec::new();
-        let value_codec = Arc::clone(&self.value_codec);
-        let mut entries = dirty.into_iter().peekable();
-        while let Some(d) = entries.next() {
-            if entries
-                .peek()
-                .is_some_and(|next| next.start == d.start && next.key == d.key)
-            {
-                continue;
-            }
-            key_bytes.clear();
-            self.key_codec.encode(&d.key, &mut key_bytes);
-            let mut record_key = Vec::with_capacity(key_bytes.len() + 12);
-            encode_window_key(&key_bytes, d.start, 0, &mut record_key);
-            let value = self.slot_mut(&d.key, d.start).map(|slot| {
-                slot.dirty = CLEAN;
-                value_codec.to_bytes(&slot.value)
-            });
-            out.push(ChangelogRecord {
-                key: record_key,
-                value,
-                timestamp: d.timestamp,
-            });
-        }
-        Ok(())
-    }
-
-    fn dirty_keys(&self) -> usize {
-        self.dirty.len()
-    }
-
-    fn apply_changelog(&mut self, entry: &ChangelogEntry) -> Result<(), StateError> {
-        let name = self.config.name();
-        let (key_bytes, start, _seqnum) = decode_window_key(&entry.key).ok_or_else(|| {
-            entry.corrupt(
-                name,
-                format!(
-                    "truncated windowed key: {} bytes, need at least 12",
-                    entry.key.len()
-                ),
-            )
-        })?;
-        let key = decode_entry(&*self.key_codec, key_bytes, "key", name, entry)?;
-        match &entry.value {
-            None => {
-                self.remove_raw(&key, start);
-            }
-            Some(bytes) => {
-                let value = decode_entry(&*self.value_codec, bytes, "value", name, entry)?;
-                // Only a whole expired segment is skipped: an entry of a live segment
-                // existed in the committed state even if its own time has expired.
-                let segment = self.segmented.segment_id(start);
-                if !self.segmented.segment_expired(segment, self.frontier) {
-                    self.upsert(Cow::Owned(key), start, None, |_| value);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn approximate_num_entries(&self) -> u64 {
-        self.entries
-    }
-}
-
-impl<K: Ord + Clone, V: Clone> Segmented for InMemoryWindowStore<K, V> {
-    fn expire(&mut self, committed_frontier: i64) -> Result<usize, StateError> {
-        self.frontier = self.frontier.max(committed_frontier);
-        let first_live = self.segmented.first_live_segment(self.frontier);
-        let live = self.segments.split_off(&first_live);
-        let dropped = std::mem::replace(&mut self.segments, live);
-        // Dirty entries of dropped slots stay in the log and flush as tombstones.
-        self.entries -= dropped.values().map(|seg| seg.entries).sum::<u64>();
-        if !dropped.is_empty() {
-            tracing::debug!(
-                store = self.config.name(),
-                dropped = dropped.len(),
-                frontier = self.frontier,
-                "dropped expired window segments"
-            );
-        }
-        Ok(dropped.len())
-    }
-
-    fn segments(&self) -> usize {
-        self.segments.len()
-    }
-
-    fn expired_writes(&self) -> u64 {
-        self.expired_writes
     }
 }
 
@@ -435,8 +249,9 @@ impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for InMemoryWindowStore<K, V> {
         value: V,
         timestamp: i64,
     ) -> Result<(), StateError> {
-        if !self.ignore_expired(window_start) {
-            self.upsert(Cow::Owned(key), window_start, Some(timestamp), |_| value);
+        if self.core.admit(window_start) {
+            self.core
+                .upsert(Cow::Owned(key), window_start, Some(timestamp), |_| value);
         }
         Ok(())
     }
@@ -448,17 +263,18 @@ impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for InMemoryWindowStore<K, V> {
         timestamp: i64,
         f: &mut dyn FnMut(Option<V>) -> V,
     ) -> Result<(), StateError> {
-        if self.ignore_expired(window_start) {
-            // As the default: `f` sees the current value, its result is dropped.
-            f(self.slot(key, window_start).map(|s| s.value.clone()));
+        if self.core.admit(window_start) {
+            self.core
+                .upsert(Cow::Borrowed(key), window_start, Some(timestamp), f);
         } else {
-            self.upsert(Cow::Borrowed(key), window_start, Some(timestamp), f);
+            // As the default: `f` sees the current value, its result is dropped.
+            f(self.core.slot(key, window_start).map(|s| s.value.clone()));
         }
         Ok(())
     }
 
     fn fetch(&self, key: &K, window_start: i64) -> Result<Option<V>, StateError> {
-        Ok(self.slot(key, window_start).map(|s| s.value.clone()))
+        Ok(self.core.slot(key, window_start).map(|s| s.value.clone()))
     }
 
     fn update_key_range(
@@ -472,13 +288,12 @@ impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for InMemoryWindowStore<K, V> {
         if time_from > time_to {
             return Ok(());
         }
-        let log = self.config.changelog_enabled();
-        let (segmented, frontier) = (self.segmented, self.frontier);
-        let segs = segmented.segment_id(time_from)..=segmented.segment_id(time_to);
-        let dirty_log = &mut self.dirty;
+        let log = self.core.changelog_enabled();
+        let retention = self.core.retention();
         let mut moved = std::mem::take(&mut self.scratch);
         let mut expired = 0;
-        for seg in self.segments.range_mut(segs).map(|(_, s)| s) {
+        let (segments, dirty_log) = self.core.segments_between_mut(time_from, time_to);
+        for seg in segments.map(|(_, s)| s) {
             let Some(windows) = seg.keys.get_mut(key) else {
                 continue;
             };
@@ -490,37 +305,20 @@ impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for InMemoryWindowStore<K, V> {
             // The range moves out and back once, so `f` owns each value without a clone.
             moved.extend(windows.drain(from..from + n));
             let folded = moved.drain(..).map(|(start, mut slot)| {
-                if segmented.is_expired(start, frontier) {
+                if retention.is_expired(start) {
                     expired += 1;
                     return (start, slot);
                 }
                 slot.value = f(start, slot.value);
                 if log {
-                    if slot.dirty == CLEAN {
-                        dirty_log.push(Dirty {
-                            start,
-                            key: key.clone(),
-                            timestamp,
-                        });
-                        slot.dirty = dirty_log.len() - 1;
-                    } else {
-                        dirty_log[slot.dirty].timestamp = timestamp;
-                    }
+                    dirty_log.note(&mut slot.dirty, timestamp, || (start, key.clone()));
                 }
                 (start, slot)
             });
             windows.insert_many(from, folded);
         }
         self.scratch = moved;
-        if expired > 0 {
-            self.expired_writes += expired;
-            tracing::debug!(
-                store = self.config.name(),
-                expired,
-                frontier = self.frontier,
-                "ignored writes to expired windows"
-            );
-        }
+        self.core.ignored(expired);
         Ok(())
     }
 
@@ -551,8 +349,7 @@ impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for InMemoryWindowStore<K, V> {
         if time_from > time_to {
             return Ok(out);
         }
-        let segs = self.segmented.segment_id(time_from)..=self.segmented.segment_id(time_to);
-        for seg in self.segments.range(segs).map(|(_, s)| s) {
+        for (_, seg) in self.core.segments_between(time_from, time_to) {
             let (mut starts, mut hits) = (0usize, 0usize);
             for (_, n) in seg.starts.range(time_from..=time_to) {
                 starts += 1;
@@ -581,26 +378,19 @@ impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for InMemoryWindowStore<K, V> {
     }
 
     fn delete(&mut self, key: &K, window_start: i64, timestamp: i64) -> Result<(), StateError> {
-        let removed = self.remove_raw(key, window_start);
-        if self.config.changelog_enabled() {
-            match removed {
-                // Its log entry stays and now flushes as a tombstone.
-                Some(slot) if slot.dirty != CLEAN => self.dirty[slot.dirty].timestamp = timestamp,
-                _ => self.dirty.push(Dirty {
-                    start: window_start,
-                    key: key.clone(),
-                    timestamp,
-                }),
-            }
-        }
+        self.core.remove(key, window_start, timestamp);
         Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::fmt;
+
     use super::*;
+    use crate::changelog::{ChangelogEntry, ChangelogRecord, encode_window_key};
     use crate::codec::{I64Codec, U64Codec};
+    use crate::store::{Segmented, StateStore};
 
     fn store() -> InMemoryWindowStore<u64, i64> {
         InMemoryWindowStore::new(

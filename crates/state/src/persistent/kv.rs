@@ -6,7 +6,8 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use super::{
-    PersistentConfig, StoreDirectory, decode_stored, engine_err, open_database, validate_entry,
+    PersistentConfig, StoreDirectory, decode_stored, encode_value, engine_err, open_database,
+    validate_entry,
 };
 use crate::changelog::{ChangelogEntry, ChangelogRecord};
 use crate::codec::Codec;
@@ -99,10 +100,14 @@ impl<K, V> PersistentKeyValueStore<K, V> {
     }
 
     /// The engine key of `key`.
-    fn key_bytes(&self, key: &K) -> Vec<u8> {
+    /// The engine key of `key` (the prefix byte, then the encoded key), for
+    /// the operation `op`; a key the codec refuses is an error naming the store.
+    fn key_bytes(&self, key: &K, op: &str) -> Result<Vec<u8>, StateError> {
         let mut k = vec![KEY_PREFIX];
-        self.key_codec.encode(key, &mut k);
-        k
+        self.key_codec.encode(key, &mut k).map_err(|e| {
+            StateError::encode_key(self.config.name(), format_args!("passed to {op}"), e)
+        })?;
+        Ok(k)
     }
 }
 
@@ -159,8 +164,8 @@ impl<K, V> StateStore for PersistentKeyValueStore<K, V> {
 
 impl<K, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
     fn put(&mut self, key: K, value: V, timestamp: i64) -> Result<(), StateError> {
-        let k = self.key_bytes(&key);
-        let v = self.value_codec.to_bytes(&value);
+        let k = self.key_bytes(&key, "put")?;
+        let v = encode_value(&*self.value_codec, &value, self.config.name(), &k[1..])?;
         self.ks
             .insert(k.as_slice(), v)
             .map_err(engine_err(self.config.name()))?;
@@ -169,7 +174,7 @@ impl<K, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
     }
 
     fn get(&self, key: &K) -> Result<Option<V>, StateError> {
-        let k = self.key_bytes(key);
+        let k = self.key_bytes(key, "get")?;
         match self.ks.get(&k).map_err(engine_err(self.config.name()))? {
             None => Ok(None),
             Some(v) => self.decode_value(&k, &v).map(Some),
@@ -177,8 +182,8 @@ impl<K, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
     }
 
     fn delete(&mut self, key: &K, timestamp: i64) -> Result<Option<V>, StateError> {
-        let k = self.key_bytes(key);
         let name = self.config.name();
+        let k = self.key_bytes(key, "delete")?;
         let old = match self.ks.get(&k).map_err(engine_err(name))? {
             None => None,
             Some(v) => Some(self.decode_value(&k, &v)?),
@@ -191,15 +196,19 @@ impl<K, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
     }
 
     fn range(&self, from: Bound<&K>, to: Bound<&K>) -> Result<Vec<(K, V)>, StateError> {
-        let enc = |b: Bound<&K>| b.map(|k| self.key_bytes(k));
-        let (from, to) = (enc(from), enc(to));
+        let name = self.config.name();
+        let enc = |b: Bound<&K>| match b {
+            Bound::Included(k) => self.key_bytes(k, "range").map(Bound::Included),
+            Bound::Excluded(k) => self.key_bytes(k, "range").map(Bound::Excluded),
+            Bound::Unbounded => Ok(Bound::Unbounded),
+        };
+        let (from, to) = (enc(from)?, enc(to)?);
         if bounds_empty(
             from.as_ref().map(Vec::as_slice),
             to.as_ref().map(Vec::as_slice),
         ) {
             return Ok(Vec::new());
         }
-        let name = self.config.name();
         let mut out = Vec::new();
         for guard in self.ks.range::<Vec<u8>, _>((from, to)) {
             let (k, v) = guard.into_inner().map_err(engine_err(name))?;

@@ -29,6 +29,7 @@ mod dir;
 mod kv;
 mod recover;
 mod sealed;
+mod segmented;
 mod session;
 mod window;
 
@@ -76,6 +77,31 @@ pub(crate) fn time_from(bytes: &[u8]) -> i64 {
     let mut b = [0u8; 8];
     b.copy_from_slice(&bytes[..8]);
     (u64::from_be_bytes(b) ^ (1 << 63)) as i64
+}
+
+/// Encodes a key passed to the operation `op`, naming the store on failure.
+pub(crate) fn encode_key<T>(
+    codec: &dyn Codec<T>,
+    key: &T,
+    store: &str,
+    op: &str,
+) -> Result<Vec<u8>, StateError> {
+    codec
+        .to_bytes(key)
+        .map_err(|e| StateError::encode_key(store, format_args!("passed to {op}"), e))
+}
+
+/// Encodes a value to be written under the encoded `key`, naming the store and key on
+/// failure.
+pub(crate) fn encode_value<T>(
+    codec: &dyn Codec<T>,
+    value: &T,
+    store: &str,
+    key: &[u8],
+) -> Result<Vec<u8>, StateError> {
+    codec
+        .to_bytes(value)
+        .map_err(|e| StateError::encode_value(store, key, e))
 }
 
 /// Decodes a stored key or value, naming the store and key on failure.

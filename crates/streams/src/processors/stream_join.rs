@@ -369,15 +369,16 @@ fn take_i64(b: &mut &[u8], what: &str) -> Result<i64, CodecError> {
 pub(crate) struct ListCodec<V>(pub(crate) Box<dyn Codec<V>>);
 
 impl<V> Codec<Arrivals<V>> for ListCodec<V> {
-    fn encode(&self, values: &Arrivals<V>, out: &mut Vec<u8>) {
+    fn encode(&self, values: &Arrivals<V>, out: &mut Vec<u8>) -> Result<(), CodecError> {
         put_len(out, values.len());
         let mut buf = Vec::new();
         for v in values {
             buf.clear();
-            self.0.encode(v, &mut buf);
+            self.0.encode(v, &mut buf)?;
             put_len(out, buf.len());
             out.extend_from_slice(&buf);
         }
+        Ok(())
     }
 
     fn decode(&self, mut b: &[u8]) -> Result<Arrivals<V>, CodecError> {
@@ -398,7 +399,11 @@ pub(crate) struct LeftOrRightListCodec<V1, V2>(
 );
 
 impl<V1, V2> Codec<Vec<LeftOrRight<V1, V2>>> for LeftOrRightListCodec<V1, V2> {
-    fn encode(&self, values: &Vec<LeftOrRight<V1, V2>>, out: &mut Vec<u8>) {
+    fn encode(
+        &self,
+        values: &Vec<LeftOrRight<V1, V2>>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), CodecError> {
         put_len(out, values.len());
         let mut buf = Vec::new();
         for v in values {
@@ -406,16 +411,17 @@ impl<V1, V2> Codec<Vec<LeftOrRight<V1, V2>>> for LeftOrRightListCodec<V1, V2> {
             match v {
                 LeftOrRight::Left(l) => {
                     out.push(LEFT);
-                    self.0.encode(l, &mut buf);
+                    self.0.encode(l, &mut buf)?;
                 }
                 LeftOrRight::Right(r) => {
                     out.push(RIGHT);
-                    self.1.encode(r, &mut buf);
+                    self.1.encode(r, &mut buf)?;
                 }
             }
             put_len(out, buf.len());
             out.extend_from_slice(&buf);
         }
+        Ok(())
     }
 
     fn decode(&self, mut b: &[u8]) -> Result<Vec<LeftOrRight<V1, V2>>, CodecError> {
@@ -439,12 +445,13 @@ impl<V1, V2> Codec<Vec<LeftOrRight<V1, V2>>> for LeftOrRightListCodec<V1, V2> {
 pub(crate) struct OuterKeyCodec<K>(pub(crate) Box<dyn Codec<K>>);
 
 impl<K> Codec<OuterKey<K>> for OuterKeyCodec<K> {
-    fn encode(&self, k: &OuterKey<K>, out: &mut Vec<u8>) {
+    fn encode(&self, k: &OuterKey<K>, out: &mut Vec<u8>) -> Result<(), CodecError> {
         out.extend_from_slice(&k.close.to_be_bytes());
         out.push(k.side);
         out.extend_from_slice(&k.ts.to_be_bytes());
-        if let Some(key) = &k.key {
-            self.0.encode(key, out);
+        match &k.key {
+            Some(key) => self.0.encode(key, out),
+            None => Ok(()),
         }
     }
 
@@ -487,12 +494,13 @@ mod tests {
     fn codecs_round_trip() {
         let c = ListCodec::<i64>(Box::new(I64Codec));
         let mut out = Vec::new();
-        c.encode(&Arrivals::from_slice(&[1, 2, 3]), &mut out);
+        c.encode(&Arrivals::from_slice(&[1, 2, 3]), &mut out)
+            .unwrap();
         assert_eq!(c.decode(&out).unwrap().as_slice(), &[1, 2, 3]);
         let c = LeftOrRightListCodec::<i64, String>(Box::new(I64Codec), Box::new(StringCodec));
         let v = vec![LeftOrRight::Left(4), LeftOrRight::Right("x".to_owned())];
         let mut out = Vec::new();
-        c.encode(&v, &mut out);
+        c.encode(&v, &mut out).unwrap();
         assert_eq!(c.decode(&out).unwrap(), v);
         let c = OuterKeyCodec::<String>(Box::new(StringCodec));
         let k = OuterKey {
@@ -502,7 +510,7 @@ mod tests {
             ts: 3,
         };
         let mut out = Vec::new();
-        c.encode(&k, &mut out);
+        c.encode(&k, &mut out).unwrap();
         assert_eq!(c.decode(&out).unwrap(), k);
         assert!(c.decode(&out[..5]).is_err());
     }
@@ -513,14 +521,14 @@ mod tests {
     fn arrivals_keep_the_list_format_and_hold_one_inline() {
         let c = ListCodec::<i64>(Box::new(I64Codec));
         let mut out = Vec::new();
-        c.encode(&Arrivals::from_slice(&[7, -1]), &mut out);
+        c.encode(&Arrivals::from_slice(&[7, -1]), &mut out).unwrap();
         let mut want = vec![0, 0, 0, 2, 0, 0, 0, 8];
         want.extend_from_slice(&7i64.to_be_bytes());
         want.extend_from_slice(&[0, 0, 0, 8]);
         want.extend_from_slice(&(-1i64).to_be_bytes());
         assert_eq!(out, want);
         out.clear();
-        c.encode(&Arrivals::from_slice(&[5]), &mut out);
+        c.encode(&Arrivals::from_slice(&[5]), &mut out).unwrap();
         let one = c.decode(&out).unwrap();
         assert_eq!(one.as_slice(), &[5]);
         assert!(!one.spilled());

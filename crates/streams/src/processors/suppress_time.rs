@@ -99,13 +99,13 @@ impl<'a> Reader<'a> {
 }
 
 impl<V> Codec<Buffered<V>> for BufferedCodec<V> {
-    fn encode(&self, b: &Buffered<V>, out: &mut Vec<u8>) {
+    fn encode(&self, b: &Buffered<V>, out: &mut Vec<u8>) -> Result<(), CodecError> {
         out.extend_from_slice(&b.buffer_time.to_be_bytes());
         out.extend_from_slice(&b.timestamp.to_be_bytes());
         match &b.value {
             Some(v) => {
                 out.push(1);
-                put_bytes(out, &self.value.to_bytes(v));
+                put_bytes(out, &self.value.to_bytes(v)?);
             }
             None => out.push(0),
         }
@@ -125,6 +125,7 @@ impl<V> Codec<Buffered<V>> for BufferedCodec<V> {
                 None => out.push(0),
             }
         }
+        Ok(())
     }
 
     fn decode(&self, bytes: &[u8]) -> Result<Buffered<V>, CodecError> {
@@ -168,11 +169,11 @@ impl<K, V> Sizer<K, V> {
         Sizer { key, entry }
     }
 
-    fn size(&self, key: &K, b: &Buffered<V>) -> u64 {
+    fn size(&self, key: &K, b: &Buffered<V>) -> Result<u64, CodecError> {
         let mut out = Vec::new();
-        self.key.encode(key, &mut out);
-        self.entry.encode(b, &mut out);
-        out.len() as u64
+        self.key.encode(key, &mut out)?;
+        self.entry.encode(b, &mut out)?;
+        Ok(out.len() as u64)
     }
 }
 
@@ -232,8 +233,15 @@ where
         }
     }
 
-    fn size(&self, key: &K, b: &Buffered<V>) -> u64 {
-        self.sizer.as_ref().map_or(0, |s| s.size(key, b))
+    /// The serialized size of an entry, for `max_bytes`.
+    fn size(&self, key: &K, b: &Buffered<V>) -> Result<u64, ProcessError> {
+        let Some(sizer) = &self.sizer else {
+            return Ok(0);
+        };
+        sizer.size(key, b).map_err(|e| ProcessError::Processor {
+            node: self.store_name.clone(),
+            reason: format!("cannot size a buffered record for max_bytes: {e}"),
+        })
     }
 
     /// Rebuilds the order index and byte count from the (restored) store.
@@ -243,7 +251,7 @@ where
         }
         let all = self.store.borrow().all().map_err(|e| self.state_err(e))?;
         for (k, b) in all {
-            self.bytes += self.size(&k, &b);
+            self.bytes += self.size(&k, &b)?;
             self.index.insert((b.buffer_time, k));
         }
         self.index_ready = true;
@@ -259,7 +267,7 @@ where
         let Some(entry) = entry else {
             return Ok(());
         };
-        self.bytes = self.bytes.saturating_sub(self.size(&key, &entry));
+        self.bytes = self.bytes.saturating_sub(self.size(&key, &entry)?);
         if entry.value.is_none() && self.final_results {
             return Ok(());
         }
@@ -342,9 +350,9 @@ where
             headers: rec.headers,
         };
         if let Some(o) = &old {
-            self.bytes = self.bytes.saturating_sub(self.size(&rec.key, o));
+            self.bytes = self.bytes.saturating_sub(self.size(&rec.key, o)?);
         }
-        self.bytes += self.size(&rec.key, &entry);
+        self.bytes += self.size(&rec.key, &entry)?;
         self.store
             .borrow_mut()
             .put(rec.key.clone(), entry, rec.timestamp)
@@ -472,7 +480,7 @@ mod tests {
                 timestamp: 9,
                 headers: headers.clone(),
             };
-            assert_eq!(codec.decode(&codec.to_bytes(&b)).unwrap(), b);
+            assert_eq!(codec.decode(&codec.to_bytes(&b).unwrap()).unwrap(), b);
         }
         assert!(codec.decode(&[0; 5]).is_err());
     }

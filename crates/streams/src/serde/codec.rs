@@ -11,13 +11,11 @@ use super::{SerdeCodec, SerdeRef};
 pub(crate) struct MissingCodec(pub(crate) String);
 
 impl<T> Codec<T> for MissingCodec {
-    /// # Panics
-    /// Always: validation refuses a changelogged store without serdes.
-    fn encode(&self, _: &T, _: &mut Vec<u8>) {
-        panic!(
-            "store {} has no serde; validation must refuse changelogging it",
+    fn encode(&self, _: &T, _: &mut Vec<u8>) -> Result<(), CodecError> {
+        Err(CodecError::new(format!(
+            "store {} has no serde to encode its changelog",
             self.0
-        )
+        )))
     }
     fn decode(&self, _: &[u8]) -> Result<T, CodecError> {
         Err(CodecError::new(format!(
@@ -38,7 +36,7 @@ pub(crate) fn codec<T: 'static>(serde: &Option<SerdeRef<T>>, store: &str) -> Box
 pub(crate) struct BoxedCodec<T>(pub(crate) Box<dyn Codec<T>>);
 
 impl<T> Codec<T> for BoxedCodec<T> {
-    fn encode(&self, v: &T, out: &mut Vec<u8>) {
+    fn encode(&self, v: &T, out: &mut Vec<u8>) -> Result<(), CodecError> {
         self.0.encode(v, out)
     }
     fn decode(&self, b: &[u8]) -> Result<T, CodecError> {

@@ -160,12 +160,12 @@ impl<T> SerdeCodec<T> {
 }
 
 impl<T: 'static> stoatflow_state::Codec<T> for SerdeCodec<T> {
-    /// # Panics
-    /// If the serde refuses a value it produced itself (a broken serde).
-    fn encode(&self, value: &T, out: &mut Vec<u8>) {
+    /// A serde that refuses a value is an error the store reports with its name and the key
+    /// (at the barrier flush for the in-memory engine).
+    fn encode(&self, value: &T, out: &mut Vec<u8>) -> Result<(), stoatflow_state::CodecError> {
         self.serde
             .serialize(&self.topic, value, out)
-            .unwrap_or_else(|e| panic!("a state value the serde cannot write: {e}"));
+            .map_err(|e| stoatflow_state::CodecError::new(e.to_string()))
     }
 
     fn decode(&self, bytes: &[u8]) -> Result<T, stoatflow_state::CodecError> {

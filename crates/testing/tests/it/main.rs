@@ -23,6 +23,7 @@ mod retention;
 mod sessions;
 mod sliding;
 mod spec_examples;
+mod state_serde;
 mod stream_table;
 mod suppress;
 mod validation;
