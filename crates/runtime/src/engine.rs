@@ -42,9 +42,10 @@ use stoatflow_time::{
 
 use crate::app_state::AppState;
 use crate::cadence::BarrierCadence;
+use crate::changelog_read::read_to_end;
 use crate::config::{ProcessingGuarantee, RuntimeConfig};
 use crate::error::RuntimeError;
-use crate::lane::{LaneMsg, LaneRecord, LaneReply, LaneSetup, changelog_entry, run_lane};
+use crate::lane::{LaneMsg, LaneRecord, LaneReply, LaneSetup, run_lane};
 use crate::layout::{Layout, log_topic_name, marker, marker_watermark};
 use crate::partitioner::partition_for_key;
 use crate::task_id::TaskId;
@@ -1006,17 +1007,21 @@ fn restore_stamps<L: Log>(
         return Ok(stamps);
     }
     let app = config.application_id();
-    let mut consumer = log.consumer(&format!("{app}-restore"))?;
+    let mut consumer = log.consumer(&format!("{app}-restore-watermarks"))?;
     let tp = TopicPartition::new(changelog_topic(app, WATERMARK_STORE_NAME), st as u32);
-    let mut entries = Vec::new();
-    stoatflow_log::restore(&mut consumer, &tp, config.restore_stall_timeout, |r| {
-        entries.push(changelog_entry(r));
-    })?;
+    let mut read = read_to_end(
+        &mut consumer,
+        [tp.clone()],
+        config.restore_stall_timeout,
+        WATERMARK_STORE_NAME,
+    )?;
     let state_err = |source| RuntimeError::State {
         store: WATERMARK_STORE_NAME.into(),
         source: Box::new(source),
     };
-    let entries = entries
+    let entries = read
+        .remove(&tp)
+        .unwrap_or_default()
         .into_iter()
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| state_err(e.corrupt(WATERMARK_STORE_NAME, "record has no key")))?;

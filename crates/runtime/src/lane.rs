@@ -15,11 +15,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 
-use stoatflow_log::{Consumer, Log, TopicPartition};
-use stoatflow_state::{ChangelogEntry, ChangelogOffset, ChangelogPartition, changelog_topic};
+use stoatflow_log::{Log, TopicPartition};
+use stoatflow_state::changelog_topic;
 use stoatflow_streams::{EpochCommit, Headers, StreamTask, StreamsConfig, Topology};
 use stoatflow_time::{WallTime, Watermark};
 
+use crate::changelog_read::read_to_end;
 use crate::error::RuntimeError;
 use crate::task_id::TaskId;
 
@@ -258,49 +259,12 @@ fn restore_stores<L: Log>(
     let mut consumer = setup
         .log
         .consumer(&format!("{app}-restore-lane-{}", setup.lane))?;
-    let mut ends = BTreeMap::new();
-    for tp in wanted.keys() {
-        let end = consumer.end_offset(tp)?.0;
-        if end > consumer.beginning_offset(tp)?.0 {
-            ends.insert(tp.clone(), end);
-        }
-    }
-    let assigned: Vec<TopicPartition> = ends.keys().cloned().collect();
-    consumer.assign(&assigned)?;
-    for tp in &assigned {
-        consumer.seek(tp, stoatflow_log::SeekTo::Beginning)?;
-    }
-    let mut entries: BTreeMap<TopicPartition, Vec<Result<ChangelogEntry, ChangelogEntry>>> =
-        BTreeMap::new();
-    let mut last_progress = std::time::Instant::now();
-    loop {
-        let mut behind = false;
-        for (tp, end) in &ends {
-            behind |= consumer.position(tp)?.0 < *end;
-        }
-        if !behind {
-            break;
-        }
-        let batch = consumer.fetch(std::time::Duration::from_millis(100))?;
-        if batch.is_empty() {
-            if last_progress.elapsed() > setup.restore_stall_timeout {
-                return Err(RuntimeError::Log(stoatflow_log::LogError::Timeout {
-                    op: format!("restoring the stores of lane {}", setup.lane),
-                    after_ms: setup.restore_stall_timeout.as_millis() as u64,
-                }));
-            }
-            continue;
-        }
-        last_progress = std::time::Instant::now();
-        for r in batch {
-            if ends.get(&r.partition).is_some_and(|end| r.offset.0 < *end) {
-                entries
-                    .entry(r.partition.clone())
-                    .or_default()
-                    .push(changelog_entry(r));
-            }
-        }
-    }
+    let entries = read_to_end(
+        &mut consumer,
+        wanted.keys().cloned(),
+        setup.restore_stall_timeout,
+        &format!("the stores of lane {}", setup.lane),
+    )?;
     let mut restored = 0;
     for (tp, list) in entries {
         let (id, store) = &wanted[&tp];
@@ -325,23 +289,4 @@ fn restore_stores<L: Log>(
         })?;
     }
     Ok(restored)
-}
-
-/// A committed changelog record as the state crate reads it back; a record
-/// with no key is not a changelog record (the entry, keyless, is returned
-/// so the caller can name its position).
-pub(crate) fn changelog_entry(
-    r: stoatflow_log::FetchedRecord,
-) -> Result<ChangelogEntry, ChangelogEntry> {
-    let entry = ChangelogEntry {
-        partition: ChangelogPartition(r.partition.partition.0),
-        offset: ChangelogOffset(r.offset.0),
-        key: Vec::new(),
-        value: r.record.value,
-        timestamp: r.record.timestamp.0,
-    };
-    match r.record.key {
-        Some(key) => Ok(ChangelogEntry { key, ..entry }),
-        None => Err(entry),
-    }
 }

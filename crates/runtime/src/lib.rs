@@ -36,6 +36,7 @@
 mod app;
 mod app_state;
 mod cadence;
+mod changelog_read;
 mod config;
 mod engine;
 mod error;

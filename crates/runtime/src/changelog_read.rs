@@ -1,0 +1,90 @@
+//! Reading changelog partitions back for a restore: every partition wanted,
+//! from its beginning to its read-committed end as of the call, with one
+//! consumer assigned once.
+//!
+//! The consumer's group is one nobody commits to, so the assignment itself
+//! starts each partition at its beginning: no seek follows it. (Each seek
+//! reassigns a Kafka consumer, and librdkafka aborted the process on an
+//! assertion when one was reassigned in quick succession.) Owns nothing but
+//! the read; what the records are restored into is the caller's.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use stoatflow_log::{Consumer, LogError, TopicPartition};
+use stoatflow_state::{ChangelogEntry, ChangelogOffset, ChangelogPartition};
+
+/// Per partition, its committed records (a record without a key is returned
+/// as `Err` with its position, for the caller to name).
+pub(crate) type Read = BTreeMap<TopicPartition, Vec<Result<ChangelogEntry, ChangelogEntry>>>;
+
+/// Reads `partitions` to their ends with `consumer` (of a group with no
+/// committed offsets), giving up after `stall` without progress.
+///
+/// # Errors
+/// The log's; [`LogError::Timeout`] naming `what` on a stall.
+pub(crate) fn read_to_end<C: Consumer>(
+    consumer: &mut C,
+    partitions: impl IntoIterator<Item = TopicPartition>,
+    stall: Duration,
+    what: &str,
+) -> Result<Read, LogError> {
+    let mut ends = BTreeMap::new();
+    for tp in partitions {
+        let end = consumer.end_offset(&tp)?.0;
+        if end > consumer.beginning_offset(&tp)?.0 {
+            ends.insert(tp, end);
+        }
+    }
+    let mut read = Read::new();
+    if ends.is_empty() {
+        return Ok(read);
+    }
+    let assigned: Vec<TopicPartition> = ends.keys().cloned().collect();
+    consumer.assign(&assigned)?;
+    let mut last_progress = Instant::now();
+    loop {
+        let mut behind = false;
+        for (tp, end) in &ends {
+            behind |= consumer.position(tp)?.0 < *end;
+        }
+        if !behind {
+            return Ok(read);
+        }
+        let batch = consumer.fetch(Duration::from_millis(100))?;
+        if batch.is_empty() {
+            if last_progress.elapsed() > stall {
+                return Err(LogError::Timeout {
+                    op: format!("restoring {what}"),
+                    after_ms: u64::try_from(stall.as_millis()).unwrap_or(u64::MAX),
+                });
+            }
+            continue;
+        }
+        last_progress = Instant::now();
+        for r in batch {
+            if ends.get(&r.partition).is_some_and(|end| r.offset.0 < *end) {
+                read.entry(r.partition.clone())
+                    .or_default()
+                    .push(changelog_entry(r));
+            }
+        }
+    }
+}
+
+/// A committed changelog record as the state crate reads it back; a record
+/// with no key is not a changelog record (the entry, keyless, is returned
+/// so the caller can name its position).
+fn changelog_entry(r: stoatflow_log::FetchedRecord) -> Result<ChangelogEntry, ChangelogEntry> {
+    let entry = ChangelogEntry {
+        partition: ChangelogPartition(r.partition.partition.0),
+        offset: ChangelogOffset(r.offset.0),
+        key: Vec::new(),
+        value: r.record.value,
+        timestamp: r.record.timestamp.0,
+    };
+    match r.record.key {
+        Some(key) => Ok(ChangelogEntry { key, ..entry }),
+        None => Err(entry),
+    }
+}
