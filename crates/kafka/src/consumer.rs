@@ -159,7 +159,14 @@ impl Consumer for KafkaConsumer {
             SeekTo::End => self.end_offset(tp)?.0,
             SeekTo::Offset(o) => o.0,
         };
-        *self.slot(tp)? = target;
+        let slot = self.slot(tp)?;
+        if *slot == target {
+            // Already there: a reassignment would change nothing, and
+            // librdkafka can abort on an assertion when a consumer is
+            // reassigned in quick succession (assign, then seek).
+            return Ok(());
+        }
+        *slot = target;
         self.reassign()
     }
 

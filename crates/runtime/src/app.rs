@@ -267,6 +267,9 @@ impl<L: Log + 'static> StreamsApp<L> {
                 std::thread::sleep(Duration::from_millis(5));
             }
             previous = Some(ends);
+            // A broker's offsets can lag its metadata for a moment: look
+            // again after a pause, not at once.
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 

@@ -104,7 +104,21 @@ fn produce(log: &KafkaLog, records: &[(String, i64)]) {
     }
 }
 
+/// The committed output; a read that finds nothing is repeated for a few
+/// seconds (a fresh consumer can see end offsets of 0 until the broker's
+/// metadata reaches it), so an empty result is a real one.
 fn read_committed(log: &KafkaLog) -> BTreeMap<(String, i64), Vec<i64>> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = read_committed_once(log);
+        if !out.is_empty() || Instant::now() > deadline {
+            return out;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn read_committed_once(log: &KafkaLog) -> BTreeMap<(String, i64), Vec<i64>> {
     let mut consumer = log.consumer("verifier").unwrap();
     let tps: Vec<_> = (0..PARTITIONS)
         .map(|p| TopicPartition::new(OUTPUT, p))
