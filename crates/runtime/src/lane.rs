@@ -226,8 +226,14 @@ fn build_tasks<L: Log>(
         0
     };
     for (&id, task) in &mut tasks {
-        let (floor, frontier) = setup.seeds[id.subtopology];
-        task.seed(floor, frontier);
+        // The task's frontier starts below everything, so the first barrier
+        // always runs an emission pass (on the seeded floor): whether a
+        // window was already emitted is the emit-frontier stores' to say,
+        // restored with the outputs they were committed with. (Seeding the
+        // frontier from the stamp ring assumed the pass on W(c−2) had
+        // committed, which two crashes in a row can make false.)
+        let (floor, _frontier) = setup.seeds[id.subtopology];
+        task.seed(floor, Watermark::MIN);
         task.on_watermark(floor);
         // After the restore: timer indexes are built from restored stores.
         task.on_wall_clock(setup.wall_clock)
