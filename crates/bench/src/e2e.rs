@@ -21,7 +21,8 @@ use stoatflow_streams::{
 };
 use stoatflow_time::WatermarkStrategy;
 
-use crate::run::{BenchError, TUMBLING_KEYS, TUMBLING_WINDOW_MS};
+use crate::error::BenchError;
+use crate::workloads::{TUMBLING_KEYS, TUMBLING_WINDOW_MS};
 
 const INPUT: &str = "events";
 const OUTPUT: &str = "counts";

@@ -18,6 +18,7 @@
 //! ```
 
 pub mod e2e;
+mod error;
 pub mod nexmark;
 pub mod pipeline;
 pub mod queries;

@@ -13,11 +13,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use stoatflow_streams::{
-    Consumed, EmitStrategy, KStream, Materialized, ProcessError, Serdes, StreamsBuilder,
-    StreamsConfig, TimeWindows, TopologyError, Windowed,
+    Consumed, EmitStrategy, KStream, Materialized, Serdes, StreamsBuilder, StreamsConfig,
+    TimeWindows, Windowed,
 };
 use stoatflow_time::{Watermark, WatermarkStrategy};
 
+pub use crate::error::BenchError;
 use crate::nexmark::{Event, Generator, GeneratorConfig};
 use crate::pipeline::Pipeline;
 use crate::queries::{self, EVENTS_TOPIC};
@@ -25,46 +26,7 @@ use crate::report::{RunReport, peak_rss_bytes};
 use crate::workloads::{
     self, LEFT_TOPIC, RIGHT_TOPIC, WINDOWED_LAG, WINDOWED_TOPIC, join_record, windowed_record,
 };
-
-/// What a run can fail at.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum BenchError {
-    /// The query's topology was refused.
-    #[error("query {query}: {source}")]
-    Topology {
-        /// The query.
-        query: &'static str,
-        /// Why.
-        #[source]
-        source: TopologyError,
-    },
-    /// Processing failed.
-    #[error("query {query}: {source}")]
-    Process {
-        /// The query.
-        query: &'static str,
-        /// Why.
-        #[source]
-        source: ProcessError,
-    },
-    /// The engine (the runtime on the log) failed.
-    #[error("query {query}: {reason}")]
-    Engine {
-        /// The query.
-        query: &'static str,
-        /// What failed.
-        reason: String,
-    },
-    /// The topology does not read the topic with the expected types.
-    #[error("query {query} does not read topic {topic} with the expected key and value types")]
-    Input {
-        /// The query.
-        query: &'static str,
-        /// The topic.
-        topic: &'static str,
-    },
-}
+pub use crate::workloads::{TUMBLING_KEYS, TUMBLING_WINDOW_MS};
 
 /// Every query and workload the binary runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -301,11 +263,6 @@ fn pipeline(query: &'static str, builder: &StreamsBuilder) -> Result<Pipeline, B
     )
     .map_err(|source| BenchError::Topology { query, source })
 }
-
-/// Keys of the tumbling workload.
-pub const TUMBLING_KEYS: i64 = 1_000;
-/// Window of the tumbling workload, ms.
-pub const TUMBLING_WINDOW_MS: u64 = 10_000;
 
 /// The tumbling count (issue 3's workload): key `i mod 1000` at time `i` ms,
 /// counted per key in 10 s tumbling windows emitted on close.

@@ -12,12 +12,10 @@ use stoatflow_state::{
     in_memory_watermark_store, restore,
 };
 use stoatflow_streams::{
-    DropReason, Headers, OutputRecord, ProcessError, Serde, StreamTask, StreamsConfig, TaskMetrics,
+    DropReason, Headers, OutputRecord, ProcessError, StreamTask, StreamsConfig, TaskMetrics,
     Topology, TopologyError,
 };
 use stoatflow_time::{WallTime, Watermark};
-
-use crate::topics::{TestInputTopic, TestOutputTopic};
 
 /// Driver-only settings.
 #[derive(Debug, Clone)]
@@ -198,36 +196,6 @@ impl TopologyTestDriver {
                 barrier: 0,
             })),
         })
-    }
-
-    /// An input topic writing with these serdes.
-    pub fn create_input_topic<K, V>(
-        &self,
-        topic: &str,
-        key_serde: impl Serde<K> + 'static,
-        value_serde: impl Serde<V> + 'static,
-    ) -> TestInputTopic<K, V> {
-        TestInputTopic::new(
-            self.clone(),
-            topic,
-            Arc::new(key_serde),
-            Arc::new(value_serde),
-        )
-    }
-
-    /// An output topic reading with these serdes.
-    pub fn create_output_topic<K, V>(
-        &self,
-        topic: &str,
-        key_serde: impl Serde<K> + 'static,
-        value_serde: impl Serde<V> + 'static,
-    ) -> TestOutputTopic<K, V> {
-        TestOutputTopic::new(
-            self.clone(),
-            topic,
-            Arc::new(key_serde),
-            Arc::new(value_serde),
-        )
     }
 
     /// The driver's watermark: the largest timestamp piped or advanced to.

@@ -3,8 +3,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
+use std::sync::Arc;
 
-use stoatflow_streams::{Headers, SerdeRef};
+use stoatflow_streams::{Headers, Serde, SerdeRef};
 
 use crate::driver::{DriverError, TopologyTestDriver};
 
@@ -246,5 +247,39 @@ impl<K, V> TestOutputTopic<K, V> {
             .outputs
             .get(&self.topic)
             .map_or(0, |q| q.len())
+    }
+}
+
+/// Topics are made by the driver, as in Kafka Streams; the methods live here,
+/// beside the topics, so that the driver does not import this module.
+impl TopologyTestDriver {
+    /// An input topic writing with these serdes.
+    pub fn create_input_topic<K, V>(
+        &self,
+        topic: &str,
+        key_serde: impl Serde<K> + 'static,
+        value_serde: impl Serde<V> + 'static,
+    ) -> TestInputTopic<K, V> {
+        TestInputTopic::new(
+            self.clone(),
+            topic,
+            Arc::new(key_serde),
+            Arc::new(value_serde),
+        )
+    }
+
+    /// An output topic reading with these serdes.
+    pub fn create_output_topic<K, V>(
+        &self,
+        topic: &str,
+        key_serde: impl Serde<K> + 'static,
+        value_serde: impl Serde<V> + 'static,
+    ) -> TestOutputTopic<K, V> {
+        TestOutputTopic::new(
+            self.clone(),
+            topic,
+            Arc::new(key_serde),
+            Arc::new(value_serde),
+        )
     }
 }

@@ -63,3 +63,8 @@ pub fn join_record(i: u64) -> (i64, i64, i64) {
         (i / 10) as i64,
     )
 }
+
+/// Keys of the tumbling workload.
+pub const TUMBLING_KEYS: i64 = 1_000;
+/// Window of the tumbling workload, ms.
+pub const TUMBLING_WINDOW_MS: u64 = 10_000;
