@@ -1,0 +1,232 @@
+//! The key table: every setting's dotted key, the type it takes and its
+//! default, as documentation and for the did-you-mean of an unknown key.
+//!
+//! Owns [`KEYS`] and [`suggest`]. Knows nothing of parsing: `app_config`
+//! gives each key its meaning.
+
+/// One setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeySpec {
+    /// The dotted key.
+    pub key: &'static str,
+    /// What it takes.
+    pub takes: &'static str,
+    /// Its default.
+    pub default: &'static str,
+}
+
+const fn k(key: &'static str, takes: &'static str, default: &'static str) -> KeySpec {
+    KeySpec {
+        key,
+        takes,
+        default,
+    }
+}
+
+/// `application.id`.
+pub const APPLICATION_ID: &str = "application.id";
+/// `processing.guarantee`.
+pub const GUARANTEE: &str = "processing.guarantee";
+/// `default.deserialization.exception.handler`.
+pub const DESER_HANDLER: &str = "default.deserialization.exception.handler";
+/// `bootstrap.servers`.
+pub const BOOTSTRAP: &str = "bootstrap.servers";
+/// `client.id`.
+pub const CLIENT_ID: &str = "client.id";
+/// `replication.factor`.
+pub const REPLICATION: &str = "replication.factor";
+/// `metrics.recording.level`.
+pub const RECORDING_LEVEL: &str = "metrics.recording.level";
+/// `runtime.endpoints.enabled`.
+pub const ENDPOINTS_ENABLED: &str = "runtime.endpoints.enabled";
+/// `runtime.endpoints.listen`.
+pub const LISTEN: &str = "runtime.endpoints.listen";
+/// `runtime.endpoints.allow-non-loopback`.
+pub const ALLOW_NON_LOOPBACK: &str = "runtime.endpoints.allow-non-loopback";
+/// `runtime.endpoints.info.show-watermarks`.
+pub const SHOW_WATERMARKS: &str = "runtime.endpoints.info.show-watermarks";
+/// `stoatflow.backend`.
+pub const BACKEND: &str = "stoatflow.backend";
+/// `stoatflow.embedded.dir`.
+pub const EMBEDDED_DIR: &str = "stoatflow.embedded.dir";
+/// `stoatflow.changelog.enabled`.
+pub const CHANGELOG: &str = "stoatflow.changelog.enabled";
+/// `stoatflow.commit-barrier.interval-ms`.
+pub const BARRIER_INTERVAL: &str = "stoatflow.commit-barrier.interval-ms";
+/// `stoatflow.commit-barrier.interval-factor`.
+pub const BARRIER_FACTOR: &str = "stoatflow.commit-barrier.interval-factor";
+/// `stoatflow.commit-barrier.min-interval-ms`.
+pub const BARRIER_MIN: &str = "stoatflow.commit-barrier.min-interval-ms";
+/// `stoatflow.commit-barrier.max-interval-ms`.
+pub const BARRIER_MAX: &str = "stoatflow.commit-barrier.max-interval-ms";
+/// `stoatflow.processing.timestamp-coordination-mode`.
+pub const COORDINATION: &str = "stoatflow.processing.timestamp-coordination-mode";
+/// `stoatflow.processing.dispatch-mode`.
+pub const DISPATCH: &str = "stoatflow.processing.dispatch-mode";
+/// `stoatflow.processing.lanes`.
+pub const LANES: &str = "stoatflow.processing.lanes";
+/// `stoatflow.processing.instance-id`.
+pub const INSTANCE_ID: &str = "stoatflow.processing.instance-id";
+/// `stoatflow.processing.poll-wait-ms`.
+pub const POLL_WAIT: &str = "stoatflow.processing.poll-wait-ms";
+/// `stoatflow.restore.stall-timeout-ms`.
+pub const RESTORE_STALL: &str = "stoatflow.restore.stall-timeout-ms";
+/// `stoatflow.watermark.max-out-of-orderness-ms`.
+pub const MAX_OOO: &str = "stoatflow.watermark.max-out-of-orderness-ms";
+/// `stoatflow.watermark.idleness-timeout-ms`.
+pub const IDLENESS: &str = "stoatflow.watermark.idleness-timeout-ms";
+/// `stoatflow.watermark.auto-interval-ms`.
+pub const AUTO_INTERVAL: &str = "stoatflow.watermark.auto-interval-ms";
+/// `stoatflow.watermark.preview-after-ms`.
+pub const PREVIEW_AFTER: &str = "stoatflow.watermark.preview-after-ms";
+/// The prefix of pass-through librdkafka properties (`kafka.sasl.password`).
+pub const KAFKA_PREFIX: &str = "kafka.";
+
+/// Every key but the `kafka.*` pass-through ones.
+pub const KEYS: &[KeySpec] = &[
+    k(
+        APPLICATION_ID,
+        "a string of ASCII letters, digits, '.', '_', '-'",
+        "stoatflow-app",
+    ),
+    k(
+        GUARANTEE,
+        "exactly_once_v2 | at_least_once",
+        "exactly_once_v2",
+    ),
+    k(
+        DESER_HANDLER,
+        "log-and-fail | log-and-continue",
+        "log-and-fail",
+    ),
+    k(
+        BOOTSTRAP,
+        "host:port[,host:port...] (kafka backend)",
+        "none: required for kafka",
+    ),
+    k(CLIENT_ID, "a string (kafka backend)", "the application id"),
+    k(
+        REPLICATION,
+        "1..=32767 (kafka backend)",
+        "the broker's default",
+    ),
+    k(RECORDING_LEVEL, "info | debug", "info"),
+    k(ENDPOINTS_ENABLED, "a boolean", "true"),
+    k(LISTEN, "ip:port (localhost:port allowed)", "127.0.0.1:8080"),
+    k(ALLOW_NON_LOOPBACK, "a boolean", "false"),
+    k(SHOW_WATERMARKS, "a boolean", "true"),
+    k(BACKEND, "embedded | memory | kafka", "embedded"),
+    k(
+        EMBEDDED_DIR,
+        "a directory (embedded backend)",
+        "stoatflow-data",
+    ),
+    k(CHANGELOG, "a boolean", "true"),
+    k(BARRIER_INTERVAL, "1..=3600000 ms", "500"),
+    k(BARRIER_FACTOR, "1.0..=100.0", "1.5"),
+    k(BARRIER_MIN, "1..=3600000 ms", "150"),
+    k(BARRIER_MAX, "1..=3600000 ms", "5000"),
+    k(COORDINATION, "AUTO | ENABLED | DISABLED", "AUTO"),
+    k(DISPATCH, "AUTO | LANE | DIRECT", "AUTO"),
+    k(LANES, "1..=1024", "the machine's cores"),
+    k(INSTANCE_ID, "a string", "0"),
+    k(POLL_WAIT, "1..=60000 ms", "5"),
+    k(RESTORE_STALL, "1..=86400000 ms", "30000"),
+    k(MAX_OOO, "0..=31536000000 ms", "10000"),
+    k(IDLENESS, "0..=31536000000 ms (0 disables)", "300000"),
+    k(AUTO_INTERVAL, "1..=3600000 ms", "200"),
+    k(PREVIEW_AFTER, "0..=3600000 ms", "1000"),
+];
+
+/// Our own namespaces: an unknown key under one of these is a typo, not a
+/// librdkafka property.
+const NAMESPACES: &[&str] = &[
+    "stoatflow.",
+    "runtime.",
+    "metrics.",
+    "processing.",
+    "application.",
+    "default.",
+];
+
+/// A did-you-mean for an unknown key: the closest known key, or the
+/// pass-through spelling of what looks like a librdkafka property.
+pub fn suggest(unknown: &str) -> Option<String> {
+    let best = KEYS
+        .iter()
+        .map(|s| (edit_distance(unknown, s.key), s.key))
+        .min()?;
+    if best.0 <= (unknown.len() / 4).max(2) {
+        return Some(best.1.to_owned());
+    }
+    // A key written under a known prefix but with a different last part.
+    if let Some((head, _)) = unknown.rsplit_once('.') {
+        let siblings: Vec<&str> = KEYS
+            .iter()
+            .map(|s| s.key)
+            .filter(|k| k.rsplit_once('.').is_some_and(|(h, _)| h == head))
+            .collect();
+        if !siblings.is_empty() {
+            return Some(format!("one of {}", siblings.join(", ")));
+        }
+    }
+    let ours = NAMESPACES.iter().any(|n| unknown.starts_with(n));
+    (!ours && unknown.contains('.'))
+        .then(|| format!("{KAFKA_PREFIX}{unknown} (librdkafka properties go under {KAFKA_PREFIX})"))
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::env_name;
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(
+            suggest("stoatflow.watermark.max-out-of-orderness").as_deref(),
+            Some(MAX_OOO)
+        );
+        assert_eq!(
+            suggest("stoatflow.watermark.foo").as_deref(),
+            Some(
+                "one of stoatflow.watermark.max-out-of-orderness-ms, stoatflow.watermark.idleness-timeout-ms, stoatflow.watermark.auto-interval-ms, stoatflow.watermark.preview-after-ms"
+            )
+        );
+        assert_eq!(
+            suggest("sasl.password").as_deref(),
+            Some("kafka.sasl.password (librdkafka properties go under kafka.)")
+        );
+        assert_eq!(suggest("stoatflow.nothing.like-it-at-all"), None);
+    }
+
+    #[test]
+    fn env_names_are_distinct_and_not_kafka_pass_through() {
+        let mut names: Vec<String> = KEYS.iter().map(|s| env_name(s.key)).collect();
+        assert!(
+            names
+                .iter()
+                .all(|n| !n.starts_with(crate::source::KAFKA_ENV_PREFIX))
+        );
+        names.sort();
+        let n = names.len();
+        names.dedup();
+        assert_eq!(names.len(), n, "two keys share an environment variable");
+    }
+}

@@ -1,0 +1,142 @@
+//! Each class of bad configuration gives its message, naming the key and
+//! where it was written; no error shows a secret.
+
+use stoatflow_config::{ConfigError, ConfigLoader};
+
+fn err(yaml: &str) -> ConfigError {
+    ConfigLoader::new()
+        .yaml_str("app.yaml", yaml)
+        .and_then(ConfigLoader::build)
+        .expect_err(yaml)
+}
+
+#[test]
+fn unknown_key_names_it_with_position_and_a_suggestion() {
+    let e = err("stoatflow:\n  commit-barrier:\n    interval: 500\n");
+    assert_eq!(
+        e.to_string(),
+        "unknown configuration key stoatflow.commit-barrier.interval at app.yaml:3:5; did you mean stoatflow.commit-barrier.interval-ms?"
+    );
+    let e = err("application.id: a\nsasl.password: hunter2\n");
+    assert_eq!(
+        e.to_string(),
+        "unknown configuration key sasl.password at app.yaml:2:1; did you mean kafka.sasl.password (librdkafka properties go under kafka.)?"
+    );
+}
+
+#[test]
+fn wrong_type_names_key_position_and_what_was_expected() {
+    let e = err("stoatflow:\n  watermark:\n    idleness-timeout-ms: five minutes\n");
+    assert_eq!(
+        e.to_string(),
+        "configuration key stoatflow.watermark.idleness-timeout-ms at app.yaml:3:26: expected an integer, found \"five minutes\""
+    );
+    let e = err("stoatflow.changelog.enabled: [true]\n");
+    assert_eq!(
+        e.to_string(),
+        "configuration key stoatflow.changelog.enabled at app.yaml:1:30: expected a boolean (true or false), found a sequence"
+    );
+    let e = err("stoatflow:\n  watermark: 5\n");
+    assert!(
+        e.to_string()
+            .contains("stoatflow.watermark at app.yaml:2:14: expected a mapping of keys"),
+        "{e}"
+    );
+}
+
+#[test]
+fn out_of_range_names_key_position_and_range() {
+    let e = err("stoatflow.processing.lanes: 0\n");
+    assert_eq!(
+        e.to_string(),
+        "configuration key stoatflow.processing.lanes at app.yaml:1:29: \"0\" is out of range: must be between 1 and 1024"
+    );
+    let e = err("stoatflow.commit-barrier.interval-factor: 0.5\n");
+    assert!(
+        e.to_string()
+            .contains("stoatflow.commit-barrier.interval-factor at app.yaml:1:43"),
+        "{e}"
+    );
+    let e = err("stoatflow.processing.timestamp-coordination-mode: SOMETIMES\n");
+    assert!(
+        e.to_string()
+            .ends_with("\"SOMETIMES\" is out of range: must be one of AUTO, ENABLED, DISABLED"),
+        "{e}"
+    );
+    // A check across keys, named by the runtime, still points at the file.
+    let e = err("stoatflow.commit-barrier:\n  min-interval-ms: 9000\n  max-interval-ms: 100\n");
+    assert!(
+        e.to_string().starts_with(
+            "configuration key stoatflow.commit-barrier.min-interval-ms at app.yaml:2:20"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_unknown_backend_names_the_key_and_value() {
+    let e = err("stoatflow.backend: rabbitmq\n");
+    assert_eq!(
+        e.to_string(),
+        "configuration key stoatflow.backend at app.yaml:1:20: \"rabbitmq\" is out of range: must be one of embedded, memory, kafka"
+    );
+}
+
+#[test]
+fn kafka_needs_brokers_and_kafka_keys_need_kafka() {
+    let e = err("stoatflow.backend: kafka\n");
+    assert!(
+        matches!(&e, ConfigError::Missing { key, .. } if key == "bootstrap.servers"),
+        "{e}"
+    );
+    let e = err("bootstrap.servers: b:9092\n");
+    assert!(
+        e.to_string().starts_with("configuration key bootstrap.servers at app.yaml:1:20: set is out of range: it has no effect with stoatflow.backend: embedded"),
+        "{e}"
+    );
+    let e = err("stoatflow.backend: memory\nkafka.sasl.password: hunter2\n");
+    assert!(e.to_string().contains("kafka.sasl.password"), "{e}");
+    assert!(!e.to_string().contains("hunter2"), "{e}");
+}
+
+#[test]
+fn endpoints_refuse_a_non_loopback_address_unless_opted_in() {
+    let e = err("runtime.endpoints.listen: 0.0.0.0:8080\n");
+    assert_eq!(
+        e.to_string(),
+        "configuration key runtime.endpoints.listen at app.yaml:1:27: 0.0.0.0:8080 is out of range: not a loopback address; set runtime.endpoints.allow-non-loopback: true to expose the endpoints beyond this machine"
+    );
+    let ok = ConfigLoader::new()
+        .yaml_str(
+            "app.yaml",
+            "runtime.endpoints:\n  listen: 0.0.0.0:8080\n  allow-non-loopback: true\n",
+        )
+        .unwrap()
+        .build()
+        .unwrap();
+    assert!(ok.endpoints.listen.ip().is_unspecified());
+    let e = err("runtime.endpoints.listen: nowhere\n");
+    assert!(matches!(e, ConfigError::WrongType { .. }), "{e}");
+}
+
+#[test]
+fn environment_errors_name_the_variable() {
+    let e = ConfigLoader::new()
+        .env_vars([("STOATFLOW_PROCESSING_LANES", "many")])
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "configuration key stoatflow.processing.lanes at environment variable STOATFLOW_PROCESSING_LANES: expected an integer, found \"many\""
+    );
+}
+
+#[test]
+fn syntax_errors_and_unreadable_files_name_the_file() {
+    let e = err("stoatflow:\n  backend: [\n");
+    assert!(e.to_string().starts_with("app.yaml:"), "{e}");
+    let e = ConfigLoader::new()
+        .yaml_file("/nonexistent/app.yaml")
+        .unwrap_err();
+    assert!(e.to_string().contains("/nonexistent/app.yaml"), "{e}");
+}
