@@ -97,6 +97,9 @@
 //! out-of-order record that the engine still counts), so assert in driver
 //! tests *what* is emitted, not *when*.
 
+mod configured;
+
+pub use configured::{App, AppError};
 pub use stoatflow_runtime::{
     AppState, Backend, BarrierCadence, CommitBarrierConfig, ProcessingGuarantee, RuntimeConfig,
     RuntimeError, StreamsApp, TaskId,
@@ -122,6 +125,12 @@ pub mod log {
 /// State stores and changelogs, for the Processor API.
 pub mod state {
     pub use stoatflow_state::*;
+}
+
+/// Configuration: YAML, string maps and environment overrides into one
+/// typed [`config::AppConfig`]; [`App::from_config`] runs it.
+pub mod config {
+    pub use stoatflow_config::*;
 }
 
 /// The operating surface's read models (`/watermarks`, `/info`).

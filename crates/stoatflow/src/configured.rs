@@ -1,0 +1,217 @@
+//! [`App`]: an application whose backend one configuration key chooses
+//! (`stoatflow.backend`: the embedded log in a directory, memory, or Kafka).
+//!
+//! Owns turning an [`AppConfig`] into a running [`StreamsApp`] on the right
+//! log, and the endpoints' listener settings. Knows no key: the config crate
+//! typed them; the runtime never learns which backend it runs on.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use stoatflow_config::{AppConfig, BackendSettings, ConfigError, EndpointsSettings, Origin};
+use stoatflow_log::{EmbeddedLog, Log, LogError, TopicSpec};
+use stoatflow_runtime::{AppHandle, AppState, RuntimeError, StreamsApp};
+use stoatflow_server::{EndpointsConfig, HttpServer, ServerError};
+use stoatflow_streams::Topology;
+use stoatflow_time::WatermarksSnapshot;
+
+/// A topology running on the backend its configuration names.
+///
+/// ```
+/// use std::time::Duration;
+/// use stoatflow::*;
+///
+/// let mut builder = StreamsBuilder::new();
+/// builder
+///     .stream("words", Consumed::with(Serdes::string(), Serdes::string()))
+///     .to("copies", Produced::with(Serdes::string(), Serdes::string()));
+/// let config = config::ConfigLoader::new()
+///     .yaml_str("app.yaml", "application.id: words\nstoatflow.backend: memory\n")?
+///     .build()?;
+/// let mut app = App::from_config(builder.build()?, &config)?;
+/// app.ensure_topic(&log::TopicSpec::new("words", 1))?;
+/// app.ensure_topic(&log::TopicSpec::new("copies", 1))?;
+/// app.start()?;
+/// assert!(app.close(Duration::from_secs(10)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum App {
+    /// On the embedded log (a directory, or memory).
+    Embedded(StreamsApp<EmbeddedLog>),
+    /// On a Kafka cluster.
+    #[cfg(feature = "kafka")]
+    Kafka(StreamsApp<stoatflow_kafka::KafkaLog>),
+}
+
+/// Why an application could not be built from its configuration.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AppError {
+    /// A setting the backend refused.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The runtime refused the settings or the topology (DESIGN 3.7).
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    /// The log could not be opened or reached.
+    #[error(transparent)]
+    Log(#[from] LogError),
+}
+
+macro_rules! each {
+    ($self:expr, $app:ident => $body:expr) => {
+        match $self {
+            App::Embedded($app) => $body,
+            #[cfg(feature = "kafka")]
+            App::Kafka($app) => $body,
+        }
+    };
+}
+
+impl App {
+    /// Builds the application on the backend `config` names; checks the
+    /// topology against the settings (DIRECT dispatch or DISABLED
+    /// coordination with anything the watermark drives is refused here).
+    ///
+    /// # Errors
+    /// [`AppError`]: a refused setting or topology, an embedded directory
+    /// that cannot be opened, a Kafka cluster that cannot be reached, or the
+    /// `kafka` backend in a build without the `kafka` feature.
+    pub fn from_config(topology: Topology, config: &AppConfig) -> Result<Self, AppError> {
+        let runtime = config.runtime.clone();
+        match &config.backend {
+            BackendSettings::Embedded { .. } | BackendSettings::Memory => {
+                Ok(App::Embedded(StreamsApp::new(topology, runtime)?))
+            }
+            BackendSettings::Kafka(kafka) => kafka_app(topology, config, kafka),
+            _ => Err(AppError::Config(ConfigError::Missing {
+                key: "stoatflow.backend".into(),
+                reason: "this build does not know the configured backend".into(),
+            })),
+        }
+    }
+
+    /// Creates `spec`'s topic, or checks the shape of the one there.
+    ///
+    /// # Errors
+    /// [`LogError`] naming the topic.
+    pub fn ensure_topic(&self, spec: &TopicSpec) -> Result<(), LogError> {
+        each!(self, app => app.log().ensure_topic(spec))
+    }
+
+    /// See [`StreamsApp::start`].
+    ///
+    /// # Errors
+    /// [`RuntimeError::NotStartable`] unless CREATED.
+    pub fn start(&mut self) -> Result<(), RuntimeError> {
+        each!(self, app => app.start())
+    }
+
+    /// See [`StreamsApp::close`].
+    pub fn close(&mut self, timeout: Duration) -> bool {
+        each!(self, app => app.close(timeout))
+    }
+
+    /// See [`StreamsApp::state`].
+    pub fn state(&self) -> AppState {
+        each!(self, app => app.state())
+    }
+
+    /// See [`StreamsApp::error`].
+    pub fn error(&self) -> Option<Arc<RuntimeError>> {
+        each!(self, app => app.error())
+    }
+
+    /// See [`StreamsApp::wait_for_state`].
+    pub fn wait_for_state(&self, target: AppState, timeout: Duration) -> AppState {
+        each!(self, app => app.wait_for_state(target, timeout))
+    }
+
+    /// See [`StreamsApp::wait_until_caught_up`].
+    ///
+    /// # Errors
+    /// The log's error, or the one that stopped the application.
+    pub fn wait_until_caught_up(&self, timeout: Duration) -> Result<bool, RuntimeError> {
+        each!(self, app => app.wait_until_caught_up(timeout))
+    }
+
+    /// See [`StreamsApp::watermarks`].
+    pub fn watermarks(&self) -> Option<WatermarksSnapshot> {
+        each!(self, app => app.watermarks())
+    }
+
+    /// The read-only view the endpoints serve.
+    pub fn handle(&self) -> AppHandle {
+        each!(self, app => app.handle())
+    }
+
+    /// Starts the HTTP endpoints as `settings` say (`None` when
+    /// `runtime.endpoints.enabled` is off).
+    ///
+    /// # Errors
+    /// [`ServerError::Bind`] naming the address.
+    pub fn start_endpoints(
+        &self,
+        settings: &EndpointsSettings,
+    ) -> Result<Option<HttpServer>, ServerError> {
+        if !settings.enabled {
+            return Ok(None);
+        }
+        #[allow(
+            clippy::needless_update,
+            reason = "settings the server adds later keep their defaults here"
+        )]
+        let config = EndpointsConfig {
+            listen: settings.listen,
+            info_show_watermarks: settings.info_show_watermarks,
+            ..EndpointsConfig::default()
+        };
+        HttpServer::start(config, Arc::new(self.handle())).map(Some)
+    }
+}
+
+#[cfg(feature = "kafka")]
+fn kafka_app(
+    topology: Topology,
+    config: &AppConfig,
+    kafka: &stoatflow_config::KafkaSettings,
+) -> Result<App, AppError> {
+    let mut client = stoatflow_kafka::KafkaConfig::new(kafka.bootstrap_servers.clone())
+        .with_client_id(kafka.client_id.clone());
+    client.replication_factor = kafka.replication_factor;
+    for (key, value) in &kafka.properties {
+        client = client
+            .with_property(key.clone(), value.expose())
+            .map_err(|e| match e {
+                LogError::Config { reason, .. } => AppError::Config(ConfigError::OutOfRange {
+                    key: format!("kafka.{key}"),
+                    at: Origin::Default,
+                    value: "set".into(),
+                    reason,
+                }),
+                other => AppError::Log(other),
+            })?;
+    }
+    let log = stoatflow_kafka::KafkaLog::connect(client)?;
+    Ok(App::Kafka(StreamsApp::with_log(
+        topology,
+        config.runtime.clone(),
+        Arc::new(log),
+    )?))
+}
+
+#[cfg(not(feature = "kafka"))]
+fn kafka_app(
+    _topology: Topology,
+    _config: &AppConfig,
+    _kafka: &stoatflow_config::KafkaSettings,
+) -> Result<App, AppError> {
+    Err(AppError::Config(ConfigError::OutOfRange {
+        key: "stoatflow.backend".into(),
+        at: Origin::Default,
+        value: "kafka".into(),
+        reason: "this build of stoatflow has no Kafka support (enable the `kafka` feature)".into(),
+    }))
+}

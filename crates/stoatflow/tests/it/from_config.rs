@@ -1,0 +1,123 @@
+//! `App::from_config` on the embedded backend, and the topology checks
+//! that need both the settings and the topology.
+
+use stoatflow::config::ConfigLoader;
+use stoatflow::log::EmbeddedLog;
+use stoatflow::*;
+
+use crate::support::*;
+
+#[test]
+fn the_embedded_backend_from_yaml_runs_in_its_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "application.id: clicks-app\nstoatflow:\n  backend: embedded\n  embedded:\n    dir: {}\n  processing:\n    lanes: 1\n  commit-barrier:\n    interval-ms: 150\n",
+        dir.path().display()
+    );
+    let config = ConfigLoader::new()
+        .yaml_str("app.yaml", &yaml)
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut app = App::from_config(topology(), &config).unwrap();
+    topics(&app);
+    let App::Embedded(inner) = &app else {
+        panic!("not the embedded log: {app:?}")
+    };
+    produce(&**inner.log());
+    run_to_end(&mut app);
+    drop(app);
+    // The results are on disk, in the configured directory.
+    let log = EmbeddedLog::open(dir.path()).unwrap();
+    assert_eq!(read_output(&log), expected());
+}
+
+#[test]
+fn the_memory_backend_from_a_map() {
+    let config = ConfigLoader::new()
+        .map([
+            ("stoatflow.backend", "memory"),
+            ("stoatflow.processing.lanes", "2"),
+        ])
+        .build()
+        .unwrap();
+    let mut app = App::from_config(topology(), &config).unwrap();
+    topics(&app);
+    let App::Embedded(inner) = &app else {
+        panic!("not the embedded log")
+    };
+    let log = inner.log().clone();
+    produce(&*log);
+    run_to_end(&mut app);
+    assert_eq!(read_output(&*log), expected());
+}
+
+#[test]
+fn direct_dispatch_with_a_window_is_refused_when_the_app_is_built() {
+    let config = ConfigLoader::new()
+        .yaml_str(
+            "app.yaml",
+            "stoatflow:\n  backend: memory\n  processing:\n    dispatch-mode: DIRECT\n",
+        )
+        .unwrap()
+        .build()
+        .unwrap();
+    let e = App::from_config(topology(), &config).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("dispatch mode DIRECT has no watermarks") && msg.contains("topic clicks"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn disabled_coordination_with_a_window_is_refused_when_the_app_is_built() {
+    let config = ConfigLoader::new()
+        .env_vars([
+            ("STOATFLOW_BACKEND", "memory"),
+            (
+                "STOATFLOW_PROCESSING_TIMESTAMP_COORDINATION_MODE",
+                "DISABLED",
+            ),
+        ])
+        .build()
+        .unwrap();
+    let e = App::from_config(topology(), &config).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("timestamp-coordination-mode is DISABLED") && msg.contains("topic clicks"),
+        "{msg}"
+    );
+    // A stateless topology has nothing the watermark drives: accepted.
+    let mut b = StreamsBuilder::new();
+    b.stream(INPUT, Consumed::with(Serdes::string(), Serdes::string()))
+        .to(OUTPUT, Produced::with(Serdes::string(), Serdes::string()));
+    assert!(App::from_config(b.build().unwrap(), &config).is_ok());
+}
+
+#[test]
+fn the_endpoints_start_from_the_settings() {
+    let config = ConfigLoader::new()
+        .map([
+            ("stoatflow.backend", "memory"),
+            ("runtime.endpoints.listen", "127.0.0.1:0"),
+        ])
+        .build()
+        .unwrap();
+    let app = App::from_config(topology(), &config).unwrap();
+    let server = app
+        .start_endpoints(&config.endpoints)
+        .unwrap()
+        .expect("enabled");
+    assert!(server.local_addr().ip().is_loopback());
+    assert_ne!(server.local_addr().port(), 0);
+    server.shutdown();
+    let off = ConfigLoader::new()
+        .map([
+            ("stoatflow.backend", "memory"),
+            ("runtime.endpoints.enabled", "false"),
+        ])
+        .build()
+        .unwrap();
+    assert!(app.start_endpoints(&off.endpoints).unwrap().is_none());
+}
