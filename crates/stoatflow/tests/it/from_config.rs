@@ -20,13 +20,12 @@ fn the_embedded_backend_from_yaml_runs_in_its_directory() {
         .build()
         .unwrap();
     let mut app = App::from_config(topology(), &config).unwrap();
-    topics(&app);
     let App::Embedded(inner) = &app else {
         panic!("not the embedded log: {app:?}")
     };
-    produce(&**inner.log());
-    run_to_end(&mut app);
-    drop(app);
+    let log = inner.log().clone();
+    produce_and_run(&mut app, &*log);
+    drop((app, log));
     // The results are on disk, in the configured directory.
     let log = EmbeddedLog::open(dir.path()).unwrap();
     assert_eq!(read_output(&log), expected());
@@ -42,13 +41,11 @@ fn the_memory_backend_from_a_map() {
         .build()
         .unwrap();
     let mut app = App::from_config(topology(), &config).unwrap();
-    topics(&app);
     let App::Embedded(inner) = &app else {
         panic!("not the embedded log")
     };
     let log = inner.log().clone();
-    produce(&*log);
-    run_to_end(&mut app);
+    produce_and_run(&mut app, &*log);
     assert_eq!(read_output(&*log), expected());
 }
 

@@ -23,13 +23,11 @@ fn the_kafka_backend_from_yaml_runs_on_the_broker() {
         .build()
         .unwrap();
     let mut app = App::from_config(topology(), &config).unwrap();
-    topics(&app);
     let App::Kafka(inner) = &app else {
         panic!("not on Kafka: {app:?}")
     };
     let log = inner.log().clone();
-    produce(&*log);
-    run_to_end(&mut app);
+    produce_and_run(&mut app, &*log);
     assert_eq!(read_output(&*log), expected());
 }
 

@@ -105,8 +105,11 @@ pub fn read_output<L: Log>(log: &L) -> BTreeMap<(String, i64), Vec<i64>> {
     out
 }
 
-/// Starts, waits until the input is consumed, closes.
-pub fn run_to_end(app: &mut App) {
+/// Creates the topics, writes the input to `log` (the app's), starts,
+/// waits until the input is consumed, closes.
+pub fn produce_and_run<L: Log>(app: &mut App, log: &L) {
+    topics(app);
+    produce(log);
     app.start().expect("start");
     assert!(
         app.wait_until_caught_up(Duration::from_secs(60))
