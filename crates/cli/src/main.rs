@@ -1,20 +1,186 @@
 //! `stoatflow`: the command line.
 //!
-//! `stoatflow quickstart` runs the README's first example. Thin: every rule it
-//! shows lives in the library crates.
+//! `quickstart` runs the README's first example; `run` runs a bundled
+//! example topology from a YAML configuration with the HTTP endpoints;
+//! `watermarks` reads a running application's `/watermarks` as part 4's
+//! runbook; `describe` prints an example's topology; `log` inspects the
+//! embedded log. Thin: every rule it shows lives in the library crates.
 
+mod examples;
+mod http_get;
+mod log_cmd;
 mod quickstart;
+mod run;
+mod watermarks;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+use crate::examples::Example;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "stoatflow",
+    version,
+    about = "Event-time stream processing: the quickstart and operating tools"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the orders example on the real engine and print its final results.
+    Quickstart {
+        /// Keep the embedded log in this directory instead of a temporary one.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Run a bundled example topology from a YAML configuration, with the
+    /// HTTP endpoints, until SIGINT or SIGTERM.
+    Run {
+        /// The YAML configuration (environment variables override keys).
+        #[arg(long)]
+        config: PathBuf,
+        /// Which example.
+        #[arg(long, value_enum, default_value = "windowed-count")]
+        example: Example,
+        /// Partitions of the topics it creates.
+        #[arg(long, default_value_t = 1)]
+        partitions: u32,
+        /// Stop once every record already in the input topics is processed.
+        #[arg(long)]
+        until_caught_up: bool,
+        /// Stop after this many seconds.
+        #[arg(long)]
+        max_runtime: Option<u64>,
+    },
+    /// Read a running application's /watermarks and say which partition
+    /// holds the watermark and which runbook branch applies.
+    Watermarks {
+        /// The application's endpoints, e.g. http://127.0.0.1:8080.
+        #[arg(long)]
+        url: String,
+        /// Time between the two readings (to see whether the minimum
+        /// partition is still receiving records).
+        #[arg(long, default_value_t = 1000)]
+        interval_ms: u64,
+    },
+    /// Print an example's topology.
+    Describe {
+        /// Which example.
+        #[arg(long, value_enum)]
+        example: Example,
+    },
+    /// Inspect the embedded log: topics, records, offsets.
+    Log {
+        #[command(subcommand)]
+        command: LogCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum LogCommand {
+    /// List the topics.
+    Topics {
+        /// The embedded log's directory.
+        #[arg(long)]
+        dir: PathBuf,
+    },
+    /// Write one record per stdin line: `key<TAB>value[<TAB>timestamp-ms]`,
+    /// or a bare value (null key). Creates the topic if missing.
+    Produce {
+        #[command(flatten)]
+        at: TopicArgs,
+        /// Write every record to this partition (default: by key, as Kafka).
+        #[arg(long)]
+        partition: Option<u32>,
+        /// Partitions of the topic if it is created.
+        #[arg(long, default_value_t = 1)]
+        partitions: u32,
+    },
+    /// Print the committed records with partition, offset, timestamp and headers.
+    Consume {
+        #[command(flatten)]
+        at: TopicArgs,
+        /// Only this partition.
+        #[arg(long)]
+        partition: Option<u32>,
+        /// At most this many records.
+        #[arg(long)]
+        max: Option<u64>,
+    },
+    /// A topic's shape and offsets.
+    Describe {
+        #[command(flatten)]
+        at: TopicArgs,
+    },
+}
+
+/// A topic of the embedded log.
+#[derive(Debug, clap::Args)]
+struct TopicArgs {
+    /// The embedded log's directory.
+    #[arg(long)]
+    dir: PathBuf,
+    /// The topic.
+    #[arg(long)]
+    topic: String,
+}
 
 fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("quickstart") => quickstart::run(&args[1..]),
-        Some("--help" | "-h" | "help") | None => {
-            println!(
-                "usage: stoatflow <command>\n\ncommands:\n  quickstart    run the orders example and print its results"
-            );
+    tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::WARN)
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().command {
+        Command::Quickstart { dir } => quickstart::run(dir.as_deref()),
+        Command::Run {
+            config,
+            example,
+            partitions,
+            until_caught_up,
+            max_runtime,
+        } => run::run(
+            &config,
+            example,
+            partitions,
+            run::Stop {
+                caught_up: until_caught_up,
+                max_runtime: max_runtime.map(Duration::from_secs),
+            },
+        ),
+        Command::Watermarks { url, interval_ms } => {
+            watermarks::run(&url, Duration::from_millis(interval_ms))
+        }
+        Command::Describe { example } => {
+            println!("{}", example.topology()?.describe().trim_end());
             Ok(())
         }
-        Some(other) => anyhow::bail!("unknown command '{other}'; try `stoatflow --help`"),
+        Command::Log { command } => match command {
+            LogCommand::Topics { dir } => log_cmd::topics(&dir),
+            LogCommand::Produce {
+                at,
+                partition,
+                partitions,
+            } => log_cmd::produce(
+                &at.dir,
+                &at.topic,
+                partition,
+                partitions,
+                std::io::stdin().lock(),
+            ),
+            LogCommand::Consume { at, partition, max } => log_cmd::consume(
+                &at.dir,
+                &at.topic,
+                partition,
+                max,
+                &mut std::io::stdout().lock(),
+            ),
+            LogCommand::Describe { at } => log_cmd::describe(&at.dir, &at.topic),
+        },
     }
 }

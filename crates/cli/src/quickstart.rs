@@ -16,7 +16,7 @@
 //! `--dir D` keeps the log in `D` instead of a temporary directory.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -73,17 +73,9 @@ fn topology() -> anyhow::Result<Topology> {
     Ok(builder.build()?)
 }
 
-pub fn run(args: &[String]) -> anyhow::Result<()> {
-    let mut dir: Option<PathBuf> = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--dir" => dir = Some(it.next().context("--dir needs a directory")?.into()),
-            other => bail!("unknown quickstart argument '{other}' (try --dir DIR)"),
-        }
-    }
+pub fn run(dir: Option<&Path>) -> anyhow::Result<()> {
     match dir {
-        Some(dir) => run_in(&dir),
+        Some(dir) => run_in(dir),
         None => run_in(tempfile::tempdir()?.path()),
     }
 }

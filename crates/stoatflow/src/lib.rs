@@ -102,7 +102,7 @@ mod configured;
 pub use configured::{App, AppError};
 pub use stoatflow_runtime::{
     AppState, Backend, BarrierCadence, CommitBarrierConfig, ProcessingGuarantee, RuntimeConfig,
-    RuntimeError, StreamsApp, TaskId,
+    RuntimeError, StreamsApp, TaskId, partition_for_key,
 };
 pub use stoatflow_streams::*;
 pub use stoatflow_time::{

@@ -336,6 +336,14 @@ impl EmbeddedLog {
     pub fn dir(&self) -> Option<PathBuf> {
         self.lock().root.clone()
     }
+
+    /// Every topic, by name.
+    #[must_use]
+    pub fn topics(&self) -> Vec<TopicSpec> {
+        let mut topics: Vec<TopicSpec> = self.lock().meta.topics.values().cloned().collect();
+        topics.sort_by(|a, b| a.name.cmp(&b.name));
+        topics
+    }
 }
 
 impl Shared {

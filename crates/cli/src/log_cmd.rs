@@ -1,0 +1,228 @@
+//! `stoatflow log topics|produce|consume|describe --dir DIR`: the embedded
+//! log by hand, to inspect outputs and changelogs. Keys and values print as
+//! text when they are UTF-8, else as hex.
+//!
+//! Owns the line formats (`key<TAB>value[<TAB>timestamp-ms]` in, one line
+//! per record out) and the progress bars; the log is `stoatflow::log`'s.
+
+use std::io::{BufRead, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use stoatflow::log::{
+    Consumer, EmbeddedLog, Log, Record, SeekTo, Timestamp, TopicPartition, TopicSpec,
+    TransactionalProducer,
+};
+use stoatflow::{Clock, SystemClock, WallTime, partition_for_key};
+
+/// Records per transaction when producing.
+const BATCH: usize = 10_000;
+
+fn open(dir: &Path) -> anyhow::Result<EmbeddedLog> {
+    if !dir.join(".").is_dir() {
+        bail!("{}: no such directory", dir.display());
+    }
+    EmbeddedLog::open(dir).with_context(|| format!("opening the embedded log in {}", dir.display()))
+}
+
+fn partitions_of(log: &EmbeddedLog, topic: &str) -> anyhow::Result<u32> {
+    Ok(log
+        .describe_topic(topic)?
+        .with_context(|| format!("topic {topic} does not exist (see `stoatflow log topics`)"))?
+        .partitions)
+}
+
+/// `log topics`.
+pub fn topics(dir: &Path) -> anyhow::Result<()> {
+    let log = open(dir)?;
+    for spec in log.topics() {
+        println!("{}\t{}", spec.name, spec.shape);
+    }
+    Ok(())
+}
+
+/// `log describe`.
+pub fn describe(dir: &Path, topic: &str) -> anyhow::Result<()> {
+    let log = open(dir)?;
+    let spec = log
+        .topics()
+        .into_iter()
+        .find(|s| s.name == topic)
+        .with_context(|| format!("topic {topic} does not exist"))?;
+    println!("topic {topic}: {}", spec.shape);
+    let mut consumer = log.consumer("stoatflow-cli-describe")?;
+    for p in 0..spec.shape.partitions {
+        let tp = TopicPartition::new(topic, p);
+        consumer.assign(std::slice::from_ref(&tp))?;
+        let begin = consumer.beginning_offset(&tp)?;
+        let end = consumer.end_offset(&tp)?;
+        println!(
+            "  partition {p}: offsets {}..{} ({} committed records visible)",
+            begin.0,
+            end.0,
+            end.0.saturating_sub(begin.0)
+        );
+    }
+    Ok(())
+}
+
+/// `log produce`: one record per line of `input`.
+pub fn produce(
+    dir: &Path,
+    topic: &str,
+    partition: Option<u32>,
+    create_partitions: u32,
+    input: impl BufRead,
+) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let log = open(dir)?;
+    if log.describe_topic(topic)?.is_none() {
+        log.create_topic(&TopicSpec::new(topic, create_partitions))?;
+    }
+    let partitions = partitions_of(&log, topic)?;
+    if let Some(p) = partition.filter(|p| *p >= partitions) {
+        bail!("topic {topic} has {partitions} partitions; there is no partition {p}");
+    }
+    let bar = ProgressBar::new_spinner().with_message(format!("producing to {topic}"));
+    bar.set_style(ProgressStyle::with_template(
+        "{spinner} {msg}: {pos} records ({per_sec})",
+    )?);
+    let mut producer = log.transactional_producer("stoatflow-cli-produce")?;
+    let now = SystemClock.now().as_millis();
+    let (mut n, mut in_batch) = (0u64, 0usize);
+    producer.begin()?;
+    for (i, line) in input.lines().enumerate() {
+        let line = line.with_context(|| format!("reading line {}", i + 1))?;
+        if line.is_empty() {
+            continue;
+        }
+        let mut fields = line.splitn(3, '\t');
+        let first = fields.next().unwrap_or_default();
+        let (key, value) = match fields.next() {
+            Some(value) => (Some(first), value),
+            None => (None, first),
+        };
+        let timestamp = match fields.next() {
+            Some(t) => t.trim().parse::<i64>().with_context(|| {
+                format!(
+                    "line {}: timestamp {t:?} is not milliseconds since the epoch",
+                    i + 1
+                )
+            })?,
+            None => now,
+        };
+        let p = partition.unwrap_or_else(|| match key {
+            Some(k) => partition_for_key(k.as_bytes(), partitions),
+            None => (n % u64::from(partitions)) as u32,
+        });
+        let record = Record::new(
+            key.map(str::as_bytes),
+            Some(value.as_bytes()),
+            Timestamp(timestamp),
+        );
+        producer.send(&TopicPartition::new(topic, p), &record)?;
+        n += 1;
+        in_batch += 1;
+        bar.set_position(n);
+        if in_batch == BATCH {
+            producer.commit()?;
+            producer.begin()?;
+            in_batch = 0;
+        }
+    }
+    producer.commit()?;
+    bar.finish_and_clear();
+    println!("produced {n} records to {topic}");
+    Ok(())
+}
+
+/// Text if UTF-8, else `0x` and hex; `null` for none.
+fn show(bytes: Option<&[u8]>) -> String {
+    match bytes {
+        None => "null".into(),
+        Some(b) => match std::str::from_utf8(b) {
+            Ok(s) if !s.chars().any(char::is_control) => s.to_owned(),
+            _ => {
+                let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+                format!("0x{hex}")
+            }
+        },
+    }
+}
+
+/// `log consume`: every committed record from the beginning to the end
+/// offsets as of the call.
+pub fn consume(
+    dir: &Path,
+    topic: &str,
+    partition: Option<u32>,
+    max: Option<u64>,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let log = open(dir)?;
+    let partitions = partitions_of(&log, topic)?;
+    let tps: Vec<TopicPartition> = match partition {
+        Some(p) if p >= partitions => {
+            bail!("topic {topic} has {partitions} partitions; there is no partition {p}")
+        }
+        Some(p) => vec![TopicPartition::new(topic, p)],
+        None => (0..partitions)
+            .map(|p| TopicPartition::new(topic, p))
+            .collect(),
+    };
+    let mut consumer = log.consumer("stoatflow-cli-consume")?;
+    consumer.assign(&tps)?;
+    let mut ends = Vec::new();
+    let mut total = 0;
+    for tp in &tps {
+        consumer.seek(tp, SeekTo::Beginning)?;
+        let begin = consumer.position(tp)?;
+        let end = consumer.end_offset(tp)?;
+        total += end.0.saturating_sub(begin.0);
+        ends.push(end);
+    }
+    let limit = max.unwrap_or(u64::MAX);
+    let bar = ProgressBar::new(total.min(limit));
+    bar.set_style(ProgressStyle::with_template(
+        "{bar:40} {pos}/{len} records ({per_sec})",
+    )?);
+    let mut n = 0u64;
+    'read: loop {
+        let mut behind = false;
+        for (tp, end) in tps.iter().zip(&ends) {
+            behind |= consumer.position(tp)? < *end;
+        }
+        if !behind {
+            break;
+        }
+        for r in consumer.fetch(Duration::from_millis(50))? {
+            if n == limit {
+                break 'read;
+            }
+            let headers: Vec<String> = r
+                .record
+                .headers
+                .iter()
+                .map(|h| format!("{}={}", h.key, show(h.value.as_deref())))
+                .collect();
+            writeln!(
+                out,
+                "partition={} offset={} timestamp={} ({}) key={} value={} headers=[{}]",
+                r.partition.partition.0,
+                r.offset.0,
+                r.record.timestamp.0,
+                WallTime::from_millis(r.record.timestamp.0).to_iso8601(),
+                show(r.record.key.as_deref()),
+                show(r.record.value.as_deref()),
+                headers.join(",")
+            )?;
+            n += 1;
+            bar.set_position(n);
+        }
+    }
+    bar.finish_and_clear();
+    eprintln!("{n} records from {topic}");
+    Ok(())
+}

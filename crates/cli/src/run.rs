@@ -1,0 +1,87 @@
+//! `stoatflow run --config app.yaml --example NAME`: a bundled example on
+//! the backend and with the endpoints the configuration names, until
+//! SIGINT or SIGTERM (or `--until-caught-up`, `--max-runtime`), then a
+//! graceful close.
+//!
+//! Owns the command's lifecycle only: configuration is `stoatflow::config`'s,
+//! the application `stoatflow::App`'s.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use stoatflow::config::{BackendSettings, ConfigLoader};
+use stoatflow::log::TopicSpec;
+use stoatflow::{App, AppState};
+
+use crate::examples::Example;
+
+/// When `run` stops besides a signal.
+#[derive(Debug, Clone, Copy)]
+pub struct Stop {
+    /// Once every record present in the input topics is processed.
+    pub caught_up: bool,
+    /// After this long.
+    pub max_runtime: Option<Duration>,
+}
+
+pub fn run(config: &Path, example: Example, partitions: u32, stop: Stop) -> anyhow::Result<()> {
+    let config = ConfigLoader::new().yaml_file(config)?.env().build()?;
+    let backend = match &config.backend {
+        BackendSettings::Embedded { dir } => format!("embedded log in {}", dir.display()),
+        BackendSettings::Memory => "embedded log in memory".into(),
+        BackendSettings::Kafka(k) => format!("kafka at {}", k.bootstrap_servers),
+        other => format!("{other:?}"),
+    };
+    let mut app = App::from_config(example.topology()?, &config)?;
+    for topic in example.inputs().iter().chain([&example.output()]) {
+        app.ensure_topic(&TopicSpec::new(*topic, partitions))
+            .with_context(|| format!("topic {topic}"))?;
+    }
+    let signalled = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, signalled.clone())?;
+    }
+    let server = app.start_endpoints(&config.endpoints)?;
+    println!(
+        "running example {} (application id {}) on the {backend}",
+        example.name(),
+        config.runtime.application_id()
+    );
+    if let Some(server) = &server {
+        println!("endpoints: http://{}/watermarks", server.local_addr());
+    }
+    app.start()?;
+    let started = Instant::now();
+    let reason = loop {
+        if signalled.load(Ordering::Acquire) {
+            break "signal";
+        }
+        if app.state().has_stopped() {
+            break "stopped";
+        }
+        if stop.max_runtime.is_some_and(|m| started.elapsed() >= m) {
+            break "max runtime";
+        }
+        if stop.caught_up && app.state() == AppState::Running {
+            if app.wait_until_caught_up(Duration::from_millis(200))? {
+                break "caught up";
+            }
+        } else {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    println!("stopping ({reason})");
+    let closed = app.close(Duration::from_secs(60));
+    if let Some(server) = server {
+        server.shutdown();
+    }
+    if let Some(e) = app.error() {
+        anyhow::bail!("the application stopped with an error: {e}");
+    }
+    anyhow::ensure!(closed, "the application did not close in time");
+    println!("closed: every window the watermark closed is committed");
+    Ok(())
+}

@@ -1,0 +1,368 @@
+//! `stoatflow watermarks --url URL`: part 4's runbook in a terminal. Reads
+//! `GET /watermarks` twice (to see whether the minimum partition is still
+//! receiving records), prints every partition as a table, marks the one
+//! holding the global watermark, and says which of the five branches of
+//! "Reading /watermarks" applies and what to do.
+//!
+//! Owns the reading of the JSON and the branch rules; the HTTP is
+//! `http_get`'s.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::Value;
+use stoatflow::{Clock, SystemClock, WallTime};
+
+use crate::http_get;
+
+/// The alert threshold of part 4: event time five minutes behind wall clock.
+const LAG_ALERT_MS: i64 = 300_000;
+
+/// Which branch of the runbook applies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Branch {
+    /// No stall: the watermark trails wall clock by less than the alert.
+    Healthy { lag_ms: i64 },
+    /// Branch 1: the minimum partition went quiet; its idleness timeout
+    /// has not elapsed (or is 0: it never idles).
+    QuietNotYetIdle { partition: String, timeout_ms: i64 },
+    /// Branch 2: live but delivering old timestamps.
+    LiveOldTimestamps { partition: String, lag_ms: i64 },
+    /// Branch 3: an alignment hold binds every source.
+    AlignmentHold { binding: String },
+    /// Branch 4: the next record is stamped in the future and waits.
+    FutureHead { partition: String, preview: bool },
+    /// Branch 5: no event-time tracking, or nothing registered: never a
+    /// watermark.
+    NoWatermark,
+}
+
+/// The runbook's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnosis {
+    /// The partition holding the global watermark, if one does.
+    pub minimum: Option<String>,
+    /// The branch.
+    pub branch: Branch,
+}
+
+fn num(v: &Value, field: &str) -> Option<i64> {
+    v.get(field).and_then(Value::as_i64)
+}
+
+/// A partition's contribution: its preview watermark where it shows one.
+fn effective(p: &Value) -> i64 {
+    num(p, "previewWatermarkMs")
+        .or_else(|| num(p, "watermarkMs"))
+        .unwrap_or(i64::MIN)
+}
+
+/// Applies part 4's rules to two readings of `/watermarks` taken a moment
+/// apart (`None` for a 503) at wall-clock `now_ms`.
+pub fn diagnose(first: Option<&Value>, second: Option<&Value>, now_ms: i64) -> Diagnosis {
+    let Some(now) = second else {
+        return Diagnosis {
+            minimum: None,
+            branch: Branch::NoWatermark,
+        };
+    };
+    let empty = serde_json::Map::new();
+    let partitions = now
+        .get("partitions")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    if partitions.is_empty() {
+        return Diagnosis {
+            minimum: None,
+            branch: Branch::NoWatermark,
+        };
+    }
+    let global = num(now, "globalMs").unwrap_or(i64::MIN);
+    let live: Vec<(&String, &Value)> = partitions
+        .iter()
+        .filter(|(_, p)| p.get("idle") != Some(&Value::Bool(true)))
+        .collect();
+    let minimum = live
+        .iter()
+        .find(|(_, p)| effective(p) == global)
+        .or_else(|| live.iter().min_by_key(|(_, p)| effective(p)))
+        .map(|(name, p)| ((*name).clone(), *p));
+    let binding = now
+        .get("alignmentBinding")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let branch = if let Some(binding) = binding {
+        Branch::AlignmentHold { binding }
+    } else if let Some((name, p)) = &minimum {
+        let held = p.get("headHeldSinceMs").is_some_and(|v| !v.is_null());
+        let lag_ms = now_ms.saturating_sub(global);
+        if held || p.get("previewWatermarkMs").is_some() {
+            Branch::FutureHead {
+                partition: name.clone(),
+                preview: p.get("previewWatermarkMs").is_some(),
+            }
+        } else if global != i64::MIN && lag_ms < LAG_ALERT_MS {
+            Branch::Healthy { lag_ms }
+        } else {
+            let before = first
+                .and_then(|f| f.get("partitions"))
+                .and_then(|ps| ps.get(name.as_str()))
+                .and_then(|p| num(p, "lastEventTimeMs"));
+            let moved = before.is_some_and(|b| Some(b) != num(p, "lastEventTimeMs"));
+            if moved {
+                Branch::LiveOldTimestamps {
+                    partition: name.clone(),
+                    lag_ms,
+                }
+            } else {
+                Branch::QuietNotYetIdle {
+                    partition: name.clone(),
+                    timeout_ms: num(p, "idlenessTimeoutMs").unwrap_or(0),
+                }
+            }
+        }
+    } else {
+        // Every partition idle: the watermark holds where it is.
+        Branch::QuietNotYetIdle {
+            partition: "every partition (all idle)".into(),
+            timeout_ms: 0,
+        }
+    };
+    Diagnosis {
+        minimum: minimum.map(|(n, _)| n),
+        branch,
+    }
+}
+
+/// What to do, in part 4's words.
+pub fn advice(branch: &Branch) -> String {
+    match branch {
+        Branch::Healthy { lag_ms } => format!(
+            "no stall: event time trails wall clock by {lag_ms} ms (the lag alert fires above {LAG_ALERT_MS} ms)"
+        ),
+        Branch::QuietNotYetIdle { partition, timeout_ms } if *timeout_ms == 0 => format!(
+            "branch 1 (quiet, never idles): {partition} receives nothing and has idleness disabled, so it holds the watermark forever; give its source with_idleness or set stoatflow.watermark.idleness-timeout-ms"
+        ),
+        Branch::QuietNotYetIdle { partition, timeout_ms } => format!(
+            "branch 1 (quiet, not yet idle): {partition} went quiet and its idleness timeout ({timeout_ms} ms) has not elapsed; wait, or lower that source's with_idleness"
+        ),
+        Branch::LiveOldTimestamps { partition, lag_ms } => format!(
+            "branch 2 (live, old timestamps): {partition} keeps receiving records stamped {lag_ms} ms behind wall clock; no watermark setting fixes it: find the producer (its clock or a replay), or accept the stall for the catch-up"
+        ),
+        Branch::AlignmentHold { binding } => format!(
+            "branch 3 (alignment hold): {binding} binds its alignment group while it has nothing buffered; size max_allowed_watermark_drift to at least that source's normal gap plus the difference in bounds, or give it a shorter with_idleness"
+        ),
+        Branch::FutureHead { partition, preview: true } => format!(
+            "branch 4 (future head): {partition}'s next record is stamped ahead and waits; with a built-in strategy its preview watermark lets the other partitions set event time: not a stall; fix the producer's clock or the timestamp unit"
+        ),
+        Branch::FutureHead { partition, preview: false } => format!(
+            "branch 4 (future head, no preview): {partition}'s next record is stamped ahead and its custom generator gives no preview; the watermark stands until that record is dispatched or the partition idles out; fix the producer's clock or the timestamp unit"
+        ),
+        Branch::NoWatermark => "branch 5 (no event time): nothing is registered or tracking is off (stoatflow_topology_event_time_tracking = 0): there was never a watermark to stall; if you expected windows to close, force timestamp-coordination-mode: ENABLED and compare".into(),
+    }
+}
+
+fn iso(ms: Option<i64>) -> String {
+    match ms {
+        Some(i64::MIN) | None => "N/A".into(),
+        Some(ms) => WallTime::from_millis(ms).to_iso8601(),
+    }
+}
+
+/// The partitions as a table, the minimum marked.
+pub fn table(body: &Value, minimum: Option<&str>) -> String {
+    let header = [
+        "",
+        "PARTITION",
+        "WATERMARK",
+        "IDLE",
+        "LAST EVENT",
+        "IDLENESS MS",
+        "HELD",
+        "PREVIEW",
+    ];
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| (*s).to_owned()).collect()];
+    if let Some(ps) = body.get("partitions").and_then(Value::as_object) {
+        for (name, p) in ps {
+            rows.push(vec![
+                if Some(name.as_str()) == minimum {
+                    "*"
+                } else {
+                    ""
+                }
+                .into(),
+                name.clone(),
+                iso(num(p, "watermarkMs")),
+                p.get("idle")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false)
+                    .to_string(),
+                iso(num(p, "lastEventTimeMs")),
+                num(p, "idlenessTimeoutMs").map_or("-".into(), |t| t.to_string()),
+                p.get("alignmentHeld")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false)
+                    .to_string(),
+                num(p, "previewWatermarkMs").map_or("-".into(), |t| iso(Some(t))),
+            ]);
+        }
+    }
+    let widths: Vec<usize> = (0..header.len())
+        .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn read(url: &str) -> anyhow::Result<Option<Value>> {
+    let (status, body) = http_get::get(url, Duration::from_secs(5))?;
+    match status {
+        200 => Ok(Some(
+            serde_json::from_str(&body).with_context(|| format!("{url}: the body is not JSON"))?,
+        )),
+        503 => Ok(None),
+        other => anyhow::bail!("{url} answered {other}: {}", body.trim()),
+    }
+}
+
+/// `stoatflow watermarks`.
+pub fn run(url: &str, interval: Duration) -> anyhow::Result<()> {
+    let base = url.trim_end_matches('/');
+    let url = if base.ends_with("/watermarks") {
+        base.to_owned()
+    } else {
+        format!("{base}/watermarks")
+    };
+    let first = read(&url)?;
+    std::thread::sleep(interval);
+    let second = read(&url)?;
+    let now = SystemClock.now().as_millis();
+    let d = diagnose(first.as_ref(), second.as_ref(), now);
+    match &second {
+        Some(body) => {
+            let global = num(body, "globalMs");
+            println!(
+                "global watermark: {} ({})",
+                iso(global),
+                global.unwrap_or(i64::MIN)
+            );
+            print!("{}", table(body, d.minimum.as_deref()));
+            match &d.minimum {
+                Some(m) => println!("* holds the global watermark: {m}"),
+                None => println!("no partition holds the global watermark"),
+            }
+        }
+        None => {
+            println!("{url} answered 503: the engine is not initialised, or nothing has registered")
+        }
+    }
+    println!("{}", advice(&d.branch));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const NOW: i64 = 1_790_071_600_000;
+
+    fn body(binding: Value, p0: Value, p1: Value) -> Value {
+        json!({
+            "globalMs": 1_790_071_560_000i64, "globalIso": "",
+            "alignmentGroupMins": {}, "alignmentBinding": binding,
+            "partitions": { "orders:0": p0, "orders:1": p1 }
+        })
+    }
+
+    fn part(wm: i64, idle: bool, last: i64) -> Value {
+        json!({ "watermarkMs": wm, "idle": idle, "lastEventTimeMs": last,
+                "alignmentGroup": null, "alignmentHeld": false,
+                "driftFromGroupMinMs": 0, "idlenessTimeoutMs": 120000 })
+    }
+
+    #[test]
+    fn the_part_4_example_is_healthy_and_names_the_live_minimum() {
+        let b = body(
+            Value::Null,
+            part(1_790_071_560_000, false, 1_790_071_592_000),
+            part(1_790_071_058_000, true, 1_790_071_080_000),
+        );
+        let d = diagnose(Some(&b), Some(&b), NOW);
+        assert_eq!(d.minimum.as_deref(), Some("orders:0"));
+        assert_eq!(d.branch, Branch::Healthy { lag_ms: 40_000 });
+        let t = table(&b, d.minimum.as_deref());
+        assert!(t.lines().nth(1).unwrap().starts_with("*  orders:0"), "{t}");
+    }
+
+    #[test]
+    fn each_branch() {
+        let late = NOW + 3_600_000;
+        let quiet = body(
+            Value::Null,
+            part(1_790_071_560_000, false, 1),
+            part(1_790_071_900_000, false, 2),
+        );
+        assert_eq!(
+            diagnose(Some(&quiet), Some(&quiet), late).branch,
+            Branch::QuietNotYetIdle {
+                partition: "orders:0".into(),
+                timeout_ms: 120_000
+            }
+        );
+        let moved = body(
+            Value::Null,
+            part(1_790_071_560_000, false, 5),
+            part(1_790_071_900_000, false, 2),
+        );
+        assert_eq!(
+            diagnose(Some(&quiet), Some(&moved), late).branch,
+            Branch::LiveOldTimestamps {
+                partition: "orders:0".into(),
+                lag_ms: late - 1_790_071_560_000
+            }
+        );
+        let held = body(
+            json!("orders:1"),
+            part(1_790_071_560_000, false, 5),
+            part(1, false, 2),
+        );
+        assert_eq!(
+            diagnose(None, Some(&held), late).branch,
+            Branch::AlignmentHold {
+                binding: "orders:1".into()
+            }
+        );
+        let mut ahead = part(0, false, 5);
+        ahead["previewWatermarkMs"] = json!(1_790_071_560_000i64);
+        ahead["headHeldSinceMs"] = json!(NOW);
+        let future = body(Value::Null, ahead, part(1_790_071_900_000, false, 2));
+        assert_eq!(
+            diagnose(None, Some(&future), late).branch,
+            Branch::FutureHead {
+                partition: "orders:0".into(),
+                preview: true
+            }
+        );
+        assert_eq!(diagnose(None, None, NOW).branch, Branch::NoWatermark);
+        for b in [
+            Branch::Healthy { lag_ms: 1 },
+            Branch::QuietNotYetIdle {
+                partition: "p".into(),
+                timeout_ms: 0,
+            },
+            Branch::NoWatermark,
+        ] {
+            assert!(!advice(&b).is_empty());
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! `stoatflow run --config` on the embedded log, read back with
+//! `stoatflow log consume`; `stoatflow watermarks` against the running
+//! application's endpoints; SIGTERM stops it gracefully; a bad
+//! configuration names the key and its position.
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::support::*;
+
+/// Clicks produced into an embedded log, and a configuration running on
+/// it with `extra` appended: (temporary directory, log directory, file).
+fn clicks_and_config(extra: &str) -> (tempfile::TempDir, String, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = path(&dir.path().join("log")).to_owned();
+    ok(
+        &["log", "produce", "--dir", &log, "--topic", "clicks"],
+        &clicks(),
+    );
+    let file = dir.path().join("app.yaml");
+    std::fs::write(&file, config(&log, extra)).unwrap();
+    (dir, log, file)
+}
+
+fn config(dir: &str, extra: &str) -> String {
+    format!(
+        "application.id: clicks-cli\nstoatflow:\n  backend: embedded\n  embedded:\n    dir: {dir}\n  processing:\n    lanes: 1\n  commit-barrier:\n    interval-ms: 150\nruntime:\n  endpoints:\n    listen: 127.0.0.1:0\n{extra}"
+    )
+}
+
+#[test]
+fn run_until_caught_up_commits_the_final_counts() {
+    let (_dir, l, file) = clicks_and_config(
+        "stoatflow.watermark.idleness-timeout-ms: 0\nstoatflow.watermark.max-out-of-orderness-ms: 0\n",
+    );
+    let l = l.as_str();
+    let out = ok(
+        &[
+            "run",
+            "--config",
+            path(&file),
+            "--example",
+            "windowed-count",
+            "--until-caught-up",
+        ],
+        "",
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains("running example windowed-count (application id clicks-cli)"),
+        "{text}"
+    );
+    assert!(text.contains("stopping (caught up)"), "{text}");
+    // The part-4 startup warning: the source left without idleness.
+    let err = stderr(&out);
+    assert_eq!(
+        err.matches("idleness is disabled for these sources")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("clicks"), "{err}");
+
+    let out = ok(
+        &["log", "consume", "--dir", l, "--topic", "click-counts"],
+        "",
+    );
+    let mut counts: Vec<String> = stdout(&out)
+        .lines()
+        .map(|line| {
+            let key = line
+                .split(" key=")
+                .nth(1)
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap();
+            let value = line
+                .split(" value=")
+                .nth(1)
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap();
+            format!("{key}={value}")
+        })
+        .collect();
+    counts.sort();
+    assert_eq!(
+        counts,
+        [
+            "u0@2026-09-21T14:13:20Z=5",
+            "u0@2026-09-21T14:13:30Z=5",
+            "u1@2026-09-21T14:13:20Z=5",
+            "u1@2026-09-21T14:13:30Z=5",
+        ]
+    );
+}
+
+#[test]
+fn watermarks_reads_a_running_app_and_sigterm_stops_it() {
+    let (_dir, _log, file) = clicks_and_config("");
+    let mut child = stoatflow()
+        .args(["run", "--config", path(&file), "--max-runtime", "120"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = loop {
+        let line = lines.next().expect("an endpoints line").unwrap();
+        if let Some(rest) = line.strip_prefix("endpoints: ") {
+            break rest.trim_end_matches("/watermarks").to_owned();
+        }
+    };
+    // Wait until the input is dispatched and a watermark is published.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let text = loop {
+        let out = ok(&["watermarks", "--url", &url, "--interval-ms", "100"], "");
+        let text = stdout(&out);
+        if text.contains("clicks:0") && !text.contains("global watermark: N/A") {
+            break text;
+        }
+        assert!(std::time::Instant::now() < deadline, "no watermark: {text}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    // T0 + 1 h, less the default 10 s bound.
+    assert!(
+        text.contains("global watermark: 2026-09-21T15:13:10Z"),
+        "{text}"
+    );
+    let row = text.lines().find(|l| l.contains("clicks:0")).unwrap();
+    assert!(row.starts_with('*'), "the minimum is marked: {text}");
+    assert!(
+        text.contains("* holds the global watermark: clicks:0"),
+        "{text}"
+    );
+    // Months behind wall clock and not receiving: quiet, not yet idle (branch 1).
+    assert!(
+        text.contains("branch 1 (quiet, not yet idle): clicks:0"),
+        "{text}"
+    );
+
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    let exit = child.wait().unwrap();
+    assert!(exit.success(), "{rest:?}");
+    assert!(rest.iter().any(|l| l == "stopping (signal)"), "{rest:?}");
+    assert!(rest.iter().any(|l| l.starts_with("closed:")), "{rest:?}");
+}
+
+#[test]
+fn watermarks_refuses_unreachable_and_non_http_urls() {
+    let out = run(
+        &[
+            "watermarks",
+            "--url",
+            "http://127.0.0.1:1",
+            "--interval-ms",
+            "0",
+        ],
+        "",
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("cannot connect to 127.0.0.1:1"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&["watermarks", "--url", "ftp://x"], "");
+    assert!(
+        stderr(&out).contains("only http:// URLs"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_bad_configuration_names_the_key_and_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.yaml");
+    std::fs::write(
+        &file,
+        "stoatflow:\n  backend: embedded\n  watermark:\n    idleness-timeout: 5\n",
+    )
+    .unwrap();
+    let out = run(&["run", "--config", path(&file)], "");
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "unknown configuration key stoatflow.watermark.idleness-timeout at {}:4:5; did you mean stoatflow.watermark.idleness-timeout-ms?",
+            file.display()
+        )),
+        "{err}"
+    );
+}
