@@ -2,4 +2,5 @@
 
 mod bad_config;
 mod every_key;
+mod example_file;
 mod startup_warning;
