@@ -279,12 +279,11 @@ impl Draft {
 
     fn inapplicable(&self, key: &'static str, backend: &str) -> Result<(), ConfigError> {
         match self.at.get(key) {
-            Some(at) => Err(ConfigError::OutOfRange {
+            Some(at) => Err(ConfigError::Inapplicable {
                 key: key.into(),
                 at: at.clone(),
-                value: "set".into(),
                 reason: format!(
-                    "it has no effect with {BACKEND}: {backend} (set {BACKEND} to the backend it belongs to, or remove it)"
+                    "{BACKEND} is {backend} (set {BACKEND} to the backend it belongs to, or remove it)"
                 ),
             }),
             None => Ok(()),
@@ -387,11 +386,12 @@ impl Draft {
 
     fn no_pass_through(&self, backend: &str, at: &Origin) -> Result<(), ConfigError> {
         match self.properties.keys().next() {
-            Some(p) => Err(ConfigError::OutOfRange {
+            Some(p) => Err(ConfigError::Inapplicable {
                 key: format!("{KAFKA_PREFIX}{p}"),
                 at: at.clone(),
-                value: "set".into(),
-                reason: format!("Kafka client properties have no effect with {BACKEND}: {backend}"),
+                reason: format!(
+                    "Kafka client properties need {BACKEND}: kafka, and it is {backend}"
+                ),
             }),
             None => Ok(()),
         }

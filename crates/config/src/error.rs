@@ -110,6 +110,25 @@ pub enum ConfigError {
         /// The accepted range or values.
         reason: String,
     },
+    /// A setting that has no effect with the choice another one made.
+    #[error("configuration key {key} at {at} has no effect: {reason}")]
+    Inapplicable {
+        /// The key.
+        key: String,
+        /// Where.
+        at: Origin,
+        /// Which choice makes it ineffective.
+        reason: String,
+    },
+    /// A setting the component it is for refuses (for example a librdkafka
+    /// property stoatflow sets itself).
+    #[error("configuration key {key} is refused: {reason}")]
+    Refused {
+        /// The key.
+        key: String,
+        /// Why.
+        reason: String,
+    },
     /// A setting missing for the choice another one made.
     #[error("configuration key {key} is required: {reason}")]
     Missing {
@@ -135,6 +154,8 @@ impl ConfigError {
             | ConfigError::Duplicate { key, .. }
             | ConfigError::WrongType { key, .. }
             | ConfigError::OutOfRange { key, .. }
+            | ConfigError::Inapplicable { key, .. }
+            | ConfigError::Refused { key, .. }
             | ConfigError::Missing { key, .. } => Some(key),
             ConfigError::Read { .. } | ConfigError::Syntax { .. } => None,
         }

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use stoatflow_config::{AppConfig, BackendSettings, ConfigError, EndpointsSettings, Origin};
+use stoatflow_config::{AppConfig, BackendSettings, ConfigError, EndpointsSettings};
 use stoatflow_log::{EmbeddedLog, Log, LogError, TopicSpec};
 use stoatflow_runtime::{AppHandle, AppState, RuntimeError, StreamsApp};
 use stoatflow_server::{EndpointsConfig, HttpServer, ServerError};
@@ -86,9 +86,9 @@ impl App {
                 Ok(App::Embedded(StreamsApp::new(topology, runtime)?))
             }
             BackendSettings::Kafka(kafka) => kafka_app(topology, config, kafka),
-            _ => Err(AppError::Config(ConfigError::Missing {
+            other => Err(AppError::Config(ConfigError::Refused {
                 key: "stoatflow.backend".into(),
-                reason: "this build does not know the configured backend".into(),
+                reason: format!("this build does not know the backend {other:?}"),
             })),
         }
     }
@@ -185,10 +185,8 @@ fn kafka_app(
         client = client
             .with_property(key.clone(), value.expose())
             .map_err(|e| match e {
-                LogError::Config { reason, .. } => AppError::Config(ConfigError::OutOfRange {
+                LogError::Config { reason, .. } => AppError::Config(ConfigError::Refused {
                     key: format!("kafka.{key}"),
-                    at: Origin::Default,
-                    value: "set".into(),
                     reason,
                 }),
                 other => AppError::Log(other),
@@ -208,10 +206,9 @@ fn kafka_app(
     _config: &AppConfig,
     _kafka: &stoatflow_config::KafkaSettings,
 ) -> Result<App, AppError> {
-    Err(AppError::Config(ConfigError::OutOfRange {
+    Err(AppError::Config(ConfigError::Refused {
         key: "stoatflow.backend".into(),
-        at: Origin::Default,
-        value: "kafka".into(),
-        reason: "this build of stoatflow has no Kafka support (enable the `kafka` feature)".into(),
+        reason: "kafka: this build of stoatflow has no Kafka support (enable the `kafka` feature)"
+            .into(),
     }))
 }

@@ -91,7 +91,7 @@ fn kafka_needs_brokers_and_kafka_keys_need_kafka() {
     );
     let e = err("bootstrap.servers: b:9092\n");
     assert!(
-        e.to_string().starts_with("configuration key bootstrap.servers at app.yaml:1:20: set is out of range: it has no effect with stoatflow.backend: embedded"),
+        e.to_string().starts_with("configuration key bootstrap.servers at app.yaml:1:20 has no effect: stoatflow.backend is embedded"),
         "{e}"
     );
     let e = err("stoatflow.backend: memory\nkafka.sasl.password: hunter2\n");
