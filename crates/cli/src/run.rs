@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
 use stoatflow::config::{BackendSettings, ConfigLoader};
 use stoatflow::log::TopicSpec;
 use stoatflow::{App, AppState};
@@ -55,7 +56,16 @@ pub fn run(config: &Path, example: Example, partitions: u32, stop: Stop) -> anyh
     }
     app.start()?;
     let started = Instant::now();
+    // Restore runs while the state is REBALANCING; the runtime reports no
+    // record counts outside itself, so this shows time and state only.
+    let restoring = ProgressBar::new_spinner().with_message("restoring state (REBALANCING)");
+    restoring.set_style(ProgressStyle::with_template("{spinner} {msg} {elapsed}")?);
     let reason = loop {
+        if app.state() == AppState::Rebalancing {
+            restoring.tick();
+        } else if !restoring.is_finished() {
+            restoring.finish_and_clear();
+        }
         if signalled.load(Ordering::Acquire) {
             break "signal";
         }
@@ -73,6 +83,7 @@ pub fn run(config: &Path, example: Example, partitions: u32, stop: Stop) -> anyh
             std::thread::sleep(Duration::from_millis(50));
         }
     };
+    restoring.finish_and_clear();
     println!("stopping ({reason})");
     let closed = app.close(Duration::from_secs(60));
     if let Some(server) = server {
