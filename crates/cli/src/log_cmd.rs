@@ -21,7 +21,7 @@ use stoatflow::{Clock, SystemClock, WallTime, partition_for_key};
 const BATCH: usize = 10_000;
 
 fn open(dir: &Path) -> anyhow::Result<EmbeddedLog> {
-    if !dir.join(".").is_dir() {
+    if !dir.is_dir() {
         bail!("{}: no such directory", dir.display());
     }
     EmbeddedLog::open(dir).with_context(|| format!("opening the embedded log in {}", dir.display()))

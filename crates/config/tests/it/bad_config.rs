@@ -94,6 +94,12 @@ fn kafka_needs_brokers_and_kafka_keys_need_kafka() {
         e.to_string().starts_with("configuration key bootstrap.servers at app.yaml:1:20 has no effect: stoatflow.backend is embedded"),
         "{e}"
     );
+    let e =
+        err("stoatflow.backend: kafka\nbootstrap.servers: b:1\nkafka.sasl.password: [hunter2]\n");
+    assert_eq!(
+        e.to_string(),
+        "configuration key kafka.sasl.password at app.yaml:3:22: expected a string, found <redacted>"
+    );
     let e = err("stoatflow.backend: memory\nkafka.sasl.password: hunter2\n");
     assert!(e.to_string().contains("kafka.sasl.password"), "{e}");
     assert!(!e.to_string().contains("hunter2"), "{e}");
