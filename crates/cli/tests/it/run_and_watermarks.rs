@@ -9,18 +9,47 @@ use std::time::Duration;
 
 use crate::support::*;
 
-/// Clicks produced into an embedded log, and a configuration running on
-/// it with `extra` appended: (temporary directory, log directory, file).
-fn clicks_and_config(extra: &str) -> (tempfile::TempDir, String, std::path::PathBuf) {
+/// `inputs` (topic, lines) produced into an embedded log, and a
+/// configuration running on it with `extra` appended: (temporary
+/// directory, log directory, file).
+fn inputs_and_config(
+    inputs: &[(&str, String)],
+    extra: &str,
+) -> (tempfile::TempDir, String, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let log = path(&dir.path().join("log")).to_owned();
-    ok(
-        &["log", "produce", "--dir", &log, "--topic", "clicks"],
-        &clicks(),
-    );
+    for (topic, lines) in inputs {
+        ok(&["log", "produce", "--dir", &log, "--topic", topic], lines);
+    }
     let file = dir.path().join("app.yaml");
     std::fs::write(&file, config(&log, extra)).unwrap();
     (dir, log, file)
+}
+
+fn clicks_and_config(extra: &str) -> (tempfile::TempDir, String, std::path::PathBuf) {
+    inputs_and_config(&[("clicks", clicks())], extra)
+}
+
+/// `key=value` of every committed record of `topic`, sorted.
+fn committed(log: &str, topic: &str) -> Vec<String> {
+    let out = ok(&["log", "consume", "--dir", log, "--topic", topic], "");
+    let mut pairs: Vec<String> = stdout(&out)
+        .lines()
+        .map(|line| {
+            let key = line
+                .split(" key=")
+                .nth(1)
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap();
+            let value = line.split(" value=").nth(1).unwrap();
+            let value = value.rsplit_once(" headers=").unwrap().0;
+            format!("{key}={value}")
+        })
+        .collect();
+    pairs.sort();
+    pairs
 }
 
 fn config(dir: &str, extra: &str) -> String {
@@ -62,31 +91,7 @@ fn run_until_caught_up_commits_the_final_counts() {
     );
     assert!(err.contains("clicks"), "{err}");
 
-    let out = ok(
-        &["log", "consume", "--dir", l, "--topic", "click-counts"],
-        "",
-    );
-    let mut counts: Vec<String> = stdout(&out)
-        .lines()
-        .map(|line| {
-            let key = line
-                .split(" key=")
-                .nth(1)
-                .unwrap()
-                .split(' ')
-                .next()
-                .unwrap();
-            let value = line
-                .split(" value=")
-                .nth(1)
-                .unwrap()
-                .split(' ')
-                .next()
-                .unwrap();
-            format!("{key}={value}")
-        })
-        .collect();
-    counts.sort();
+    let counts = committed(l, "click-counts");
     assert_eq!(
         counts,
         [
@@ -95,6 +100,65 @@ fn run_until_caught_up_commits_the_final_counts() {
             "u1@2026-09-21T14:13:20Z=5",
             "u1@2026-09-21T14:13:30Z=5",
         ]
+    );
+}
+
+#[test]
+fn the_join_and_suppress_examples_run_to_their_final_results() {
+    let end = T0 + 3_600_000;
+    let readings: String = (0..10)
+        .map(|i| format!("s1\t7\t{}\n", T0 + i * 900))
+        .chain([format!("s1\t7\t{end}\n")])
+        .collect();
+    let (_dir, l, file) = inputs_and_config(
+        &[
+            (
+                "orders",
+                format!("o1\t10\t{T0}\no2\t20\t{}\nend\tx\t{end}\n", T0 + 2_000),
+            ),
+            (
+                "payments",
+                format!("o1\tpaid\t{}\nend\tx\t{end}\n", T0 + 1_000),
+            ),
+            ("readings", readings),
+        ],
+        "",
+    );
+    for example in ["join", "suppress"] {
+        // One application id each: a second topology under the first one's
+        // id would resume from its watermark and drop everything as late.
+        let own = file.with_file_name(format!("{example}.yaml"));
+        let text = std::fs::read_to_string(&file).unwrap();
+        std::fs::write(&own, text.replace("clicks-cli", example)).unwrap();
+        let out = ok(
+            &[
+                "run",
+                "--config",
+                path(&own),
+                "--example",
+                example,
+                "--until-caught-up",
+            ],
+            "",
+        );
+        assert!(
+            stdout(&out).contains("stopping (caught up)"),
+            "{}",
+            stdout(&out)
+        );
+    }
+    assert_eq!(
+        committed(&l, "order-payments"),
+        [
+            "end=order=x payment=x",
+            "o1=order=10 payment=paid",
+            "o2=order=20 payment=none"
+        ]
+    );
+    // Only the closed window, once, though every reading updated it.
+    assert_eq!(
+        committed(&l, "sensor-final-counts"),
+        ["s1@2026-09-21T14:13:20Z=10"]
     );
 }
 
