@@ -118,7 +118,7 @@ pub const KEYS: &[KeySpec] = &[
     k(BACKEND, "embedded | memory | kafka", "embedded"),
     k(
         EMBEDDED_DIR,
-        "a directory (embedded backend)",
+        "a directory (embedded backend; relative to the working directory)",
         "stoatflow-data",
     ),
     k(CHANGELOG, "a boolean", "true"),
