@@ -65,6 +65,7 @@ pub use dsl::cogroup::{
     SlidingWindowedCogroupedKStream, TimeWindowedCogroupedKStream, WindowedCogroupedKStream,
 };
 pub use dsl::grouped::KGroupedStream;
+pub use dsl::grouped_table::KGroupedTable;
 pub use dsl::joins::{JoinWindows, Joined, StreamJoined};
 pub use dsl::kstream::{BranchedKStream, KStream};
 pub use dsl::ktable::KTable;
@@ -80,10 +81,10 @@ pub use processor::{
 };
 pub use processors::scheduled_source::Schedule;
 pub use processors::suppress_time::{BufferConfig, BufferFullStrategy};
-pub use record::{Headers, Record, Window, Windowed};
+pub use record::{Change, Headers, Record, Window, Windowed};
 pub use serde::{
-    BytesSerde, F64Serde, I32Serde, I64Serde, JsonSerde, NullableSerde, Serde, SerdeError,
-    SerdeRef, Serdes, SessionWindowedSerde, StringSerde, TimeWindowedSerde, UnitSerde,
+    BytesSerde, ChangeSerde, F64Serde, I32Serde, I64Serde, JsonSerde, NullableSerde, Serde,
+    SerdeError, SerdeRef, Serdes, SessionWindowedSerde, StringSerde, TimeWindowedSerde, UnitSerde,
 };
 pub use topology::context::{DropReason, OutputRecord, RecordMetadata, TaskContext, TaskMetrics};
 pub use topology::task::{EpochCommit, StreamTask, TypedInput};

@@ -51,7 +51,7 @@ impl StreamsBuilder {
     }
 
     /// A table read from `topic`: the latest value per key, null values deleting.
-    /// Values must be nullable on the wire; the table carries `Option<V>`.
+    /// The value serde reads non-null values; a null on the wire is a delete.
     pub fn table<K, V>(
         &mut self,
         topic: &str,
@@ -62,8 +62,22 @@ impl StreamsBuilder {
         K: Ord + Clone + 'static,
         V: Clone + 'static,
     {
-        let stream = self.stream(topic, consumed);
-        stream.to_table_named(store)
+        let node = add_source(
+            &self.graph,
+            topic,
+            consumed.key_serde.clone(),
+            crate::serde::nullable_ref(consumed.value_serde.clone()),
+            consumed.strategy.map(|s| s.for_nullable_values()),
+            consumed.name,
+            false,
+        );
+        crate::dsl::ktable::table_from::<K, V, Option<V>>(
+            &self.graph,
+            node,
+            store,
+            Some(consumed.key_serde),
+            Some(consumed.value_serde),
+        )
     }
 
     /// The topology built so far. Bad DSL arguments recorded while building

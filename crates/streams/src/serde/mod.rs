@@ -6,8 +6,10 @@
 //! i32, i64, f64 in Kafka's big-endian layouts, JSON over serde types,
 //! nullable wrappers) and the windowed-key serdes whose layout matches Kafka
 //! Streams' time-windowed (`[key][start: i64 BE]`) and session-windowed
-//! (`[key][end: i64 BE][start: i64 BE]`) serdes.
+//! (`[key][end: i64 BE][start: i64 BE]`) serdes, and [`ChangeSerde`] for a
+//! regrouped table's updates.
 
+mod change;
 mod codec;
 mod primitive;
 mod windowed;
@@ -15,6 +17,7 @@ mod windowed;
 use std::fmt;
 use std::sync::Arc;
 
+pub use change::ChangeSerde;
 pub use primitive::{
     BytesSerde, F64Serde, I32Serde, I64Serde, JsonSerde, NullableSerde, StringSerde, UnitSerde,
 };
@@ -92,6 +95,30 @@ pub trait Serde<T>: Send + Sync + fmt::Debug {
 
 /// A shared, type-erased serde.
 pub type SerdeRef<T> = Arc<dyn Serde<T>>;
+
+/// A shared serde is a serde (so wrappers such as [`NullableSerde`] take one).
+impl<T> Serde<T> for SerdeRef<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn serialize(&self, topic: &str, value: &T, out: &mut Vec<u8>) -> Result<(), SerdeError> {
+        (**self).serialize(topic, value, out)
+    }
+    fn deserialize(&self, topic: &str, bytes: &[u8]) -> Result<T, SerdeError> {
+        (**self).deserialize(topic, bytes)
+    }
+    fn serialize_nullable(&self, topic: &str, value: &T) -> Result<Option<Vec<u8>>, SerdeError> {
+        (**self).serialize_nullable(topic, value)
+    }
+    fn deserialize_nullable(&self, topic: &str, bytes: Option<&[u8]>) -> Result<T, SerdeError> {
+        (**self).deserialize_nullable(topic, bytes)
+    }
+}
+
+/// `Option<T>` over a shared serde, `None` a null.
+pub(crate) fn nullable_ref<T: 'static>(serde: SerdeRef<T>) -> SerdeRef<Option<T>> {
+    Arc::new(NullableSerde::new(serde))
+}
 
 /// Constructors of the standard serdes, named as in Kafka's `Serdes`.
 #[derive(Debug, Clone, Copy)]

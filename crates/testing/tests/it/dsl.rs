@@ -164,7 +164,7 @@ fn grouped_count_reduce_aggregate_and_table_operators() {
     grouped
         .count()
         .to_stream()
-        .map_values(|_, c| c.to_string())
+        .map_values(|_, c| c.map(|c| c.to_string()))
         .to("count", strings());
     grouped
         .reduce(|a, v| format!("{a}|{v}"), Materialized::as_("reduced"))
@@ -178,7 +178,7 @@ fn grouped_count_reduce_aggregate_and_table_operators() {
         )
         .filter(|_, n| *n > 2)
         .map_values(|_, n| n.to_string())
-        .to_stream_with_tombstones()
+        .to_stream()
         .map_values(|_, v| v.unwrap_or_else(|| "<tombstone>".into()))
         .to("agg", strings());
     let out = run(

@@ -26,5 +26,7 @@ mod spec_examples;
 mod state_serde;
 mod stream_table;
 mod suppress;
+mod table_aggregate;
+mod table_joins;
 mod validation;
 mod window_scenarios;

@@ -42,7 +42,9 @@ use stoatflow_testing::{DriverConfig, DriverError, TestRecord, TopologyTestDrive
 
 pub use cells::{Cell, Data};
 pub use outcome::{Out, Outcome, out, tombstone};
-pub use sides::{LEFT, OUT, RIGHT, expect_out, left, none, right, sides};
+pub use sides::{
+    LEFT, OUT, RIGHT, delete, expect_out, expect_rows, left, none, right, sides, table_sides,
+};
 pub use step::{INPUT, Step, dropped, expect, expect_key_values, nothing, pipe, pipe_to};
 pub use text::{grouped_text, to_topic, to_topic_windowed};
 
