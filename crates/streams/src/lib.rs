@@ -91,6 +91,11 @@ pub use topology::task::{EpochCommit, StreamTask, TypedInput};
 pub use topology::{EventTimeReader, SourceDescription, Topology};
 pub use windows::{EmitStrategy, SessionWindows, SlidingWindows, TimeWindows};
 
+/// The store traits, to read a store a test or the Processor API holds.
+pub use stoatflow_state::{
+    KeyValueStore, SessionStore, SessionWindow, StateStore, ValueAndTimestamp, WindowStore,
+};
+
 /// The in-memory window store behind a windowed aggregation named `store`
 /// (for typed inspection: `task.store::<WindowStoreOf<K, A>>(name)`).
 pub type WindowStoreOf<K, A> =

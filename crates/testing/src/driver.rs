@@ -12,8 +12,8 @@ use stoatflow_state::{
     in_memory_watermark_store, restore,
 };
 use stoatflow_streams::{
-    DropReason, Headers, OutputRecord, ProcessError, StreamTask, StreamsConfig, TaskMetrics,
-    Topology, TopologyError,
+    DropReason, Headers, KeyValueStoreOf, OutputRecord, ProcessError, SessionStoreOf, StreamTask,
+    StreamsConfig, TaskMetrics, Topology, TopologyError, WindowStoreOf,
 };
 use stoatflow_time::{WallTime, Watermark};
 
@@ -78,6 +78,24 @@ pub enum DriverError {
     NoRecord {
         /// The topic.
         topic: String,
+    },
+    /// No store has this name.
+    #[error("no store named {store}; the topology's stores are: {known}")]
+    NoStore {
+        /// The name asked for.
+        store: String,
+        /// The stores there are, comma-separated.
+        known: String,
+    },
+    /// The store exists but is not of the type asked for.
+    #[error("store {store} is a {actual}, not a {expected}")]
+    StoreType {
+        /// The store.
+        store: String,
+        /// The type asked for.
+        expected: &'static str,
+        /// The store's type.
+        actual: &'static str,
     },
 }
 
@@ -380,13 +398,64 @@ impl TopologyTestDriver {
     }
 
     /// A store by name, typed with its concrete type (e.g.
-    /// `stoatflow_streams::WindowStoreOf<String, i64>`).
-    pub fn store<S: 'static>(&self, name: &str) -> Option<Rc<RefCell<S>>> {
-        self.inner
-            .borrow()
-            .tasks
-            .iter()
-            .find_map(|t| t.store::<S>(name))
+    /// `stoatflow_streams::WindowStoreOf<String, i64>`; the typed accessors
+    /// below spell the common ones).
+    ///
+    /// # Errors
+    /// [`DriverError::NoStore`] naming the stores there are, or
+    /// [`DriverError::StoreType`] naming the type asked for and the store's.
+    pub fn store<S: 'static>(&self, name: &str) -> Result<Rc<RefCell<S>>, DriverError> {
+        let inner = self.inner.borrow();
+        if let Some(store) = inner.tasks.iter().find_map(|t| t.store::<S>(name)) {
+            return Ok(store);
+        }
+        match inner.tasks.iter().find_map(|t| t.store_type_name(name)) {
+            Some(actual) => Err(DriverError::StoreType {
+                store: name.to_owned(),
+                expected: std::any::type_name::<S>(),
+                actual,
+            }),
+            None => Err(DriverError::NoStore {
+                store: name.to_owned(),
+                known: self.store_names().join(", "),
+            }),
+        }
+    }
+
+    /// The key-value store behind a table or a non-windowed aggregation
+    /// (`count`, `reduce`, `aggregate`, `StreamsBuilder::table`), values
+    /// with their timestamps.
+    ///
+    /// # Errors
+    /// As [`TopologyTestDriver::store`].
+    pub fn key_value_store<K: 'static, V: 'static>(
+        &self,
+        name: &str,
+    ) -> Result<Rc<RefCell<KeyValueStoreOf<K, V>>>, DriverError> {
+        self.store(name)
+    }
+
+    /// The window store behind a time- or sliding-windowed aggregation.
+    ///
+    /// # Errors
+    /// As [`TopologyTestDriver::store`].
+    pub fn window_store<K: 'static, V: 'static>(
+        &self,
+        name: &str,
+    ) -> Result<Rc<RefCell<WindowStoreOf<K, V>>>, DriverError> {
+        self.store(name)
+    }
+
+    /// The session store behind a session-windowed aggregation
+    /// (`SessionStore::all` lists every session).
+    ///
+    /// # Errors
+    /// As [`TopologyTestDriver::store`].
+    pub fn session_store<K: 'static, V: 'static>(
+        &self,
+        name: &str,
+    ) -> Result<Rc<RefCell<SessionStoreOf<K, V>>>, DriverError> {
+        self.store(name)
     }
 
     /// Every store's name.

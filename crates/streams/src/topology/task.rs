@@ -298,6 +298,12 @@ impl StreamTask {
             .ok()
     }
 
+    /// The concrete type of store `name` (what [`StreamTask::store`] needs), if
+    /// this task has it.
+    pub fn store_type_name(&self, name: &str) -> Option<&'static str> {
+        self.stores.get(name).map(|h| h.type_name)
+    }
+
     /// Names of this task's stores.
     pub fn store_names(&self) -> impl Iterator<Item = &str> {
         self.stores.keys().map(String::as_str)

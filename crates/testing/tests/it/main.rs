@@ -24,6 +24,7 @@ mod sessions;
 mod sliding;
 mod spec_examples;
 mod state_serde;
+mod store_access;
 mod stream_table;
 mod suppress;
 mod table_aggregate;

@@ -20,7 +20,8 @@
 //!
 //! Tests that test the driver API itself call it directly and are not
 //! scenarios: `refusals` and `validation` (what `TopologyTestDriver::new`
-//! refuses), `deserialization` (`pipe_raw` and the driver's error values).
+//! refuses), `deserialization` (`pipe_raw` and the driver's error values),
+//! `store_access` (the driver's typed store accessors and their errors).
 //! `spec_examples` also drives a bare `StreamTask` to show the engine's
 //! clock beside the driver's; that is the engine's API, not the driver's.
 //!
