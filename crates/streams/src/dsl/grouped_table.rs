@@ -18,7 +18,7 @@ use crate::dsl::materialized::{Grouped, Materialized};
 use crate::processors::table_regroup::{Selector, TableRegroup};
 use crate::processors::windowed::Aggregation;
 use crate::record::Change;
-use crate::serde::{ChangeSerde, I64Serde, SerdeRef};
+use crate::serde::{ChangeSerde, I64Serde, PairSerde, SerdeRef};
 use crate::topology::graph::{Downstream, Instantiation, port};
 
 /// A table regrouped by [`KTable::group_by`], ready to aggregate.
@@ -39,7 +39,8 @@ impl<K, V> std::fmt::Debug for KGroupedTable<K, V> {
 impl<K: Ord + Clone + 'static, V: Clone + 'static> KTable<K, V> {
     /// Regroups the table: `selector` gives each row a new key and value
     /// (Kafka Streams' `groupBy(KeyValueMapper)`). The rows go through a
-    /// repartition topic, for which `grouped` gives the serdes and the name.
+    /// repartition topic, for which `grouped` gives the serdes and the name
+    /// (they also serve the store that remembers each row's selected pair).
     /// A row that changes or is deleted is subtracted from its old group.
     pub fn group_by<K2, V2>(
         &self,
@@ -55,8 +56,13 @@ impl<K: Ord + Clone + 'static, V: Clone + 'static> KTable<K, V> {
             .graph
             .borrow_mut()
             .next_name("KTABLE-SELECT-STATE-STORE");
-        let (ks, vs) = (self.key_serde.clone(), self.value_serde.clone());
-        note_missing(&self.graph, &prior, true, &ks, &vs);
+        let ks = self.key_serde.clone();
+        let pairs = grouped
+            .key_serde
+            .clone()
+            .zip(grouped.value_serde.clone())
+            .map(|(k, v)| Arc::new(PairSerde::new(k, v)) as SerdeRef<(K2, V2)>);
+        note_missing(&self.graph, &prior, true, &ks, &pairs);
         let store_name = prior.clone();
         let (id, _) = add_processor(
             &self.graph,
@@ -66,7 +72,7 @@ impl<K: Ord + Clone + 'static, V: Clone + 'static> KTable<K, V> {
             None,
             Arc::new(move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
                 port::<K, Option<V>, _>(TableRegroup {
-                    prior: table_store(cx, &store_name, &ks, &vs),
+                    prior: table_store(cx, &store_name, &ks, &pairs),
                     store_name: store_name.clone(),
                     selector: selector.clone(),
                     down: Downstream::from_children(ch),
@@ -168,7 +174,8 @@ where
 
     /// Folds the rows per group: `init` starts a group, `adder` puts a
     /// value in, `subtractor` takes one out. The store's value serde is
-    /// needed for its changelog (`Materialized::with_value_serde`).
+    /// inferred for the standard types (`String`, `i64`, ...); give others
+    /// with `Materialized::with_value_serde`.
     pub fn aggregate<A: Clone + 'static>(
         &self,
         init: impl Fn() -> A + Send + Sync + 'static,
@@ -177,7 +184,8 @@ where
         materialized: Materialized<K, A>,
     ) -> KTable<K, A> {
         let aggregation = change_aggregation(init, adder, subtractor);
+        let m = materialized.or_default_value_serde();
         self.grouped()
-            .aggregate_into("KTABLE-AGGREGATE", aggregation, materialized)
+            .aggregate_into("KTABLE-AGGREGATE", aggregation, m)
     }
 }

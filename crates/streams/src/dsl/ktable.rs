@@ -341,4 +341,28 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         );
         KTable::new(self.graph.clone(), id, self.key_serde.clone(), None, None)
     }
+
+    /// Maps each row's value into a table materialized as `materialized`
+    /// says (Kafka Streams' `mapValues(mapper, Materialized)`): its value
+    /// serde serves the store and the operators after it that keep state
+    /// (a join's side store, a sink's default).
+    pub fn map_values_with<V2: Clone + 'static>(
+        &self,
+        f: impl Fn(&K, V) -> V2 + Send + Sync + 'static,
+        materialized: crate::dsl::materialized::Materialized<K, V2>,
+    ) -> KTable<K, V2>
+    where
+        K: Ord,
+    {
+        let mapped = self.map_values(f);
+        let store = materialized.name.clone().unwrap_or_else(|| {
+            self.graph
+                .borrow_mut()
+                .next_name("KTABLE-MAPVALUES-STATE-STORE")
+        });
+        let ks = materialized.key_serde.or_else(|| self.key_serde.clone());
+        let vs = materialized.value_serde;
+        crate::dsl::grouped::note_missing(&self.graph, &store, true, &ks, &vs);
+        table_from::<K, V2, Option<V2>>(&self.graph, mapped.node, &store, ks, vs)
+    }
 }

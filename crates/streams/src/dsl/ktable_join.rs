@@ -4,7 +4,9 @@
 //!
 //! Wiring only: a node per side (`processors::table_join`), both reading and
 //! writing the join's two side stores, and a merge node whose output is the
-//! joined table.
+//! joined table. The side stores use the tables' value serdes (inferred for
+//! the standard types; `KTable::map_values_with` gives one to a mapped
+//! table).
 
 use std::any::Any;
 use std::sync::Arc;
@@ -14,7 +16,7 @@ use crate::dsl::kstream::add_processor;
 use crate::dsl::ktable::{KTable, table_store};
 use crate::processors::stateless::PassThrough;
 use crate::processors::table_join::{Optional, SideJoiner, SideStore, TableJoinSide};
-use crate::serde::SerdeRef;
+use crate::serde::{SerdeRef, default_serde};
 use crate::topology::graph::{Downstream, Instantiation, port};
 
 impl<K: Ord + Clone + 'static, V: Clone + 'static> KTable<K, V> {
@@ -68,12 +70,14 @@ impl<K: Ord + Clone + 'static, V: Clone + 'static> KTable<K, V> {
         let (this_store, other_store) =
             (format!("{base}-this-store"), format!("{base}-other-store"));
         let ks = self.key_serde.clone().or_else(|| other.key_serde.clone());
-        note_missing(&self.graph, &this_store, true, &ks, &self.value_serde);
-        note_missing(&self.graph, &other_store, true, &ks, &other.value_serde);
+        let vs = self.value_serde.clone().or_else(default_serde);
+        let vo = other.value_serde.clone().or_else(default_serde);
+        note_missing(&self.graph, &this_store, true, &ks, &vs);
+        note_missing(&self.graph, &other_store, true, &ks, &vo);
         let this_side = SideStores {
             key_serde: ks.clone(),
-            this: (this_store.clone(), self.value_serde.clone()),
-            other: (other_store.clone(), other.value_serde.clone()),
+            this: (this_store.clone(), vs),
+            other: (other_store.clone(), vo),
         };
         let other_side = this_side.flipped();
         let flipped: SideJoiner<VO, V, R> = {

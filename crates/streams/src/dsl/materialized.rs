@@ -195,6 +195,13 @@ impl<K: 'static, V: 'static> Materialized<K, V> {
         self
     }
 
+    /// Uses the standard serde of `V` unless one was given (an aggregation
+    /// of a `String`, `i64`, ... infers it, as `count` does).
+    pub(crate) fn or_default_value_serde(self) -> Self {
+        let serde = crate::serde::default_serde();
+        self.or_value_serde(serde)
+    }
+
     /// No changelog for this store.
     #[must_use]
     pub fn with_logging_disabled(mut self) -> Self {

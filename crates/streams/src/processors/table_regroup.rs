@@ -2,9 +2,10 @@
 //! `KTableRepartitionMap`): each update becomes a [`Change`] under the
 //! selected key, the old value's pair first.
 //!
-//! The old value is the last value this operator saw for the key, kept in
-//! its own store (`<node>-prior`), so the parent table needs no old values
-//! of its own. When the old and new pairs select the same key, one record
+//! The old pair is the one this operator selected last for the key, kept in
+//! its own store, so the parent table needs no old values of its own (and
+//! the store needs only the serdes of the selected key and value, which the
+//! repartition topic needs anyway). When the old and new pairs select the same key, one record
 //! carries both; otherwise the old pair's subtraction and the new pair's
 //! addition are two records, as they may land on different partitions.
 //! Knows nothing of the aggregation that follows.
@@ -26,7 +27,7 @@ pub(crate) type Selector<K, V, K2, V2> = Arc<dyn Fn(&K, &V) -> (K2, V2) + Send +
 
 pub(crate) struct TableRegroup<K, V, K2, V2> {
     pub(crate) store_name: String,
-    pub(crate) prior: Rc<RefCell<KvStoreOf<K, V>>>,
+    pub(crate) prior: Rc<RefCell<KvStoreOf<K, (K2, V2)>>>,
     pub(crate) selector: Selector<K, V, K2, V2>,
     pub(crate) down: Downstream<K2, Change<V2>>,
 }
@@ -34,9 +35,8 @@ pub(crate) struct TableRegroup<K, V, K2, V2> {
 impl<K, V, K2, V2> Push<K, Option<V>> for TableRegroup<K, V, K2, V2>
 where
     K: Ord + Clone + 'static,
-    V: Clone + 'static,
-    K2: PartialEq + Clone,
-    V2: Clone,
+    K2: PartialEq + Clone + 'static,
+    V2: Clone + 'static,
 {
     fn push(
         &mut self,
@@ -47,14 +47,15 @@ where
             store: self.store_name.clone(),
             source: Box::new(source),
         };
+        let new = rec.value.as_ref().map(|v| (self.selector)(&rec.key, v));
         let old = {
             let mut prior = self.prior.borrow_mut();
             let old = prior.get(&rec.key).map_err(err)?.map(|v| v.value);
-            match &rec.value {
-                Some(v) => prior
+            match &new {
+                Some(pair) => prior
                     .put(
                         rec.key.clone(),
-                        ValueAndTimestamp::new(v.clone(), rec.timestamp),
+                        ValueAndTimestamp::new(pair.clone(), rec.timestamp),
                         rec.timestamp,
                     )
                     .map_err(err)?,
@@ -65,8 +66,6 @@ where
             }
             old
         };
-        let old = old.map(|v| (self.selector)(&rec.key, &v));
-        let new = rec.value.as_ref().map(|v| (self.selector)(&rec.key, v));
         let (ts, headers) = (rec.timestamp, rec.headers);
         let send = |cx: &mut TaskContext, key: K2, change: Change<V2>| {
             self.down.forward(

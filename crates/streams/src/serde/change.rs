@@ -1,6 +1,7 @@
 //! [`ChangeSerde`]: a [`Change`] on a repartition topic, the form a
 //! regrouped table's updates take between `KTable::group_by` and the
-//! `KGroupedTable` aggregation.
+//! `KGroupedTable` aggregation; and `PairSerde`, the selected pair the
+//! regrouping remembers per row in its store.
 //!
 //! Layout (ours; Kafka Streams' own is internal too): one flag byte (bit 0:
 //! a new value follows, bit 1: an old value follows); with both, a 4-byte
@@ -87,6 +88,61 @@ impl<V> Serde<Change<V>> for ChangeSerde<V> {
     }
 }
 
+/// A `(K, V)` pair: a 4-byte big-endian length of the key, the key, the value.
+pub(crate) struct PairSerde<K, V> {
+    key: SerdeRef<K>,
+    value: SerdeRef<V>,
+    name: String,
+}
+
+impl<K, V> PairSerde<K, V> {
+    pub(crate) fn new(key: SerdeRef<K>, value: SerdeRef<V>) -> Self {
+        let name = format!("pair({}, {})", key.name(), value.name());
+        PairSerde { key, value, name }
+    }
+}
+
+impl<K, V> fmt::Debug for PairSerde<K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("PairSerde").field(&self.name).finish()
+    }
+}
+
+impl<K, V> Serde<(K, V)> for PairSerde<K, V> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn serialize(&self, topic: &str, (k, v): &(K, V), out: &mut Vec<u8>) -> Result<(), SerdeError> {
+        let at = out.len();
+        out.extend_from_slice(&[0; 4]);
+        self.key.serialize(topic, k, out)?;
+        let len = u32::try_from(out.len() - at - 4).map_err(|_| SerdeError::Unwritable {
+            serde: self.name.clone(),
+            topic: topic.to_owned(),
+            reason: "a key longer than 4 GiB".into(),
+        })?;
+        out[at..at + 4].copy_from_slice(&len.to_be_bytes());
+        self.value.serialize(topic, v, out)
+    }
+
+    fn deserialize(&self, topic: &str, b: &[u8]) -> Result<(K, V), SerdeError> {
+        let bad = |reason: &str| malformed(&self.name, topic, b.len(), reason);
+        let (len, rest) = b
+            .split_first_chunk::<4>()
+            .ok_or_else(|| bad("no length of the key"))?;
+        let len = u32::from_be_bytes(*len) as usize;
+        if len > rest.len() {
+            return Err(bad("the key's length runs past the end"));
+        }
+        let (k, v) = rest.split_at(len);
+        Ok((
+            self.key.deserialize(topic, k)?,
+            self.value.deserialize(topic, v)?,
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -112,6 +168,19 @@ mod tests {
             s.serialize("t", &c, &mut out).unwrap();
             assert_eq!(s.deserialize("t", &out).unwrap(), c);
         }
+    }
+
+    #[test]
+    fn a_pair_reads_back_and_a_short_one_is_an_error() {
+        let s = PairSerde::new(
+            Arc::new(Serdes::string()) as SerdeRef<String>,
+            Arc::new(Serdes::i64()) as SerdeRef<i64>,
+        );
+        let mut out = Vec::new();
+        s.serialize("t", &("key".to_owned(), 7), &mut out).unwrap();
+        assert_eq!(s.deserialize("t", &out).unwrap(), ("key".to_owned(), 7));
+        let e = s.deserialize("t", &[0, 0, 0, 9, b'k']).unwrap_err();
+        assert!(e.to_string().contains("pair(string, i64)"), "{e}");
     }
 
     #[test]

@@ -310,3 +310,42 @@ fn kstream_to_table_materializes_and_repartitions_a_changed_key() {
         ])
         .run();
 }
+
+#[test]
+fn a_mapped_table_without_a_value_serde_regroups_and_restores() {
+    // `map_values` loses the table's value serde; the regrouping remembers
+    // each row's selected pair with `Grouped`'s serdes, so the topology is
+    // accepted and a crash loses nothing.
+    let mut b = StreamsBuilder::new();
+    let t = b
+        .table("input", strings(), "input-table")
+        .map_values(|_, v| v.len())
+        .group_by(
+            |k, n: &usize| (format!("len{n}"), k.clone()),
+            Grouped::with(Serdes::string(), Serdes::string()),
+        )
+        .aggregate(
+            String::new,
+            |_, v, agg| agg + v,
+            |_, v, agg: String| agg.replace(v.as_str(), ""),
+            Materialized::as_("by-length"),
+        );
+    to_out(&t);
+    scenario(b.build().unwrap())
+        .steps([
+            pipe("a", "x", 1),
+            pipe("b", "y", 2),
+            Step::Crash,
+            pipe("a", "xy", 3),
+            expect(
+                "out",
+                [
+                    ("len1", "a", 1),
+                    ("len1", "ab", 2),
+                    ("len1", "b", 3),
+                    ("len2", "a", 3),
+                ],
+            ),
+        ])
+        .run();
+}

@@ -142,3 +142,35 @@ fn ktable_ktable_outer_join_as_kafka_streams() {
     ];
     run(Kind::Outer, [a, b, c, d, e, f, g, deleted]);
 }
+
+#[test]
+fn a_mapped_table_joins_with_the_serde_map_values_with_gives_it() {
+    // A struct value has no standard serde: `map_values_with` gives the
+    // mapped table one (and a store), so the join's side store has a
+    // changelog serde and the driver accepts the topology.
+    #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+    struct Len {
+        n: usize,
+    }
+    let mut b = StreamsBuilder::new();
+    let consumed = || Consumed::with(Serdes::i32(), Serdes::string());
+    let lens = b.table(LEFT, consumed(), "left-table").map_values_with(
+        |_, v: String| Len { n: v.len() },
+        stoatflow_streams::Materialized::as_("lens").with_value_serde(Serdes::json::<Len>()),
+    );
+    assert_eq!(lens.queryable_store_name(), Some("lens"));
+    let right: KTable<i32, String> = b.table(RIGHT, consumed(), "right-table");
+    lens.join(&right, |l, r| format!("{}+{r}", l.n))
+        .to_stream()
+        .to("out", Produced::with(Serdes::i32(), Serdes::string()));
+    table_sides(b.build().unwrap())
+        .steps([
+            put(LEFT, 0, "abc".into(), 1),
+            put(RIGHT, 0, "R".into(), 2),
+            expect_rows(&[(0, Some("3+R"), 2)]),
+            Step::Crash,
+            delete(LEFT, 0, 3),
+            expect_rows(&[(0, None, 3)]),
+        ])
+        .run();
+}
