@@ -19,6 +19,7 @@ mod processor_api;
 mod properties;
 mod refusals;
 mod restart_at_operation_boundaries;
+mod restart_handles;
 mod retention;
 mod sessions;
 mod sliding;
