@@ -86,7 +86,9 @@ pub use serde::{
     BytesSerde, ChangeSerde, F64Serde, I32Serde, I64Serde, JsonSerde, NullableSerde, Serde,
     SerdeError, SerdeRef, Serdes, SessionWindowedSerde, StringSerde, TimeWindowedSerde, UnitSerde,
 };
-pub use topology::context::{DropReason, OutputRecord, RecordMetadata, TaskContext, TaskMetrics};
+pub use topology::context::{
+    DropEvent, DropReason, OutputRecord, RecordMetadata, TaskContext, TaskMetrics,
+};
 pub use topology::task::{EpochCommit, StreamTask, TypedInput};
 pub use topology::{EventTimeReader, SourceDescription, Topology};
 pub use windows::{EmitStrategy, SessionWindows, SlidingWindows, TimeWindows};

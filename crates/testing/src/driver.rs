@@ -12,8 +12,8 @@ use stoatflow_state::{
     in_memory_watermark_store, restore,
 };
 use stoatflow_streams::{
-    DropReason, Headers, KeyValueStoreOf, OutputRecord, ProcessError, SessionStoreOf, StreamTask,
-    StreamsConfig, TaskMetrics, Topology, TopologyError, WindowStoreOf,
+    DropEvent, DropReason, Headers, KeyValueStoreOf, OutputRecord, ProcessError, SessionStoreOf,
+    StreamTask, StreamsConfig, TaskMetrics, Topology, TopologyError, WindowStoreOf,
 };
 use stoatflow_time::{WallTime, Watermark};
 
@@ -147,6 +147,8 @@ pub(crate) struct Inner {
     carried: TaskMetrics,
     /// Restarted: every handle to this driver fails with `Retired`.
     retired: bool,
+    /// Dropped records so far (the restarted-from drivers' included).
+    drop_events: Vec<DropEvent>,
 }
 
 /// Runs a topology without a broker. Cloning gives another handle to the
@@ -201,6 +203,9 @@ impl TopologyTestDriver {
             }
         }
         let mut tasks = tasks;
+        for t in &mut tasks {
+            t.collect_drop_events();
+        }
         if first_tick {
             for t in &mut tasks {
                 // The first tick: initializes processors and arms wall-clock schedules.
@@ -228,6 +233,7 @@ impl TopologyTestDriver {
                 last_stamp: Watermark::MIN,
                 carried: TaskMetrics::default(),
                 retired: false,
+                drop_events: Vec::new(),
             })),
         })
     }
@@ -369,14 +375,19 @@ impl TopologyTestDriver {
     }
 
     fn rebuild(self) -> Result<Self, DriverError> {
-        let (outputs, carried) = {
+        let (outputs, carried, drop_events) = {
             let mut i = self.inner.borrow_mut();
             i.retired = true;
+            i.drain_drop_events();
             let mut carried = i.carried.clone();
             for t in &i.tasks {
                 carried.merge(t.metrics());
             }
-            (std::mem::take(&mut i.outputs), carried)
+            (
+                std::mem::take(&mut i.outputs),
+                carried,
+                std::mem::take(&mut i.drop_events),
+            )
         };
         let (topology, config, mut driver, changelogs, wall, offsets, barrier) = {
             let i = self.inner.borrow();
@@ -446,6 +457,7 @@ impl TopologyTestDriver {
             inner.last_stamp = resumed;
             inner.outputs = outputs;
             inner.carried = carried;
+            inner.drop_events = drop_events;
             inner.changelogs = changelogs;
             inner.offsets = offsets.clone();
             inner.committed_offsets = offsets;
@@ -548,6 +560,17 @@ impl TopologyTestDriver {
             .unwrap_or_default()
     }
 
+    /// Every record dropped so far, in order, as data: source topic,
+    /// partition and offset, key, reason, and the window or session it
+    /// missed with its close. One event per count of
+    /// `dropped.records.total` (so per window for a record several time
+    /// windows drop, as Kafka Streams meters it). Carried across restarts.
+    pub fn dropped_records(&self) -> Vec<DropEvent> {
+        let mut inner = self.inner.borrow_mut();
+        inner.drain_drop_events();
+        inner.drop_events.clone()
+    }
+
     /// A metrics snapshot. Counters are cumulative across restarts, as a
     /// metrics backend sums a restarted application's counters: after a
     /// crash, records piped again are counted again, as the engine counts
@@ -566,6 +589,13 @@ impl TopologyTestDriver {
 }
 
 impl Inner {
+    fn drain_drop_events(&mut self) {
+        for t in &mut self.tasks {
+            let events = t.take_drop_events();
+            self.drop_events.extend(events);
+        }
+    }
+
     fn task_for(&self, topic: &str) -> Result<usize, DriverError> {
         self.task_of_topic.get(topic).copied().ok_or_else(|| {
             ProcessError::UnknownTopic {

@@ -118,3 +118,46 @@ fn committed_offsets_say_what_a_crash_loses() {
     let out = fresh.create_output_topic("out", Serdes::string(), Serdes::i64());
     assert_eq!(out.read_key_value().unwrap(), ("a".to_owned(), 3));
 }
+
+#[test]
+fn dropped_records_are_data_with_their_source_key_and_window() {
+    let d = driver(true);
+    let input = d.create_input_topic("in", Serdes::string(), Serdes::string());
+    input
+        .pipe_input_with_timestamp("a".into(), "x".into(), 12)
+        .unwrap();
+    input
+        .pipe_input_with_timestamp("b".into(), "x".into(), 2)
+        .unwrap(); // late
+    let fresh = d.crash_restart().unwrap();
+    let input = fresh.create_input_topic("in", Serdes::string(), Serdes::string());
+    input
+        .pipe_input_with_timestamp("c".into(), "x".into(), 3)
+        .unwrap(); // late
+    let drops = fresh.dropped_records();
+    let seen: Vec<_> = drops
+        .iter()
+        .map(|e| {
+            let (window, close) = e.window.expect("a window drop names its window");
+            (
+                e.source.offset,
+                e.key.as_deref().unwrap_or("?"),
+                e.timestamp,
+                e.reason,
+                (window.start, window.end, close),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (Some(1), "\"b\"", 2, DropReason::LateWindow, (0, 10, 10)),
+            (Some(2), "\"c\"", 3, DropReason::LateWindow, (0, 10, 10)),
+        ]
+    );
+    assert!(drops.iter().all(|e| &*e.source.topic == "in"));
+    assert_eq!(
+        fresh.metrics().dropped(DropReason::LateWindow),
+        drops.len() as u64
+    );
+}
