@@ -10,6 +10,7 @@ use crate::dsl::ktable::KTable;
 use crate::dsl::materialized::Consumed;
 use crate::error::TopologyError;
 use crate::processors::source::Source;
+use crate::serde::UnitSerde;
 use crate::topology::Topology;
 use crate::topology::graph::{
     Downstream, Instantiation, NodeDef, NodeKind, PortHandle, SharedGraph, SourceInput, SourceTime,
@@ -78,6 +79,14 @@ impl StreamsBuilder {
             Some(consumed.key_serde),
             Some(consumed.value_serde),
         )
+    }
+
+    /// A source that only moves event time: its records (any key and value
+    /// bytes, nulls included) are not processed, but their timestamps count
+    /// towards the application's watermark like any source's (a heartbeat
+    /// or clock topic; in the test driver, a topic to pipe time into).
+    pub fn watermark_source(&mut self, topic: &str) {
+        let _ = self.stream(topic, Consumed::with(UnitSerde, UnitSerde));
     }
 
     /// The topology built so far. Bad DSL arguments recorded while building
