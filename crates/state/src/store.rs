@@ -339,6 +339,14 @@ pub trait WindowStore<K, V>: Segmented {
     /// As [`KeyValueStore::get`].
     fn fetch_all(&self, time_from: i64, time_to: i64) -> Result<Vec<(i64, K, V)>, StateError>;
 
+    /// Every window, as (start, key, value), ordered by start, then key.
+    ///
+    /// # Errors
+    /// As [`KeyValueStore::get`].
+    fn all(&self) -> Result<Vec<(i64, K, V)>, StateError> {
+        self.fetch_all(i64::MIN, i64::MAX)
+    }
+
     /// Removes the window of `key` starting at `window_start`.
     ///
     /// # Errors
@@ -404,6 +412,14 @@ pub trait SessionStore<K, V>: Segmented {
         end_from: i64,
         end_to: i64,
     ) -> Result<Vec<(SessionWindow, K, V)>, StateError>;
+
+    /// Every session, ordered by end, then key, then start.
+    ///
+    /// # Errors
+    /// As [`KeyValueStore::get`].
+    fn all(&self) -> Result<Vec<(SessionWindow, K, V)>, StateError> {
+        self.fetch_all_by_end(i64::MIN, i64::MAX)
+    }
 
     /// Removes the session.
     ///

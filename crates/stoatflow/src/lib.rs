@@ -96,6 +96,59 @@
 //! test driver's clock is simpler than the engine's (the driver can drop an
 //! out-of-order record that the engine still counts), so assert in driver
 //! tests *what* is emitted, not *when*.
+//!
+//! ## Kafka Streams call → stoatflow call
+//!
+//! Every DSL method of Kafka Streams (3.x/4.x), by class. Overloads become
+//! `_with` variants (Rust has no overloading); `null` becomes `Option`.
+//!
+//! | Kafka Streams | stoatflow |
+//! |---|---|
+//! | **StreamsBuilder** `stream(topic, Consumed)` | `stream(topic, Consumed)` |
+//! | `stream(Collection<String>)`, `stream(Pattern)` | not supported: one topic per source (a pattern needs topic discovery the embedded log does not do) |
+//! | `table(topic, Consumed, Materialized)` | `table(topic, Consumed, store_name)`; a null value deletes |
+//! | `globalTable(..)`, `addGlobalStore(..)` | not supported: no global (fully replicated) stores yet; use a co-partitioned `table` |
+//! | `addStateStore(StoreBuilder)` | `add_state_store(StoreBuilder)` |
+//! | `build()` | `build()` (returns `Result`: bad arguments are reported here) |
+//! | **KStream** `filter`, `filterNot` | `filter`, `filter_not` |
+//! | `selectKey`, `map`, `mapValues` | `select_key`, `map`, `map_values` (`map_values` gets the key too, as `ValueMapperWithKey`) |
+//! | `flatMap`, `flatMapValues` | `flat_map`, `flat_map_values` (return a `Vec`) |
+//! | `peek`, `foreach` | `peek`, `foreach` |
+//! | `print(Printed)` | not supported: use `foreach` with `println!`/`tracing` |
+//! | `split(Named)` → `BranchedKStream.branch/defaultBranch/noDefaultBranch` | `split()` → `named`, `branch`, `default_branch`, `no_default_branch` |
+//! | `branch(..)` (deprecated) | not supported: use `split` |
+//! | `merge` | `merge` |
+//! | `repartition(Repartitioned)` | `repartition(Grouped)` (serdes and name; the partition count is the topic's) |
+//! | `to(topic, Produced)` | `to(topic, Produced)` |
+//! | `to(TopicNameExtractor, ..)` | not supported: one topic per sink |
+//! | `toTable()`, `toTable(Materialized)` | `to_table()`, `to_table_with(Materialized)` |
+//! | `groupByKey()`, `groupByKey(Grouped)` | `group_by_key()`, `group_by_key_with(Grouped)` |
+//! | `groupBy(selector, Grouped)` | `group_by(selector, Grouped)` |
+//! | `join/leftJoin/outerJoin(KStream, joiner, JoinWindows, StreamJoined)` | `join`, `left_join`, `outer_join` (same arguments) |
+//! | `join/leftJoin(KTable, joiner, Joined)` | `join_table`, `left_join_table` |
+//! | `join/leftJoin(GlobalKTable, ..)` | not supported: no global tables |
+//! | `process(ProcessorSupplier, stores..)`, `processValues(..)` | `process`, `process_values` |
+//! | `transform`, `transformValues`, `flatTransform` (removed in 4.0) | not supported: use `process` / `process_values` |
+//! | **KTable** `filter`, `filterNot` | `filter`, `filter_not` |
+//! | `mapValues(mapper)`, `mapValues(mapper, Materialized)` | `map_values`, `map_values_with` |
+//! | `toStream()` | `to_stream()`, a `KStream<K, Option<V>>`: a tombstone is `None` (Kafka Streams forwards a null); a sink takes `Produced<K, V>` and writes a null; `skip_tombstones()` where no delete is expected |
+//! | `toStream(KeyValueMapper)` | `to_stream().map(..)` |
+//! | `suppress(Suppressed)` | `suppress(Suppressed)` (plus `Suppressed::until_barrier`) |
+//! | `groupBy(selector, Grouped)` | `group_by(selector, Grouped)` → `KGroupedTable` |
+//! | `join`, `leftJoin`, `outerJoin(KTable, joiner)` | `join`, `left_join`, `outer_join` (the joiner sees `Option` for a side that may be absent) |
+//! | `join`, `leftJoin(KTable, foreignKeyExtractor, joiner)` | not supported yet: the foreign-key join (subscription and response topics) |
+//! | `transformValues(..)` | not supported: use `map_values` or `to_stream().process_values(..)` |
+//! | `queryableStoreName()` | `queryable_store_name()` |
+//! | **KGroupedStream** `count`, `reduce`, `aggregate` | `count`/`count_with`, `reduce`, `aggregate` (store value serdes inferred for `String`, `i64`, ...) |
+//! | `windowedBy(TimeWindows / SlidingWindows / SessionWindows)` | `windowed_by(..)` with the same windows |
+//! | `cogroup(aggregator)` | `cogroup(aggregator)` → `CogroupedKStream` (`cogroup`, `aggregate`, `windowed_by`) |
+//! | **KGroupedTable** `count`, `reduce(adder, subtractor)`, `aggregate(init, adder, subtractor)` | `count`/`count_with`, `reduce(adder, subtractor, Materialized)`, `aggregate(init, adder, subtractor, Materialized)` |
+//! | **Time/Sliding/SessionWindowedKStream** `count`, `reduce`, `aggregate`, `emitStrategy` | `count`/`count_with`, `reduce`, `aggregate` (sessions: with a merger), `emit_strategy` |
+//! | **Windows** `TimeWindows.ofSizeAndGrace/ofSizeWithNoGrace/advanceBy`, `SlidingWindows.ofTimeDifferenceAndGrace`, `SessionWindows.ofInactivityGapAndGrace`, `JoinWindows.ofTimeDifferenceAndGrace` | same names in snake case |
+//! | `WindowedSerdes.timeWindowedSerdeFrom(..)`, `sessionWindowedSerdeFrom(..)` | `TimeWindows::windowed_serde`, `SlidingWindows::windowed_serde`, `Serdes::session_windowed` |
+//! | **Settings** `Consumed`, `Produced`, `Grouped`, `Materialized`, `Joined`, `StreamJoined`, `Suppressed` | same names; `Consumed::with_timestamp_extractor` or a `WatermarkStrategy` |
+//! | `Named`, `Branched`, `Printed`, `Repartitioned`, `TableJoined` | `Consumed::with_name`/`Grouped::as_`/`split().named(..)` where a name matters; the rest not supported |
+//! | Interactive queries (`KafkaStreams.store(..)`) | not supported in the runtime yet; the test driver reads stores (`key_value_store`, `window_store`, `session_store`) |
 
 mod configured;
 

@@ -65,6 +65,7 @@ pub use dsl::cogroup::{
     SlidingWindowedCogroupedKStream, TimeWindowedCogroupedKStream, WindowedCogroupedKStream,
 };
 pub use dsl::grouped::KGroupedStream;
+pub use dsl::grouped_table::KGroupedTable;
 pub use dsl::joins::{JoinWindows, Joined, StreamJoined};
 pub use dsl::kstream::{BranchedKStream, KStream};
 pub use dsl::ktable::KTable;
@@ -80,15 +81,22 @@ pub use processor::{
 };
 pub use processors::scheduled_source::Schedule;
 pub use processors::suppress_time::{BufferConfig, BufferFullStrategy};
-pub use record::{Headers, Record, Window, Windowed};
+pub use record::{Change, Headers, Record, Window, Windowed};
 pub use serde::{
-    BytesSerde, F64Serde, I32Serde, I64Serde, JsonSerde, NullableSerde, Serde, SerdeError,
-    SerdeRef, Serdes, SessionWindowedSerde, StringSerde, TimeWindowedSerde, UnitSerde,
+    BytesSerde, ChangeSerde, F64Serde, I32Serde, I64Serde, JsonSerde, NullableSerde, Serde,
+    SerdeError, SerdeRef, Serdes, SessionWindowedSerde, StringSerde, TimeWindowedSerde, UnitSerde,
 };
-pub use topology::context::{DropReason, OutputRecord, RecordMetadata, TaskContext, TaskMetrics};
+pub use topology::context::{
+    DropEvent, DropReason, OutputRecord, RecordMetadata, TaskContext, TaskMetrics,
+};
 pub use topology::task::{EpochCommit, StreamTask, TypedInput};
 pub use topology::{EventTimeReader, SourceDescription, Topology};
 pub use windows::{EmitStrategy, SessionWindows, SlidingWindows, TimeWindows};
+
+/// The store traits, to read a store a test or the Processor API holds.
+pub use stoatflow_state::{
+    KeyValueStore, SessionStore, SessionWindow, StateStore, ValueAndTimestamp, WindowStore,
+};
 
 /// The in-memory window store behind a windowed aggregation named `store`
 /// (for typed inspection: `task.store::<WindowStoreOf<K, A>>(name)`).

@@ -1,5 +1,6 @@
-//! What flows between processors: [`Record`], its [`Headers`], and the
-//! windowed key types [`Window`] and [`Windowed`].
+//! What flows between processors: [`Record`], its [`Headers`], the
+//! windowed key types [`Window`] and [`Windowed`], and a table update with
+//! its old value, [`Change`].
 //!
 //! Records are typed; nothing here serializes.
 
@@ -92,6 +93,26 @@ impl<K, V> Record<K, V> {
             timestamp: self.timestamp,
             headers: self.headers,
         }
+    }
+}
+
+/// A table update with the value it replaces, as Kafka Streams' `Change<V>`:
+/// `new` is `None` for a delete, `old` is `None` when the key had no value.
+///
+/// It flows where a table is regrouped (`KTable::group_by`): the subtractor
+/// of a `KGroupedTable` aggregation is applied to `old`, the adder to `new`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change<V> {
+    /// The value after the update.
+    pub new: Option<V>,
+    /// The value before it.
+    pub old: Option<V>,
+}
+
+impl<V> Change<V> {
+    /// An update from `old` to `new`.
+    pub fn new(new: Option<V>, old: Option<V>) -> Self {
+        Change { new, old }
     }
 }
 

@@ -12,8 +12,8 @@ use stoatflow_state::{
     in_memory_watermark_store, restore,
 };
 use stoatflow_streams::{
-    DropReason, Headers, OutputRecord, ProcessError, StreamTask, StreamsConfig, TaskMetrics,
-    Topology, TopologyError,
+    DropEvent, DropReason, Headers, KeyValueStoreOf, OutputRecord, ProcessError, SessionStoreOf,
+    StreamTask, StreamsConfig, TaskMetrics, Topology, TopologyError, WindowStoreOf,
 };
 use stoatflow_time::{WallTime, Watermark};
 
@@ -79,6 +79,29 @@ pub enum DriverError {
         /// The topic.
         topic: String,
     },
+    /// No store has this name.
+    #[error("no store named {store}; the topology's stores are: {known}")]
+    NoStore {
+        /// The name asked for.
+        store: String,
+        /// The stores there are, comma-separated.
+        known: String,
+    },
+    /// A handle of a driver that was restarted (or its topics) was used.
+    #[error(
+        "this driver was restarted: use the driver restart() or crash_restart() returned, and topics and stores taken from it"
+    )]
+    Retired,
+    /// The store exists but is not of the type asked for.
+    #[error("store {store} is a {actual}, not a {expected}")]
+    StoreType {
+        /// The store.
+        store: String,
+        /// The type asked for.
+        expected: &'static str,
+        /// The store's type.
+        actual: &'static str,
+    },
 }
 
 /// A metrics snapshot.
@@ -105,7 +128,9 @@ pub(crate) struct Inner {
     task_of_topic: HashMap<String, usize>,
     internal_topics: HashSet<String>,
     watermark: Watermark,
-    last_barrier_watermark: Watermark,
+    /// What event-time timers fire against: the last barrier's stamp, or after a
+    /// restart the floor it resumed from.
+    timer_floor: Watermark,
     commit_per_pipe: bool,
     wall_clock: WallTime,
     offsets: HashMap<String, i64>,
@@ -116,6 +141,14 @@ pub(crate) struct Inner {
     /// The engine's `stoatflow-watermark` store: one stamp per committed barrier.
     stamps: WatermarkStore<InMemoryKeyValueStore<WatermarkKey, i64>>,
     barrier: u64,
+    /// The watermark stamped on the newest committed barrier.
+    last_stamp: Watermark,
+    /// The counters of the drivers this one was restarted from.
+    carried: TaskMetrics,
+    /// Restarted: every handle to this driver fails with `Retired`.
+    retired: bool,
+    /// Dropped records so far (the restarted-from drivers' included).
+    drop_events: Vec<DropEvent>,
 }
 
 /// Runs a topology without a broker. Cloning gives another handle to the
@@ -170,6 +203,9 @@ impl TopologyTestDriver {
             }
         }
         let mut tasks = tasks;
+        for t in &mut tasks {
+            t.collect_drop_events();
+        }
         if first_tick {
             for t in &mut tasks {
                 // The first tick: initializes processors and arms wall-clock schedules.
@@ -185,7 +221,7 @@ impl TopologyTestDriver {
                 task_of_topic,
                 internal_topics,
                 watermark: Watermark::MIN,
-                last_barrier_watermark: Watermark::MIN,
+                timer_floor: Watermark::MIN,
                 commit_per_pipe: driver.commit_per_pipe,
                 wall_clock: driver.initial_wall_clock,
                 offsets: HashMap::new(),
@@ -194,6 +230,10 @@ impl TopologyTestDriver {
                 changelogs: BTreeMap::new(),
                 stamps: in_memory_watermark_store(true),
                 barrier: 0,
+                last_stamp: Watermark::MIN,
+                carried: TaskMetrics::default(),
+                retired: false,
+                drop_events: Vec::new(),
             })),
         })
     }
@@ -203,9 +243,32 @@ impl TopologyTestDriver {
         self.inner.borrow().watermark
     }
 
-    /// The watermark stamped on the last barrier.
+    /// The watermark stamped on the last committed barrier (after a
+    /// restart, the newest stamp committed before it).
     pub fn last_barrier_watermark(&self) -> Watermark {
-        self.inner.borrow().last_barrier_watermark
+        self.inner.borrow().last_stamp
+    }
+
+    /// Per input topic, the offset a restart resumes from: records piped at
+    /// or after it were not committed, so a `crash_restart` loses them
+    /// (re-pipe them, as a consumer would re-read them). Offsets count from
+    /// 0 per topic.
+    pub fn committed_offsets(&self) -> BTreeMap<String, i64> {
+        let inner = self.inner.borrow();
+        inner
+            .committed_offsets
+            .iter()
+            .filter(|(t, _)| !inner.internal_topics.contains(*t))
+            .map(|(t, o)| (t.clone(), *o))
+            .collect()
+    }
+
+    /// `Err(Retired)` once this driver has been restarted.
+    pub(crate) fn live(&self) -> Result<(), DriverError> {
+        if self.inner.borrow().retired {
+            return Err(DriverError::Retired);
+        }
+        Ok(())
     }
 
     /// The driver's wall clock.
@@ -226,6 +289,7 @@ impl TopologyTestDriver {
         timestamp: i64,
         headers: Headers,
     ) -> Result<(), DriverError> {
+        self.live()?;
         let mut inner = self.inner.borrow_mut();
         inner.pipe(topic, key, value, timestamp, headers)?;
         inner.finish_step()
@@ -235,6 +299,7 @@ impl TopologyTestDriver {
     /// backward request is a no-op, unless commit-per-pipe is off, where it
     /// is an error.
     pub fn advance_watermark(&self, to: i64) -> Result<(), DriverError> {
+        self.live()?;
         let mut inner = self.inner.borrow_mut();
         let to = Watermark::from_millis(to);
         if to < inner.watermark {
@@ -255,6 +320,7 @@ impl TopologyTestDriver {
     /// and cron scheduled sources due by then, then commits a barrier
     /// (DESIGN 3.8). Never moves event time.
     pub fn advance_wall_clock_time(&self, by: Duration) -> Result<(), DriverError> {
+        self.live()?;
         let mut inner = self.inner.borrow_mut();
         inner.wall_clock = inner.wall_clock.saturating_add(by);
         let now = inner.wall_clock;
@@ -269,9 +335,13 @@ impl TopologyTestDriver {
     /// A graceful restart (DESIGN 3.6): a final barrier commits everything
     /// and records that it flushed; then fresh tasks restore every store from
     /// the committed changelogs and are seeded from the `stoatflow-watermark`
-    /// store, keeping the newest stamp. Unread output is not carried over:
-    /// create new input and output topics on the returned driver.
+    /// store, keeping the newest stamp. Committed output not read yet
+    /// stays readable on the returned driver, as it stays in its topic;
+    /// this driver and every topic and store taken from it fail with
+    /// [`DriverError::Retired`] from now on. Metrics carry over (see
+    /// [`TopologyTestDriver::metrics`]).
     pub fn restart(self) -> Result<Self, DriverError> {
+        self.live()?;
         {
             let mut inner = self.inner.borrow_mut();
             inner.commit()?;
@@ -290,11 +360,35 @@ impl TopologyTestDriver {
     /// frontiers keep it from emitting anything twice. The driver's clock
     /// resumes from the newest committed stamp, as the engine's watermark
     /// resumes from the partition times committed with the offsets.
+    /// [`TopologyTestDriver::committed_offsets`] says what was committed.
+    /// As with [`TopologyTestDriver::restart`], committed output stays
+    /// readable, metrics carry over and the old handles are retired.
+    ///
+    /// By default each pipe commits two barriers with the same stamp (the
+    /// record's, then the event-time firing's, which runs against the
+    /// first one's stamp): leaving the newest out then seeds the same
+    /// floor. To see the replay of an emission pass, turn commit-per-pipe
+    /// off and commit between advances.
     pub fn crash_restart(self) -> Result<Self, DriverError> {
+        self.live()?;
         self.rebuild()
     }
 
     fn rebuild(self) -> Result<Self, DriverError> {
+        let (outputs, carried, drop_events) = {
+            let mut i = self.inner.borrow_mut();
+            i.retired = true;
+            i.drain_drop_events();
+            let mut carried = i.carried.clone();
+            for t in &i.tasks {
+                carried.merge(t.metrics());
+            }
+            (
+                std::mem::take(&mut i.outputs),
+                carried,
+                std::mem::take(&mut i.drop_events),
+            )
+        };
         let (topology, config, mut driver, changelogs, wall, offsets, barrier) = {
             let i = self.inner.borrow();
             (
@@ -359,7 +453,11 @@ impl TopologyTestDriver {
                 t.on_watermark(floor);
             }
             inner.watermark = resumed;
-            inner.last_barrier_watermark = floor;
+            inner.timer_floor = floor;
+            inner.last_stamp = resumed;
+            inner.outputs = outputs;
+            inner.carried = carried;
+            inner.drop_events = drop_events;
             inner.changelogs = changelogs;
             inner.offsets = offsets.clone();
             inner.committed_offsets = offsets;
@@ -374,19 +472,72 @@ impl TopologyTestDriver {
     /// Commits a barrier: barrier-gated operators release, and the epoch's
     /// output becomes readable.
     pub fn commit_barrier(&self) -> Result<(), DriverError> {
+        self.live()?;
         let mut inner = self.inner.borrow_mut();
         inner.commit()?;
         inner.fire_event_time()
     }
 
     /// A store by name, typed with its concrete type (e.g.
-    /// `stoatflow_streams::WindowStoreOf<String, i64>`).
-    pub fn store<S: 'static>(&self, name: &str) -> Option<Rc<RefCell<S>>> {
-        self.inner
-            .borrow()
-            .tasks
-            .iter()
-            .find_map(|t| t.store::<S>(name))
+    /// `stoatflow_streams::WindowStoreOf<String, i64>`; the typed accessors
+    /// below spell the common ones).
+    ///
+    /// # Errors
+    /// [`DriverError::NoStore`] naming the stores there are, or
+    /// [`DriverError::StoreType`] naming the type asked for and the store's.
+    pub fn store<S: 'static>(&self, name: &str) -> Result<Rc<RefCell<S>>, DriverError> {
+        self.live()?;
+        let inner = self.inner.borrow();
+        if let Some(store) = inner.tasks.iter().find_map(|t| t.store::<S>(name)) {
+            return Ok(store);
+        }
+        match inner.tasks.iter().find_map(|t| t.store_type_name(name)) {
+            Some(actual) => Err(DriverError::StoreType {
+                store: name.to_owned(),
+                expected: std::any::type_name::<S>(),
+                actual,
+            }),
+            None => Err(DriverError::NoStore {
+                store: name.to_owned(),
+                known: self.store_names().join(", "),
+            }),
+        }
+    }
+
+    /// The key-value store behind a table or a non-windowed aggregation
+    /// (`count`, `reduce`, `aggregate`, `StreamsBuilder::table`), values
+    /// with their timestamps.
+    ///
+    /// # Errors
+    /// As [`TopologyTestDriver::store`].
+    pub fn key_value_store<K: 'static, V: 'static>(
+        &self,
+        name: &str,
+    ) -> Result<Rc<RefCell<KeyValueStoreOf<K, V>>>, DriverError> {
+        self.store(name)
+    }
+
+    /// The window store behind a time- or sliding-windowed aggregation.
+    ///
+    /// # Errors
+    /// As [`TopologyTestDriver::store`].
+    pub fn window_store<K: 'static, V: 'static>(
+        &self,
+        name: &str,
+    ) -> Result<Rc<RefCell<WindowStoreOf<K, V>>>, DriverError> {
+        self.store(name)
+    }
+
+    /// The session store behind a session-windowed aggregation
+    /// (`SessionStore::all` lists every session).
+    ///
+    /// # Errors
+    /// As [`TopologyTestDriver::store`].
+    pub fn session_store<K: 'static, V: 'static>(
+        &self,
+        name: &str,
+    ) -> Result<Rc<RefCell<SessionStoreOf<K, V>>>, DriverError> {
+        self.store(name)
     }
 
     /// Every store's name.
@@ -409,10 +560,24 @@ impl TopologyTestDriver {
             .unwrap_or_default()
     }
 
-    /// A metrics snapshot.
+    /// Every record dropped so far, in order, as data: source topic,
+    /// partition and offset, key, reason, and the window or session it
+    /// missed with its close. One event per count of
+    /// `dropped.records.total` (so per window for a record several time
+    /// windows drop, as Kafka Streams meters it). Carried across restarts.
+    pub fn dropped_records(&self) -> Vec<DropEvent> {
+        let mut inner = self.inner.borrow_mut();
+        inner.drain_drop_events();
+        inner.drop_events.clone()
+    }
+
+    /// A metrics snapshot. Counters are cumulative across restarts, as a
+    /// metrics backend sums a restarted application's counters: after a
+    /// crash, records piped again are counted again, as the engine counts
+    /// records it reprocesses.
     pub fn metrics(&self) -> DriverMetrics {
         let inner = self.inner.borrow();
-        let mut tasks = TaskMetrics::default();
+        let mut tasks = inner.carried.clone();
         for t in &inner.tasks {
             tasks.merge(t.metrics());
         }
@@ -424,6 +589,13 @@ impl TopologyTestDriver {
 }
 
 impl Inner {
+    fn drain_drop_events(&mut self) {
+        for t in &mut self.tasks {
+            let events = t.take_drop_events();
+            self.drop_events.extend(events);
+        }
+    }
+
     fn task_for(&self, topic: &str) -> Result<usize, DriverError> {
         self.task_of_topic.get(topic).copied().ok_or_else(|| {
             ProcessError::UnknownTopic {
@@ -512,7 +684,7 @@ impl Inner {
     /// the step flushed, event-time timers against the last barrier's
     /// watermark (DESIGN 3.8). What they emit commits now if commit-per-pipe.
     fn fire_event_time(&mut self) -> Result<(), DriverError> {
-        let (w, b) = (self.watermark, self.last_barrier_watermark);
+        let (w, b) = (self.watermark, self.timer_floor);
         for i in 0..self.tasks.len() {
             self.tasks[i].on_watermark(w);
             self.tasks[i].fire_event_time(w, b)?;
@@ -574,7 +746,8 @@ impl Inner {
         self.stamps.record_stamp(stamp, ts).map_err(stamps_err)?;
         self.flush_stamps()?;
         self.committed_offsets = self.offsets.clone();
-        self.last_barrier_watermark = self.watermark;
+        self.timer_floor = self.watermark;
+        self.last_stamp = self.watermark;
         Ok(())
     }
 

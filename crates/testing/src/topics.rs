@@ -151,6 +151,7 @@ impl<K, V> TestOutputTopic<K, V> {
 
     /// Reads the next record.
     pub fn read_record(&self) -> Result<TestRecord<K, V>, DriverError> {
+        self.driver.live()?;
         let r = self
             .driver
             .inner

@@ -93,6 +93,26 @@ where
     }
 }
 
+/// An assigner over `V`, applied to `Option<V>` (a null keeps the record's timestamp).
+struct NullableAssigner<K, V>(Arc<dyn TimestampAssigner<K, V>>);
+
+impl<K, V> TimestampAssigner<K, Option<V>> for NullableAssigner<K, V> {
+    fn extract_timestamp(
+        &self,
+        key: &K,
+        value: &Option<V>,
+        record_timestamp: i64,
+        partition_time: Option<EventTime>,
+    ) -> i64 {
+        match value {
+            Some(v) => self
+                .0
+                .extract_timestamp(key, v, record_timestamp, partition_time),
+            None => record_timestamp,
+        }
+    }
+}
+
 /// A Kafka Streams-style `TimestampExtractor`: given the record and its
 /// partition's time (`-1` when unknown), returns the record's event time.
 pub trait TimestampExtractor<K, V>: Send + Sync {
@@ -346,6 +366,22 @@ impl<K, V> WatermarkStrategy<K, V> {
         self
     }
 
+    /// The same strategy over nullable values (a table's source, where a
+    /// null value deletes): the assigner sees every non-null value; a null
+    /// value keeps the record's own timestamp.
+    pub fn for_nullable_values(self) -> WatermarkStrategy<K, Option<V>>
+    where
+        K: 'static,
+        V: 'static,
+    {
+        WatermarkStrategy {
+            policy: self.policy,
+            assigner: self
+                .assigner
+                .map(|a| Arc::new(NullableAssigner(a)) as Arc<dyn TimestampAssigner<K, Option<V>>>),
+        }
+    }
+
     /// A partition with no record for `timeout` (wall clock) is idle and left
     /// out of the minimum until its next record. `Duration::ZERO` disables.
     #[must_use]
@@ -408,6 +444,16 @@ mod tests {
     use super::*;
 
     type S = WatermarkStrategy<String, i64>;
+
+    #[test]
+    fn a_nullable_strategy_assigns_values_and_keeps_a_nulls_own_timestamp() {
+        let s = WatermarkStrategy::<String, i64>::for_monotonous_timestamps()
+            .with_timestamp_assigner(|_k: &String, v: &i64, _ts| *v)
+            .for_nullable_values();
+        let k = "k".to_owned();
+        assert_eq!(s.assign(&k, &Some(40), 7, None).unwrap().as_millis(), 40);
+        assert_eq!(s.assign(&k, &None, 7, None).unwrap().as_millis(), 7);
+    }
 
     #[test]
     fn assigner_replaces_the_record_timestamp() {

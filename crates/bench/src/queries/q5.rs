@@ -41,6 +41,7 @@ pub fn q5(builder: &mut StreamsBuilder, out_of_orderness: Duration) -> KStream<i
         .emit_strategy(EmitStrategy::on_window_close())
         .count_with(Materialized::as_("q5-bids-per-auction"))
         .to_stream()
+        .skip_tombstones()
         .map(|w: Windowed<i64>, count| (w.window.start, (w.key, count)))
         .group_by_key_with(Grouped::with(Serdes::i64(), I64PairSerde))
         .aggregate(
@@ -58,4 +59,5 @@ pub fn q5(builder: &mut StreamsBuilder, out_of_orderness: Duration) -> KStream<i
             Materialized::as_("q5-hot-items").with_logging_disabled(),
         )
         .to_stream()
+        .skip_tombstones()
 }

@@ -36,6 +36,7 @@ pub fn q7(builder: &mut StreamsBuilder, out_of_orderness: Duration) -> KStream<(
             Materialized::as_("q7-highest-bid").with_logging_disabled(),
         )
         .to_stream()
+        .skip_tombstones()
         .map(|w: Windowed<()>, b| ((), (w.window.start, b.price)));
     // A bid at t meets the maxima emitted for times in [t, t + 10 s]: its own
     // window's (the window's latest bid is at or after it) and, near a

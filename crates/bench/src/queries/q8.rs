@@ -39,14 +39,16 @@ pub fn q8(
             |first, _| first,
             Materialized::as_("q8-new-persons").with_logging_disabled(),
         )
-        .to_stream();
+        .to_stream()
+        .skip_tombstones();
     let sellers = super::auctions(&events)
         .map(|_, a| (a.seller, ()))
         .group_by_key_with(Grouped::with(Serdes::i64(), Serdes::unit()))
         .windowed_by(windows)
         .emit_strategy(EmitStrategy::on_window_close())
         .count_with(Materialized::as_("q8-sellers").with_logging_disabled())
-        .to_stream();
+        .to_stream()
+        .skip_tombstones();
     persons.join(
         &sellers,
         |name: &String, _: &i64| name.clone(),

@@ -27,4 +27,5 @@ pub fn session(builder: &mut StreamsBuilder) -> KStream<Windowed<i64>, i64> {
         .emit_strategy(EmitStrategy::on_window_close())
         .count_with(Materialized::as_("session-counts"))
         .to_stream()
+        .skip_tombstones()
 }

@@ -29,4 +29,5 @@ pub fn sliding(builder: &mut StreamsBuilder) -> KStream<Windowed<i64>, i64> {
         .emit_strategy(EmitStrategy::on_window_close())
         .count_with(Materialized::as_("sliding-counts"))
         .to_stream()
+        .skip_tombstones()
 }

@@ -10,6 +10,7 @@ use crate::dsl::ktable::KTable;
 use crate::dsl::materialized::Consumed;
 use crate::error::TopologyError;
 use crate::processors::source::Source;
+use crate::serde::UnitSerde;
 use crate::topology::Topology;
 use crate::topology::graph::{
     Downstream, Instantiation, NodeDef, NodeKind, PortHandle, SharedGraph, SourceInput, SourceTime,
@@ -51,7 +52,7 @@ impl StreamsBuilder {
     }
 
     /// A table read from `topic`: the latest value per key, null values deleting.
-    /// Values must be nullable on the wire; the table carries `Option<V>`.
+    /// The value serde reads non-null values; a null on the wire is a delete.
     pub fn table<K, V>(
         &mut self,
         topic: &str,
@@ -62,8 +63,30 @@ impl StreamsBuilder {
         K: Ord + Clone + 'static,
         V: Clone + 'static,
     {
-        let stream = self.stream(topic, consumed);
-        stream.to_table_named(store)
+        let node = add_source(
+            &self.graph,
+            topic,
+            consumed.key_serde.clone(),
+            crate::serde::nullable_ref(consumed.value_serde.clone()),
+            consumed.strategy.map(|s| s.for_nullable_values()),
+            consumed.name,
+            false,
+        );
+        crate::dsl::ktable::table_from::<K, V, Option<V>>(
+            &self.graph,
+            node,
+            store,
+            Some(consumed.key_serde),
+            Some(consumed.value_serde),
+        )
+    }
+
+    /// A source that only moves event time: its records (any key and value
+    /// bytes, nulls included) are not processed, but their timestamps count
+    /// towards the application's watermark like any source's (a heartbeat
+    /// or clock topic; in the test driver, a topic to pipe time into).
+    pub fn watermark_source(&mut self, topic: &str) {
+        let _ = self.stream(topic, Consumed::with(UnitSerde, UnitSerde));
     }
 
     /// The topology built so far. Bad DSL arguments recorded while building

@@ -124,7 +124,7 @@ where
         KGroupedStream::new(self.merged.clone()).aggregate_into(
             "COGROUPKSTREAM-AGGREGATE",
             cogroup_aggregation(Arc::new(init)),
-            materialized,
+            materialized.or_default_value_serde(),
         )
     }
 
@@ -188,7 +188,7 @@ where
         self.inner.aggregate_into(
             "COGROUPKSTREAM-AGGREGATE",
             W::Fold::of(cogroup_aggregation(Arc::new(init)), None, None),
-            materialized,
+            materialized.or_default_value_serde(),
         )
     }
 }
@@ -209,7 +209,8 @@ where
         let init: Init<A> = Arc::new(init);
         let per_record = cogroup_aggregation(init.clone());
         let fold = SessionAggregation::of(per_record, Some(init), Some(Arc::new(merger)));
+        let m = materialized.or_default_value_serde();
         self.inner
-            .aggregate_into("COGROUPKSTREAM-AGGREGATE", fold, materialized)
+            .aggregate_into("COGROUPKSTREAM-AGGREGATE", fold, m)
     }
 }

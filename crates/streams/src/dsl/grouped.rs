@@ -105,7 +105,7 @@ where
         self.aggregate_into(
             "KSTREAM-AGGREGATE",
             aggregate_aggregation(init, aggregator),
-            materialized,
+            materialized.or_default_value_serde(),
         )
     }
 

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use crate::dsl::builder::add_source;
 use crate::dsl::grouped::KGroupedStream;
 use crate::dsl::ktable::KTable;
-use crate::dsl::materialized::{Grouped, Produced};
+use crate::dsl::materialized::{Grouped, Materialized, Produced};
 use crate::processors::sink::Sink;
 use crate::processors::stateless::{
-    Branch, Filter, FlatMap, FlatMapValues, Map, MapValues, PassThrough, Peek, Pred,
+    Branch, Filter, FlatMap, FlatMapValues, Map, MapValues, PassThrough, Peek, Pred, SkipTombstones,
 };
 use crate::serde::SerdeRef;
 use crate::topology::graph::{
@@ -310,8 +310,10 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         }
     }
 
-    /// Writes the stream to `topic`.
-    pub fn to(&self, topic: &str, produced: Produced<K, V>) {
+    /// Writes the stream to `topic`. A stream of `Option<V>` (a table's
+    /// updates) takes `Produced<K, V>` too and writes `None` as a null.
+    pub fn to(&self, topic: &str, produced: impl Into<Produced<K, V>>) {
+        let produced = produced.into();
         let topic: Arc<str> = topic.into();
         let mut g = self.graph.borrow_mut();
         let name = g.next_name("KSTREAM-SINK");
@@ -440,11 +442,58 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         s
     }
 
-    pub(crate) fn to_table_named(&self, store: &str) -> KTable<K, V>
+    /// The stream as a table (Kafka Streams' `toTable`): each record is the
+    /// key's latest value, in a store with a generated name. A stream whose
+    /// key changed is repartitioned first.
+    pub fn to_table(&self) -> KTable<K, V>
     where
         K: Ord,
     {
-        crate::dsl::ktable::table_from_stream(self, store)
+        self.to_table_with(Materialized::default())
+    }
+
+    /// As [`KStream::to_table`], into the store `materialized` names.
+    pub fn to_table_with(&self, materialized: Materialized<K, V>) -> KTable<K, V>
+    where
+        K: Ord,
+    {
+        let stream = if self.repartition_required {
+            self.repartition(Grouped {
+                key_serde: materialized.key_serde.clone(),
+                value_serde: materialized.value_serde.clone(),
+                name: None,
+            })
+        } else {
+            self.clone()
+        };
+        let store = materialized.name.clone().unwrap_or_else(|| {
+            self.graph
+                .borrow_mut()
+                .next_name("KSTREAM-TOTABLE-STATE-STORE")
+        });
+        let ks = materialized.key_serde.or(stream.key_serde.clone());
+        let vs = materialized.value_serde.or(stream.value_serde.clone());
+        crate::dsl::grouped::note_missing(&self.graph, &store, materialized.logging, &ks, &vs);
+        crate::dsl::ktable::table_from::<K, V, V>(&self.graph, stream.node, &store, ks, vs)
+    }
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> KStream<K, Option<V>> {
+    /// The records that carry a value (a table's updates without its
+    /// tombstones), unwrapped: Kafka Streams' `filter((k, v) -> v != null)`
+    /// after `toStream()`. The value serde is not carried over.
+    pub fn skip_tombstones(&self) -> KStream<K, V> {
+        self.child(
+            "KSTREAM-FILTER",
+            self.key_serde.clone(),
+            None,
+            self.repartition_required,
+            Arc::new(|_: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
+                port::<K, Option<V>, _>(SkipTombstones {
+                    down: Downstream::from_children(ch),
+                })
+            }),
+        )
     }
 }
 

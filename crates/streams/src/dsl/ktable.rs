@@ -1,9 +1,8 @@
 //! [`KTable`]: a changelog stream, the latest value per key.
 //!
 //! Inside the topology a table flows as `Record<K, Option<V>>`, `None` being
-//! a tombstone. [`KTable::to_stream`] forwards the values and leaves
-//! tombstones out (typed Rust has no null `V`);
-//! [`KTable::to_stream_with_tombstones`] keeps them as `None`.
+//! a tombstone. [`KTable::to_stream`] forwards both, a tombstone as a `None`
+//! value (Kafka Streams forwards a null).
 
 use std::any::Any;
 use std::cell::RefCell;
@@ -18,8 +17,8 @@ use stoatflow_state::{
 use crate::dsl::kstream::{KStream, add_processor};
 use crate::error::ProcessError;
 use crate::record::Record;
+use crate::serde::SerdeRef;
 use crate::serde::{BoxedCodec, codec};
-use crate::serde::{Serde, SerdeError, SerdeRef};
 use crate::topology::context::TaskContext;
 use crate::topology::graph::{Downstream, Instantiation, NodeId, Push, SharedGraph, port};
 
@@ -104,32 +103,6 @@ impl<K: Clone, V, V2: Clone> Push<K, Option<V>> for TableMapValues<K, V, V2> {
     }
 }
 
-struct ToStream<K, V> {
-    down: Downstream<K, V>,
-}
-
-impl<K: Clone, V: Clone> Push<K, Option<V>> for ToStream<K, V> {
-    #[inline]
-    fn push(
-        &mut self,
-        cx: &mut TaskContext,
-        rec: Record<K, Option<V>>,
-    ) -> Result<(), ProcessError> {
-        match rec.value {
-            Some(v) => self.down.forward(
-                cx,
-                Record {
-                    key: rec.key,
-                    value: v,
-                    timestamp: rec.timestamp,
-                    headers: rec.headers,
-                },
-            ),
-            None => Ok(()),
-        }
-    }
-}
-
 struct Passthrough<K, V> {
     down: Downstream<K, Option<V>>,
 }
@@ -144,34 +117,57 @@ impl<K: Clone, V: Clone> Push<K, Option<V>> for Passthrough<K, V> {
     }
 }
 
-/// Materializes a stream of values as a table (the source of `StreamsBuilder::table`).
-struct TableSource<K, V> {
+/// Materializes a stream of values as a table (the source of
+/// `StreamsBuilder::table` and `KStream::to_table`): a value is put, a null
+/// value deletes, and every update is forwarded (a delete of an absent key
+/// too, as Kafka Streams' table source does).
+pub(crate) struct TableSource<K, V> {
     store_name: String,
     store: Rc<RefCell<InMemoryKeyValueStore<K, ValueAndTimestamp<V>>>>,
     down: Downstream<K, Option<V>>,
 }
 
-impl<K: Ord + Clone, V: Clone> Push<K, V> for TableSource<K, V> {
-    fn push(&mut self, cx: &mut TaskContext, rec: Record<K, V>) -> Result<(), ProcessError> {
+impl<K: Ord + Clone, V: Clone> Push<K, Option<V>> for TableSource<K, V> {
+    fn push(
+        &mut self,
+        cx: &mut TaskContext,
+        rec: Record<K, Option<V>>,
+    ) -> Result<(), ProcessError> {
         let err = |source| ProcessError::State {
             store: self.store_name.clone(),
             source: Box::new(source),
         };
-        self.store
-            .borrow_mut()
-            .put(
+        let mut store = self.store.borrow_mut();
+        match &rec.value {
+            Some(v) => store.put(
                 rec.key.clone(),
-                ValueAndTimestamp::new(rec.value.clone(), rec.timestamp),
+                ValueAndTimestamp::new(v.clone(), rec.timestamp),
                 rec.timestamp,
-            )
-            .map_err(err)?;
-        self.down.forward(
+            ),
+            None => store.delete(&rec.key, rec.timestamp).map(drop),
+        }
+        .map_err(err)?;
+        drop(store);
+        self.down.forward(cx, rec)
+    }
+}
+
+impl<K: Ord + Clone, V: Clone> Push<K, V> for TableSource<K, V> {
+    fn push(&mut self, cx: &mut TaskContext, rec: Record<K, V>) -> Result<(), ProcessError> {
+        let Record {
+            key,
+            value,
+            timestamp,
+            headers,
+        } = rec;
+        Push::<K, Option<V>>::push(
+            self,
             cx,
             Record {
-                key: rec.key,
-                value: Some(rec.value),
-                timestamp: rec.timestamp,
-                headers: rec.headers,
+                key,
+                value: Some(value),
+                timestamp,
+                headers,
             },
         )
     }
@@ -203,22 +199,32 @@ where
     kv
 }
 
-pub(crate) fn table_from_stream<K, V>(stream: &KStream<K, V>, store: &str) -> KTable<K, V>
+/// A table materializing `parent`'s records into `store`; `In` is `V` for a
+/// stream of values and `Option<V>` for one whose nulls delete.
+pub(crate) fn table_from<K, V, In>(
+    graph: &SharedGraph,
+    parent: NodeId,
+    store: &str,
+    key_serde: Option<SerdeRef<K>>,
+    value_serde: Option<SerdeRef<V>>,
+) -> KTable<K, V>
 where
     K: Ord + Clone + 'static,
     V: Clone + 'static,
+    In: 'static,
+    TableSource<K, V>: Push<K, In>,
 {
-    let (ks, vs) = (stream.key_serde.clone(), stream.value_serde.clone());
+    let (ks, vs) = (key_serde.clone(), value_serde.clone());
     let name = store.to_owned();
     let (id, _) = add_processor(
-        &stream.graph,
+        graph,
         "KTABLE-SOURCE",
-        vec![stream.node],
+        vec![parent],
         vec![store.to_owned()],
         None,
         Arc::new(move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
             let kv = table_store(cx, &name, &ks, &vs);
-            port::<K, V, _>(TableSource {
+            port::<K, In, _>(TableSource {
                 store_name: name.clone(),
                 store: kv,
                 down: Downstream::from_children(ch),
@@ -226,10 +232,10 @@ where
         }),
     );
     KTable::new(
-        stream.graph.clone(),
+        graph.clone(),
         id,
-        stream.key_serde.clone(),
-        stream.value_serde.clone(),
+        key_serde,
+        value_serde,
         Some(store.to_owned()),
     )
 }
@@ -257,33 +263,12 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         self.store.as_deref()
     }
 
-    /// The table's updates as a stream of values (tombstones left out).
-    pub fn to_stream(&self) -> KStream<K, V> {
-        let (id, _) = add_processor(
-            &self.graph,
-            "KTABLE-TOSTREAM",
-            vec![self.node],
-            vec![],
-            None,
-            Arc::new(|_: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
-                port::<K, Option<V>, _>(ToStream {
-                    down: Downstream::<K, V>::from_children(ch),
-                })
-            }),
-        );
-        KStream::new(
-            self.graph.clone(),
-            id,
-            self.key_serde.clone(),
-            self.value_serde.clone(),
-        )
-    }
-
-    /// The table's updates including tombstones, as `None`.
-    pub fn to_stream_with_tombstones(&self) -> KStream<K, Option<V>>
-    where
-        V: Send + Sync,
-    {
+    /// The table's updates as a stream (Kafka Streams' `toStream`): a
+    /// tombstone is a `None` value, as Kafka Streams forwards a null. A sink
+    /// takes the value's own serde (`Produced<K, V>`) and writes `None` as a
+    /// null; [`KStream::skip_tombstones`] drops tombstones where a ported
+    /// application expects none.
+    pub fn to_stream(&self) -> KStream<K, Option<V>> {
         let (id, _) = add_processor(
             &self.graph,
             "KTABLE-TOSTREAM",
@@ -296,10 +281,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
                 })
             }),
         );
-        let vs = self
-            .value_serde
-            .clone()
-            .map(|s| Arc::new(NullableRef(s)) as SerdeRef<Option<V>>);
+        let vs = self.value_serde.clone().map(crate::serde::nullable_ref);
         KStream::new(self.graph.clone(), id, self.key_serde.clone(), vs)
     }
 
@@ -359,41 +341,28 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         );
         KTable::new(self.graph.clone(), id, self.key_serde.clone(), None, None)
     }
-}
 
-/// `Option<V>` over a shared serde.
-struct NullableRef<V>(SerdeRef<V>);
-
-impl<V> Serde<Option<V>> for NullableRef<V> {
-    fn name(&self) -> &str {
-        self.0.name()
-    }
-    fn serialize(&self, topic: &str, v: &Option<V>, out: &mut Vec<u8>) -> Result<(), SerdeError> {
-        match v {
-            Some(v) => self.0.serialize(topic, v, out),
-            None => Ok(()),
-        }
-    }
-    fn deserialize(&self, topic: &str, b: &[u8]) -> Result<Option<V>, SerdeError> {
-        self.0.deserialize(topic, b).map(Some)
-    }
-    fn serialize_nullable(
+    /// Maps each row's value into a table materialized as `materialized`
+    /// says (Kafka Streams' `mapValues(mapper, Materialized)`): its value
+    /// serde serves the store and the operators after it that keep state
+    /// (a join's side store, a sink's default).
+    pub fn map_values_with<V2: Clone + 'static>(
         &self,
-        topic: &str,
-        v: &Option<V>,
-    ) -> Result<Option<Vec<u8>>, SerdeError> {
-        match v {
-            Some(v) => self.0.serialize_nullable(topic, v),
-            None => Ok(None),
-        }
-    }
-    fn deserialize_nullable(&self, topic: &str, b: Option<&[u8]>) -> Result<Option<V>, SerdeError> {
-        b.map(|b| self.0.deserialize(topic, b)).transpose()
-    }
-}
-
-impl<T> std::fmt::Debug for NullableRef<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("NullableRef")
+        f: impl Fn(&K, V) -> V2 + Send + Sync + 'static,
+        materialized: crate::dsl::materialized::Materialized<K, V2>,
+    ) -> KTable<K, V2>
+    where
+        K: Ord,
+    {
+        let mapped = self.map_values(f);
+        let store = materialized.name.clone().unwrap_or_else(|| {
+            self.graph
+                .borrow_mut()
+                .next_name("KTABLE-MAPVALUES-STATE-STORE")
+        });
+        let ks = materialized.key_serde.or_else(|| self.key_serde.clone());
+        let vs = materialized.value_serde;
+        crate::dsl::grouped::note_missing(&self.graph, &store, true, &ks, &vs);
+        table_from::<K, V2, Option<V2>>(&self.graph, mapped.node, &store, ks, vs)
     }
 }

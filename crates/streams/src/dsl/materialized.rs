@@ -70,6 +70,17 @@ impl<K: 'static, V: 'static> Produced<K, V> {
     }
 }
 
+/// A sink of a table's updates (`Option<V>`) writes with the value's serde,
+/// `None` as a null.
+impl<K: 'static, V: 'static> From<Produced<K, V>> for Produced<K, Option<V>> {
+    fn from(p: Produced<K, V>) -> Self {
+        Produced {
+            key_serde: p.key_serde,
+            value_serde: crate::serde::nullable_ref(p.value_serde),
+        }
+    }
+}
+
 /// Serdes (and a name) for grouping and repartitioning.
 pub struct Grouped<K, V> {
     pub(crate) key_serde: Option<SerdeRef<K>>,
@@ -182,6 +193,13 @@ impl<K: 'static, V: 'static> Materialized<K, V> {
             self.value_serde = serde;
         }
         self
+    }
+
+    /// Uses the standard serde of `V` unless one was given (an aggregation
+    /// of a `String`, `i64`, ... infers it, as `count` does).
+    pub(crate) fn or_default_value_serde(self) -> Self {
+        let serde = crate::serde::default_serde();
+        self.or_value_serde(serde)
     }
 
     /// No changelog for this store.

@@ -11,10 +11,12 @@
 pub(crate) mod builder;
 pub(crate) mod cogroup;
 pub(crate) mod grouped;
+pub(crate) mod grouped_table;
 pub(crate) mod joins;
 pub(crate) mod kstream;
 pub(crate) mod kstream_join;
 pub(crate) mod ktable;
+pub(crate) mod ktable_join;
 pub(crate) mod materialized;
 pub(crate) mod process;
 pub(crate) mod scheduled;

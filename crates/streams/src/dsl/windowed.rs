@@ -34,9 +34,7 @@ use crate::processors::sliding_aggregate::SlidingWindowAggregate;
 use crate::processors::window_aggregate::TimeWindowAggregate;
 use crate::processors::windowed::{Aggregation, EmitFrontier, WindowedOutput};
 use crate::record::Windowed;
-use crate::serde::{
-    BoxedCodec, I64Serde, SerdeRef, SessionWindowedSerde, TimeWindowedSerde, codec,
-};
+use crate::serde::{BoxedCodec, I64Serde, SerdeRef, SessionWindowedSerde, codec};
 use crate::topology::graph::{Downstream, FrontierOperator, Instantiation, Port, PortHandle, Push};
 use crate::windows::{EmitStrategy, SessionWindows, SlidingWindows, TimeWindows};
 
@@ -223,7 +221,7 @@ impl WindowKind for TimeWindows {
     }
 
     fn key_serde<K: 'static>(&self, key: SerdeRef<K>) -> SerdeRef<Windowed<K>> {
-        Arc::new(TimeWindowedSerde::new(key, self.size_ms()))
+        Arc::new(self.windowed_serde_of(key))
     }
 
     fn operator<K: AggKey, V: Clone + 'static, A: Clone + 'static>(
@@ -265,7 +263,7 @@ impl WindowKind for SlidingWindows {
     }
 
     fn key_serde<K: 'static>(&self, key: SerdeRef<K>) -> SerdeRef<Windowed<K>> {
-        Arc::new(TimeWindowedSerde::new(key, self.time_difference_ms()))
+        Arc::new(self.windowed_serde_of(key))
     }
 
     fn operator<K: AggKey, V: Clone + 'static, A: Clone + 'static>(
@@ -477,7 +475,8 @@ where
         materialized: Materialized<K, A>,
     ) -> KTable<Windowed<K>, A> {
         let fold = W::Fold::of(aggregate_aggregation(init, aggregator), None, None);
-        self.aggregate_into("KSTREAM-AGGREGATE", fold, materialized)
+        let m = materialized.or_default_value_serde();
+        self.aggregate_into("KSTREAM-AGGREGATE", fold, m)
     }
 }
 
@@ -500,6 +499,7 @@ where
         let first = init.clone();
         let per_record = aggregate_aggregation(move || first(), aggregator);
         let fold = SessionAggregation::of(per_record, Some(init), Some(Arc::new(merger)));
-        self.aggregate_into("KSTREAM-AGGREGATE", fold, materialized)
+        let m = materialized.or_default_value_serde();
+        self.aggregate_into("KSTREAM-AGGREGATE", fold, m)
     }
 }

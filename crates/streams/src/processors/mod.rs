@@ -16,5 +16,7 @@ pub(crate) mod stream_table_join;
 pub(crate) mod suppress_barrier;
 pub(crate) mod suppress_time;
 pub(crate) mod table_aggregate;
+pub(crate) mod table_join;
+pub(crate) mod table_regroup;
 pub(crate) mod window_aggregate;
 pub(crate) mod windowed;

@@ -38,6 +38,7 @@ impl<K: Clone + 'static, V: Clone + 'static> Source<K, V> {
         &self,
         cx: &mut TaskContext,
         part: &'static str,
+        timestamp: i64,
         e: crate::serde::SerdeError,
     ) -> Result<Option<i64>, ProcessError> {
         let pos = position(cx.meta.partition, cx.meta.offset);
@@ -50,7 +51,14 @@ impl<K: Clone + 'static, V: Clone + 'static> Source<K, V> {
             }),
             DeserializationHandler::LogAndContinue => {
                 tracing::warn!(topic = %self.topic, position = %pos, error = %e, "skipping a record whose {part} does not deserialize");
-                cx.metrics.drop_record(DropReason::DeserializationError);
+                let node = format!("source of {}", self.topic);
+                cx.drop_record::<()>(
+                    &node,
+                    None,
+                    timestamp,
+                    DropReason::DeserializationError,
+                    None,
+                );
                 Ok(None)
             }
         }
@@ -68,11 +76,11 @@ impl<K: Clone + 'static, V: Clone + 'static> SourceInput for Source<K, V> {
     ) -> Result<Option<i64>, ProcessError> {
         let k = match self.key_serde.deserialize_nullable(&self.topic, key) {
             Ok(k) => k,
-            Err(e) => return self.fail_or_skip(cx, "key", e),
+            Err(e) => return self.fail_or_skip(cx, "key", timestamp, e),
         };
         let v = match self.value_serde.deserialize_nullable(&self.topic, value) {
             Ok(v) => v,
-            Err(e) => return self.fail_or_skip(cx, "value", e),
+            Err(e) => return self.fail_or_skip(cx, "value", timestamp, e),
         };
         let ts = match &self.strategy {
             Some(s) => s.assign(&k, &v, timestamp, self.partition_time),

@@ -159,3 +159,30 @@ impl<K: Clone, V: Clone> Push<K, V> for PassThrough<K, V> {
         self.down.forward(cx, rec)
     }
 }
+
+/// Forwards the records that carry a value, unwrapped (tombstones skipped).
+pub(crate) struct SkipTombstones<K, V> {
+    pub(crate) down: Downstream<K, V>,
+}
+
+impl<K: Clone, V: Clone> Push<K, Option<V>> for SkipTombstones<K, V> {
+    #[inline]
+    fn push(
+        &mut self,
+        cx: &mut TaskContext,
+        rec: Record<K, Option<V>>,
+    ) -> Result<(), ProcessError> {
+        match rec.value {
+            Some(value) => self.down.forward(
+                cx,
+                Record {
+                    key: rec.key,
+                    value,
+                    timestamp: rec.timestamp,
+                    headers: rec.headers,
+                },
+            ),
+            None => Ok(()),
+        }
+    }
+}

@@ -143,7 +143,13 @@ where
         key: &K,
         (timestamp, window, close): (i64, Window, i64),
     ) {
-        cx.metrics.drop_record(reason);
+        cx.drop_record(
+            &self.node,
+            Some(key),
+            timestamp,
+            reason,
+            Some((window, close)),
+        );
         tracing::debug!(
             node = %self.node, key = ?key, timestamp, window_start = window.start,
             window_end = window.end, close, floor = cx.floor.as_millis(), ?reason,

@@ -6,8 +6,10 @@
 //! i32, i64, f64 in Kafka's big-endian layouts, JSON over serde types,
 //! nullable wrappers) and the windowed-key serdes whose layout matches Kafka
 //! Streams' time-windowed (`[key][start: i64 BE]`) and session-windowed
-//! (`[key][end: i64 BE][start: i64 BE]`) serdes.
+//! (`[key][end: i64 BE][start: i64 BE]`) serdes, and [`ChangeSerde`] for a
+//! regrouped table's updates.
 
+mod change;
 mod codec;
 mod primitive;
 mod windowed;
@@ -15,6 +17,8 @@ mod windowed;
 use std::fmt;
 use std::sync::Arc;
 
+pub use change::ChangeSerde;
+pub(crate) use change::PairSerde;
 pub use primitive::{
     BytesSerde, F64Serde, I32Serde, I64Serde, JsonSerde, NullableSerde, StringSerde, UnitSerde,
 };
@@ -92,6 +96,58 @@ pub trait Serde<T>: Send + Sync + fmt::Debug {
 
 /// A shared, type-erased serde.
 pub type SerdeRef<T> = Arc<dyn Serde<T>>;
+
+/// A shared serde is a serde (so wrappers such as [`NullableSerde`] take one).
+impl<T> Serde<T> for SerdeRef<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn serialize(&self, topic: &str, value: &T, out: &mut Vec<u8>) -> Result<(), SerdeError> {
+        (**self).serialize(topic, value, out)
+    }
+    fn deserialize(&self, topic: &str, bytes: &[u8]) -> Result<T, SerdeError> {
+        (**self).deserialize(topic, bytes)
+    }
+    fn serialize_nullable(&self, topic: &str, value: &T) -> Result<Option<Vec<u8>>, SerdeError> {
+        (**self).serialize_nullable(topic, value)
+    }
+    fn deserialize_nullable(&self, topic: &str, bytes: Option<&[u8]>) -> Result<T, SerdeError> {
+        (**self).deserialize_nullable(topic, bytes)
+    }
+}
+
+/// The standard serde of `T` when `T` is one of the types [`Serdes`] has a
+/// serde for without arguments (`String`, `Vec<u8>`, `i32`, `i64`, `f64`,
+/// `()`), so an aggregation can infer its store's value serde as `count`
+/// does; `None` for any other type.
+pub(crate) fn default_serde<T: 'static>() -> Option<SerdeRef<T>> {
+    use std::any::{Any, TypeId};
+    fn boxed<X: 'static>(s: impl Serde<X> + 'static) -> Box<dyn Any> {
+        Box::new(Arc::new(s) as SerdeRef<X>)
+    }
+    let t = TypeId::of::<T>();
+    let serde = if t == TypeId::of::<String>() {
+        boxed(StringSerde)
+    } else if t == TypeId::of::<Vec<u8>>() {
+        boxed(BytesSerde)
+    } else if t == TypeId::of::<i32>() {
+        boxed(I32Serde)
+    } else if t == TypeId::of::<i64>() {
+        boxed(I64Serde)
+    } else if t == TypeId::of::<f64>() {
+        boxed(F64Serde)
+    } else if t == TypeId::of::<()>() {
+        boxed(UnitSerde)
+    } else {
+        return None;
+    };
+    serde.downcast::<SerdeRef<T>>().ok().map(|s| *s)
+}
+
+/// `Option<T>` over a shared serde, `None` a null.
+pub(crate) fn nullable_ref<T: 'static>(serde: SerdeRef<T>) -> SerdeRef<Option<T>> {
+    Arc::new(NullableSerde::new(serde))
+}
 
 /// Constructors of the standard serdes, named as in Kafka's `Serdes`.
 #[derive(Debug, Clone, Copy)]
@@ -192,5 +248,20 @@ pub(crate) fn malformed(
 impl<T> std::fmt::Debug for SerdeCodec<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("SerdeCodec")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_standard_types_have_a_default_serde_and_others_none() {
+        assert_eq!(default_serde::<i64>().unwrap().name(), "i64");
+        assert_eq!(default_serde::<String>().unwrap().name(), "string");
+        assert!(default_serde::<()>().is_some());
+        assert!(default_serde::<Vec<u8>>().is_some());
+        assert!(default_serde::<(i64, i64)>().is_none());
+        assert!(default_serde::<Option<i64>>().is_none());
     }
 }

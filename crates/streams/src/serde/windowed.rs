@@ -1,6 +1,9 @@
 //! Windowed-key serdes, byte-compatible with Kafka Streams'
 //! `TimeWindowedSerde` (`[key][start: i64 BE]`) and `SessionWindowedSerde`
-//! (`[key][end: i64 BE][start: i64 BE]`).
+//! (`[key][end: i64 BE][start: i64 BE]`). Sliding windows use the
+//! time-windowed layout with the time difference as the size, as Kafka
+//! Streams does: a sliding window is `[start, start + D]`, so that is its
+//! real end (`SlidingWindows::windowed_serde` takes it from the windows).
 
 use crate::record::{Window, Windowed};
 

@@ -45,6 +45,26 @@ impl DropReason {
     }
 }
 
+/// One dropped record, as data: where it came from, its key, why, and the
+/// window or session it missed. The metric counts the same events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DropEvent {
+    /// Source topic, partition and offset of the record (empty topic and
+    /// `None` for one an emission pass or punctuator created).
+    pub source: RecordMetadata,
+    /// The key, rendered with `Debug` (`None` when it did not deserialize).
+    pub key: Option<String>,
+    /// The record's event time.
+    pub timestamp: i64,
+    /// Why.
+    pub reason: DropReason,
+    /// The window or session the record missed, and its close (DESIGN 3.4);
+    /// `None` for a drop that is not about time.
+    pub window: Option<(crate::record::Window, i64)>,
+    /// The node that dropped it.
+    pub node: String,
+}
+
 /// The task's counters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TaskMetrics {
@@ -114,6 +134,9 @@ pub struct TaskContext {
     pub(crate) meta: RecordMetadata,
     /// The task's wall clock, as of its last tick (never read from the system).
     pub(crate) wall_clock: stoatflow_time::WallTime,
+    /// Dropped records as data, when someone collects them (the test
+    /// driver); `None` otherwise, so nothing accumulates in the engine.
+    pub(crate) drop_events: Option<Vec<DropEvent>>,
 }
 
 impl Default for TaskContext {
@@ -125,11 +148,35 @@ impl Default for TaskContext {
             metrics: TaskMetrics::default(),
             meta: RecordMetadata::default(),
             wall_clock: stoatflow_time::WallTime::EPOCH,
+            drop_events: None,
         }
     }
 }
 
 impl TaskContext {
+    /// Counts a dropped record under its reason and, when drop events are
+    /// collected, records it (the key rendered only then).
+    pub(crate) fn drop_record<K: std::fmt::Debug>(
+        &mut self,
+        node: &str,
+        key: Option<&K>,
+        timestamp: i64,
+        reason: DropReason,
+        window: Option<(crate::record::Window, i64)>,
+    ) {
+        self.metrics.drop_record(reason);
+        if let Some(events) = &mut self.drop_events {
+            events.push(DropEvent {
+                source: self.meta.clone(),
+                key: key.map(|k| format!("{k:?}")),
+                timestamp,
+                reason,
+                window,
+                node: node.to_owned(),
+            });
+        }
+    }
+
     /// The floor the current record is judged against (DESIGN 3.3, 3.4).
     pub fn floor(&self) -> Watermark {
         self.floor

@@ -176,6 +176,8 @@ pub(crate) trait SourceInput {
 pub(crate) struct StoreHandle {
     /// `Rc<RefCell<S>>` for the concrete store type, for typed inspection.
     pub(crate) typed: Rc<dyn Any>,
+    /// The concrete store type's name, for a mismatch's error.
+    pub(crate) type_name: &'static str,
     /// The same store as a [`StateStore`], for changelog flushes.
     pub(crate) state: Rc<RefCell<dyn StateStore>>,
 }
@@ -215,6 +217,7 @@ impl Instantiation {
             name.to_owned(),
             StoreHandle {
                 typed: store,
+                type_name: std::any::type_name::<S>(),
                 state,
             },
         );

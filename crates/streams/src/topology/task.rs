@@ -17,7 +17,7 @@ use stoatflow_time::Watermark;
 
 use crate::error::ProcessError;
 use crate::record::{Headers, Record};
-use crate::topology::context::{OutputRecord, RecordMetadata, TaskContext, TaskMetrics};
+use crate::topology::context::{DropEvent, OutputRecord, RecordMetadata, TaskContext, TaskMetrics};
 use crate::topology::graph::{
     FrontierOperator, Instantiation, Port, SourceInput, StoreHandle, TimeOperator,
 };
@@ -296,6 +296,27 @@ impl StreamTask {
             .clone()
             .downcast::<RefCell<S>>()
             .ok()
+    }
+
+    /// Collects dropped records as [`DropEvent`]s from now on (the test
+    /// driver does; the engine only counts them).
+    pub fn collect_drop_events(&mut self) {
+        self.cx.drop_events.get_or_insert_with(Vec::new);
+    }
+
+    /// The dropped records collected since the last call.
+    pub fn take_drop_events(&mut self) -> Vec<DropEvent> {
+        self.cx
+            .drop_events
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// The concrete type of store `name` (what [`StreamTask::store`] needs), if
+    /// this task has it.
+    pub fn store_type_name(&self, name: &str) -> Option<&'static str> {
+        self.stores.get(name).map(|h| h.type_name)
     }
 
     /// Names of this task's stores.

@@ -10,16 +10,18 @@
 //! `window.end + offset` for a per-operator constant offset, which
 //! `suppress(until_window_closes)` learns from the graph at build time.
 //!
-//! This module owns window arithmetic only; it never sees records, stores or
-//! the DSL's streams (how `windowed_by` picks a stream per window kind is
+//! This module owns window arithmetic (and the key serde a window's size
+//! determines); it never sees records, stores or the DSL's streams (how `windowed_by` picks a stream per window kind is
 //! `dsl::windowing`).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use stoatflow_time::duration_ms;
 
 use crate::error::TopologyError;
 use crate::record::Window;
+use crate::serde::{Serde, SerdeRef, TimeWindowedSerde};
 
 mod time;
 
@@ -55,6 +57,17 @@ impl SlidingWindows {
     /// Grace, ms.
     pub fn grace_ms(&self) -> i64 {
         self.grace_ms
+    }
+
+    /// The serde of these windows' keys: Kafka Streams' time-windowed
+    /// layout, the end read back as `start + D`, the operator's own end.
+    pub fn windowed_serde<K, S: Serde<K> + 'static>(&self, inner: S) -> TimeWindowedSerde<K> {
+        self.windowed_serde_of(Arc::new(inner))
+    }
+
+    /// [`SlidingWindows::windowed_serde`] over a shared key serde.
+    pub(crate) fn windowed_serde_of<K>(&self, inner: SerdeRef<K>) -> TimeWindowedSerde<K> {
+        TimeWindowedSerde::new(inner, self.diff_ms)
     }
 
     /// The window starting at `start`: `[start, start + D]`.
@@ -157,6 +170,17 @@ impl SessionWindows {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sliding_key_serde_reads_back_the_windows_real_end() {
+        let w = SlidingWindows::of_time_difference_with_no_grace(Duration::from_millis(10));
+        let serde = w.windowed_serde(crate::serde::Serdes::string());
+        let key = crate::record::Windowed::new("k".to_owned(), w.window(90));
+        assert_eq!(key.window.end, 100);
+        let mut bytes = Vec::new();
+        serde.serialize("t", &key, &mut bytes).unwrap();
+        assert_eq!(serde.deserialize("t", &bytes).unwrap(), key);
+    }
 
     #[test]
     fn sliding_close_is_start_plus_difference_plus_one_plus_grace() {

@@ -48,6 +48,23 @@ impl TimeWindows {
         self.size_ms
     }
 
+    /// The serde of these windows' keys: Kafka Streams' time-windowed
+    /// layout, the end read back as `start + size`.
+    pub fn windowed_serde<K, S: crate::serde::Serde<K> + 'static>(
+        &self,
+        inner: S,
+    ) -> crate::serde::TimeWindowedSerde<K> {
+        self.windowed_serde_of(std::sync::Arc::new(inner))
+    }
+
+    /// [`TimeWindows::windowed_serde`] over a shared key serde.
+    pub(crate) fn windowed_serde_of<K>(
+        &self,
+        inner: crate::serde::SerdeRef<K>,
+    ) -> crate::serde::TimeWindowedSerde<K> {
+        crate::serde::TimeWindowedSerde::new(inner, self.size_ms)
+    }
+
     /// Advance, ms.
     pub fn advance_ms(&self) -> i64 {
         self.advance_ms

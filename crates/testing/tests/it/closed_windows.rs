@@ -1,5 +1,6 @@
 //! A closed window never changes again, and `on_window_close` emits each
-//! window exactly once — as a property over random inputs.
+//! window exactly once — as a property over random inputs; and a
+//! watermark-only source closes windows.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -8,11 +9,11 @@ use proptest::prelude::*;
 use stoatflow_state::WindowStore;
 use stoatflow_streams::DropReason::LateWindow;
 use stoatflow_streams::{
-    Consumed, EmitStrategy, Materialized, Produced, Serdes, StreamsConfig, TimeWindows,
-    WindowStoreOf, Windowed,
+    Consumed, EmitStrategy, Materialized, Produced, Serdes, StreamsBuilder, StreamsConfig,
+    TimeWindows, WindowStoreOf, Windowed,
 };
 
-use crate::harness::{Scenario, Step, dropped, pipe_to};
+use crate::harness::{Scenario, Step, dropped, expect, nothing, pipe_to};
 
 /// A windowed count of `in`, written to `out` as `(key@start, count)`.
 pub fn counting(windows: TimeWindows, emit: EmitStrategy) -> Scenario {
@@ -103,4 +104,33 @@ proptest! {
         }
         prop_assert_eq!(seen, model);
     }
+}
+
+#[test]
+fn a_watermark_source_closes_windows_without_a_dummy_sink() {
+    // A topic that only moves event time: piping into it closes the window
+    // of a record on another topic.
+    let mut b = StreamsBuilder::new();
+    b.watermark_source("ticks");
+    b.stream("in", Consumed::with(Serdes::string(), Serdes::string()))
+        .group_by_key()
+        .windowed_by(TimeWindows::of_size_with_no_grace(Duration::from_millis(
+            10,
+        )))
+        .emit_strategy(EmitStrategy::on_window_close())
+        .count()
+        .to_stream()
+        .map(|k: Windowed<String>, v| (format!("{}@{}", k.key, k.window.start), v))
+        .to("out", Produced::with(Serdes::string(), Serdes::i64()));
+    Scenario::new(b.build().unwrap())
+        .input::<String, String>("in")
+        .input::<i64, i64>("ticks")
+        .output::<String, i64>("out")
+        .steps([
+            pipe_to("in", "a", "x", 3),
+            nothing("out"),
+            pipe_to("ticks", 0, 0, 10),
+            expect("out", [("a@0", 1, 3)]),
+        ])
+        .run();
 }

@@ -41,7 +41,7 @@ fn m() -> Materialized<String, String> {
 fn cogroup_folds_every_input_with_its_own_aggregator() {
     cogroup(|b| {
         let t = cogrouped(b).aggregate(|| "0".into(), m());
-        to_topic(t.to_stream_with_tombstones(), "out")
+        to_topic(t.to_stream(), "out")
     })
     .expect(
         "out",
@@ -63,7 +63,7 @@ fn cogroup_over_time_windows() {
                 10,
             )))
             .aggregate(|| "0".into(), m());
-        to_topic_windowed(t.to_stream_with_tombstones(), "out")
+        to_topic_windowed(t.to_stream(), "out")
     })
     .expect(
         "out",
@@ -86,7 +86,7 @@ fn cogroup_over_sliding_windows() {
                 Duration::from_millis(20),
             ))
             .aggregate(|| "0".into(), m());
-        to_topic_windowed(t.to_stream_with_tombstones(), "out")
+        to_topic_windowed(t.to_stream(), "out")
     })
     .expect(
         "out",
@@ -113,7 +113,7 @@ fn cogroup_over_session_windows() {
                 |_, a: String, b: String| format!("{a}|{b}"),
                 m(),
             );
-        to_topic_windowed(t.to_stream_with_tombstones(), "out")
+        to_topic_windowed(t.to_stream(), "out")
     })
     .expect(
         "out",

@@ -54,6 +54,25 @@ fn continue_handler_skips_and_counts_the_record() {
         [("c".to_string(), 10)]
     );
     assert_eq!(d.metrics().dropped(DropReason::DeserializationError), 2);
+    // The same two drops as data: where each came from, no key, no window.
+    let drops = d.dropped_records();
+    let seen: Vec<_> = drops
+        .iter()
+        .map(|e| {
+            (
+                e.source.offset,
+                e.timestamp,
+                e.reason,
+                e.key.clone(),
+                e.window,
+            )
+        })
+        .collect();
+    let r = DropReason::DeserializationError;
+    assert_eq!(
+        seen,
+        [(Some(0), 1, r, None, None), (Some(1), 2, r, None, None)]
+    );
 }
 
 #[test]

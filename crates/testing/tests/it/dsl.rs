@@ -164,7 +164,7 @@ fn grouped_count_reduce_aggregate_and_table_operators() {
     grouped
         .count()
         .to_stream()
-        .map_values(|_, c| c.to_string())
+        .map_values(|_, c| c.map(|c| c.to_string()))
         .to("count", strings());
     grouped
         .reduce(|a, v| format!("{a}|{v}"), Materialized::as_("reduced"))
@@ -178,7 +178,7 @@ fn grouped_count_reduce_aggregate_and_table_operators() {
         )
         .filter(|_, n| *n > 2)
         .map_values(|_, n| n.to_string())
-        .to_stream_with_tombstones()
+        .to_stream()
         .map_values(|_, v| v.unwrap_or_else(|| "<tombstone>".into()))
         .to("agg", strings());
     let out = run(
@@ -273,4 +273,40 @@ fn a_kafka_streams_timestamp_extractor_sees_partition_time() {
         out[0],
         [s("k", "50", 50), s("k", "x", 50), s("k", "40", 40)]
     );
+}
+
+#[test]
+fn aggregate_infers_a_standard_value_serde_as_count_does_and_restores_with_it() {
+    // Without the inference the changelogged stores have no value serde and
+    // the driver refuses the topology (`TopologyError::MissingSerde`).
+    let mut b = StreamsBuilder::new();
+    let grouped = source(&mut b).group_by_key();
+    grouped
+        .aggregate(
+            || 0i64,
+            |_, v: &String, a| a + v.len() as i64,
+            Materialized::as_("lens"),
+        )
+        .to_stream()
+        .map_values(|_, n| n.map(|n| n.to_string()))
+        .to("lens", strings());
+    grouped
+        .windowed_by(stoatflow_streams::TimeWindows::of_size_with_no_grace(
+            Duration::from_millis(100),
+        ))
+        .aggregate(String::new, |_, v, a| a + v, Materialized::as_("joined"))
+        .to_stream()
+        .map(|k, v| (k.key, v))
+        .to("joined", strings());
+    Scenario::new(b.build().expect("aggregate infers i64 and String serdes"))
+        .input::<String, String>("in")
+        .text_outputs(&["lens", "joined"])
+        .steps([
+            pipe_to("in", "a", "xy", 1),
+            crate::harness::Step::Crash,
+            pipe_to("in", "a", "z", 2),
+        ])
+        .expect("lens", [s("a", "2", 1), s("a", "3", 2)])
+        .expect("joined", [s("a", "xy", 1), s("a", "xyz", 2)])
+        .run();
 }

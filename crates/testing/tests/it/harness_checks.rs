@@ -22,7 +22,7 @@ fn counts() -> Scenario {
                     10,
                 )))
                 .count_with(Materialized::as_("counts"))
-                .to_stream_with_tombstones(),
+                .to_stream(),
             "out",
         )
     })

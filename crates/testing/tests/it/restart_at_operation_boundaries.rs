@@ -100,8 +100,8 @@ fn a_record_late_before_the_restart_is_still_dropped_after_it() {
             dropped(LateWindow, 1),
             restart(graceful),
             pipe("a", 3),
-            // Dropped after the restart too.
-            dropped(LateWindow, 1),
+            // Dropped after the restart too: the counter carries over.
+            dropped(LateWindow, 2),
             Advance(100),
         ];
         let after_restart = 5;

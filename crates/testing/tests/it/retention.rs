@@ -23,7 +23,7 @@ fn sessions(retention: Option<Duration>) -> impl FnOnce(&mut StreamsBuilder) {
                     Duration::from_secs(60),
                 ))
                 .count_with(m)
-                .to_stream_with_tombstones(),
+                .to_stream(),
             "out",
         )
     }
@@ -71,7 +71,7 @@ fn sliding_store_default_retention_is_twice_the_difference_plus_grace() {
                     Duration::from_secs(10),
                 ))
                 .count_with(Materialized::as_("sliding"))
-                .to_stream_with_tombstones(),
+                .to_stream(),
             "out",
         )
     };

@@ -31,15 +31,13 @@ pub fn sessions(agg: Agg, emit: EmitStrategy, gap: u64, grace: u64) -> Scenario 
             .emit_strategy(emit);
         match agg {
             Agg::Count => to_topic_windowed(
-                windowed
-                    .count_with(Materialized::as_("store"))
-                    .to_stream_with_tombstones(),
+                windowed.count_with(Materialized::as_("store")).to_stream(),
                 "out",
             ),
             Agg::Reduce => to_topic_windowed(
                 windowed
                     .reduce(|a, b| format!("{a}+{b}"), Materialized::as_("store"))
-                    .to_stream_with_tombstones(),
+                    .to_stream(),
                 "out",
             ),
             Agg::Aggregate => to_topic_windowed(
@@ -50,7 +48,7 @@ pub fn sessions(agg: Agg, emit: EmitStrategy, gap: u64, grace: u64) -> Scenario 
                         |_, a: String, b: String| format!("{a}+{b}"),
                         Materialized::as_("store").with_value_serde(Serdes::string()),
                     )
-                    .to_stream_with_tombstones(),
+                    .to_stream(),
                 "out",
             ),
         }

@@ -36,19 +36,17 @@ pub fn sliding(agg: Agg, emit: EmitStrategy, d: u64, grace: u64) -> Scenario {
                         |_, v: &String, a: String| format!("{a}+{v}"),
                         Materialized::as_("store").with_value_serde(Serdes::string()),
                     )
-                    .to_stream_with_tombstones(),
+                    .to_stream(),
                 "out",
             ),
             Agg::Reduce => to_topic_windowed(
                 windowed
                     .reduce(|a, b| format!("{a}+{b}"), Materialized::as_("store"))
-                    .to_stream_with_tombstones(),
+                    .to_stream(),
                 "out",
             ),
             Agg::Count => to_topic_windowed(
-                windowed
-                    .count_with(Materialized::as_("store"))
-                    .to_stream_with_tombstones(),
+                windowed.count_with(Materialized::as_("store")).to_stream(),
                 "out",
             ),
         }

@@ -36,11 +36,8 @@ fn raw_and_suppressed<K: Ord + Clone + Debug + Send + Sync + 'static>(
     suppressed: Suppressed<K>,
     sink: fn(KStream<K, Option<i64>>, &str),
 ) {
-    sink(
-        table.suppress(suppressed).to_stream_with_tombstones(),
-        "suppressed",
-    );
-    sink(table.to_stream_with_tombstones(), "raw");
+    sink(table.suppress(suppressed).to_stream(), "suppressed");
+    sink(table.to_stream(), "raw");
 }
 
 /// A count of `input` by key, `counts`, handed to `sinks`.
@@ -406,7 +403,7 @@ fn releases_keep_the_latest_headers_and_leave_in_buffer_time_then_key_order() {
                 ms(10),
                 BufferConfig::unbounded(),
             ))
-            .to_stream_with_tombstones(),
+            .to_stream(),
             "suppressed",
         );
     })
@@ -490,14 +487,10 @@ fn suppress_buffer_is_changelogged_and_until_barrier_has_no_store() {
             t.suppress(
                 Suppressed::until_time_limit(ms(10), BufferConfig::unbounded()).with_name("s"),
             )
-            .to_stream_with_tombstones(),
+            .to_stream(),
             "a",
         );
-        to_topic(
-            t.suppress(Suppressed::until_barrier())
-                .to_stream_with_tombstones(),
-            "b",
-        );
+        to_topic(t.suppress(Suppressed::until_barrier()).to_stream(), "b");
     })
     .text_outputs(&["a", "b"])
     .steps([pipe("k", "x", 0), pipe("k", "x", 20)])

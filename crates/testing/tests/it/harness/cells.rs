@@ -13,6 +13,8 @@ pub enum Cell {
     Text(String),
     /// `0`, `1_234`.
     Int(i64),
+    /// A null value (a delete, on a nullable topic).
+    Null,
 }
 
 impl Cell {
@@ -21,6 +23,7 @@ impl Cell {
         match self {
             Cell::Text(s) => s.clone(),
             Cell::Int(n) => n.to_string(),
+            Cell::Null => "null".to_owned(),
         }
     }
 
@@ -28,6 +31,7 @@ impl Cell {
         match self {
             Cell::Int(n) => *n,
             Cell::Text(s) => panic!("the cell {s:?} is text, the topic wants a number"),
+            Cell::Null => panic!("a null cell, the topic wants a number"),
         }
     }
 }
@@ -90,6 +94,7 @@ impl Data for String {
         match cell {
             Cell::Text(s) => s.clone(),
             Cell::Int(n) => panic!("the cell {n} is a number, the topic wants text"),
+            Cell::Null => panic!("a null cell, the topic wants non-null text"),
         }
     }
     fn render(&self) -> Option<String> {
@@ -103,7 +108,7 @@ impl Data for Option<String> {
         Serdes::nullable(Serdes::string())
     }
     fn from_cell(cell: &Cell) -> Self {
-        Some(String::from_cell(cell))
+        (*cell != Cell::Null).then(|| String::from_cell(cell))
     }
     fn render(&self) -> Option<String> {
         self.clone()

@@ -98,7 +98,7 @@ impl Outcome {
     pub fn store<S: 'static>(&self, name: &str) -> Rc<RefCell<S>> {
         self.driver
             .store::<S>(name)
-            .unwrap_or_else(|| panic!("no store {name} of that type"))
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Every store's name.
