@@ -77,6 +77,7 @@ impl Example {
                     .emit_strategy(EmitStrategy::on_window_close())
                     .count()
                     .to_stream()
+                    .skip_tombstones()
                     .map(move |w, n| (window(&w), n.to_string()))
                     .to(self.output(), out());
             }
@@ -107,6 +108,7 @@ impl Example {
                     .count()
                     .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
                     .to_stream()
+                    .skip_tombstones()
                     .map(move |w, n| (window(&w), n.to_string()))
                     .to(self.output(), out());
             }
