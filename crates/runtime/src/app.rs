@@ -278,6 +278,13 @@ impl<L: Log + 'static> StreamsApp<L> {
         self.shared.snapshot.lock().expect("snapshot lock").clone()
     }
 
+    /// Changelog records the last start restored into the tasks' stores (a
+    /// persistent store trusted from its checkpoint reads only the tail past
+    /// it; an in-memory or rebuilt one reads its whole changelog).
+    pub fn restored_records(&self) -> u64 {
+        self.shared.restored.load(Ordering::Acquire)
+    }
+
     /// Barriers committed since start.
     pub fn committed_barriers(&self) -> u64 {
         self.shared.barriers.load(Ordering::Acquire)

@@ -81,6 +81,8 @@ pub(crate) struct Shared {
     pub(crate) barriers: std::sync::atomic::AtomicU64,
     /// The error that stopped the application.
     pub(crate) error: Mutex<Option<Arc<RuntimeError>>>,
+    /// Changelog records the last start restored into the tasks' stores.
+    pub(crate) restored: std::sync::atomic::AtomicU64,
 }
 
 /// Called on every state change with (new, old).
@@ -100,6 +102,7 @@ impl Shared {
             committed: Mutex::new(HashMap::new()),
             barriers: std::sync::atomic::AtomicU64::new(0),
             error: Mutex::new(None),
+            restored: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -417,6 +420,12 @@ impl<L: Log + 'static> Engine<L> {
                 });
             }
         }
+        // Each task's sources start from their partition's committed time, as
+        // the poll loop's readers do: both assign the same event times.
+        let partition_times: Vec<(TaskId, Arc<str>, EventTime)> = slots
+            .iter()
+            .filter_map(|s| Some((s.task, s.topic.clone(), s.partition_time?)))
+            .collect();
         let streams_config = Arc::new(config.streams.clone());
         let pending_output = Arc::new(AtomicBool::new(false));
         let (reply_tx, replies) = sync_channel(lanes_n * 2 + 4);
@@ -434,6 +443,9 @@ impl<L: Log + 'static> Engine<L> {
                 restore_stall_timeout: config.restore_stall_timeout,
                 wall_clock: now,
                 pending_output: pending_output.clone(),
+                state_dir: config.effective_state_dir(),
+                default_store: config.default_dsl_store(),
+                partition_times: partition_times.clone(),
             };
             let reply_tx = reply_tx.clone();
             let handle = std::thread::Builder::new()
@@ -462,6 +474,7 @@ impl<L: Log + 'static> Engine<L> {
             }
         }
         tracing::info!(restored, lanes = lanes_n, "stores restored");
+        shared.restored.store(restored, Ordering::Release);
         let barrier = last_barrier;
         let engine = Engine {
             config: config.clone(),
@@ -518,6 +531,10 @@ impl<L: Log + 'static> Engine<L> {
                 // Dispatch what is buffered, then the final flush barrier.
                 self.drain_dispatch()?;
                 self.barrier(true)?;
+                // Committed: the persistent stores can be closed and checkpointed.
+                for lane in &self.lanes {
+                    send(lane, LaneMsg::Checkpoint)?;
+                }
                 return Ok(());
             }
             let fetched = self.consumer.fetch(self.config.poll_wait)?;
@@ -1011,7 +1028,7 @@ fn restore_stamps<L: Log>(
     let tp = TopicPartition::new(changelog_topic(app, WATERMARK_STORE_NAME), st as u32);
     let mut read = read_to_end(
         &mut consumer,
-        [tp.clone()],
+        [(tp.clone(), 0)],
         config.restore_stall_timeout,
         WATERMARK_STORE_NAME,
     )?;

@@ -4,6 +4,8 @@ mod crash_points;
 mod end_to_end;
 mod families;
 mod kill;
+mod partition_time;
+mod persistent_stores;
 mod recovery;
 mod refusals;
 mod support;

@@ -46,6 +46,7 @@ use crate::serde::{BoxedCodec, codec};
 use crate::serde::{Serde, SerdeRef};
 use crate::topology::context::{RecordMetadata, TaskContext};
 use crate::topology::graph::{Downstream, Instantiation, StoreSupplier};
+use crate::topology::{BytesStoreSupplier, StoreShape, StoreType};
 
 /// What drives a punctuator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -457,6 +458,39 @@ impl std::fmt::Debug for StoreBuilder {
 pub struct Stores;
 
 impl Stores {
+    /// A key-value store on local disk (Kafka Streams' `persistentKeyValueStore`), for
+    /// `Materialized::as_`.
+    pub fn persistent_key_value_store(name: impl Into<String>) -> BytesStoreSupplier {
+        BytesStoreSupplier::new(name, StoreType::Persistent, StoreShape::KeyValue)
+    }
+
+    /// A window store on local disk (Kafka Streams' `persistentWindowStore`; retention comes
+    /// from the windows or `Materialized::with_retention`), for `Materialized::as_` and
+    /// `StreamJoined::with_store_suppliers`.
+    pub fn persistent_window_store(name: impl Into<String>) -> BytesStoreSupplier {
+        BytesStoreSupplier::new(name, StoreType::Persistent, StoreShape::Window)
+    }
+
+    /// A session store on local disk (Kafka Streams' `persistentSessionStore`).
+    pub fn persistent_session_store(name: impl Into<String>) -> BytesStoreSupplier {
+        BytesStoreSupplier::new(name, StoreType::Persistent, StoreShape::Session)
+    }
+
+    /// A key-value store in memory (Kafka Streams' `inMemoryKeyValueStore`).
+    pub fn in_memory_key_value_store(name: impl Into<String>) -> BytesStoreSupplier {
+        BytesStoreSupplier::new(name, StoreType::InMemory, StoreShape::KeyValue)
+    }
+
+    /// A window store in memory (Kafka Streams' `inMemoryWindowStore`).
+    pub fn in_memory_window_store(name: impl Into<String>) -> BytesStoreSupplier {
+        BytesStoreSupplier::new(name, StoreType::InMemory, StoreShape::Window)
+    }
+
+    /// A session store in memory (Kafka Streams' `inMemorySessionStore`).
+    pub fn in_memory_session_store(name: impl Into<String>) -> BytesStoreSupplier {
+        BytesStoreSupplier::new(name, StoreType::InMemory, StoreShape::Session)
+    }
+
     /// An in-memory, changelogged key-value store.
     pub fn key_value_store_builder<K, V>(
         name: &str,
