@@ -98,8 +98,8 @@
 //! tests *what* is emitted, not *when*.
 
 pub use stoatflow_runtime::{
-    AppState, Backend, BarrierCadence, CommitBarrierConfig, ProcessingGuarantee, RuntimeConfig,
-    RuntimeError, StreamsApp, TaskId,
+    AppState, Backend, BarrierCadence, CommitBarrierConfig, HandlerOutcome, ProcessingGuarantee,
+    RuntimeConfig, RuntimeError, StreamThreadExceptionResponse, StreamsApp, TaskId,
 };
 pub use stoatflow_streams::*;
 pub use stoatflow_time::{

@@ -1,5 +1,6 @@
 //! Integration tests of the runtime, through its public API only.
 
+mod commit_faults;
 mod crash_points;
 mod end_to_end;
 mod families;
