@@ -10,15 +10,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use stoatflow_log::{
-    Consumer, EmbeddedLog, ErrorKind, FetchedRecord, Log, LogError, Offset, OffsetAndMetadata,
-    Record, SeekTo, TopicPartition, TopicShape, TopicSpec, TransactionalProducer,
-};
+use stoatflow_log::{EmbeddedLog, ErrorKind, Log, LogError, TopicPartition, TopicSpec};
 use stoatflow_runtime::{
     AppState, ProcessingGuarantee, RuntimeConfig, StreamThreadExceptionResponse, StreamsApp,
 };
 use stoatflow_streams::{Produced, Serdes, StreamsBuilder, Topology};
 
+use crate::hooked_log::{Durable, HookedLog, Hooks};
 use crate::support::*;
 
 /// What the `k`th commit (counted over every producer, from 1) does.
@@ -47,7 +45,9 @@ impl Plan {
             ..Plan::default()
         })
     }
+}
 
+impl Hooks for Plan {
     fn alive(&self) -> Result<(), LogError> {
         match self.dead.load(Ordering::Acquire) {
             true => Err(broker(ErrorKind::Fatal, "the process died (injected)")),
@@ -55,8 +55,15 @@ impl Plan {
         }
     }
 
-    fn commit(&self, commit: impl FnOnce() -> Result<(), LogError>) -> Result<(), LogError> {
+    fn durable<T>(
+        &self,
+        op: Durable,
+        commit: impl FnOnce() -> Result<T, LogError>,
+    ) -> Result<T, LogError> {
         self.alive()?;
+        if op != Durable::Commit {
+            return commit();
+        }
         let k = self.commits.fetch_add(1, Ordering::AcqRel) + 1;
         match self.faults.lock().unwrap().get(&k).copied() {
             None => commit(),
@@ -79,114 +86,6 @@ fn broker(kind: ErrorKind, message: &str) -> LogError {
         op: "commit".into(),
         message: message.into(),
         kind,
-    }
-}
-
-#[derive(Debug)]
-struct FlakyLog {
-    inner: Arc<EmbeddedLog>,
-    plan: Arc<Plan>,
-}
-
-#[derive(Debug)]
-struct FlakyConsumer {
-    inner: <EmbeddedLog as Log>::Consumer,
-    plan: Arc<Plan>,
-}
-
-#[derive(Debug)]
-struct FlakyProducer {
-    inner: <EmbeddedLog as Log>::Producer,
-    plan: Arc<Plan>,
-}
-
-impl Log for FlakyLog {
-    type Consumer = FlakyConsumer;
-    type Producer = FlakyProducer;
-
-    fn create_topic(&self, spec: &TopicSpec) -> Result<(), LogError> {
-        self.plan.alive()?;
-        self.inner.create_topic(spec)
-    }
-    fn describe_topic(&self, topic: &str) -> Result<Option<TopicShape>, LogError> {
-        self.plan.alive()?;
-        self.inner.describe_topic(topic)
-    }
-    fn consumer(&self, group: &str) -> Result<Self::Consumer, LogError> {
-        self.plan.alive()?;
-        Ok(FlakyConsumer {
-            inner: self.inner.consumer(group)?,
-            plan: self.plan.clone(),
-        })
-    }
-    fn transactional_producer(&self, id: &str) -> Result<Self::Producer, LogError> {
-        self.plan.alive()?;
-        Ok(FlakyProducer {
-            inner: self.inner.transactional_producer(id)?,
-            plan: self.plan.clone(),
-        })
-    }
-    fn committed_offsets(
-        &self,
-        group: &str,
-        partitions: &[TopicPartition],
-    ) -> Result<Vec<(TopicPartition, Option<OffsetAndMetadata>)>, LogError> {
-        self.plan.alive()?;
-        self.inner.committed_offsets(group, partitions)
-    }
-}
-
-impl Consumer for FlakyConsumer {
-    fn assign(&mut self, partitions: &[TopicPartition]) -> Result<(), LogError> {
-        self.plan.alive()?;
-        self.inner.assign(partitions)
-    }
-    fn seek(&mut self, partition: &TopicPartition, to: SeekTo) -> Result<(), LogError> {
-        self.plan.alive()?;
-        self.inner.seek(partition, to)
-    }
-    fn position(&self, partition: &TopicPartition) -> Result<Offset, LogError> {
-        self.plan.alive()?;
-        self.inner.position(partition)
-    }
-    fn fetch(&mut self, max_wait: Duration) -> Result<Vec<FetchedRecord>, LogError> {
-        self.plan.alive()?;
-        self.inner.fetch(max_wait)
-    }
-    fn end_offset(&mut self, partition: &TopicPartition) -> Result<Offset, LogError> {
-        self.plan.alive()?;
-        self.inner.end_offset(partition)
-    }
-    fn beginning_offset(&mut self, partition: &TopicPartition) -> Result<Offset, LogError> {
-        self.plan.alive()?;
-        self.inner.beginning_offset(partition)
-    }
-}
-
-impl TransactionalProducer for FlakyProducer {
-    fn begin(&mut self) -> Result<(), LogError> {
-        self.plan.alive()?;
-        self.inner.begin()
-    }
-    fn send(&mut self, partition: &TopicPartition, record: &Record) -> Result<(), LogError> {
-        self.plan.alive()?;
-        self.inner.send(partition, record)
-    }
-    fn send_offsets(
-        &mut self,
-        group: &str,
-        offsets: &[(TopicPartition, OffsetAndMetadata)],
-    ) -> Result<(), LogError> {
-        self.plan.alive()?;
-        self.inner.send_offsets(group, offsets)
-    }
-    fn commit(&mut self) -> Result<(), LogError> {
-        let inner = &mut self.inner;
-        self.plan.commit(|| inner.commit())
-    }
-    fn abort(&mut self) -> Result<(), LogError> {
-        self.plan.alive()?;
-        self.inner.abort()
     }
 }
 
@@ -233,10 +132,10 @@ fn prepared(records: &[Input]) -> Arc<EmbeddedLog> {
     log
 }
 
-fn flaky(log: &Arc<EmbeddedLog>, plan: &Arc<Plan>) -> Arc<FlakyLog> {
-    Arc::new(FlakyLog {
+fn flaky(log: &Arc<EmbeddedLog>, plan: &Arc<Plan>) -> Arc<HookedLog<Plan>> {
+    Arc::new(HookedLog {
         inner: log.clone(),
-        plan: plan.clone(),
+        hooks: plan.clone(),
     })
 }
 
@@ -246,14 +145,7 @@ fn at_least_once(app: &str) -> RuntimeConfig {
 
 /// Runs `topology` on `log` until the input is consumed, then closes it.
 fn run_to_end_on<L: Log + 'static>(topology: Topology, config: RuntimeConfig, log: Arc<L>) {
-    let mut app = StreamsApp::with_log(topology, config, log).unwrap();
-    app.start().unwrap();
-    assert!(
-        app.wait_until_caught_up(Duration::from_secs(60)).unwrap(),
-        "caught up; {:?}",
-        app.error()
-    );
-    assert!(app.close(Duration::from_secs(30)), "{:?}", app.error());
+    start_and_finish(&mut StreamsApp::with_log(topology, config, log).unwrap());
 }
 
 /// Waits until the app stopped (a crash injected by the plan).
@@ -319,13 +211,7 @@ fn an_aborted_commit_replaces_the_engine_in_place_and_resumes_from_the_last_comm
     let states = Arc::new(Mutex::new(Vec::new()));
     let seen = states.clone();
     app.set_state_listener(move |new, _| seen.lock().unwrap().push(new));
-    app.start().unwrap();
-    assert!(
-        app.wait_until_caught_up(Duration::from_secs(60)).unwrap(),
-        "{:?}",
-        app.error()
-    );
-    assert!(app.close(Duration::from_secs(30)), "{:?}", app.error());
+    start_and_finish(&mut app);
     assert_eq!(app.replacements(), 1);
     assert!(app.error().is_none());
     // RUNNING, then restoring again for the replacement, then RUNNING.
@@ -366,13 +252,7 @@ fn a_retriable_commit_failure_is_retried_without_replacing_the_engine() {
         (3, Fault::Fail(ErrorKind::Retriable)),
     ]);
     let mut app = StreamsApp::with_log(copies(), config("retried", 2), flaky(&log, &plan)).unwrap();
-    app.start().unwrap();
-    assert!(
-        app.wait_until_caught_up(Duration::from_secs(60)).unwrap(),
-        "{:?}",
-        app.error()
-    );
-    assert!(app.close(Duration::from_secs(30)), "{:?}", app.error());
+    start_and_finish(&mut app);
     assert_eq!(app.replacements(), 0);
     assert_eq!(copied(&log), once_each(&records));
 }

@@ -14,10 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use stoatflow_log::{
-    Consumer, EmbeddedLog, ErrorKind, FetchedRecord, Log, LogError, Offset, OffsetAndMetadata,
-    Record, SeekTo, TopicPartition, TopicShape, TopicSpec, TransactionalProducer,
-};
+use stoatflow_log::{EmbeddedLog, ErrorKind, Log, LogError, TopicSpec};
 use stoatflow_runtime::{AppState, StreamsApp};
 use stoatflow_streams::Topology;
 
@@ -25,6 +22,7 @@ use crate::families::{
     OTHER, Raw, hopping, left_join, outer_join, read_raw, repartition_hop, session, sliding,
     suppressed,
 };
+use crate::hooked_log::{Durable, HookedLog, Hooks};
 use crate::support::*;
 
 /// When the power goes.
@@ -51,7 +49,7 @@ fn lost() -> LogError {
     }
 }
 
-impl Power {
+impl Hooks for Power {
     fn alive(&self) -> Result<(), LogError> {
         if self.dead.load(Ordering::Acquire) {
             Err(lost())
@@ -61,7 +59,11 @@ impl Power {
     }
 
     /// A durable operation: counted, and the power may go around it.
-    fn durable<T>(&self, op: impl FnOnce() -> Result<T, LogError>) -> Result<T, LogError> {
+    fn durable<T>(
+        &self,
+        _: Durable,
+        op: impl FnOnce() -> Result<T, LogError>,
+    ) -> Result<T, LogError> {
         self.alive()?;
         let k = self.ops.fetch_add(1, Ordering::AcqRel) + 1;
         match self.cut {
@@ -74,115 +76,6 @@ impl Power {
             }
             _ => op(),
         }
-    }
-}
-
-#[derive(Debug)]
-struct FaultyLog {
-    inner: Arc<EmbeddedLog>,
-    power: Arc<Power>,
-}
-
-#[derive(Debug)]
-struct FaultyConsumer {
-    inner: <EmbeddedLog as Log>::Consumer,
-    power: Arc<Power>,
-}
-
-#[derive(Debug)]
-struct FaultyProducer {
-    inner: <EmbeddedLog as Log>::Producer,
-    power: Arc<Power>,
-}
-
-impl Log for FaultyLog {
-    type Consumer = FaultyConsumer;
-    type Producer = FaultyProducer;
-
-    fn create_topic(&self, spec: &TopicSpec) -> Result<(), LogError> {
-        self.power.durable(|| self.inner.create_topic(spec))
-    }
-    fn describe_topic(&self, topic: &str) -> Result<Option<TopicShape>, LogError> {
-        self.power.alive()?;
-        self.inner.describe_topic(topic)
-    }
-    fn consumer(&self, group: &str) -> Result<Self::Consumer, LogError> {
-        self.power.alive()?;
-        Ok(FaultyConsumer {
-            inner: self.inner.consumer(group)?,
-            power: self.power.clone(),
-        })
-    }
-    fn transactional_producer(&self, id: &str) -> Result<Self::Producer, LogError> {
-        let inner = self
-            .power
-            .durable(|| self.inner.transactional_producer(id))?;
-        Ok(FaultyProducer {
-            inner,
-            power: self.power.clone(),
-        })
-    }
-    fn committed_offsets(
-        &self,
-        group: &str,
-        partitions: &[TopicPartition],
-    ) -> Result<Vec<(TopicPartition, Option<OffsetAndMetadata>)>, LogError> {
-        self.power.alive()?;
-        self.inner.committed_offsets(group, partitions)
-    }
-}
-
-impl Consumer for FaultyConsumer {
-    fn assign(&mut self, partitions: &[TopicPartition]) -> Result<(), LogError> {
-        self.power.alive()?;
-        self.inner.assign(partitions)
-    }
-    fn seek(&mut self, partition: &TopicPartition, to: SeekTo) -> Result<(), LogError> {
-        self.power.alive()?;
-        self.inner.seek(partition, to)
-    }
-    fn position(&self, partition: &TopicPartition) -> Result<Offset, LogError> {
-        self.power.alive()?;
-        self.inner.position(partition)
-    }
-    fn fetch(&mut self, max_wait: Duration) -> Result<Vec<FetchedRecord>, LogError> {
-        self.power.alive()?;
-        self.inner.fetch(max_wait)
-    }
-    fn end_offset(&mut self, partition: &TopicPartition) -> Result<Offset, LogError> {
-        self.power.alive()?;
-        self.inner.end_offset(partition)
-    }
-    fn beginning_offset(&mut self, partition: &TopicPartition) -> Result<Offset, LogError> {
-        self.power.alive()?;
-        self.inner.beginning_offset(partition)
-    }
-}
-
-impl TransactionalProducer for FaultyProducer {
-    fn begin(&mut self) -> Result<(), LogError> {
-        self.power.alive()?;
-        self.inner.begin()
-    }
-    fn send(&mut self, partition: &TopicPartition, record: &Record) -> Result<(), LogError> {
-        self.power.alive()?;
-        self.inner.send(partition, record)
-    }
-    fn send_offsets(
-        &mut self,
-        group: &str,
-        offsets: &[(TopicPartition, OffsetAndMetadata)],
-    ) -> Result<(), LogError> {
-        self.power.alive()?;
-        self.inner.send_offsets(group, offsets)
-    }
-    fn commit(&mut self) -> Result<(), LogError> {
-        let inner = &mut self.inner;
-        self.power.durable(|| inner.commit())
-    }
-    fn abort(&mut self) -> Result<(), LogError> {
-        let inner = &mut self.inner;
-        self.power.durable(|| inner.abort())
     }
 }
 
@@ -294,9 +187,9 @@ fn run(
         cut,
         ..Power::default()
     });
-    let faulty = Arc::new(FaultyLog {
+    let faulty = Arc::new(HookedLog {
         inner: log.clone(),
-        power: power.clone(),
+        hooks: power.clone(),
     });
     let mut app = StreamsApp::with_log((family.topology)(), config(app_id, 2), faulty).unwrap();
     app.start().unwrap();

@@ -4,6 +4,7 @@ mod commit_faults;
 mod crash_points;
 mod end_to_end;
 mod families;
+mod hooked_log;
 mod kill;
 mod partition_time;
 mod persistent_stores;

@@ -4,7 +4,6 @@
 //! time after a restart as without one.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use stoatflow_log::{EmbeddedLog, Log, TopicPartition, TopicSpec};
 use stoatflow_runtime::{AppState, StreamsApp, partition_for_key};
@@ -44,9 +43,7 @@ fn topology() -> Topology {
 fn run(log: &Arc<EmbeddedLog>) {
     let mut app =
         StreamsApp::with_log(topology(), config("partition-time", 2), log.clone()).unwrap();
-    app.start().unwrap();
-    assert!(app.wait_until_caught_up(Duration::from_secs(30)).unwrap());
-    assert!(app.close(Duration::from_secs(30)), "{:?}", app.error());
+    start_and_finish(&mut app);
     assert_eq!(app.state(), AppState::NotRunning);
 }
 
