@@ -106,15 +106,21 @@ fn a_crash_then_a_restart_on_persistent_stores_gives_the_uninterrupted_output() 
     }
 }
 
-#[test]
-fn a_graceful_restart_restores_only_the_changelog_tail_past_the_checkpoint() {
-    let state = tempfile::tempdir().unwrap();
+/// An in-memory log with the topics of [`totals`] and `records` on its input.
+fn totals_log(records: &[Input]) -> Arc<EmbeddedLog> {
     let log = Arc::new(EmbeddedLog::in_memory());
     create_topics(&*log);
     log.create_topic(&TopicSpec::new(TOTALS_OUT, PARTITIONS))
         .unwrap();
+    produce(&*log, records, 20);
+    log
+}
+
+#[test]
+fn a_graceful_restart_restores_only_the_changelog_tail_past_the_checkpoint() {
+    let state = tempfile::tempdir().unwrap();
     let records = input(200, 5, 3);
-    produce(&*log, &records, 20);
+    let log = totals_log(&records);
     let config = || on_disk("tail", 2, state.path());
 
     let (mut app, restored) = start(totals(), config(), &log);
@@ -161,12 +167,8 @@ fn a_graceful_restart_restores_only_the_changelog_tail_past_the_checkpoint() {
 #[test]
 fn a_damaged_local_copy_is_restored_in_full_from_the_changelog() {
     let state = tempfile::tempdir().unwrap();
-    let log = Arc::new(EmbeddedLog::in_memory());
-    create_topics(&*log);
-    log.create_topic(&TopicSpec::new(TOTALS_OUT, PARTITIONS))
-        .unwrap();
     let records = input(150, 4, 8);
-    produce(&*log, &records, 15);
+    let log = totals_log(&records);
     let config = || on_disk("damaged", 1, state.path());
     let (mut app, _) = start(totals(), config(), &log);
     assert!(app.close(Duration::from_secs(30)));
