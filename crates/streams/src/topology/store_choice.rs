@@ -489,4 +489,72 @@ mod tests {
         assert!(err.contains("totals"), "{err}");
         assert!(err.contains("other-app"), "{err}");
     }
+
+    /// Keeps the last value per key in the user store "seen".
+    struct Remember;
+
+    impl crate::Processor<String, i64, String, i64> for Remember {
+        fn process(
+            &mut self,
+            ctx: &mut crate::ProcessorContext<'_, String, i64>,
+            record: crate::Record<String, i64>,
+        ) -> Result<(), ProcessError> {
+            use stoatflow_state::KeyValueStore;
+            let seen = ctx
+                .key_value_store::<String, i64>("seen")
+                .expect("connected");
+            seen.borrow_mut()
+                .put(record.key, record.value, record.timestamp)
+                .map_err(|e| ProcessError::State {
+                    store: "seen".into(),
+                    source: Box::new(e),
+                })
+        }
+    }
+
+    fn with_user_store(supplier: BytesStoreSupplier) -> Result<Topology, TopologyError> {
+        let mut b = StreamsBuilder::new();
+        b.add_state_store(Stores::key_value_store_builder_with(
+            supplier,
+            Serdes::string(),
+            Serdes::i64(),
+        ));
+        let _out = b
+            .stream("l", Consumed::with(Serdes::string(), Serdes::i64()))
+            .process::<String, i64, _>(|| Remember, &["seen"]);
+        b.build()
+    }
+
+    #[test]
+    fn a_processor_api_store_takes_its_suppliers_engine() {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = Arc::new(StreamsConfig::new("app"));
+        let topology = with_user_store(Stores::persistent_key_value_store("seen")).unwrap();
+        let mut task = topology
+            .instantiate_in(0, &config, stores(tmp.path(), StoreType::InMemory))
+            .unwrap();
+        assert_eq!(task.persistent_stores()[0].name, "seen");
+        task.process(
+            "l",
+            Some(0),
+            Some(0),
+            Some(b"k"),
+            Some(&7i64.to_be_bytes()),
+            5,
+            crate::Headers::empty(),
+        )
+        .unwrap();
+        let seen = task
+            .store::<stoatflow_state::AnyKeyValueStore<String, i64>>("seen")
+            .unwrap();
+        assert!(seen.borrow().is_persistent());
+        let err = with_user_store(Stores::persistent_window_store("seen"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("seen")
+                && err.contains("a window store supplier cannot back a key-value store"),
+            "{err}"
+        );
+    }
 }
