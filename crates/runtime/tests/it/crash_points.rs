@@ -84,6 +84,9 @@ struct Family {
     name: &'static str,
     topology: fn() -> Topology,
     inputs: Vec<(&'static str, Vec<Input>)>,
+    /// Its stores on disk (persistent, in a state directory kept across the
+    /// crash and the restart) rather than in memory.
+    on_disk: bool,
 }
 
 fn families() -> Vec<Family> {
@@ -92,41 +95,55 @@ fn families() -> Vec<Family> {
             name: "tumbling",
             topology: tumbling_count,
             inputs: vec![(INPUT, input(120, 5, 31))],
+            on_disk: false,
+        },
+        Family {
+            name: "tumbling-on-disk",
+            topology: tumbling_count,
+            inputs: vec![(INPUT, input(120, 5, 41))],
+            on_disk: true,
         },
         Family {
             name: "hopping",
             topology: hopping,
             inputs: vec![(INPUT, input(120, 5, 38))],
+            on_disk: false,
         },
         Family {
             name: "sliding",
             topology: sliding,
             inputs: vec![(INPUT, input(120, 5, 32))],
+            on_disk: false,
         },
         Family {
             name: "session",
             topology: session,
             inputs: vec![(INPUT, input(120, 9, 33))],
+            on_disk: false,
         },
         Family {
             name: "suppress",
             topology: suppressed,
             inputs: vec![(INPUT, input(120, 5, 34))],
+            on_disk: false,
         },
         Family {
             name: "left-join",
             topology: left_join,
             inputs: vec![(INPUT, input(80, 7, 35)), (OTHER, input(80, 7, 36))],
+            on_disk: false,
         },
         Family {
             name: "outer-join",
             topology: outer_join,
             inputs: vec![(INPUT, input(80, 9, 39)), (OTHER, input(80, 9, 40))],
+            on_disk: false,
         },
         Family {
             name: "repartition-hop",
             topology: repartition_hop,
             inputs: vec![(INPUT, input(120, 40, 37))],
+            on_disk: false,
         },
     ]
 }
@@ -142,7 +159,7 @@ type Pieces = Vec<Vec<(&'static str, Vec<Input>)>>;
 
 /// A log with the family's topics and its first input piece, written
 /// without faults; the other pieces are returned for [`run`] to write.
-fn prepared(family: &Family) -> (Arc<EmbeddedLog>, Pieces) {
+fn prepared(family: &Family) -> (Arc<EmbeddedLog>, Pieces, tempfile::TempDir) {
     let log = Arc::new(EmbeddedLog::in_memory());
     log.create_topic(&TopicSpec::new(OUTPUT, PARTITIONS))
         .unwrap();
@@ -158,7 +175,7 @@ fn prepared(family: &Family) -> (Arc<EmbeddedLog>, Pieces) {
     for (topic, records) in pieces.remove(0) {
         produce_to(&*log, topic, &records, 20);
     }
-    (log, pieces)
+    (log, pieces, tempfile::tempdir().unwrap())
 }
 
 /// Writes `pieces` to `log`, one every [`PIECE_GAP`], on a thread.
@@ -178,7 +195,7 @@ fn feed(log: &Arc<EmbeddedLog>, pieces: Pieces) -> std::thread::JoinHandle<()> {
 /// gets that far). Returns the operations it made and whether it crashed.
 fn run(
     family: &Family,
-    log: &Arc<EmbeddedLog>,
+    (log, state): (&Arc<EmbeddedLog>, &tempfile::TempDir),
     app_id: &str,
     cut: Option<(u64, Cut)>,
     pieces: Pieces,
@@ -191,7 +208,11 @@ fn run(
         inner: log.clone(),
         hooks: power.clone(),
     });
-    let mut app = StreamsApp::with_log((family.topology)(), config(app_id, 2), faulty).unwrap();
+    let mut config = config(app_id, 2);
+    if family.on_disk {
+        config = config.with_state_dir(state.path());
+    }
+    let mut app = StreamsApp::with_log((family.topology)(), config, faulty).unwrap();
     app.start().unwrap();
     let feeder = feed(log, pieces);
     // The input is all written before the run can count as finished.
@@ -232,21 +253,21 @@ fn a_crash_before_or_after_every_durable_operation_keeps_every_final_result_once
     let mut report = Vec::new();
     let mut total = 0u64;
     for family in families() {
-        let (log, pieces) = prepared(&family);
-        let (ops, crashed) = run(&family, &log, "clean", None, pieces);
+        let (log, pieces, state) = prepared(&family);
+        let (ops, crashed) = run(&family, (&log, &state), "clean", None, pieces);
         assert!(!crashed);
         let expected = read_raw(&*log);
         assert!(!expected.is_empty(), "{}: nothing emitted", family.name);
         let mut points = 0u64;
         for k in 1..=ops {
             for cut in [Cut::Before, Cut::After] {
-                let (log, pieces) = prepared(&family);
+                let (log, pieces, state) = prepared(&family);
                 let app_id = format!("crash-{k}");
-                let (_, crashed) = run(&family, &log, &app_id, Some((k, cut)), pieces);
+                let (_, crashed) = run(&family, (&log, &state), &app_id, Some((k, cut)), pieces);
                 if crashed {
                     points += 1;
                 }
-                let (_, again) = run(&family, &log, &app_id, None, Vec::new());
+                let (_, again) = run(&family, (&log, &state), &app_id, None, Vec::new());
                 assert!(!again);
                 check(
                     &family,
@@ -259,17 +280,23 @@ fn a_crash_before_or_after_every_durable_operation_keeps_every_final_result_once
         // Double crashes: a second crash during the recovery, on a sample.
         let step = if heavy { 1 } else { (ops / 4).max(1) };
         for k in (1..=ops).step_by(step as usize) {
-            let (log, pieces) = prepared(&family);
+            let (log, pieces, state) = prepared(&family);
             let app_id = format!("double-{k}");
-            run(&family, &log, &app_id, Some((k, Cut::After)), pieces);
             run(
                 &family,
-                &log,
+                (&log, &state),
+                &app_id,
+                Some((k, Cut::After)),
+                pieces,
+            );
+            run(
+                &family,
+                (&log, &state),
                 &app_id,
                 Some((1 + k % 7, Cut::Before)),
                 Vec::new(),
             );
-            run(&family, &log, &app_id, None, Vec::new());
+            run(&family, (&log, &state), &app_id, None, Vec::new());
             check(&family, &expected, &log, &format!("double crash at {k}"));
         }
         assert!(points > 0, "{}: no crash happened", family.name);
