@@ -199,19 +199,13 @@ fn a_damaged_local_copy_is_restored_in_full_from_the_changelog() {
         before.len()
     );
     // Counting goes on from the restored totals.
-    let key = before.keys().next().unwrap().clone();
-    produce(
-        &*log,
-        &[Input {
-            key: key.clone(),
-            ts: records.last().unwrap().ts,
-            value: 1,
-        }],
-        1,
+    counts_on(
+        totals(),
+        config(),
+        &log,
+        &before,
+        records.last().unwrap().ts,
     );
-    let (mut app, _) = start(totals(), config(), &log);
-    assert!(app.close(Duration::from_secs(30)));
-    assert_eq!(last_totals(&log)[&key], before[&key] + 1);
 }
 
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
@@ -228,4 +222,55 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+#[test]
+fn a_persistent_store_without_a_changelog_keeps_its_local_copy_across_a_graceful_restart() {
+    let topology = || {
+        let mut builder = StreamsBuilder::new();
+        source(&mut builder, INPUT)
+            .group_by_key()
+            .count_with(
+                Materialized::as_(Stores::persistent_key_value_store(TOTALS))
+                    .with_logging_disabled(),
+            )
+            .to_stream()
+            .to(TOTALS_OUT, Produced::with(Serdes::string(), Serdes::i64()));
+        builder.build().unwrap()
+    };
+    let state = tempfile::tempdir().unwrap();
+    let records = input(60, 3, 9);
+    let log = totals_log(&records);
+    let config = || on_disk("unlogged", 2, state.path());
+    let (mut app, _) = start(topology(), config(), &log);
+    assert!(app.close(Duration::from_secs(30)));
+    let before = last_totals(&log);
+    counts_on(
+        topology(),
+        config(),
+        &log,
+        &before,
+        records.last().unwrap().ts,
+    );
+}
+
+/// One more record for a key of `before` (the totals so far), at `ts`; a run
+/// of `topology` must count it on top of its total.
+fn counts_on(
+    topology: Topology,
+    config: RuntimeConfig,
+    log: &Arc<EmbeddedLog>,
+    before: &std::collections::BTreeMap<String, i64>,
+    ts: i64,
+) {
+    let key = before.keys().next().unwrap().clone();
+    let one = Input {
+        key: key.clone(),
+        ts,
+        value: 1,
+    };
+    produce(&**log, &[one], 1);
+    let (mut app, _) = start(topology, config, log);
+    assert!(app.close(Duration::from_secs(30)));
+    assert_eq!(last_totals(log)[&key], before[&key] + 1);
 }
