@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use stoatflow_runtime::{Backend, ProcessingGuarantee, RuntimeConfig, RuntimeError};
-use stoatflow_streams::{CoordinationMode, DeserializationHandler, DispatchMode};
+use stoatflow_streams::{CoordinationMode, DeserializationHandler, DispatchMode, StoreType};
 use stoatflow_time::SourceTimePolicy;
 
 use crate::error::{ConfigError, Origin};
@@ -245,6 +245,17 @@ impl Draft {
             IDLENESS => rt.tracker.default_idleness = millis(e, 0, YEAR_MS)?,
             AUTO_INTERVAL => rt.tracker.auto_interval = millis(e, 1, HOUR_MS)?,
             PREVIEW_AFTER => rt.tracker.preview_after = millis(e, 0, HOUR_MS)?,
+            STATE_DIR => rt.state_dir = Some(PathBuf::from(string(e)?)),
+            DEFAULT_DSL_STORE => {
+                rt.streams.default_dsl_store = Some(choice(
+                    e,
+                    &[
+                        ("persistent", StoreType::Persistent),
+                        ("in_memory", StoreType::InMemory),
+                        ("rocksDB", StoreType::Persistent),
+                    ],
+                )?)
+            }
             other => unreachable!("key {other} is in KEYS but has no meaning"),
         }
         Ok(())

@@ -79,6 +79,10 @@ pub const IDLENESS: &str = "stoatflow.watermark.idleness-timeout-ms";
 pub const AUTO_INTERVAL: &str = "stoatflow.watermark.auto-interval-ms";
 /// `stoatflow.watermark.preview-after-ms`.
 pub const PREVIEW_AFTER: &str = "stoatflow.watermark.preview-after-ms";
+/// `state.dir`.
+pub const STATE_DIR: &str = "state.dir";
+/// `default.dsl.store`.
+pub const DEFAULT_DSL_STORE: &str = "default.dsl.store";
 /// The prefix of pass-through librdkafka properties (`kafka.sasl.password`).
 pub const KAFKA_PREFIX: &str = "kafka.";
 
@@ -136,6 +140,16 @@ pub const KEYS: &[KeySpec] = &[
     k(IDLENESS, "0..=31536000000 ms (0 disables)", "300000"),
     k(AUTO_INTERVAL, "1..=3600000 ms", "200"),
     k(PREVIEW_AFTER, "0..=3600000 ms", "1000"),
+    k(
+        STATE_DIR,
+        "a directory for persistent stores (relative to the working directory)",
+        "<stoatflow.embedded.dir>/state on the embedded backend",
+    ),
+    k(
+        DEFAULT_DSL_STORE,
+        "persistent | in_memory (rocksDB is read as persistent)",
+        "persistent with a state directory, else in_memory",
+    ),
 ];
 
 /// Our own namespaces: an unknown key under one of these is a typo, not a

@@ -18,6 +18,7 @@ use crate::app_state::AppState;
 use crate::config::{Backend, RuntimeConfig};
 use crate::engine::{Shared, run_engine};
 use crate::error::RuntimeError;
+use crate::error_response::HandlerOutcome;
 use crate::layout::log_topic_name;
 
 /// A topology running on a log: Kafka Streams' `KafkaStreams`.
@@ -108,12 +109,24 @@ impl<L: Log + 'static> StreamsApp<L> {
         *self.shared.listener.lock().expect("listener lock") = Some(Box::new(listener));
     }
 
-    /// Calls `handler` with the error that stops the application.
-    pub fn set_uncaught_error_handler(
+    /// Calls `handler` with each error that stops the engine; what it returns
+    /// decides what happens next
+    /// ([`StreamThreadExceptionResponse`](crate::StreamThreadExceptionResponse): replace
+    /// the engine in place, resuming from the last commit, or shut down in
+    /// ERROR). A handler returning `()` leaves the default: replace after an
+    /// aborted or retriable log error, shut down after anything else. A
+    /// fenced producer always shuts down.
+    pub fn set_uncaught_error_handler<R: HandlerOutcome>(
         &self,
-        handler: impl Fn(&RuntimeError) + Send + Sync + 'static,
+        handler: impl Fn(&RuntimeError) -> R + Send + Sync + 'static,
     ) {
-        *self.shared.error_handler.lock().expect("handler lock") = Some(Box::new(handler));
+        *self.shared.error_handler.lock().expect("handler lock") =
+            Some(Box::new(move |e| handler(e).response()));
+    }
+
+    /// How many times an error replaced the engine in place since start.
+    pub fn replacements(&self) -> u64 {
+        self.shared.replacements.load(Ordering::Acquire)
     }
 
     /// The error that stopped the application, if one did.
@@ -276,6 +289,13 @@ impl<L: Log + 'static> StreamsApp<L> {
     /// The tracker's last `/watermarks` view (refreshed every 100 ms).
     pub fn watermarks(&self) -> Option<WatermarksSnapshot> {
         self.shared.snapshot.lock().expect("snapshot lock").clone()
+    }
+
+    /// Changelog records the last start restored into the tasks' stores (a
+    /// persistent store trusted from its checkpoint reads only the tail past
+    /// it; an in-memory or rebuilt one reads its whole changelog).
+    pub fn restored_records(&self) -> u64 {
+        self.shared.restored.load(Ordering::Acquire)
     }
 
     /// Barriers committed since start.

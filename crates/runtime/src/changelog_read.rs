@@ -1,38 +1,46 @@
 //! Reading changelog partitions back for a restore: every partition wanted,
-//! from its beginning to its read-committed end as of the call, with one
-//! consumer assigned once.
+//! from where its restore starts (its beginning, or a persistent store's
+//! checkpoint) to its read-committed end as of the call, with one consumer
+//! assigned once.
 //!
 //! The consumer's group is one nobody commits to, so the assignment itself
-//! starts each partition at its beginning: no seek follows it. (Each seek
-//! reassigns a Kafka consumer, and librdkafka aborted the process on an
-//! assertion when one was reassigned in quick succession.) Owns nothing but
-//! the read; what the records are restored into is the caller's.
+//! starts each partition at its beginning: only a partition restored from a
+//! checkpoint is sought, once. (Each seek reassigns a Kafka consumer, and
+//! librdkafka aborted the process on an assertion when one was reassigned in
+//! quick succession.) Owns nothing but the read; what the records are
+//! restored into is the caller's.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use stoatflow_log::{Consumer, LogError, TopicPartition};
+use stoatflow_log::{Consumer, LogError, Offset, SeekTo, TopicPartition};
 use stoatflow_state::{ChangelogEntry, ChangelogOffset, ChangelogPartition};
 
 /// Per partition, its committed records (a record without a key is returned
 /// as `Err` with its position, for the caller to name).
 pub(crate) type Read = BTreeMap<TopicPartition, Vec<Result<ChangelogEntry, ChangelogEntry>>>;
 
-/// Reads `partitions` to their ends with `consumer` (of a group with no
+/// Reads `partitions`, each from the offset paired with it (or its beginning,
+/// if that is later), to their ends with `consumer` (of a group with no
 /// committed offsets), giving up after `stall` without progress.
 ///
 /// # Errors
 /// The log's; [`LogError::Timeout`] naming `what` on a stall.
 pub(crate) fn read_to_end<C: Consumer>(
     consumer: &mut C,
-    partitions: impl IntoIterator<Item = TopicPartition>,
+    partitions: impl IntoIterator<Item = (TopicPartition, u64)>,
     stall: Duration,
     what: &str,
 ) -> Result<Read, LogError> {
     let mut ends = BTreeMap::new();
-    for tp in partitions {
+    let mut seeks = Vec::new();
+    for (tp, from) in partitions {
         let end = consumer.end_offset(&tp)?.0;
-        if end > consumer.beginning_offset(&tp)?.0 {
+        let beginning = consumer.beginning_offset(&tp)?.0;
+        if end > beginning.max(from) {
+            if from > beginning {
+                seeks.push((tp.clone(), from));
+            }
             ends.insert(tp, end);
         }
     }
@@ -42,6 +50,9 @@ pub(crate) fn read_to_end<C: Consumer>(
     }
     let assigned: Vec<TopicPartition> = ends.keys().cloned().collect();
     consumer.assign(&assigned)?;
+    for (tp, from) in seeks {
+        consumer.seek(&tp, SeekTo::Offset(Offset(from)))?;
+    }
     let mut last_progress = Instant::now();
     loop {
         let mut behind = false;

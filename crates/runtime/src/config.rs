@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use stoatflow_streams::StreamsConfig;
+use stoatflow_streams::{StoreType, StreamsConfig};
 use stoatflow_time::TrackerConfig;
 
 use crate::error::RuntimeError;
@@ -120,6 +120,10 @@ pub struct RuntimeConfig {
     pub poll_wait: Duration,
     /// Restore gives up after this long without progress.
     pub restore_stall_timeout: Duration,
+    /// `state.dir`: where persistent stores live, `<state dir>/<task>/<store>`. `None`:
+    /// `<dir>/state` on the embedded log in a directory; on other backends persistent
+    /// stores then need it set.
+    pub state_dir: Option<PathBuf>,
 }
 
 impl RuntimeConfig {
@@ -142,7 +146,37 @@ impl RuntimeConfig {
             instance_id: "0".into(),
             poll_wait: Duration::from_millis(5),
             restore_stall_timeout: Duration::from_secs(30),
+            state_dir: None,
         }
+    }
+
+    /// Sets `state.dir`.
+    #[must_use]
+    pub fn with_state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.state_dir = Some(dir.into());
+        self
+    }
+
+    /// Where persistent stores live: `state.dir`, else `<dir>/state` on the embedded log in
+    /// a directory.
+    pub fn effective_state_dir(&self) -> Option<PathBuf> {
+        match (&self.state_dir, &self.backend) {
+            (Some(dir), _) => Some(dir.clone()),
+            (None, Backend::Embedded { dir }) => Some(dir.join("state")),
+            (None, _) => None,
+        }
+    }
+
+    /// The engine of the DSL's stores whose supplier names none (`default.dsl.store`):
+    /// as configured, else persistent on the embedded log in a directory and in memory on
+    /// the in-memory log.
+    pub fn default_dsl_store(&self) -> StoreType {
+        self.streams
+            .default_dsl_store
+            .unwrap_or(match (&self.backend, &self.state_dir) {
+                (Backend::Embedded { .. }, _) | (_, Some(_)) => StoreType::Persistent,
+                _ => StoreType::InMemory,
+            })
     }
 
     /// Replaces the streams settings (keeping the application id they carry).
@@ -214,6 +248,15 @@ impl RuntimeConfig {
                 reason: "must be between 1 and 1024".into(),
             });
         }
+        if self.default_dsl_store() == StoreType::Persistent && self.effective_state_dir().is_none()
+        {
+            return Err(RuntimeError::Config {
+                key: "default.dsl.store".into(),
+                value: StoreType::Persistent.as_str().into(),
+                reason: "persistent stores need state.dir on a log that is not in a directory"
+                    .into(),
+            });
+        }
         self.barrier.validate()
     }
 }
@@ -248,5 +291,26 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("application.id"), "{err}");
         assert!(base.validate().is_ok());
+        let err = RuntimeConfig::new("app", Backend::InMemory)
+            .with_streams(StreamsConfig::new("app").with_default_dsl_store(StoreType::Persistent))
+            .validate()
+            .unwrap_err();
+        assert!(err.to_string().contains("default.dsl.store"), "{err}");
+    }
+
+    #[test]
+    fn the_dsl_stores_are_on_disk_by_default_only_on_a_log_in_a_directory() {
+        let on_disk = RuntimeConfig::new("app", Backend::Embedded { dir: "/d".into() });
+        assert_eq!(on_disk.default_dsl_store(), StoreType::Persistent);
+        assert_eq!(
+            on_disk.effective_state_dir(),
+            Some(PathBuf::from("/d/state"))
+        );
+        let in_memory = RuntimeConfig::new("app", Backend::InMemory);
+        assert_eq!(in_memory.default_dsl_store(), StoreType::InMemory);
+        assert_eq!(in_memory.effective_state_dir(), None);
+        let chosen = on_disk
+            .with_streams(StreamsConfig::new("app").with_default_dsl_store(StoreType::InMemory));
+        assert_eq!(chosen.default_dsl_store(), StoreType::InMemory);
     }
 }

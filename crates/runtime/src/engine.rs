@@ -15,7 +15,13 @@
 //! source offsets fixed at barrier N with their partition times (Kafka
 //! Streams' committed-offset metadata). Barrier N+1 is cut only after
 //! transaction N committed ("one committing, one processing"; here the poll
-//! loop commits synchronously, so the lanes drain while it commits).
+//! loop commits synchronously, so the lanes drain while it commits). Under
+//! at-least-once the same epoch commits its records first and its offsets in
+//! a second transaction, never atomically with them.
+//!
+//! An error that stops the engine goes to the uncaught-error handler, whose
+//! answer may replace the engine in place: [`run_engine`] then builds a fresh
+//! one, which resumes from the last commit exactly as a restart would.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -45,6 +51,9 @@ use crate::cadence::BarrierCadence;
 use crate::changelog_read::read_to_end;
 use crate::config::{ProcessingGuarantee, RuntimeConfig};
 use crate::error::RuntimeError;
+use crate::error_response::{
+    StreamThreadExceptionResponse, default_response, fenced, replacement_backoff,
+};
 use crate::lane::{LaneMsg, LaneRecord, LaneReply, LaneSetup, run_lane};
 use crate::layout::{Layout, log_topic_name, marker, marker_watermark};
 use crate::partitioner::partition_for_key;
@@ -81,12 +90,18 @@ pub(crate) struct Shared {
     pub(crate) barriers: std::sync::atomic::AtomicU64,
     /// The error that stopped the application.
     pub(crate) error: Mutex<Option<Arc<RuntimeError>>>,
+    /// Changelog records the last start restored into the tasks' stores.
+    pub(crate) restored: std::sync::atomic::AtomicU64,
+    /// Engines replaced in place after an error.
+    pub(crate) replacements: std::sync::atomic::AtomicU64,
 }
 
 /// Called on every state change with (new, old).
 pub type StateListener = Box<dyn Fn(AppState, AppState) + Send + Sync>;
-/// Called once with the error that stopped the application.
-pub type ErrorHandler = Box<dyn Fn(&RuntimeError) + Send + Sync>;
+/// Called with each error that stops the engine; its answer (`None`: the
+/// default) decides whether a fresh engine replaces it.
+pub type ErrorHandler =
+    Box<dyn Fn(&RuntimeError) -> Option<StreamThreadExceptionResponse> + Send + Sync>;
 
 impl Shared {
     pub(crate) fn new() -> Self {
@@ -100,6 +115,8 @@ impl Shared {
             committed: Mutex::new(HashMap::new()),
             barriers: std::sync::atomic::AtomicU64::new(0),
             error: Mutex::new(None),
+            restored: std::sync::atomic::AtomicU64::new(0),
+            replacements: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -123,15 +140,23 @@ impl Shared {
         true
     }
 
+    /// What to do after `error` stopped the engine: the handler's answer,
+    /// else the default.
+    pub(crate) fn decide(&self, error: &RuntimeError) -> StreamThreadExceptionResponse {
+        let answer = match &*self.error_handler.lock().expect("handler lock") {
+            Some(h) => h(error),
+            None => None,
+        };
+        answer.unwrap_or_else(|| default_response(error))
+    }
+
+    /// Stops the application in ERROR (the handler has been asked already).
     pub(crate) fn fail(&self, error: &RuntimeError) {
         tracing::error!(error = %error, "application stopped by an error");
         self.transition(AppState::PendingError);
         *self.error.lock().expect("error lock") = Some(Arc::new(RuntimeError::Stopped {
             reason: error.to_string(),
         }));
-        if let Some(h) = &*self.error_handler.lock().expect("handler lock") {
-            h(error);
-        }
         self.transition(AppState::Error);
     }
 }
@@ -210,18 +235,59 @@ pub(crate) fn run_engine<L: Log + 'static>(
     clock: Arc<dyn Clock>,
     shared: Arc<Shared>,
 ) {
-    let result = Engine::start(&topology, &config, &log, &clock, &shared)
-        .and_then(|mut engine| engine.run());
-    match result {
-        Ok(()) => {
-            shared.transition(AppState::PendingShutdown);
-            shared.transition(AppState::NotRunning);
-        }
-        Err(e) => {
-            if shared.halt.load(Ordering::Acquire) {
-                tracing::debug!(error = %e, "stopped without close");
+    let mut in_a_row = 0u32;
+    loop {
+        let barriers_before = shared.barriers.load(Ordering::Acquire);
+        let result = Engine::start(&topology, &config, &log, &clock, &shared)
+            .and_then(|mut engine| engine.run());
+        let error = match result {
+            Ok(()) => {
+                shared.transition(AppState::PendingShutdown);
+                shared.transition(AppState::NotRunning);
+                return;
             }
-            shared.fail(&e);
+            Err(e) => e,
+        };
+        if shared.halt.load(Ordering::Acquire) {
+            tracing::debug!(error = %error, "stopped without close");
+            shared.fail(&error);
+            return;
+        }
+        // A fenced producer is never replaced: the replacement would fence
+        // the instance that took over. The handler still hears of it.
+        let (error, response) = match fenced(&error) {
+            Some(plain) => {
+                shared.decide(&plain);
+                (plain, StreamThreadExceptionResponse::ShutdownClient)
+            }
+            None => {
+                let response = shared.decide(&error);
+                (error, response)
+            }
+        };
+        if response != StreamThreadExceptionResponse::ReplaceThread
+            || shared.stop.load(Ordering::Acquire)
+        {
+            shared.fail(&error);
+            return;
+        }
+        // Replace the engine in place: the failed one aborted its epoch and
+        // is gone (lanes joined, stores closed, producer dropped); the new
+        // one resumes from the last commit as a restart would.
+        if shared.barriers.load(Ordering::Acquire) > barriers_before {
+            in_a_row = 0;
+        }
+        in_a_row += 1;
+        shared.replacements.fetch_add(1, Ordering::AcqRel);
+        let backoff = replacement_backoff(in_a_row);
+        tracing::warn!(error = %error, replacement = in_a_row, backoff_ms = backoff.as_millis() as u64, "the engine failed; replacing it, resuming from the last commit");
+        let until = Instant::now() + backoff;
+        while Instant::now() < until {
+            if shared.halt.load(Ordering::Acquire) {
+                shared.fail(&error);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 }
@@ -417,6 +483,12 @@ impl<L: Log + 'static> Engine<L> {
                 });
             }
         }
+        // Each task's sources start from their partition's committed time, as
+        // the poll loop's readers do: both assign the same event times.
+        let partition_times: Vec<(TaskId, Arc<str>, EventTime)> = slots
+            .iter()
+            .filter_map(|s| Some((s.task, s.topic.clone(), s.partition_time?)))
+            .collect();
         let streams_config = Arc::new(config.streams.clone());
         let pending_output = Arc::new(AtomicBool::new(false));
         let (reply_tx, replies) = sync_channel(lanes_n * 2 + 4);
@@ -434,6 +506,9 @@ impl<L: Log + 'static> Engine<L> {
                 restore_stall_timeout: config.restore_stall_timeout,
                 wall_clock: now,
                 pending_output: pending_output.clone(),
+                state_dir: config.effective_state_dir(),
+                default_store: config.default_dsl_store(),
+                partition_times: partition_times.clone(),
             };
             let reply_tx = reply_tx.clone();
             let handle = std::thread::Builder::new()
@@ -462,6 +537,7 @@ impl<L: Log + 'static> Engine<L> {
             }
         }
         tracing::info!(restored, lanes = lanes_n, "stores restored");
+        shared.restored.store(restored, Ordering::Release);
         let barrier = last_barrier;
         let engine = Engine {
             config: config.clone(),
@@ -518,6 +594,10 @@ impl<L: Log + 'static> Engine<L> {
                 // Dispatch what is buffered, then the final flush barrier.
                 self.drain_dispatch()?;
                 self.barrier(true)?;
+                // Committed: the persistent stores can be closed and checkpointed.
+                for lane in &self.lanes {
+                    send(lane, LaneMsg::Checkpoint)?;
+                }
                 return Ok(());
             }
             let fetched = self.consumer.fetch(self.config.poll_wait)?;
@@ -860,6 +940,7 @@ impl<L: Log + 'static> Engine<L> {
     ) -> Result<(), RuntimeError> {
         let app = self.config.application_id().to_owned();
         let group = app.clone();
+        let at_least_once = self.config.guarantee == ProcessingGuarantee::AtLeastOnce;
         self.producer.begin()?;
         let sent = (|| -> Result<(), LogError> {
             for (id, commit) in commits {
@@ -897,7 +978,7 @@ impl<L: Log + 'static> Engine<L> {
                     self.producer.send(&tp, &changelog_log_record(r))?;
                 }
             }
-            if !offsets.is_empty() {
+            if !offsets.is_empty() && !at_least_once {
                 self.producer.send_offsets(&group, offsets)?;
             }
             Ok(())
@@ -906,6 +987,27 @@ impl<L: Log + 'static> Engine<L> {
             let _ = self.producer.abort();
             return Err(e.into());
         }
+        self.commit_open_transaction()?;
+        if at_least_once && !offsets.is_empty() {
+            // At-least-once: the offsets only after the records are durable,
+            // and not atomically with them. (The log trait has a
+            // transactional producer only, so "flush" is the commit of the
+            // records' transaction.) A crash between the two re-reads the
+            // epoch: its output repeats, nothing is lost.
+            self.producer.begin()?;
+            if let Err(e) = self.producer.send_offsets(&group, offsets) {
+                let _ = self.producer.abort();
+                return Err(e.into());
+            }
+            self.commit_open_transaction()?;
+        }
+        Ok(())
+    }
+
+    /// Commits the open transaction, retrying a retriable failure with a
+    /// doubling backoff; any other failure aborts it (unless the producer is
+    /// unusable) and is returned.
+    fn commit_open_transaction(&mut self) -> Result<(), RuntimeError> {
         let mut attempt = 0;
         loop {
             match self.producer.commit() {
@@ -918,9 +1020,6 @@ impl<L: Log + 'static> Engine<L> {
                 Err(e) => {
                     if e.kind() != ErrorKind::Fatal {
                         let _ = self.producer.abort();
-                    }
-                    if self.config.guarantee == ProcessingGuarantee::AtLeastOnce {
-                        tracing::error!(error = %e, "commit failed under at-least-once");
                     }
                     return Err(e.into());
                 }
@@ -1011,7 +1110,7 @@ fn restore_stamps<L: Log>(
     let tp = TopicPartition::new(changelog_topic(app, WATERMARK_STORE_NAME), st as u32);
     let mut read = read_to_end(
         &mut consumer,
-        [tp.clone()],
+        [(tp.clone(), 0)],
         config.restore_stall_timeout,
         WATERMARK_STORE_NAME,
     )?;

@@ -113,6 +113,17 @@ pub enum RuntimeError {
         /// The error's message.
         reason: String,
     },
+    /// This instance's producer was fenced: another instance took over its
+    /// transactional id. Never replaced in place (that would fence the other).
+    #[error(
+        "producer {transactional_id} (epoch {epoch}) was fenced: another instance with the same application.id and instance id took over its transactional id; this instance stops (give each instance its own instance id)"
+    )]
+    Fenced {
+        /// The transactional id.
+        transactional_id: String,
+        /// The fenced producer's epoch.
+        epoch: u32,
+    },
     /// `start()` on an application that is not in CREATED.
     #[error("cannot start an application in state {state}")]
     NotStartable {

@@ -15,10 +15,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 
-use stoatflow_log::{Log, TopicPartition};
-use stoatflow_state::changelog_topic;
-use stoatflow_streams::{EpochCommit, Headers, StreamTask, StreamsConfig, Topology};
-use stoatflow_time::{WallTime, Watermark};
+use std::path::PathBuf;
+
+use stoatflow_log::{Consumer, Log, TopicPartition};
+use stoatflow_state::{ChangelogOffset, ChangelogPartition, changelog_topic};
+use stoatflow_streams::{
+    EpochCommit, Headers, StoreType, StreamTask, StreamsConfig, TaskStores, Topology,
+};
+use stoatflow_time::{EventTime, WallTime, Watermark};
 
 use crate::changelog_read::read_to_end;
 use crate::error::RuntimeError;
@@ -57,6 +61,9 @@ pub(crate) enum LaneMsg {
         stamps: Arc<[Watermark]>,
         flush: bool,
     },
+    /// After the final barrier of a graceful shutdown committed: close the
+    /// persistent stores and write each one's checkpoint, then stop.
+    Checkpoint,
 }
 
 /// What a lane answers.
@@ -87,6 +94,13 @@ pub(crate) struct LaneSetup<L: Log> {
     /// Set when a task holds output that only the next barrier commits
     /// (the emission work signal of DESIGN 3.3).
     pub(crate) pending_output: Arc<AtomicBool>,
+    /// Where persistent stores live (`<state dir>/<task>/<store>`).
+    pub(crate) state_dir: Option<PathBuf>,
+    /// The engine of the DSL's stores whose supplier names none.
+    pub(crate) default_store: StoreType,
+    /// Per task and source topic, the partition time committed with the
+    /// partition's offset.
+    pub(crate) partition_times: Vec<(TaskId, Arc<str>, EventTime)>,
 }
 
 /// The lane thread's body: restore, report ready, then serve messages until
@@ -110,6 +124,10 @@ pub(crate) fn run_lane<L: Log + 'static>(
         }
     };
     while let Ok(msg) = inbox.recv() {
+        if let LaneMsg::Checkpoint = msg {
+            checkpoint(tasks, &setup);
+            return;
+        }
         let reply = match apply(&mut tasks, msg, &setup.pending_output) {
             Ok(None) => continue,
             Ok(Some((barrier, commits))) => LaneReply::Crossed { barrier, commits },
@@ -198,6 +216,7 @@ fn apply(
             note_pending(tasks, pending_output);
             return Ok(Some((barrier, commits)));
         }
+        LaneMsg::Checkpoint => unreachable!("run_lane handles the checkpoint itself"),
     }
     Ok(None)
 }
@@ -215,10 +234,15 @@ fn build_tasks<L: Log>(
 ) -> Result<(BTreeMap<TaskId, StreamTask>, u64), RuntimeError> {
     let mut tasks = BTreeMap::new();
     for &id in &setup.tasks {
-        tasks.insert(
-            id,
-            setup.topology.instantiate(id.subtopology, &setup.config),
-        );
+        let stores = TaskStores {
+            dir: setup.state_dir.as_ref().map(|d| d.join(id.to_string())),
+            default: setup.default_store,
+        };
+        let task = setup
+            .topology
+            .instantiate_in(id.subtopology, &setup.config, stores)
+            .map_err(process_err(id))?;
+        tasks.insert(id, task);
     }
     let restored = if setup.config.changelog_enabled {
         restore_stores(setup, &tasks)?
@@ -232,6 +256,9 @@ fn build_tasks<L: Log>(
         // restored with the outputs they were committed with. (Seeding the
         // frontier from the stamp ring assumed the pass on W(c−2) had
         // committed, which two crashes in a row can make false.)
+        for (_, topic, time) in setup.partition_times.iter().filter(|(t, ..)| *t == id) {
+            task.seed_partition_time(topic, *time);
+        }
         let (floor, _frontier) = setup.seeds[id.subtopology];
         task.seed(floor, Watermark::MIN);
         task.on_watermark(floor);
@@ -245,18 +272,27 @@ fn build_tasks<L: Log>(
 /// Reads every changelog partition of this lane's stores with one consumer,
 /// assigned once (reassigning a consumer partition by partition is slower,
 /// and librdkafka can trip over a quick succession of assignments), each
-/// from its beginning to its read-committed end as of the start, and applies
-/// them in offset order.
+/// from where its restore starts to its read-committed end as of the start,
+/// and applies them in offset order. An in-memory store, or a persistent one
+/// whose local copy was rebuilt, starts at the beginning; a persistent one
+/// trusted from its checkpoint reads only the tail past it.
 fn restore_stores<L: Log>(
     setup: &LaneSetup<L>,
     tasks: &BTreeMap<TaskId, StreamTask>,
 ) -> Result<u64, RuntimeError> {
     let app = &setup.config.application_id;
-    let mut wanted: BTreeMap<TopicPartition, (TaskId, String)> = BTreeMap::new();
+    let mut wanted: BTreeMap<TopicPartition, (TaskId, String, u64)> = BTreeMap::new();
     for (&id, task) in tasks {
         for store in task.store_names() {
             let tp = TopicPartition::new(changelog_topic(app, store), id.partition);
-            wanted.insert(tp, (id, store.to_owned()));
+            let from = task
+                .persistent_stores()
+                .iter()
+                .find(|p| p.name == store)
+                .map_or(0, |p| {
+                    p.recovery.restore_from(ChangelogPartition(id.partition)).0
+                });
+            wanted.insert(tp, (id, store.to_owned(), from));
         }
     }
     if wanted.is_empty() {
@@ -267,13 +303,13 @@ fn restore_stores<L: Log>(
         .consumer(&format!("{app}-restore-lane-{}", setup.lane))?;
     let entries = read_to_end(
         &mut consumer,
-        wanted.keys().cloned(),
+        wanted.iter().map(|(tp, (_, _, from))| (tp.clone(), *from)),
         setup.restore_stall_timeout,
         &format!("the stores of lane {}", setup.lane),
     )?;
     let mut restored = 0;
     for (tp, list) in entries {
-        let (id, store) = &wanted[&tp];
+        let (id, store, _) = &wanted[&tp];
         let state = tasks[id]
             .state_store(store)
             .expect("store_names lists only the task's stores");
@@ -295,4 +331,49 @@ fn restore_stores<L: Log>(
         })?;
     }
     Ok(restored)
+}
+
+/// A graceful close: every persistent store of this lane is closed (its task
+/// dropped), then checkpointed at its changelog partition's end, which the
+/// final transaction made the offset every one of its writes is before. A
+/// checkpoint that cannot be written costs a full restore at the next start,
+/// nothing else, so it is a warning.
+fn checkpoint<L: Log>(tasks: BTreeMap<TaskId, StreamTask>, setup: &LaneSetup<L>) {
+    let app = &setup.config.application_id;
+    let mut closed = Vec::new();
+    for (id, task) in tasks {
+        closed.extend(
+            task.persistent_stores()
+                .iter()
+                .map(|p| (id, p.name.clone(), p.directory.clone())),
+        );
+        drop(task);
+    }
+    if closed.is_empty() {
+        return;
+    }
+    let consumer = setup
+        .log
+        .consumer(&format!("{app}-checkpoint-lane-{}", setup.lane));
+    let mut consumer = match consumer {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(error = %e, lane = setup.lane, "no checkpoints written: the next start restores the stores in full");
+            return;
+        }
+    };
+    for (id, store, directory) in closed {
+        let tp = TopicPartition::new(changelog_topic(app, &store), id.partition);
+        let written = consumer
+            .end_offset(&tp)
+            .map_err(|e| e.to_string())
+            .and_then(|end| {
+                directory
+                    .write_checkpoint(&[(ChangelogPartition(id.partition), ChangelogOffset(end.0))])
+                    .map_err(|e| e.to_string())
+            });
+        if let Err(error) = written {
+            tracing::warn!(store = store.as_str(), task = %id, error, "checkpoint not written: the next start restores the store in full");
+        }
+    }
 }

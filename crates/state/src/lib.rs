@@ -9,7 +9,8 @@
 //!   [`PersistentWindowStore`], [`PersistentSessionStore`]) keeps encoded entries on local
 //!   disk (fjall), one [`StoreDirectory`] per store, owned by one application id;
 //!   [`StoreDirectory::recover`] decides at open whether the local files can be trusted
-//!   ([`Recovery`]) or must be rebuilt from the changelog.
+//!   ([`Recovery`]) or must be rebuilt from the changelog. [`AnyKeyValueStore`],
+//!   [`AnyWindowStore`] and [`AnySessionStore`] hold either engine, chosen at run time.
 //! - [`Codec`]: how keys and values become bytes, for the changelog and the persistent
 //!   engine. The streams crate adapts its serdes to it.
 //! - [`ChangelogRecord`], [`ChangelogEntry`], [`restore`]: every write marks its key dirty;
@@ -56,6 +57,7 @@
 //! # }
 //! ```
 
+mod any;
 mod changelog;
 mod codec;
 mod engine_stores;
@@ -67,6 +69,7 @@ mod segments;
 mod store;
 mod windowed;
 
+pub use any::{AnyKeyValueStore, AnySessionStore, AnyWindowStore};
 pub use changelog::{
     ChangelogEntry, ChangelogOffset, ChangelogPartition, ChangelogRecord, changelog_topic,
     decode_session_key, decode_window_key, encode_session_key, encode_window_key,

@@ -154,8 +154,9 @@ mod configured;
 
 pub use configured::{App, AppError};
 pub use stoatflow_runtime::{
-    AppState, Backend, BarrierCadence, CommitBarrierConfig, ProcessingGuarantee, RuntimeConfig,
-    RuntimeError, StreamsApp, TaskId, partition_for_key,
+    AppState, Backend, BarrierCadence, CommitBarrierConfig, HandlerOutcome, ProcessingGuarantee,
+    RuntimeConfig, RuntimeError, StreamThreadExceptionResponse, StreamsApp, TaskId,
+    partition_for_key,
 };
 pub use stoatflow_streams::*;
 pub use stoatflow_time::{

@@ -54,6 +54,11 @@ pub struct StreamsConfig {
     pub changelog_enabled: bool,
     /// `stoatflow.watermark.max-out-of-orderness-ms`, for sources without a strategy.
     pub max_out_of_orderness: Duration,
+    /// `default.dsl.store`: the engine of the DSL's stores whose supplier names none.
+    /// `None` lets the runner decide: the runtime keeps them on disk when it runs on the
+    /// embedded log in a directory and in memory otherwise; the test driver always keeps
+    /// every store in memory.
+    pub default_dsl_store: Option<crate::topology::StoreType>,
 }
 
 impl Default for StreamsConfig {
@@ -65,6 +70,7 @@ impl Default for StreamsConfig {
             deserialization_handler: DeserializationHandler::LogAndFail,
             changelog_enabled: true,
             max_out_of_orderness: Duration::from_millis(10_000),
+            default_dsl_store: None,
         }
     }
 }
@@ -96,6 +102,13 @@ impl StreamsConfig {
     #[must_use]
     pub fn with_dispatch(mut self, mode: DispatchMode) -> Self {
         self.dispatch = mode;
+        self
+    }
+
+    /// Sets `default.dsl.store`.
+    #[must_use]
+    pub fn with_default_dsl_store(mut self, store_type: crate::topology::StoreType) -> Self {
+        self.default_dsl_store = Some(store_type);
         self
     }
 

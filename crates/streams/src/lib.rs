@@ -69,7 +69,7 @@ pub use dsl::grouped_table::KGroupedTable;
 pub use dsl::joins::{JoinWindows, Joined, StreamJoined};
 pub use dsl::kstream::{BranchedKStream, KStream};
 pub use dsl::ktable::KTable;
-pub use dsl::materialized::{Consumed, Grouped, Materialized, Produced};
+pub use dsl::materialized::{Consumed, Grouped, Materialized, Produced, StoreSpec};
 pub use dsl::suppress::Suppressed;
 pub use dsl::windowed::{
     SessionWindowedKStream, SlidingWindowedKStream, TimeWindowedKStream, WindowedKStream,
@@ -90,7 +90,10 @@ pub use topology::context::{
     DropEvent, DropReason, OutputRecord, RecordMetadata, TaskContext, TaskMetrics,
 };
 pub use topology::task::{EpochCommit, StreamTask, TypedInput};
-pub use topology::{EventTimeReader, SourceDescription, Topology};
+pub use topology::{
+    BytesStoreSupplier, EventTimeReader, PersistentStore, SourceDescription, StoreShape, StoreType,
+    TaskStores, Topology,
+};
 pub use windows::{EmitStrategy, SessionWindows, SlidingWindows, TimeWindows};
 
 /// The store traits, to read a store a test or the Processor API holds.
@@ -98,14 +101,14 @@ pub use stoatflow_state::{
     KeyValueStore, SessionStore, SessionWindow, StateStore, ValueAndTimestamp, WindowStore,
 };
 
-/// The in-memory window store behind a windowed aggregation named `store`
-/// (for typed inspection: `task.store::<WindowStoreOf<K, A>>(name)`).
+/// The window store behind a windowed aggregation named `store`, on whichever engine it
+/// runs (for typed inspection: `task.store::<WindowStoreOf<K, A>>(name)`).
 pub type WindowStoreOf<K, A> =
-    stoatflow_state::InMemoryWindowStore<K, stoatflow_state::ValueAndTimestamp<A>>;
-/// The in-memory store behind a non-windowed aggregation or table.
+    stoatflow_state::AnyWindowStore<K, stoatflow_state::ValueAndTimestamp<A>>;
+/// The store behind a non-windowed aggregation or table, on whichever engine it runs.
 pub type KeyValueStoreOf<K, A> =
-    stoatflow_state::InMemoryKeyValueStore<K, stoatflow_state::ValueAndTimestamp<A>>;
-/// The in-memory session store behind a session aggregation named `store`.
-pub type SessionStoreOf<K, A> = stoatflow_state::InMemorySessionStore<K, A>;
+    stoatflow_state::AnyKeyValueStore<K, stoatflow_state::ValueAndTimestamp<A>>;
+/// The session store behind a session aggregation named `store`, on whichever engine it runs.
+pub type SessionStoreOf<K, A> = stoatflow_state::AnySessionStore<K, A>;
 /// The emit-frontier companion store `<store>-emitfrontier`.
 pub type EmitFrontierStore = stoatflow_state::InMemoryKeyValueStore<String, i64>;

@@ -9,7 +9,7 @@ use stoatflow_config::{
     AppConfig, BackendSettings, ConfigLoader, KEYS, PropertyValue, RecordingLevel, env_name,
 };
 use stoatflow_runtime::ProcessingGuarantee;
-use stoatflow_streams::{CoordinationMode, DeserializationHandler, DispatchMode};
+use stoatflow_streams::{CoordinationMode, DeserializationHandler, DispatchMode, StoreType};
 use stoatflow_time::GeneratorSpec;
 
 type Check = fn(&AppConfig) -> bool;
@@ -116,6 +116,12 @@ fn table() -> Vec<(&'static str, &'static str, Check)> {
         }),
         ("stoatflow.watermark.preview-after-ms", "0", |c| {
             c.runtime.tracker.preview_after == Duration::ZERO
+        }),
+        ("state.dir", "/var/lib/orders-state", |c| {
+            c.runtime.state_dir == Some(PathBuf::from("/var/lib/orders-state"))
+        }),
+        ("default.dsl.store", "in_memory", |c| {
+            c.runtime.streams.default_dsl_store == Some(StoreType::InMemory)
         }),
     ]
 }

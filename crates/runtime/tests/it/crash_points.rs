@@ -14,10 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use stoatflow_log::{
-    Consumer, EmbeddedLog, ErrorKind, FetchedRecord, Log, LogError, Offset, OffsetAndMetadata,
-    Record, SeekTo, TopicPartition, TopicShape, TopicSpec, TransactionalProducer,
-};
+use stoatflow_log::{EmbeddedLog, ErrorKind, Log, LogError, TopicSpec};
 use stoatflow_runtime::{AppState, StreamsApp};
 use stoatflow_streams::Topology;
 
@@ -25,6 +22,7 @@ use crate::families::{
     OTHER, Raw, hopping, left_join, outer_join, read_raw, repartition_hop, session, sliding,
     suppressed,
 };
+use crate::hooked_log::{Durable, HookedLog, Hooks};
 use crate::support::*;
 
 /// When the power goes.
@@ -51,7 +49,7 @@ fn lost() -> LogError {
     }
 }
 
-impl Power {
+impl Hooks for Power {
     fn alive(&self) -> Result<(), LogError> {
         if self.dead.load(Ordering::Acquire) {
             Err(lost())
@@ -61,7 +59,11 @@ impl Power {
     }
 
     /// A durable operation: counted, and the power may go around it.
-    fn durable<T>(&self, op: impl FnOnce() -> Result<T, LogError>) -> Result<T, LogError> {
+    fn durable<T>(
+        &self,
+        _: Durable,
+        op: impl FnOnce() -> Result<T, LogError>,
+    ) -> Result<T, LogError> {
         self.alive()?;
         let k = self.ops.fetch_add(1, Ordering::AcqRel) + 1;
         match self.cut {
@@ -77,120 +79,14 @@ impl Power {
     }
 }
 
-#[derive(Debug)]
-struct FaultyLog {
-    inner: Arc<EmbeddedLog>,
-    power: Arc<Power>,
-}
-
-#[derive(Debug)]
-struct FaultyConsumer {
-    inner: <EmbeddedLog as Log>::Consumer,
-    power: Arc<Power>,
-}
-
-#[derive(Debug)]
-struct FaultyProducer {
-    inner: <EmbeddedLog as Log>::Producer,
-    power: Arc<Power>,
-}
-
-impl Log for FaultyLog {
-    type Consumer = FaultyConsumer;
-    type Producer = FaultyProducer;
-
-    fn create_topic(&self, spec: &TopicSpec) -> Result<(), LogError> {
-        self.power.durable(|| self.inner.create_topic(spec))
-    }
-    fn describe_topic(&self, topic: &str) -> Result<Option<TopicShape>, LogError> {
-        self.power.alive()?;
-        self.inner.describe_topic(topic)
-    }
-    fn consumer(&self, group: &str) -> Result<Self::Consumer, LogError> {
-        self.power.alive()?;
-        Ok(FaultyConsumer {
-            inner: self.inner.consumer(group)?,
-            power: self.power.clone(),
-        })
-    }
-    fn transactional_producer(&self, id: &str) -> Result<Self::Producer, LogError> {
-        let inner = self
-            .power
-            .durable(|| self.inner.transactional_producer(id))?;
-        Ok(FaultyProducer {
-            inner,
-            power: self.power.clone(),
-        })
-    }
-    fn committed_offsets(
-        &self,
-        group: &str,
-        partitions: &[TopicPartition],
-    ) -> Result<Vec<(TopicPartition, Option<OffsetAndMetadata>)>, LogError> {
-        self.power.alive()?;
-        self.inner.committed_offsets(group, partitions)
-    }
-}
-
-impl Consumer for FaultyConsumer {
-    fn assign(&mut self, partitions: &[TopicPartition]) -> Result<(), LogError> {
-        self.power.alive()?;
-        self.inner.assign(partitions)
-    }
-    fn seek(&mut self, partition: &TopicPartition, to: SeekTo) -> Result<(), LogError> {
-        self.power.alive()?;
-        self.inner.seek(partition, to)
-    }
-    fn position(&self, partition: &TopicPartition) -> Result<Offset, LogError> {
-        self.power.alive()?;
-        self.inner.position(partition)
-    }
-    fn fetch(&mut self, max_wait: Duration) -> Result<Vec<FetchedRecord>, LogError> {
-        self.power.alive()?;
-        self.inner.fetch(max_wait)
-    }
-    fn end_offset(&mut self, partition: &TopicPartition) -> Result<Offset, LogError> {
-        self.power.alive()?;
-        self.inner.end_offset(partition)
-    }
-    fn beginning_offset(&mut self, partition: &TopicPartition) -> Result<Offset, LogError> {
-        self.power.alive()?;
-        self.inner.beginning_offset(partition)
-    }
-}
-
-impl TransactionalProducer for FaultyProducer {
-    fn begin(&mut self) -> Result<(), LogError> {
-        self.power.alive()?;
-        self.inner.begin()
-    }
-    fn send(&mut self, partition: &TopicPartition, record: &Record) -> Result<(), LogError> {
-        self.power.alive()?;
-        self.inner.send(partition, record)
-    }
-    fn send_offsets(
-        &mut self,
-        group: &str,
-        offsets: &[(TopicPartition, OffsetAndMetadata)],
-    ) -> Result<(), LogError> {
-        self.power.alive()?;
-        self.inner.send_offsets(group, offsets)
-    }
-    fn commit(&mut self) -> Result<(), LogError> {
-        let inner = &mut self.inner;
-        self.power.durable(|| inner.commit())
-    }
-    fn abort(&mut self) -> Result<(), LogError> {
-        let inner = &mut self.inner;
-        self.power.durable(|| inner.abort())
-    }
-}
-
 /// A family: its topology and its input per topic.
 struct Family {
     name: &'static str,
     topology: fn() -> Topology,
     inputs: Vec<(&'static str, Vec<Input>)>,
+    /// Its stores on disk (persistent, in a state directory kept across the
+    /// crash and the restart) rather than in memory.
+    on_disk: bool,
 }
 
 fn families() -> Vec<Family> {
@@ -199,41 +95,55 @@ fn families() -> Vec<Family> {
             name: "tumbling",
             topology: tumbling_count,
             inputs: vec![(INPUT, input(120, 5, 31))],
+            on_disk: false,
+        },
+        Family {
+            name: "tumbling-on-disk",
+            topology: tumbling_count,
+            inputs: vec![(INPUT, input(120, 5, 41))],
+            on_disk: true,
         },
         Family {
             name: "hopping",
             topology: hopping,
             inputs: vec![(INPUT, input(120, 5, 38))],
+            on_disk: false,
         },
         Family {
             name: "sliding",
             topology: sliding,
             inputs: vec![(INPUT, input(120, 5, 32))],
+            on_disk: false,
         },
         Family {
             name: "session",
             topology: session,
             inputs: vec![(INPUT, input(120, 9, 33))],
+            on_disk: false,
         },
         Family {
             name: "suppress",
             topology: suppressed,
             inputs: vec![(INPUT, input(120, 5, 34))],
+            on_disk: false,
         },
         Family {
             name: "left-join",
             topology: left_join,
             inputs: vec![(INPUT, input(80, 7, 35)), (OTHER, input(80, 7, 36))],
+            on_disk: false,
         },
         Family {
             name: "outer-join",
             topology: outer_join,
             inputs: vec![(INPUT, input(80, 9, 39)), (OTHER, input(80, 9, 40))],
+            on_disk: false,
         },
         Family {
             name: "repartition-hop",
             topology: repartition_hop,
             inputs: vec![(INPUT, input(120, 40, 37))],
+            on_disk: false,
         },
     ]
 }
@@ -249,7 +159,7 @@ type Pieces = Vec<Vec<(&'static str, Vec<Input>)>>;
 
 /// A log with the family's topics and its first input piece, written
 /// without faults; the other pieces are returned for [`run`] to write.
-fn prepared(family: &Family) -> (Arc<EmbeddedLog>, Pieces) {
+fn prepared(family: &Family) -> (Arc<EmbeddedLog>, Pieces, tempfile::TempDir) {
     let log = Arc::new(EmbeddedLog::in_memory());
     log.create_topic(&TopicSpec::new(OUTPUT, PARTITIONS))
         .unwrap();
@@ -265,7 +175,7 @@ fn prepared(family: &Family) -> (Arc<EmbeddedLog>, Pieces) {
     for (topic, records) in pieces.remove(0) {
         produce_to(&*log, topic, &records, 20);
     }
-    (log, pieces)
+    (log, pieces, tempfile::tempdir().unwrap())
 }
 
 /// Writes `pieces` to `log`, one every [`PIECE_GAP`], on a thread.
@@ -285,7 +195,7 @@ fn feed(log: &Arc<EmbeddedLog>, pieces: Pieces) -> std::thread::JoinHandle<()> {
 /// gets that far). Returns the operations it made and whether it crashed.
 fn run(
     family: &Family,
-    log: &Arc<EmbeddedLog>,
+    (log, state): (&Arc<EmbeddedLog>, &tempfile::TempDir),
     app_id: &str,
     cut: Option<(u64, Cut)>,
     pieces: Pieces,
@@ -294,11 +204,15 @@ fn run(
         cut,
         ..Power::default()
     });
-    let faulty = Arc::new(FaultyLog {
+    let faulty = Arc::new(HookedLog {
         inner: log.clone(),
-        power: power.clone(),
+        hooks: power.clone(),
     });
-    let mut app = StreamsApp::with_log((family.topology)(), config(app_id, 2), faulty).unwrap();
+    let mut config = config(app_id, 2);
+    if family.on_disk {
+        config = config.with_state_dir(state.path());
+    }
+    let mut app = StreamsApp::with_log((family.topology)(), config, faulty).unwrap();
     app.start().unwrap();
     let feeder = feed(log, pieces);
     // The input is all written before the run can count as finished.
@@ -339,21 +253,21 @@ fn a_crash_before_or_after_every_durable_operation_keeps_every_final_result_once
     let mut report = Vec::new();
     let mut total = 0u64;
     for family in families() {
-        let (log, pieces) = prepared(&family);
-        let (ops, crashed) = run(&family, &log, "clean", None, pieces);
+        let (log, pieces, state) = prepared(&family);
+        let (ops, crashed) = run(&family, (&log, &state), "clean", None, pieces);
         assert!(!crashed);
         let expected = read_raw(&*log);
         assert!(!expected.is_empty(), "{}: nothing emitted", family.name);
         let mut points = 0u64;
         for k in 1..=ops {
             for cut in [Cut::Before, Cut::After] {
-                let (log, pieces) = prepared(&family);
+                let (log, pieces, state) = prepared(&family);
                 let app_id = format!("crash-{k}");
-                let (_, crashed) = run(&family, &log, &app_id, Some((k, cut)), pieces);
+                let (_, crashed) = run(&family, (&log, &state), &app_id, Some((k, cut)), pieces);
                 if crashed {
                     points += 1;
                 }
-                let (_, again) = run(&family, &log, &app_id, None, Vec::new());
+                let (_, again) = run(&family, (&log, &state), &app_id, None, Vec::new());
                 assert!(!again);
                 check(
                     &family,
@@ -366,17 +280,23 @@ fn a_crash_before_or_after_every_durable_operation_keeps_every_final_result_once
         // Double crashes: a second crash during the recovery, on a sample.
         let step = if heavy { 1 } else { (ops / 4).max(1) };
         for k in (1..=ops).step_by(step as usize) {
-            let (log, pieces) = prepared(&family);
+            let (log, pieces, state) = prepared(&family);
             let app_id = format!("double-{k}");
-            run(&family, &log, &app_id, Some((k, Cut::After)), pieces);
             run(
                 &family,
-                &log,
+                (&log, &state),
+                &app_id,
+                Some((k, Cut::After)),
+                pieces,
+            );
+            run(
+                &family,
+                (&log, &state),
                 &app_id,
                 Some((1 + k % 7, Cut::Before)),
                 Vec::new(),
             );
-            run(&family, &log, &app_id, None, Vec::new());
+            run(&family, (&log, &state), &app_id, None, Vec::new());
             check(&family, &expected, &log, &format!("double crash at {k}"));
         }
         assert!(points > 0, "{}: no crash happened", family.name);

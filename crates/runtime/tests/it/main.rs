@@ -1,9 +1,13 @@
 //! Integration tests of the runtime, through its public API only.
 
+mod commit_faults;
 mod crash_points;
 mod end_to_end;
 mod families;
+mod hooked_log;
 mod kill;
+mod partition_time;
+mod persistent_stores;
 mod recovery;
 mod refusals;
 mod support;

@@ -245,10 +245,8 @@ pub fn config(app: &str, lanes: usize) -> RuntimeConfig {
         })
 }
 
-/// Starts an app on `log`, waits until the input is consumed, closes it.
-pub fn run_to_end(log: &Arc<EmbeddedLog>, app_id: &str, lanes: usize) {
-    let mut app =
-        StreamsApp::with_log(tumbling_count(), config(app_id, lanes), log.clone()).unwrap();
+/// Starts `app`, waits until the input is consumed, closes it gracefully.
+pub fn start_and_finish<L: Log + 'static>(app: &mut StreamsApp<L>) {
     app.start().unwrap();
     assert!(
         app.wait_until_caught_up(Duration::from_secs(60)).unwrap(),
@@ -261,6 +259,13 @@ pub fn run_to_end(log: &Arc<EmbeddedLog>, app_id: &str, lanes: usize) {
         "closed: {:?}",
         app.error()
     );
+}
+
+/// Starts an app on `log`, waits until the input is consumed, closes it.
+pub fn run_to_end(log: &Arc<EmbeddedLog>, app_id: &str, lanes: usize) {
+    let mut app =
+        StreamsApp::with_log(tumbling_count(), config(app_id, lanes), log.clone()).unwrap();
+    start_and_finish(&mut app);
 }
 
 /// Asserts each window appears once.

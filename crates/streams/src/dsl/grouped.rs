@@ -3,11 +3,9 @@
 //! windowed forms are `windowed`.
 
 use std::any::Any;
-use std::cell::RefCell;
-use std::rc::Rc;
 use std::sync::Arc;
 
-use stoatflow_state::{InMemoryKeyValueStore, StoreConfig, ValueAndTimestampCodec};
+use stoatflow_state::ValueAndTimestampCodec;
 
 use crate::dsl::kstream::{KStream, add_processor};
 use crate::dsl::ktable::KTable;
@@ -15,7 +13,9 @@ use crate::dsl::materialized::Materialized;
 use crate::processors::table_aggregate::TableAggregate;
 use crate::processors::windowed::Aggregation;
 use crate::serde::{BoxedCodec, I64Serde, SerdeRef, codec};
+use crate::topology::StoreShape;
 use crate::topology::graph::{Downstream, Instantiation};
+use crate::topology::store_choice::StoreRequest;
 
 /// A stream grouped by key, ready to aggregate.
 #[must_use = "a grouped stream does nothing until aggregated"]
@@ -116,8 +116,9 @@ where
         m: Materialized<K, A>,
     ) -> KTable<K, A> {
         let graph = &self.stream.graph;
-        let (store, key_serde) = aggregation_store(&self.stream, prefix, &m);
-        let (ks, vs, logging) = (key_serde.clone(), m.value_serde.clone(), m.logging);
+        let (store, key_serde, request) =
+            aggregation_store(&self.stream, prefix, &m, StoreShape::KeyValue);
+        let (ks, vs) = (key_serde.clone(), m.value_serde.clone());
         let store_name = store.clone();
         let (id, _) = add_processor(
             graph,
@@ -126,15 +127,11 @@ where
             vec![store.clone()],
             None,
             Arc::new(move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
-                let config = StoreConfig::new(store_name.clone())
-                    .with_changelog_enabled(logging && cx.config.changelog_enabled);
-                let kv = InMemoryKeyValueStore::new(
-                    config,
+                let kv = cx.key_value_store(
+                    &request,
                     BoxedCodec(codec(&ks, &store_name)),
                     ValueAndTimestampCodec::new(BoxedCodec(codec(&vs, &store_name))),
                 );
-                let kv = Rc::new(RefCell::new(kv));
-                cx.add_store(&store_name, kv.clone());
                 crate::topology::graph::port::<K, V, _>(TableAggregate {
                     store_name: store_name.clone(),
                     aggregation: aggregation.clone(),
@@ -154,7 +151,8 @@ pub(crate) fn aggregation_store<K, V, A>(
     stream: &KStream<K, V>,
     prefix: &str,
     m: &Materialized<K, A>,
-) -> (String, Option<SerdeRef<K>>) {
+    shape: StoreShape,
+) -> (String, Option<SerdeRef<K>>, StoreRequest) {
     let graph = &stream.graph;
     let store = m.name.clone().unwrap_or_else(|| {
         graph
@@ -163,7 +161,12 @@ pub(crate) fn aggregation_store<K, V, A>(
     });
     let key_serde = m.key_serde.clone().or_else(|| stream.key_serde.clone());
     note_missing(graph, &store, m.logging, &key_serde, &m.value_serde);
-    (store, key_serde)
+    let store_type = m.store_type(&store, shape).unwrap_or_else(|e| {
+        graph.borrow_mut().errors.push(e);
+        None
+    });
+    let request = StoreRequest::new(store.clone(), store_type, m.logging);
+    (store, key_serde, request)
 }
 
 pub(crate) fn note_missing<K, A>(

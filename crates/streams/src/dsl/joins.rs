@@ -13,6 +13,7 @@ use stoatflow_time::duration_ms;
 
 use crate::error::TopologyError;
 use crate::serde::{Serde, SerdeRef};
+use crate::topology::BytesStoreSupplier;
 
 /// The window of a stream-stream join: a left record at `t` joins right
 /// records in `[t - before, t + after]`, both edges inclusive.
@@ -118,6 +119,8 @@ pub struct StreamJoined<K, V1, V2> {
     pub(crate) store_name: Option<String>,
     pub(crate) name: Option<String>,
     pub(crate) logging: bool,
+    pub(crate) this_store: Option<BytesStoreSupplier>,
+    pub(crate) other_store: Option<BytesStoreSupplier>,
 }
 
 impl<K, V1, V2> Default for StreamJoined<K, V1, V2> {
@@ -129,6 +132,8 @@ impl<K, V1, V2> Default for StreamJoined<K, V1, V2> {
             store_name: None,
             name: None,
             logging: true,
+            this_store: None,
+            other_store: None,
         }
     }
 }
@@ -160,6 +165,21 @@ impl<K: 'static, V1: 'static, V2: 'static> StreamJoined<K, V1, V2> {
     #[must_use]
     pub fn with_name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
+        self
+    }
+
+    /// The window stores of this side and the other side, as Kafka Streams'
+    /// `StreamJoined.with(thisStoreSupplier, otherStoreSupplier)`: their names and engines
+    /// (`Stores::persistent_window_store(..)`, `Stores::in_memory_window_store(..)`). The
+    /// shared store of an outer join takes this side's engine.
+    #[must_use]
+    pub fn with_store_suppliers(
+        mut self,
+        this_store: BytesStoreSupplier,
+        other_store: BytesStoreSupplier,
+    ) -> Self {
+        self.this_store = Some(this_store);
+        self.other_store = Some(other_store);
         self
     }
 

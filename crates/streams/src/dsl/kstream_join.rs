@@ -15,7 +15,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use stoatflow_state::{InMemoryKeyValueStore, InMemoryWindowStore, SegmentedConfig, StoreConfig};
+use stoatflow_state::{InMemoryKeyValueStore, SegmentedConfig, StoreConfig};
 
 use crate::dsl::joins::{JoinWindows, Joined, StreamJoined};
 use crate::dsl::kstream::{KStream, add_processor};
@@ -32,6 +32,8 @@ use crate::processors::windowed::EmitFrontier;
 use crate::serde::SerdeRef;
 use crate::serde::{BoxedCodec, codec};
 use crate::topology::graph::{Downstream, Instantiation, PortHandle, SharedGraph, port};
+use crate::topology::store_choice::StoreRequest;
+use crate::topology::{StoreShape, StoreType};
 
 fn note_missing<T>(
     graph: &SharedGraph,
@@ -55,6 +57,10 @@ struct JoinPlan {
     outer_store: Option<String>,
     windows: JoinWindows,
     logging: bool,
+    /// The engines the `StreamJoined`'s suppliers chose for this side's and the other side's
+    /// stores (`None`: the configured default).
+    left_type: Option<StoreType>,
+    right_type: Option<StoreType>,
 }
 
 fn side_store<K, V>(
@@ -68,20 +74,17 @@ where
     K: Ord + Clone + 'static,
     V: Clone + 'static,
 {
-    if let Some(s) = cx.typed_store(name) {
-        return s;
-    }
-    let config =
-        StoreConfig::new(name).with_changelog_enabled(plan.logging && cx.config.changelog_enabled);
-    let store = InMemoryWindowStore::new(
-        config,
+    let store_type = if name == plan.left_store {
+        plan.left_type
+    } else {
+        plan.right_type
+    };
+    cx.window_store(
+        &StoreRequest::new(name, store_type, plan.logging),
         SegmentedConfig::new(plan.windows.retention_ms()),
         BoxedCodec(codec(ks, name)),
         ListCodec(codec(vs, name)),
-    );
-    let store = Rc::new(RefCell::new(store));
-    cx.add_store(name, store.clone());
-    store
+    )
 }
 
 fn outer_state<K, V1, V2>(
@@ -98,20 +101,13 @@ where
     V2: Clone + 'static,
 {
     let frontier_name = format!("{name}-emitfrontier");
-    let store: Rc<RefCell<OuterStore<K, V1, V2>>> = match cx.typed_store(name) {
-        Some(s) => s,
-        None => {
-            let config = StoreConfig::new(name)
-                .with_changelog_enabled(plan.logging && cx.config.changelog_enabled);
-            let s = Rc::new(RefCell::new(InMemoryKeyValueStore::new(
-                config,
-                OuterKeyCodec(codec(ks, name)),
-                LeftOrRightListCodec(codec(v1, name), codec(v2, name)),
-            )));
-            cx.add_store(name, s.clone());
-            s
-        }
-    };
+    // The shared store follows the engine of the join's own stores (Kafka Streams keeps it
+    // beside them).
+    let store: Rc<RefCell<OuterStore<K, V1, V2>>> = cx.key_value_store(
+        &StoreRequest::new(name, plan.left_type, plan.logging),
+        OuterKeyCodec(codec(ks, name)),
+        LeftOrRightListCodec(codec(v1, name), codec(v2, name)),
+    );
     let frontier: Rc<RefCell<JoinFrontierStore>> = match cx.typed_store(&frontier_name) {
         Some(s) => s,
         None => {
@@ -243,8 +239,14 @@ where
             graph.borrow_mut().next_name(prefix)
         });
         let plan = JoinPlan {
-            left_store: format!("{base}-this-join-store"),
-            right_store: format!("{base}-other-join-store"),
+            left_store: joined.this_store.as_ref().map_or_else(
+                || format!("{base}-this-join-store"),
+                |s| s.name().to_owned(),
+            ),
+            right_store: joined.other_store.as_ref().map_or_else(
+                || format!("{base}-other-join-store"),
+                |s| s.name().to_owned(),
+            ),
             outer_store: outer.then(|| {
                 format!(
                     "{base}-{}-shared-join-store",
@@ -253,7 +255,26 @@ where
             }),
             windows,
             logging: joined.logging,
+            left_type: joined.this_store.as_ref().map(|s| s.store_type()),
+            right_type: joined.other_store.as_ref().map(|s| s.store_type()),
         };
+        for supplier in [&joined.this_store, &joined.other_store]
+            .into_iter()
+            .flatten()
+        {
+            if supplier.shape() != StoreShape::Window {
+                graph
+                    .borrow_mut()
+                    .errors
+                    .push(TopologyError::InvalidArgument {
+                        node: supplier.name().to_owned(),
+                        reason: format!(
+                            "a {} store supplier cannot back a stream-stream join's window store",
+                            supplier.shape()
+                        ),
+                    });
+            }
+        }
         if let Err(e) = windows.validate(&base) {
             graph.borrow_mut().errors.push(e);
         }

@@ -10,9 +10,7 @@ use std::marker::PhantomData;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use stoatflow_state::{
-    InMemoryKeyValueStore, KeyValueStore, StoreConfig, ValueAndTimestamp, ValueAndTimestampCodec,
-};
+use stoatflow_state::{KeyValueStore, ValueAndTimestamp, ValueAndTimestampCodec};
 
 use crate::dsl::kstream::{KStream, add_processor};
 use crate::error::ProcessError;
@@ -21,6 +19,7 @@ use crate::serde::SerdeRef;
 use crate::serde::{BoxedCodec, codec};
 use crate::topology::context::TaskContext;
 use crate::topology::graph::{Downstream, Instantiation, NodeId, Push, SharedGraph, port};
+use crate::topology::store_choice::StoreRequest;
 
 /// A table, as Kafka Streams' `KTable<K, V>`.
 #[must_use = "a table does nothing until turned into a stream or joined"]
@@ -123,7 +122,7 @@ impl<K: Clone, V: Clone> Push<K, Option<V>> for Passthrough<K, V> {
 /// too, as Kafka Streams' table source does).
 pub(crate) struct TableSource<K, V> {
     store_name: String,
-    store: Rc<RefCell<InMemoryKeyValueStore<K, ValueAndTimestamp<V>>>>,
+    store: Rc<RefCell<crate::KeyValueStoreOf<K, V>>>,
     down: Downstream<K, Option<V>>,
 }
 
@@ -180,23 +179,16 @@ pub(crate) fn table_store<K, V>(
     name: &str,
     ks: &Option<SerdeRef<K>>,
     vs: &Option<SerdeRef<V>>,
-) -> Rc<RefCell<InMemoryKeyValueStore<K, ValueAndTimestamp<V>>>>
+) -> Rc<RefCell<crate::KeyValueStoreOf<K, V>>>
 where
     K: Ord + Clone + 'static,
     V: Clone + 'static,
 {
-    if let Some(s) = cx.typed_store(name) {
-        return s;
-    }
-    let config = StoreConfig::new(name).with_changelog_enabled(cx.config.changelog_enabled);
-    let kv = InMemoryKeyValueStore::new(
-        config,
+    cx.key_value_store(
+        &StoreRequest::new(name, None, true),
         BoxedCodec(codec(ks, name)),
         ValueAndTimestampCodec::new(BoxedCodec(codec(vs, name))),
-    );
-    let kv = Rc::new(RefCell::new(kv));
-    cx.add_store(name, kv.clone());
-    kv
+    )
 }
 
 /// A table materializing `parent`'s records into `store`; `In` is `V` for a

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use stoatflow_time::{TimestampExtractor, WatermarkStrategy, duration_ms};
 
+use crate::error::TopologyError;
 use crate::serde::{Serde, SerdeRef};
+use crate::topology::{BytesStoreSupplier, StoreShape, StoreType};
 
 /// How a source reads its topic: serdes and time.
 pub struct Consumed<K, V> {
@@ -128,6 +130,8 @@ pub struct Materialized<K, V> {
     pub(crate) value_serde: Option<SerdeRef<V>>,
     pub(crate) retention_ms: Option<i64>,
     pub(crate) logging: bool,
+    /// The supplier's engine and shape, if a supplier named the store.
+    pub(crate) supplied: Option<(StoreType, StoreShape)>,
 }
 
 impl<K, V> Default for Materialized<K, V> {
@@ -138,15 +142,61 @@ impl<K, V> Default for Materialized<K, V> {
             value_serde: None,
             retention_ms: None,
             logging: true,
+            supplied: None,
+        }
+    }
+}
+
+/// What [`Materialized::as_`] takes: a store name (the engine is the configured
+/// `default.dsl.store`) or a store supplier from [`Stores`](crate::Stores), which also
+/// chooses the engine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreSpec {
+    name: String,
+    supplied: Option<(StoreType, StoreShape)>,
+}
+
+impl From<&str> for StoreSpec {
+    fn from(name: &str) -> Self {
+        StoreSpec {
+            name: name.to_owned(),
+            supplied: None,
+        }
+    }
+}
+
+impl From<String> for StoreSpec {
+    fn from(name: String) -> Self {
+        StoreSpec {
+            name,
+            supplied: None,
+        }
+    }
+}
+
+impl From<&String> for StoreSpec {
+    fn from(name: &String) -> Self {
+        StoreSpec::from(name.as_str())
+    }
+}
+
+impl From<BytesStoreSupplier> for StoreSpec {
+    fn from(supplier: BytesStoreSupplier) -> Self {
+        StoreSpec {
+            supplied: Some((supplier.store_type(), supplier.shape())),
+            name: supplier.name,
         }
     }
 }
 
 impl<K: 'static, V: 'static> Materialized<K, V> {
-    /// A store with this name.
-    pub fn as_(name: impl Into<String>) -> Self {
+    /// A store with this name, or the store a supplier describes
+    /// (`Materialized::as_(Stores::persistent_window_store("counts"))`).
+    pub fn as_(store: impl Into<StoreSpec>) -> Self {
+        let spec = store.into();
         Materialized {
-            name: Some(name.into()),
+            name: Some(spec.name),
+            supplied: spec.supplied,
             ..Self::default()
         }
     }
@@ -207,6 +257,25 @@ impl<K: 'static, V: 'static> Materialized<K, V> {
     pub fn with_logging_disabled(mut self) -> Self {
         self.logging = false;
         self
+    }
+}
+
+impl<K, V> Materialized<K, V> {
+    /// The engine the store asks for, checking a supplier's shape against `shape` (the
+    /// store's use): a mismatch is an error naming the store.
+    pub(crate) fn store_type(
+        &self,
+        store: &str,
+        shape: StoreShape,
+    ) -> Result<Option<StoreType>, TopologyError> {
+        match self.supplied {
+            Some((_, given)) if given != shape => Err(TopologyError::InvalidArgument {
+                node: store.to_owned(),
+                reason: format!("a {given} store supplier cannot back a {shape} store"),
+            }),
+            Some((store_type, _)) => Ok(Some(store_type)),
+            None => Ok(None),
+        }
     }
 }
 

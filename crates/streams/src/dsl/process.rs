@@ -22,7 +22,17 @@ use crate::topology::graph::{
 impl StreamsBuilder {
     /// Adds a user store that processors connect to by name.
     pub fn add_state_store(&mut self, store: StoreBuilder) -> &mut Self {
-        self.graph.borrow_mut().user_stores.push(Arc::new(store));
+        let mut graph = self.graph.borrow_mut();
+        if let Some(reason) = &store.refused {
+            graph
+                .errors
+                .push(crate::error::TopologyError::InvalidArgument {
+                    node: store.name().to_owned(),
+                    reason: reason.clone(),
+                });
+        }
+        graph.user_stores.push(Arc::new(store));
+        drop(graph);
         self
     }
 }

@@ -18,8 +18,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use stoatflow_state::{
-    InMemoryKeyValueStore, InMemorySessionStore, InMemoryWindowStore, SegmentedConfig, StoreConfig,
-    ValueAndTimestampCodec,
+    InMemoryKeyValueStore, SegmentedConfig, StoreConfig, ValueAndTimestampCodec,
 };
 
 use crate::dsl::grouped::{
@@ -35,7 +34,9 @@ use crate::processors::window_aggregate::TimeWindowAggregate;
 use crate::processors::windowed::{Aggregation, EmitFrontier, WindowedOutput};
 use crate::record::Windowed;
 use crate::serde::{BoxedCodec, I64Serde, SerdeRef, SessionWindowedSerde, codec};
+use crate::topology::StoreShape;
 use crate::topology::graph::{Downstream, FrontierOperator, Instantiation, Port, PortHandle, Push};
+use crate::topology::store_choice::StoreRequest;
 use crate::windows::{EmitStrategy, SessionWindows, SlidingWindows, TimeWindows};
 
 /// A grouped stream windowed by `W`, as Kafka Streams' `TimeWindowedKStream`
@@ -60,6 +61,8 @@ pub type SessionWindowedKStream<K, V> = WindowedKStream<K, V, SessionWindows>;
 pub(crate) trait WindowKind: Copy + std::fmt::Debug + Send + Sync + 'static {
     /// The stream's name in `Debug` output.
     const STREAM: &'static str;
+    /// The store it aggregates into.
+    const SHAPE: StoreShape;
     /// What makes the node watermark-driven (DESIGN 3.7), named in
     /// validation errors.
     const AGGREGATION: &'static str;
@@ -134,7 +137,7 @@ impl<K: 'static, V: 'static, A: 'static> FoldOf<K, V, A> for SessionAggregation<
 
 /// A windowed aggregation's store, as the DSL configured it.
 pub(crate) struct StoreParts<'a, K, A> {
-    config: StoreConfig,
+    request: StoreRequest,
     retention: i64,
     key_serde: &'a Option<SerdeRef<K>>,
     value_serde: &'a Option<SerdeRef<A>>,
@@ -189,20 +192,18 @@ where
     K: Ord + Clone + 'static,
     A: Clone + 'static,
 {
-    let name = store.config.name().to_owned();
-    let ws = InMemoryWindowStore::new(
-        store.config,
+    let name = &store.request.name;
+    cx.window_store(
+        &store.request,
         SegmentedConfig::new(store.retention),
-        BoxedCodec(codec(store.key_serde, &name)),
-        ValueAndTimestampCodec::new(BoxedCodec(codec(store.value_serde, &name))),
-    );
-    let ws = Rc::new(RefCell::new(ws));
-    cx.add_store(&name, ws.clone());
-    ws
+        BoxedCodec(codec(store.key_serde, name)),
+        ValueAndTimestampCodec::new(BoxedCodec(codec(store.value_serde, name))),
+    )
 }
 
 impl WindowKind for TimeWindows {
     const STREAM: &'static str = "TimeWindowedKStream";
+    const SHAPE: StoreShape = StoreShape::Window;
     const AGGREGATION: &'static str = "windowed aggregation";
     const DEFAULT_RETENTION: &'static str = "window size + grace";
     type Fold<K: 'static, V: 'static, A: 'static> = Aggregation<K, V, A>;
@@ -244,6 +245,7 @@ impl UnmergedWindowKind for TimeWindows {}
 
 impl WindowKind for SlidingWindows {
     const STREAM: &'static str = "SlidingWindowedKStream";
+    const SHAPE: StoreShape = StoreShape::Window;
     const AGGREGATION: &'static str = "sliding-window aggregation";
     const DEFAULT_RETENTION: &'static str = "2 x time difference + grace";
     type Fold<K: 'static, V: 'static, A: 'static> = Aggregation<K, V, A>;
@@ -287,6 +289,7 @@ impl UnmergedWindowKind for SlidingWindows {}
 
 impl WindowKind for SessionWindows {
     const STREAM: &'static str = "SessionWindowedKStream";
+    const SHAPE: StoreShape = StoreShape::Session;
     const AGGREGATION: &'static str = "session-window aggregation";
     const DEFAULT_RETENTION: &'static str = "inactivity gap + grace";
     type Fold<K: 'static, V: 'static, A: 'static> = SessionAggregation<K, V, A>;
@@ -316,15 +319,13 @@ impl WindowKind for SessionWindows {
         fold: SessionAggregation<K, V, A>,
         out: WindowedOutput<K, A>,
     ) -> SessionWindowAggregate<K, V, A> {
-        let name = store.config.name().to_owned();
-        let ss = InMemorySessionStore::new(
-            store.config,
+        let name = &store.request.name;
+        let ss = cx.session_store(
+            &store.request,
             SegmentedConfig::new(store.retention),
-            BoxedCodec(codec(store.key_serde, &name)),
-            BoxedCodec(codec(store.value_serde, &name)),
+            BoxedCodec(codec(store.key_serde, name)),
+            BoxedCodec(codec(store.value_serde, name)),
         );
-        let ss = Rc::new(RefCell::new(ss));
-        cx.add_store(&name, ss.clone());
         SessionWindowAggregate {
             windows: self,
             aggregation: fold,
@@ -403,7 +404,7 @@ where
         m: Materialized<K, A>,
     ) -> KTable<Windowed<K>, A> {
         let graph = &self.stream.graph;
-        let (store, key_serde) = aggregation_store(&self.stream, prefix, &m);
+        let (store, key_serde, request) = aggregation_store(&self.stream, prefix, &m, W::SHAPE);
         let windows = self.windows;
         let retention = windows.validate(&store).and_then(|()| {
             let default = windows.default_retention_ms();
@@ -418,7 +419,7 @@ where
         if emit == EmitStrategy::OnWindowClose {
             stores.push(format!("{store}-emitfrontier"));
         }
-        let (ks, vs, logging) = (key_serde.clone(), m.value_serde.clone(), m.logging);
+        let (ks, vs) = (key_serde.clone(), m.value_serde.clone());
         let store_name = store.clone();
         let (id, _) = add_processor(
             graph,
@@ -427,8 +428,6 @@ where
             stores,
             Some(W::AGGREGATION),
             Arc::new(move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
-                let changelog = logging && cx.config.changelog_enabled;
-                let config = StoreConfig::new(store_name.clone()).with_changelog_enabled(changelog);
                 let emit_frontier = (emit == EmitStrategy::OnWindowClose)
                     .then(|| emit_frontier_for(cx, &store_name));
                 let out = WindowedOutput {
@@ -439,7 +438,7 @@ where
                     down: Downstream::from_children(ch),
                 };
                 let store = StoreParts {
-                    config,
+                    request: request.clone(),
                     retention,
                     key_serde: &ks,
                     value_serde: &vs,

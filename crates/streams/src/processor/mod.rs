@@ -37,7 +37,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use stoatflow_state::{InMemoryKeyValueStore, KeyValueStore, StoreConfig};
+use stoatflow_state::{AnyKeyValueStore, InMemoryKeyValueStore, KeyValueStore, StoreConfig};
 use stoatflow_time::duration_ms;
 
 use crate::error::ProcessError;
@@ -46,6 +46,8 @@ use crate::serde::{BoxedCodec, codec};
 use crate::serde::{Serde, SerdeRef};
 use crate::topology::context::{RecordMetadata, TaskContext};
 use crate::topology::graph::{Downstream, Instantiation, StoreSupplier};
+use crate::topology::store_choice::StoreRequest;
+use crate::topology::{BytesStoreSupplier, StoreShape, StoreType};
 
 /// What drives a punctuator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -393,11 +395,12 @@ impl<KOut: Clone + 'static, VOut: Clone + 'static> ProcessorContext<'_, KOut, VO
             .ok()
     }
 
-    /// A key-value store built by [`Stores::key_value_store_builder`].
+    /// A key-value store built by [`Stores::key_value_store_builder`] or
+    /// [`Stores::key_value_store_builder_with`], on whichever engine it runs.
     pub fn key_value_store<K: 'static, V: 'static>(
         &self,
         name: &str,
-    ) -> Option<Rc<RefCell<InMemoryKeyValueStore<K, V>>>> {
+    ) -> Option<Rc<RefCell<AnyKeyValueStore<K, V>>>> {
         self.store(name)
     }
 
@@ -432,6 +435,8 @@ type StoreFactory = Arc<dyn Fn(&mut Instantiation) + Send + Sync>;
 pub struct StoreBuilder {
     name: String,
     factory: StoreFactory,
+    /// Why the topology must refuse it (a supplier of the wrong shape).
+    pub(crate) refused: Option<String>,
 }
 
 impl StoreSupplier for StoreBuilder {
@@ -457,6 +462,39 @@ impl std::fmt::Debug for StoreBuilder {
 pub struct Stores;
 
 impl Stores {
+    /// A key-value store on local disk (Kafka Streams' `persistentKeyValueStore`), for
+    /// `Materialized::as_`.
+    pub fn persistent_key_value_store(name: impl Into<String>) -> BytesStoreSupplier {
+        BytesStoreSupplier::new(name, StoreType::Persistent, StoreShape::KeyValue)
+    }
+
+    /// A window store on local disk (Kafka Streams' `persistentWindowStore`; retention comes
+    /// from the windows or `Materialized::with_retention`), for `Materialized::as_` and
+    /// `StreamJoined::with_store_suppliers`.
+    pub fn persistent_window_store(name: impl Into<String>) -> BytesStoreSupplier {
+        BytesStoreSupplier::new(name, StoreType::Persistent, StoreShape::Window)
+    }
+
+    /// A session store on local disk (Kafka Streams' `persistentSessionStore`).
+    pub fn persistent_session_store(name: impl Into<String>) -> BytesStoreSupplier {
+        BytesStoreSupplier::new(name, StoreType::Persistent, StoreShape::Session)
+    }
+
+    /// A key-value store in memory (Kafka Streams' `inMemoryKeyValueStore`).
+    pub fn in_memory_key_value_store(name: impl Into<String>) -> BytesStoreSupplier {
+        BytesStoreSupplier::new(name, StoreType::InMemory, StoreShape::KeyValue)
+    }
+
+    /// A window store in memory (Kafka Streams' `inMemoryWindowStore`).
+    pub fn in_memory_window_store(name: impl Into<String>) -> BytesStoreSupplier {
+        BytesStoreSupplier::new(name, StoreType::InMemory, StoreShape::Window)
+    }
+
+    /// A session store in memory (Kafka Streams' `inMemorySessionStore`).
+    pub fn in_memory_session_store(name: impl Into<String>) -> BytesStoreSupplier {
+        BytesStoreSupplier::new(name, StoreType::InMemory, StoreShape::Session)
+    }
+
     /// An in-memory, changelogged key-value store.
     pub fn key_value_store_builder<K, V>(
         name: &str,
@@ -467,22 +505,46 @@ impl Stores {
         K: Ord + Clone + 'static,
         V: Clone + 'static,
     {
+        Self::key_value_store_builder_with(
+            Self::in_memory_key_value_store(name),
+            key_serde,
+            value_serde,
+        )
+    }
+
+    /// A changelogged key-value store on the engine `supplier` names (Kafka
+    /// Streams' `Stores.keyValueStoreBuilder(supplier, keySerde, valueSerde)`):
+    /// `Stores::persistent_key_value_store(name)` keeps it on disk. A supplier
+    /// of another shape makes `add_state_store` refuse the topology.
+    pub fn key_value_store_builder_with<K, V>(
+        supplier: BytesStoreSupplier,
+        key_serde: impl Serde<K> + 'static,
+        value_serde: impl Serde<V> + 'static,
+    ) -> StoreBuilder
+    where
+        K: Ord + Clone + 'static,
+        V: Clone + 'static,
+    {
         let ks: Option<SerdeRef<K>> = Some(Arc::new(key_serde));
         let vs: Option<SerdeRef<V>> = Some(Arc::new(value_serde));
-        let n = name.to_owned();
+        let request = StoreRequest::new(supplier.name(), Some(supplier.store_type()), true);
+        let refused = (supplier.shape() != StoreShape::KeyValue).then(|| {
+            format!(
+                "a {} store supplier cannot back a key-value store",
+                supplier.shape()
+            )
+        });
         StoreBuilder {
-            name: name.to_owned(),
+            name: supplier.name().to_owned(),
             factory: Arc::new(move |cx: &mut Instantiation| {
-                if cx.typed_store::<InMemoryKeyValueStore<K, V>>(&n).is_some() {
-                    return;
-                }
-                let store = InMemoryKeyValueStore::new(
-                    StoreConfig::new(n.clone()).with_changelog_enabled(cx.config.changelog_enabled),
-                    BoxedCodec(codec(&ks, &n)),
-                    BoxedCodec(codec(&vs, &n)),
+                let n = &request.name;
+                cx.key_value_store(
+                    &request,
+                    BoxedCodec(codec(&ks, n)),
+                    BoxedCodec(codec(&vs, n)),
                 );
-                cx.add_store(&n, Rc::new(RefCell::new(store)));
             }),
+            refused,
         }
     }
 }

@@ -20,7 +20,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use stoatflow_state::{InMemorySessionStore, SessionStore, SessionWindow};
+use stoatflow_state::{SessionStore, SessionWindow};
 use stoatflow_time::Watermark;
 
 use crate::error::ProcessError;
@@ -48,7 +48,7 @@ impl<K, V, A> Clone for SessionAggregation<K, V, A> {
     }
 }
 
-pub(crate) type SessionStoreOf<K, A> = InMemorySessionStore<K, A>;
+pub(crate) type SessionStoreOf<K, A> = crate::SessionStoreOf<K, A>;
 
 pub(crate) struct SessionWindowAggregate<K, V, A> {
     pub(crate) windows: SessionWindows,

@@ -112,6 +112,12 @@ impl<K: Clone + 'static, V: Clone + 'static> SourceInput for Source<K, V> {
         let port: Port<K, V> = Rc::new(RefCell::new(TypedEntry(self.down.clone())));
         Box::new(port)
     }
+
+    fn seed_partition_time(&mut self, partition_time: stoatflow_time::EventTime) {
+        if self.partition_time.is_none_or(|p| partition_time > p) {
+            self.partition_time = Some(partition_time);
+        }
+    }
 }
 
 pub(crate) struct SourceTimeReader<K, V> {

@@ -31,10 +31,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
-use stoatflow_state::{
-    Codec, CodecError, InMemoryKeyValueStore, InMemoryWindowStore, KeyValueStore, Segmented,
-    WindowStore,
-};
+use stoatflow_state::{Codec, CodecError, KeyValueStore, Segmented, WindowStore};
 use stoatflow_time::Watermark;
 
 use crate::error::ProcessError;
@@ -47,10 +44,10 @@ use crate::topology::graph::{Downstream, FrontierOperator, Push};
 /// single arrival costs no allocation (nor a free when its segment drops).
 pub(crate) type Arrivals<V> = SmallVec<[V; 1]>;
 /// One side's store: every arrival per (key, time), in arrival order.
-pub(crate) type JoinWindowStore<K, V> = InMemoryWindowStore<K, Arrivals<V>>;
+pub(crate) type JoinWindowStore<K, V> = stoatflow_state::AnyWindowStore<K, Arrivals<V>>;
 /// The shared store of unmatched records.
 pub(crate) type OuterStore<K, V1, V2> =
-    InMemoryKeyValueStore<OuterKey<K>, Vec<LeftOrRight<V1, V2>>>;
+    stoatflow_state::AnyKeyValueStore<OuterKey<K>, Vec<LeftOrRight<V1, V2>>>;
 /// The emitted frontier of the unmatched store.
 pub(crate) type JoinFrontierStore = crate::processors::windowed::FrontierStore;
 

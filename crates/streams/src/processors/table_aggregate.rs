@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use stoatflow_state::{InMemoryKeyValueStore, KeyValueStore, ValueAndTimestamp};
+use stoatflow_state::{KeyValueStore, ValueAndTimestamp};
 
 use crate::error::ProcessError;
 use crate::processors::windowed::Aggregation;
@@ -12,7 +12,7 @@ use crate::record::Record;
 use crate::topology::context::TaskContext;
 use crate::topology::graph::{Downstream, Push};
 
-pub(crate) type KvStoreOf<K, A> = InMemoryKeyValueStore<K, ValueAndTimestamp<A>>;
+pub(crate) type KvStoreOf<K, A> = crate::KeyValueStoreOf<K, A>;
 
 pub(crate) struct TableAggregate<K, V, A> {
     pub(crate) store_name: String,

@@ -14,10 +14,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use stoatflow_state::{
-    InMemoryKeyValueStore, InMemoryWindowStore, Segmented, StateError, StateStore,
-    ValueAndTimestamp,
-};
+use stoatflow_state::{InMemoryKeyValueStore, Segmented, StateError, StateStore};
 use stoatflow_time::Watermark;
 
 use crate::error::ProcessError;
@@ -42,7 +39,7 @@ impl<K, V, A> Clone for Aggregation<K, V, A> {
     }
 }
 
-pub(crate) type WindowStoreOf<K, A> = InMemoryWindowStore<K, ValueAndTimestamp<A>>;
+pub(crate) type WindowStoreOf<K, A> = crate::WindowStoreOf<K, A>;
 pub(crate) type FrontierStore = InMemoryKeyValueStore<String, i64>;
 
 /// The emit frontier: the highest close already emitted, kept by the state

@@ -24,7 +24,7 @@ pub use primitive::{
 };
 pub use windowed::{SessionWindowedSerde, TimeWindowedSerde};
 
-pub(crate) use codec::{BoxedCodec, codec};
+pub(crate) use codec::{BoxedCodec, MissingCodec, codec};
 
 /// Why bytes could not become a value, or a value bytes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -170,6 +170,10 @@ pub(crate) trait SourceInput {
 
     /// The typed entry, for benchmarks and typed test inputs: a `Port<K, V>` boxed.
     fn typed_port(&self) -> Box<dyn Any>;
+
+    /// Raises the partition time its assigner is given (never lowers it): a restarted
+    /// task's, from the time committed with its partition's offset.
+    fn seed_partition_time(&mut self, partition_time: stoatflow_time::EventTime);
 }
 
 /// A store registered by an instantiated node.
@@ -190,6 +194,12 @@ pub(crate) struct Instantiation {
     pub(crate) frontier_ops: BTreeMap<NodeId, Rc<RefCell<dyn FrontierOperator>>>,
     pub(crate) time_ops: BTreeMap<NodeId, Rc<RefCell<dyn TimeOperator>>>,
     pub(crate) stores: BTreeMap<String, StoreHandle>,
+    /// Where its stores go (`None`: all in memory).
+    pub(crate) placement: super::store_choice::StorePlacement,
+    /// The persistent stores it opened.
+    pub(crate) persistent: Vec<super::store_choice::PersistentStore>,
+    /// Stores that could not be opened: the task is refused.
+    pub(crate) errors: Vec<crate::error::ProcessError>,
 }
 
 impl Instantiation {

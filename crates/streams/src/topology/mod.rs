@@ -15,9 +15,11 @@ pub(crate) mod context;
 mod event_time;
 pub(crate) mod graph;
 pub(crate) mod shared_store;
+pub(crate) mod store_choice;
 pub(crate) mod task;
 
 pub use event_time::EventTimeReader;
+pub use store_choice::{BytesStoreSupplier, PersistentStore, StoreShape, StoreType, TaskStores};
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -287,6 +289,38 @@ impl Topology {
 
     /// Instantiates sub-topology `st` as a task.
     pub fn instantiate(&self, st: usize, config: &Arc<StreamsConfig>) -> StreamTask {
+        let (task, errors) = self.instantiate_placed(st, config, None);
+        debug_assert!(errors.is_empty(), "in-memory stores always open");
+        task
+    }
+
+    /// Builds a task of sub-topology `st` whose stores go where `stores` says: persistent
+    /// ones (by their supplier, else by `stores.default`) in their own directory under
+    /// `stores.dir`, opened through `StoreDirectory::recover`; the task lists them
+    /// ([`StreamTask::persistent_stores`]) with where each one's restore starts.
+    ///
+    /// # Errors
+    /// The first store that could not be opened (locked, another application's, no state
+    /// directory), naming it; nothing of the task is kept.
+    pub fn instantiate_in(
+        &self,
+        st: usize,
+        config: &Arc<StreamsConfig>,
+        stores: TaskStores,
+    ) -> Result<StreamTask, crate::error::ProcessError> {
+        let (task, mut errors) = self.instantiate_placed(st, config, Some(stores));
+        match errors.is_empty() {
+            true => Ok(task),
+            false => Err(errors.swap_remove(0)),
+        }
+    }
+
+    fn instantiate_placed(
+        &self,
+        st: usize,
+        config: &Arc<StreamsConfig>,
+        placement: store_choice::StorePlacement,
+    ) -> (StreamTask, Vec<crate::error::ProcessError>) {
         let mut cx = Instantiation {
             config: config.clone(),
             current: 0,
@@ -294,6 +328,9 @@ impl Topology {
             frontier_ops: BTreeMap::new(),
             time_ops: BTreeMap::new(),
             stores: BTreeMap::new(),
+            placement,
+            persistent: Vec::new(),
+            errors: Vec::new(),
         };
         let mut ports: HashMap<NodeId, crate::topology::graph::PortHandle> = HashMap::new();
         for i in (0..self.nodes.len())
@@ -314,6 +351,7 @@ impl Topology {
             let port = (self.nodes[i].factory)(&mut cx, child_ports);
             ports.insert(i, port);
         }
-        StreamTask::new(st, cx)
+        let errors = std::mem::take(&mut cx.errors);
+        (StreamTask::new(st, cx), errors)
     }
 }

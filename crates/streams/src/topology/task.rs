@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::rc::Rc;
 
 use stoatflow_state::{ChangelogRecord, StateStore};
-use stoatflow_time::Watermark;
+use stoatflow_time::{EventTime, Watermark};
 
 use crate::error::ProcessError;
 use crate::record::{Headers, Record};
@@ -41,6 +41,7 @@ pub struct StreamTask {
     frontier_ops: Vec<Rc<RefCell<dyn FrontierOperator>>>,
     time_ops: Vec<Rc<RefCell<dyn TimeOperator>>>,
     stores: BTreeMap<String, StoreHandle>,
+    persistent: Vec<crate::topology::PersistentStore>,
     frontier: Watermark,
     /// The last few barrier stamps, newest last.
     stamps: VecDeque<Watermark>,
@@ -69,6 +70,7 @@ impl StreamTask {
             frontier_ops: cx.frontier_ops.into_values().collect(),
             time_ops: cx.time_ops.into_values().collect(),
             stores: cx.stores,
+            persistent: cx.persistent,
             frontier: Watermark::MIN,
             stamps: VecDeque::new(),
             epoch: 0,
@@ -168,6 +170,21 @@ impl StreamTask {
         source
             .borrow_mut()
             .process_bytes(&mut self.cx, key, value, timestamp, headers)
+    }
+
+    /// Seeds the partition time the source of `topic` hands its timestamp assigner (the
+    /// largest event time its partition produced, committed with the offset), so a
+    /// restarted task assigns event times as the uninterrupted one would. A task is one
+    /// partition of its sub-topology, so this is that partition's time. Returns whether
+    /// the task reads `topic`.
+    pub fn seed_partition_time(&mut self, topic: &str, partition_time: EventTime) -> bool {
+        match self.sources.get(topic) {
+            Some(source) => {
+                source.borrow_mut().seed_partition_time(partition_time);
+                true
+            }
+            None => false,
+        }
     }
 
     /// The typed entry of `topic`'s source, for typed inputs and benchmarks.
@@ -322,6 +339,12 @@ impl StreamTask {
     /// Names of this task's stores.
     pub fn store_names(&self) -> impl Iterator<Item = &str> {
         self.stores.keys().map(String::as_str)
+    }
+
+    /// The persistent stores of this task, with what each one's local copy was found to be
+    /// at instantiation (where its changelog restore starts).
+    pub fn persistent_stores(&self) -> &[crate::topology::PersistentStore] {
+        &self.persistent
     }
 
     /// A store as a [`StateStore`] (for restore).

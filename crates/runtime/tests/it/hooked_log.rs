@@ -1,0 +1,146 @@
+//! A `Log` wrapper for fault injection: every call first asks a [`Hooks`]
+//! whether the log is still reachable, and each operation that changes
+//! durable state (creating a topic, taking a producer epoch, committing or
+//! aborting a transaction) runs through it, so a test can count them, fail
+//! them or "lose power" around them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use stoatflow_log::{
+    Consumer, EmbeddedLog, FetchedRecord, Log, LogError, Offset, OffsetAndMetadata, Record, SeekTo,
+    TopicPartition, TopicShape, TopicSpec, TransactionalProducer,
+};
+
+/// An operation that changes durable state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durable {
+    CreateTopic,
+    TakeProducerEpoch,
+    Commit,
+    Abort,
+}
+
+/// What a test does around the wrapped log's calls.
+pub trait Hooks: Send + Sync + std::fmt::Debug + 'static {
+    /// Before every call: an error makes the call fail.
+    fn alive(&self) -> Result<(), LogError>;
+
+    /// Runs the durable operation `op` (by calling `run`, or not).
+    fn durable<T>(
+        &self,
+        op: Durable,
+        run: impl FnOnce() -> Result<T, LogError>,
+    ) -> Result<T, LogError>;
+}
+
+/// The embedded log behind `H`.
+#[derive(Debug)]
+pub struct HookedLog<H> {
+    pub inner: Arc<EmbeddedLog>,
+    pub hooks: Arc<H>,
+}
+
+#[derive(Debug)]
+pub struct HookedConsumer<H> {
+    inner: <EmbeddedLog as Log>::Consumer,
+    hooks: Arc<H>,
+}
+
+#[derive(Debug)]
+pub struct HookedProducer<H> {
+    inner: <EmbeddedLog as Log>::Producer,
+    hooks: Arc<H>,
+}
+
+impl<H: Hooks> Log for HookedLog<H> {
+    type Consumer = HookedConsumer<H>;
+    type Producer = HookedProducer<H>;
+
+    fn create_topic(&self, spec: &TopicSpec) -> Result<(), LogError> {
+        self.hooks
+            .durable(Durable::CreateTopic, || self.inner.create_topic(spec))
+    }
+    fn describe_topic(&self, topic: &str) -> Result<Option<TopicShape>, LogError> {
+        self.hooks.alive()?;
+        self.inner.describe_topic(topic)
+    }
+    fn consumer(&self, group: &str) -> Result<Self::Consumer, LogError> {
+        self.hooks.alive()?;
+        Ok(HookedConsumer {
+            inner: self.inner.consumer(group)?,
+            hooks: self.hooks.clone(),
+        })
+    }
+    fn transactional_producer(&self, id: &str) -> Result<Self::Producer, LogError> {
+        let inner = self.hooks.durable(Durable::TakeProducerEpoch, || {
+            self.inner.transactional_producer(id)
+        })?;
+        Ok(HookedProducer {
+            inner,
+            hooks: self.hooks.clone(),
+        })
+    }
+    fn committed_offsets(
+        &self,
+        group: &str,
+        partitions: &[TopicPartition],
+    ) -> Result<Vec<(TopicPartition, Option<OffsetAndMetadata>)>, LogError> {
+        self.hooks.alive()?;
+        self.inner.committed_offsets(group, partitions)
+    }
+}
+
+impl<H: Hooks> Consumer for HookedConsumer<H> {
+    fn assign(&mut self, partitions: &[TopicPartition]) -> Result<(), LogError> {
+        self.hooks.alive()?;
+        self.inner.assign(partitions)
+    }
+    fn seek(&mut self, partition: &TopicPartition, to: SeekTo) -> Result<(), LogError> {
+        self.hooks.alive()?;
+        self.inner.seek(partition, to)
+    }
+    fn position(&self, partition: &TopicPartition) -> Result<Offset, LogError> {
+        self.hooks.alive()?;
+        self.inner.position(partition)
+    }
+    fn fetch(&mut self, max_wait: Duration) -> Result<Vec<FetchedRecord>, LogError> {
+        self.hooks.alive()?;
+        self.inner.fetch(max_wait)
+    }
+    fn end_offset(&mut self, partition: &TopicPartition) -> Result<Offset, LogError> {
+        self.hooks.alive()?;
+        self.inner.end_offset(partition)
+    }
+    fn beginning_offset(&mut self, partition: &TopicPartition) -> Result<Offset, LogError> {
+        self.hooks.alive()?;
+        self.inner.beginning_offset(partition)
+    }
+}
+
+impl<H: Hooks> TransactionalProducer for HookedProducer<H> {
+    fn begin(&mut self) -> Result<(), LogError> {
+        self.hooks.alive()?;
+        self.inner.begin()
+    }
+    fn send(&mut self, partition: &TopicPartition, record: &Record) -> Result<(), LogError> {
+        self.hooks.alive()?;
+        self.inner.send(partition, record)
+    }
+    fn send_offsets(
+        &mut self,
+        group: &str,
+        offsets: &[(TopicPartition, OffsetAndMetadata)],
+    ) -> Result<(), LogError> {
+        self.hooks.alive()?;
+        self.inner.send_offsets(group, offsets)
+    }
+    fn commit(&mut self) -> Result<(), LogError> {
+        let inner = &mut self.inner;
+        self.hooks.durable(Durable::Commit, || inner.commit())
+    }
+    fn abort(&mut self) -> Result<(), LogError> {
+        let inner = &mut self.inner;
+        self.hooks.durable(Durable::Abort, || inner.abort())
+    }
+}

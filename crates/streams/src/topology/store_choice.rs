@@ -1,0 +1,560 @@
+//! Which engine a DSL store runs on, and the one helper every operator creates its
+//! key-value, window and session stores through.
+//!
+//! Owns [`StoreType`] (`default.dsl.store`), [`BytesStoreSupplier`] (Kafka Streams'
+//! `Stores.persistentWindowStore(..)` and friends: a name, an engine, a store shape),
+//! [`TaskStores`] (where one task's persistent stores live) and [`PersistentStore`] (a
+//! persistent store a task opened, with what its local copy was found to be). The helper
+//! resolves the engine (the supplier's, else the default), opens a persistent store's
+//! directory through [`StoreDirectory::recover`] (so a damaged or unclean local copy is
+//! deleted before the engine reads it), and registers the store with the instantiation.
+//! Knows nothing of the DSL's operators, of threads or of the log.
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use stoatflow_state::{
+    AnyKeyValueStore, AnySessionStore, AnyWindowStore, Codec, InMemoryKeyValueStore,
+    InMemorySessionStore, InMemoryWindowStore, LocalCopy, PersistentConfig,
+    PersistentKeyValueStore, PersistentSessionStore, PersistentWindowStore, Recovery,
+    SegmentedConfig, StateError, StateStore, StoreConfig, StoreDirectory,
+};
+
+use crate::error::ProcessError;
+use crate::serde::{BoxedCodec, MissingCodec};
+use crate::topology::graph::Instantiation;
+
+/// The engine of a store (Kafka Streams' `default.dsl.store`: `rocksDB` | `in_memory`; here
+/// `persistent` | `in_memory`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreType {
+    /// Entries on local disk (the persistent engine), restored from the changelog only past
+    /// the checkpoint of a clean close.
+    Persistent,
+    /// Entries in memory, restored from the whole changelog at every start.
+    InMemory,
+}
+
+impl StoreType {
+    /// The configuration value: `persistent` or `in_memory`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StoreType::Persistent => "persistent",
+            StoreType::InMemory => "in_memory",
+        }
+    }
+
+    /// Parses `persistent` (or Kafka Streams' `rocksDB`) and `in_memory`.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "persistent" | "rocksDB" | "rocksdb" => Some(StoreType::Persistent),
+            "in_memory" => Some(StoreType::InMemory),
+            _ => None,
+        }
+    }
+}
+
+/// What a store holds: what a supplier is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreShape {
+    /// Keys and values (tables, non-windowed aggregations).
+    KeyValue,
+    /// Time windows (tumbling, hopping and sliding aggregations, stream-stream joins).
+    Window,
+    /// Sessions (session aggregations).
+    Session,
+}
+
+impl std::fmt::Display for StoreShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StoreShape::KeyValue => "key-value",
+            StoreShape::Window => "window",
+            StoreShape::Session => "session",
+        })
+    }
+}
+
+/// A named store on a chosen engine, as Kafka Streams' store suppliers: made by
+/// [`Stores`](crate::Stores) (`persistent_window_store("counts")`,
+/// `in_memory_key_value_store(..)`, ...), passed to `Materialized::as_` or
+/// `StreamJoined::with_store_suppliers`. Retention and serdes come from where it is used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BytesStoreSupplier {
+    pub(crate) name: String,
+    pub(crate) store_type: StoreType,
+    pub(crate) shape: StoreShape,
+}
+
+impl BytesStoreSupplier {
+    pub(crate) fn new(name: impl Into<String>, store_type: StoreType, shape: StoreShape) -> Self {
+        BytesStoreSupplier {
+            name: name.into(),
+            store_type,
+            shape,
+        }
+    }
+
+    /// The store's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its engine.
+    pub fn store_type(&self) -> StoreType {
+        self.store_type
+    }
+
+    /// What it holds.
+    pub fn shape(&self) -> StoreShape {
+        self.shape
+    }
+}
+
+/// Where one task's persistent stores live, and the engine of stores whose supplier names
+/// none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskStores {
+    /// The task's state directory (the runtime's is `<state dir>/<task>`); each persistent
+    /// store gets its own directory below it. `None`: a persistent store is an error naming
+    /// it.
+    pub dir: Option<PathBuf>,
+    /// The engine of stores whose supplier names none.
+    pub default: StoreType,
+}
+
+/// A persistent store a task opened: its directory (for the checkpoint of a clean close)
+/// and what its local copy was found to be (where its changelog restore starts).
+#[derive(Debug, Clone)]
+pub struct PersistentStore {
+    /// The store's name (its changelog is `<application.id>-<name>-changelog`).
+    pub name: String,
+    /// Its directory.
+    pub directory: StoreDirectory,
+    /// Trusted from a checkpoint, or rebuilt (restore from the start).
+    pub recovery: Recovery,
+}
+
+/// One store a DSL operator asks for: its name, the engine its supplier chose (if any), and
+/// whether it is changelogged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StoreRequest {
+    pub(crate) name: String,
+    pub(crate) store_type: Option<StoreType>,
+    pub(crate) logging: bool,
+}
+
+impl StoreRequest {
+    pub(crate) fn new(
+        name: impl Into<String>,
+        store_type: Option<StoreType>,
+        logging: bool,
+    ) -> Self {
+        StoreRequest {
+            name: name.into(),
+            store_type,
+            logging,
+        }
+    }
+}
+
+/// Where an instantiation puts its stores: `None` in memory whatever they ask (the test
+/// driver, whose clock and restarts are its own), or a task's [`TaskStores`].
+pub(crate) type StorePlacement = Option<TaskStores>;
+
+impl Instantiation {
+    /// The store named by `request`, created on its engine and registered unless an earlier
+    /// node of this sub-topology registered it already. A persistent store that cannot be
+    /// opened is recorded as the instantiation's error (the task is refused) and an
+    /// in-memory stand-in that refuses every write takes its place, so instantiation itself
+    /// never fails half-way.
+    pub(crate) fn key_value_store<K, V>(
+        &mut self,
+        request: &StoreRequest,
+        key: impl Codec<K> + 'static,
+        value: impl Codec<V> + 'static,
+    ) -> Rc<RefCell<AnyKeyValueStore<K, V>>>
+    where
+        K: Ord + Clone + 'static,
+        V: Clone + 'static,
+    {
+        self.store(
+            request,
+            (key, value),
+            |config, k, v| AnyKeyValueStore::InMemory(InMemoryKeyValueStore::new(config, k, v)),
+            |pc, config, k, v| {
+                PersistentKeyValueStore::open(pc, config, k, v).map(AnyKeyValueStore::Persistent)
+            },
+        )
+    }
+
+    /// As [`Instantiation::key_value_store`], for a window store.
+    pub(crate) fn window_store<K, V>(
+        &mut self,
+        request: &StoreRequest,
+        segmented: SegmentedConfig,
+        key: impl Codec<K> + 'static,
+        value: impl Codec<V> + 'static,
+    ) -> Rc<RefCell<AnyWindowStore<K, V>>>
+    where
+        K: Ord + Clone + 'static,
+        V: Clone + 'static,
+    {
+        self.store(
+            request,
+            (key, value),
+            |config, k, v| {
+                AnyWindowStore::InMemory(InMemoryWindowStore::new(config, segmented, k, v))
+            },
+            |pc, config, k, v| {
+                PersistentWindowStore::open(pc, config, segmented, k, v)
+                    .map(AnyWindowStore::Persistent)
+            },
+        )
+    }
+
+    /// As [`Instantiation::key_value_store`], for a session store.
+    pub(crate) fn session_store<K, V>(
+        &mut self,
+        request: &StoreRequest,
+        segmented: SegmentedConfig,
+        key: impl Codec<K> + 'static,
+        value: impl Codec<V> + 'static,
+    ) -> Rc<RefCell<AnySessionStore<K, V>>>
+    where
+        K: Ord + Clone + 'static,
+        V: Clone + 'static,
+    {
+        self.store(
+            request,
+            (key, value),
+            |config, k, v| {
+                AnySessionStore::InMemory(InMemorySessionStore::new(config, segmented, k, v))
+            },
+            |pc, config, k, v| {
+                PersistentSessionStore::open(pc, config, segmented, k, v)
+                    .map(AnySessionStore::Persistent)
+            },
+        )
+    }
+
+    /// The one path of the three above: an existing store, else one on the engine
+    /// `request` resolves to (`in_memory` or `on_disk` builds it from its codecs).
+    fn store<K: 'static, V: 'static, S: StateStore + 'static>(
+        &mut self,
+        request: &StoreRequest,
+        (key, value): (impl Codec<K> + 'static, impl Codec<V> + 'static),
+        in_memory: impl FnOnce(StoreConfig, BoxedCodec<K>, BoxedCodec<V>) -> S,
+        on_disk: impl FnOnce(
+            &PersistentConfig,
+            StoreConfig,
+            BoxedCodec<K>,
+            BoxedCodec<V>,
+        ) -> Result<S, StateError>,
+    ) -> Rc<RefCell<S>> {
+        if let Some(s) = self.typed_store(&request.name) {
+            return s;
+        }
+        let config = self.store_config(request);
+        let (key, value) = (BoxedCodec(Box::new(key)), BoxedCodec(Box::new(value)));
+        let store = match self.placement_of(request) {
+            Placement::InMemory => in_memory(config, key, value),
+            placement => {
+                let opened = match placement {
+                    Placement::Disk(pc) => on_disk(&pc, config.clone(), key, value).map_err(Some),
+                    _ => Err(None),
+                };
+                match opened {
+                    Ok(store) => store,
+                    Err(error) => {
+                        if let Some(e) = error {
+                            self.refuse(&request.name, e);
+                        }
+                        let name = &request.name;
+                        in_memory(
+                            config,
+                            BoxedCodec(Box::new(MissingCodec(name.clone()))),
+                            BoxedCodec(Box::new(MissingCodec(name.clone()))),
+                        )
+                    }
+                }
+            }
+        };
+        let store = Rc::new(RefCell::new(store));
+        self.add_store(&request.name, store.clone());
+        store
+    }
+
+    fn store_config(&self, request: &StoreRequest) -> StoreConfig {
+        StoreConfig::new(request.name.clone())
+            .with_changelog_enabled(request.logging && self.config.changelog_enabled)
+    }
+
+    fn refuse(&mut self, store: &str, source: StateError) {
+        self.errors.push(ProcessError::State {
+            store: store.to_owned(),
+            source: Box::new(source),
+        });
+    }
+
+    /// Where the store `request` names goes. A persistent one has its directory opened
+    /// through [`StoreDirectory::recover`] first: a local copy that is not exactly what the
+    /// last clean close left is deleted (and restored from the changelog's start), and
+    /// what was found is recorded for the restore.
+    fn placement_of(&mut self, request: &StoreRequest) -> Placement {
+        let Some(stores) = &self.placement else {
+            return Placement::InMemory;
+        };
+        if request.store_type.unwrap_or(stores.default) == StoreType::InMemory {
+            return Placement::InMemory;
+        }
+        let Some(dir) = stores.dir.clone() else {
+            self.refuse(
+                &request.name,
+                StateError::InvalidConfig {
+                    store: request.name.clone(),
+                    detail: "the store is persistent but no state directory is configured \
+                             (state.dir, or default.dsl.store = in_memory)"
+                        .into(),
+                },
+            );
+            return Placement::Refused;
+        };
+        let pc = PersistentConfig::new(dir, self.config.application_id.clone());
+        match StoreDirectory::recover(&pc, &request.name, LocalCopy::VerifyOrRebuild) {
+            Ok((directory, recovery)) => {
+                self.persistent.push(PersistentStore {
+                    name: request.name.clone(),
+                    directory,
+                    recovery,
+                });
+                Placement::Disk(pc)
+            }
+            Err(e) => {
+                self.refuse(&request.name, e);
+                Placement::Refused
+            }
+        }
+    }
+}
+
+/// Where one store goes.
+enum Placement {
+    InMemory,
+    Disk(PersistentConfig),
+    /// It could not be opened (the error is recorded): an in-memory stand-in.
+    Refused,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::{
+        Consumed, JoinWindows, Materialized, Serdes, Stores, StreamJoined, StreamsBuilder,
+        StreamsConfig, TimeWindows, Topology, TopologyError,
+    };
+
+    /// A windowed count into `store`, and a stream-stream join with explicit suppliers.
+    fn topology(store: Materialized<String, i64>) -> Result<Topology, TopologyError> {
+        let mut b = StreamsBuilder::new();
+        let left = b.stream("l", Consumed::with(Serdes::string(), Serdes::i64()));
+        let right = b.stream("r", Consumed::with(Serdes::string(), Serdes::i64()));
+        let _counts = left
+            .clone()
+            .group_by_key()
+            .windowed_by(TimeWindows::of_size_with_no_grace(Duration::from_secs(10)))
+            .count_with(store);
+        let _joined = left.join(
+            &right,
+            |a: &i64, b: &i64| a + b,
+            JoinWindows::of_time_difference_with_no_grace(Duration::from_secs(1)),
+            StreamJoined::with(Serdes::string(), Serdes::i64(), Serdes::i64())
+                .with_store_suppliers(
+                    Stores::persistent_window_store("left-arrivals"),
+                    Stores::in_memory_window_store("right-arrivals"),
+                ),
+        );
+        b.build()
+    }
+
+    fn stores(dir: &std::path::Path, default: StoreType) -> TaskStores {
+        TaskStores {
+            dir: Some(dir.to_owned()),
+            default,
+        }
+    }
+
+    #[test]
+    fn explicit_suppliers_choose_each_stores_engine_and_the_default_the_rest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let topology =
+            topology(Materialized::as_(Stores::in_memory_window_store("counts"))).unwrap();
+        let config = Arc::new(StreamsConfig::new("app"));
+        let task = topology
+            .instantiate_in(0, &config, stores(tmp.path(), StoreType::Persistent))
+            .unwrap();
+        let mut persistent: Vec<&str> = task
+            .persistent_stores()
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        persistent.sort();
+        assert_eq!(persistent, ["left-arrivals"]);
+        assert!(tmp.path().join("left-arrivals").is_dir());
+        let counts = task
+            .store::<crate::WindowStoreOf<String, i64>>("counts")
+            .unwrap();
+        assert!(!counts.borrow().is_persistent());
+        drop(task);
+
+        // A store named without a supplier takes the default: on disk here.
+        let topology = topology_named("totals");
+        let task = topology
+            .instantiate_in(0, &config, stores(tmp.path(), StoreType::Persistent))
+            .unwrap();
+        let totals = task
+            .store::<crate::WindowStoreOf<String, i64>>("totals")
+            .unwrap();
+        assert!(totals.borrow().is_persistent());
+        assert_eq!(
+            task.persistent_stores()[0].recovery,
+            Recovery::Rebuilt {
+                reason: stoatflow_state::RebuildReason::Empty
+            }
+        );
+        drop(task);
+
+        // Without a placement (the test driver) every store is in memory.
+        let task = topology_named("totals").instantiate(0, &config);
+        assert!(task.persistent_stores().is_empty());
+        let totals = task
+            .store::<crate::WindowStoreOf<String, i64>>("totals")
+            .unwrap();
+        assert!(!totals.borrow().is_persistent());
+    }
+
+    fn topology_named(name: &str) -> Topology {
+        let mut b = StreamsBuilder::new();
+        let _counts = b
+            .stream("l", Consumed::with(Serdes::string(), Serdes::i64()))
+            .group_by_key()
+            .windowed_by(TimeWindows::of_size_with_no_grace(Duration::from_secs(10)))
+            .count_with(Materialized::as_(name));
+        b.build().unwrap()
+    }
+
+    #[test]
+    fn a_supplier_of_the_wrong_shape_is_refused_naming_the_store() {
+        let err = topology(Materialized::as_(Stores::persistent_key_value_store(
+            "counts",
+        )))
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("counts"), "{err}");
+        assert!(
+            err.contains("a key-value store supplier cannot back a window store"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_persistent_store_without_a_directory_or_owned_by_another_app_is_refused() {
+        let topology = topology_named("totals");
+        let config = Arc::new(StreamsConfig::new("app"));
+        let no_dir = TaskStores {
+            dir: None,
+            default: StoreType::Persistent,
+        };
+        let err = topology.instantiate_in(0, &config, no_dir).unwrap_err();
+        assert!(err.to_string().contains("store totals"), "{err}");
+        assert!(err.to_string().contains("state.dir"), "{err}");
+
+        let tmp = tempfile::tempdir().unwrap();
+        let other = Arc::new(StreamsConfig::new("other-app"));
+        drop(
+            topology
+                .instantiate_in(0, &other, stores(tmp.path(), StoreType::Persistent))
+                .unwrap(),
+        );
+        let err = topology
+            .instantiate_in(0, &config, stores(tmp.path(), StoreType::Persistent))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("totals"), "{err}");
+        assert!(err.contains("other-app"), "{err}");
+    }
+
+    /// Keeps the last value per key in the user store "seen".
+    struct Remember;
+
+    impl crate::Processor<String, i64, String, i64> for Remember {
+        fn process(
+            &mut self,
+            ctx: &mut crate::ProcessorContext<'_, String, i64>,
+            record: crate::Record<String, i64>,
+        ) -> Result<(), ProcessError> {
+            use stoatflow_state::KeyValueStore;
+            let seen = ctx
+                .key_value_store::<String, i64>("seen")
+                .expect("connected");
+            seen.borrow_mut()
+                .put(record.key, record.value, record.timestamp)
+                .map_err(|e| ProcessError::State {
+                    store: "seen".into(),
+                    source: Box::new(e),
+                })
+        }
+    }
+
+    fn with_user_store(supplier: BytesStoreSupplier) -> Result<Topology, TopologyError> {
+        let mut b = StreamsBuilder::new();
+        b.add_state_store(Stores::key_value_store_builder_with(
+            supplier,
+            Serdes::string(),
+            Serdes::i64(),
+        ));
+        let _out = b
+            .stream("l", Consumed::with(Serdes::string(), Serdes::i64()))
+            .process::<String, i64, _>(|| Remember, &["seen"]);
+        b.build()
+    }
+
+    #[test]
+    fn a_processor_api_store_takes_its_suppliers_engine() {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = Arc::new(StreamsConfig::new("app"));
+        let topology = with_user_store(Stores::persistent_key_value_store("seen")).unwrap();
+        let mut task = topology
+            .instantiate_in(0, &config, stores(tmp.path(), StoreType::InMemory))
+            .unwrap();
+        assert_eq!(task.persistent_stores()[0].name, "seen");
+        task.process(
+            "l",
+            Some(0),
+            Some(0),
+            Some(b"k"),
+            Some(&7i64.to_be_bytes()),
+            5,
+            crate::Headers::empty(),
+        )
+        .unwrap();
+        let seen = task
+            .store::<stoatflow_state::AnyKeyValueStore<String, i64>>("seen")
+            .unwrap();
+        assert!(seen.borrow().is_persistent());
+        let err = with_user_store(Stores::persistent_window_store("seen"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("seen")
+                && err.contains("a window store supplier cannot back a key-value store"),
+            "{err}"
+        );
+    }
+}
