@@ -12,6 +12,8 @@
 //!   ([`CommitBarrierConfig`]), lanes, the tracker's knobs.
 //! - [`AppState`]: Kafka Streams' lifecycle; `RUNNING` is 4.
 //! - [`BarrierCadence`]: when the next barrier is due.
+//! - [`AppHandle`]: a read-only view for the operating surface; its
+//!   [`MetricsSnapshot`] holds every figure `/metrics` exports.
 //!
 //! ```
 //! use std::time::Duration;
@@ -42,6 +44,7 @@ mod engine;
 mod error;
 mod lane;
 mod layout;
+mod metrics;
 mod partitioner;
 mod task_id;
 
@@ -52,5 +55,9 @@ pub use config::{Backend, CommitBarrierConfig, ProcessingGuarantee, RuntimeConfi
 pub use engine::{ErrorHandler, StateListener};
 pub use error::RuntimeError;
 pub use layout::WATERMARK_MARKER_HEADER;
+pub use metrics::{
+    BARRIER_BUCKETS_MS, BarrierFigures, DurationHistogram, MetricsSnapshot, RestoreFigures,
+    StoreSegments,
+};
 pub use partitioner::{murmur2, partition_for_key};
 pub use task_id::TaskId;

@@ -1,4 +1,8 @@
 //! Integration tests of stoatflow-server.
 
 mod http;
+mod metrics;
+mod page;
+mod prom_text;
+mod support;
 mod watermarks_endpoint;
