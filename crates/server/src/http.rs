@@ -343,7 +343,16 @@ fn serve(stream: TcpStream, state: &ServerState) -> std::io::Result<()> {
         let line = String::from_utf8_lossy(&request_line);
         (route(&line, state), line.starts_with("HEAD "))
     };
-    respond(stream, &response, head_only)
+    let unread = response.status == 431;
+    respond(&stream, &response, head_only)?;
+    if unread {
+        // Closing with unread input resets the connection, which can lose
+        // the response on its way: drain a bounded amount first.
+        stream.shutdown(std::net::Shutdown::Write)?;
+        stream.set_read_timeout(Some(Duration::from_millis(100)))?;
+        let _ = std::io::copy(&mut (&stream).take(1 << 20), &mut std::io::sink());
+    }
+    Ok(())
 }
 
 /// Where a request goes.
@@ -450,7 +459,7 @@ fn health(up: bool, state: &str) -> Response {
     }
 }
 
-fn respond(mut stream: TcpStream, r: &Response, head_only: bool) -> std::io::Result<()> {
+fn respond(mut stream: &TcpStream, r: &Response, head_only: bool) -> std::io::Result<()> {
     let reason = match r.status {
         200 => "OK",
         400 => "Bad Request",

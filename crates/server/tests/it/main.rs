@@ -2,6 +2,8 @@
 
 mod http;
 mod metrics;
+mod monitoring;
+mod openapi;
 mod page;
 mod prom_text;
 mod support;
