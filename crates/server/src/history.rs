@@ -69,12 +69,14 @@ impl WatermarkHistory {
         });
     }
 
-    /// The body of `GET /watermarks/history`: oldest sample first; a
-    /// watermark not yet known is `null`.
-    pub fn to_json(&self) -> Value {
+    /// The body of `GET /watermarks/history`: oldest sample first, only
+    /// those taken after `since` (wall ms) if given; a watermark not yet
+    /// known is `null`.
+    pub fn to_json(&self, since: Option<i64>) -> Value {
         let samples: Vec<Value> = self
             .samples
             .iter()
+            .filter(|s| since.is_none_or(|t| s.wall.as_millis() > t))
             .map(|s| {
                 json!({
                     "wallMs": s.wall.as_millis(),
@@ -123,7 +125,7 @@ mod tests {
         }
         assert!(!h.is_due(WallTime::from_millis(3_500)));
         assert!(h.is_due(WallTime::from_millis(4_000)));
-        let j = h.to_json();
+        let j = h.to_json(None);
         assert_eq!(j["sampleEveryMs"], 1_000);
         let globals: Vec<_> = j["samples"]
             .as_array()
@@ -136,5 +138,12 @@ mod tests {
             [json!(10), json!(20), json!(30)],
             "the oldest (MIN, null) fell out"
         );
+        let newer = h.to_json(Some(2_000));
+        assert_eq!(
+            newer["samples"].as_array().unwrap().len(),
+            1,
+            "only after 2 000 ms"
+        );
+        assert_eq!(newer["samples"][0]["wallMs"], 3_000);
     }
 }

@@ -415,7 +415,13 @@ pub(crate) fn route(request_line: &str, state: &ServerState) -> Response {
         Route::Page => Response::text("text/html; charset=utf-8", PAGE.to_owned()),
         Route::OpenApi => Response::text("application/json", OPENAPI.to_owned()),
         Route::Metrics => Response::text(METRICS_CONTENT_TYPE, state.metrics.render()),
-        Route::History => Response::json(200, &state.history.to_json()),
+        Route::History => match query_param(target, "since").map(str::parse::<i64>) {
+            Some(Err(_)) => Response::json(
+                400,
+                &json!({ "error": "since must be wall-clock milliseconds (an integer)" }),
+            ),
+            since => Response::json(200, &state.history.to_json(since.and_then(Result::ok))),
+        },
         Route::Watermarks => match app.watermarks() {
             Some(s) => {
                 let (status, body) = watermarks_response(&s, true);
@@ -449,6 +455,16 @@ pub(crate) fn route(request_line: &str, state: &ServerState) -> Response {
         }
         Route::Readiness => health(name == "RUNNING", name),
     }
+}
+
+/// The value of `name` in `target`'s query string.
+fn query_param<'a>(target: &'a str, name: &str) -> Option<&'a str> {
+    let (_, query) = target.split_once('?')?;
+    query
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
 }
 
 fn health(up: bool, state: &str) -> Response {
@@ -556,6 +572,9 @@ mod tests {
         assert_eq!(route("POST /nope HTTP/1.1\r\n", &running).status, 404);
         assert_eq!(route("HEAD /info HTTP/1.1\r\n", &running).status, 200);
         assert_eq!(route("\r\n", &running).status, 400);
+        assert_eq!(get("/watermarks/history?since=12", &running).0, 200);
+        let (status, body) = get("/watermarks/history?since=soon", &running);
+        assert_eq!(status, 400, "{body}");
         let hidden = state(
             Fixed("RUNNING", 4, None),
             EndpointsConfig {

@@ -1,5 +1,6 @@
 //! Integration tests of stoatflow-server.
 
+mod flood;
 mod http;
 mod metrics;
 mod monitoring;

@@ -120,6 +120,12 @@ fn metrics_at_info_level_carry_every_required_name_and_not_the_debug_ones() {
         .find(|s| s.name.ends_with("_count"))
         .unwrap();
     assert!(count.value >= 1.0, "{barriers:?}");
+    let intervals = &families["stoatflow_commit_barrier_interval_ms"].samples;
+    let sum = intervals.iter().find(|s| s.name.ends_with("_sum")).unwrap();
+    assert!(
+        sum.value > 0.0,
+        "barriers were cut at intervals: {intervals:?}"
+    );
     served.app.close(std::time::Duration::from_secs(10));
     let after = scrape(&served);
     assert_eq!(value(&after, "stoatflow_client_state"), 6.0, "NOT_RUNNING");
@@ -146,4 +152,66 @@ fn debug_level_adds_late_records() {
         assert!(std::time::Instant::now() < deadline, "{late:?}");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+}
+
+#[test]
+fn restore_progress_counts_the_changelog_records_a_restart_reads_back() {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use stoatflow_log::{
+        EmbeddedLog, Log, Record, Timestamp, TopicPartition, TopicSpec, TransactionalProducer,
+    };
+    use stoatflow_runtime::{AppState, Backend, RuntimeConfig, StreamsApp};
+
+    use crate::support::{INPUT, OUTPUT, topology};
+
+    let log = Arc::new(EmbeddedLog::in_memory());
+    log.create_topic(&TopicSpec::new(INPUT, 2)).unwrap();
+    log.create_topic(&TopicSpec::new(OUTPUT, 2)).unwrap();
+    let config = || RuntimeConfig::new("restore", Backend::InMemory).with_lanes(1);
+    let mut producer = log.transactional_producer("input").unwrap();
+    producer.begin().unwrap();
+    for (i, key) in ["a", "b", "c"].iter().enumerate() {
+        let r = Record::new(
+            Some(key.as_bytes()),
+            Some(&1i64.to_be_bytes()),
+            Timestamp(START + i as i64),
+        );
+        producer.send(&TopicPartition::new(INPUT, 0), &r).unwrap();
+    }
+    producer.commit().unwrap();
+    let mut first = StreamsApp::with_log(topology(), config(), log.clone()).unwrap();
+    first.start().unwrap();
+    assert!(first.wait_until_caught_up(Duration::from_secs(30)).unwrap());
+    drop(first); // a crash: the committed changelog is what a restart reads
+
+    let mut second = StreamsApp::with_log(topology(), config(), log.clone()).unwrap();
+    let handle = second.handle();
+    assert_eq!(
+        handle.metrics().restore.records_total,
+        0,
+        "nothing read before start"
+    );
+    second.start().unwrap();
+    assert_eq!(
+        second.wait_for_state(AppState::Running, Duration::from_secs(20)),
+        AppState::Running
+    );
+    let restore = handle.metrics().restore;
+    assert!(
+        restore.records_total >= 3,
+        "three keys' windows were changelogged: {restore:?}"
+    );
+    assert_eq!(restore.records_restored, restore.records_total);
+    let served = stoatflow_server::HttpServer::builder()
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .start(Arc::new(handle))
+        .unwrap();
+    let families = parse(&get(served.local_addr(), "/metrics").body).unwrap();
+    assert_eq!(
+        value(&families, "stoatflow_restore_records_restored_total"),
+        restore.records_restored as f64
+    );
+    assert_eq!(value(&families, "stoatflow_restore_records_remaining"), 0.0);
 }

@@ -28,16 +28,20 @@ fn exported() -> BTreeSet<String> {
 /// matchers, ranges and strings that are neither functions, aggregation
 /// modifiers nor keywords.
 fn metric_names(expr: &str) -> BTreeSet<String> {
-    const KEYWORDS: [&str; 23] = [
-        "and",
-        "or",
-        "unless",
+    /// Label-list modifiers: `by (reason)` names labels, not metrics.
+    const MODIFIERS: [&str; 6] = [
         "by",
         "without",
         "on",
         "ignoring",
         "group_left",
         "group_right",
+    ];
+    /// Binary operators and aggregation operators.
+    const KEYWORDS: [&str; 17] = [
+        "and",
+        "or",
+        "unless",
         "offset",
         "bool",
         "sum",
@@ -75,7 +79,6 @@ fn metric_names(expr: &str) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     let chars: Vec<char> = plain.chars().collect();
     let mut i = 0;
-    let mut after_modifier = false;
     while i < chars.len() {
         let c = chars[i];
         if c.is_ascii_alphabetic() || c == '_' || c == ':' {
@@ -87,26 +90,13 @@ fn metric_names(expr: &str) -> BTreeSet<String> {
             }
             let word: String = chars[start..i].iter().collect();
             let next = chars[i..].iter().find(|c| !c.is_whitespace());
-            let is_call = next == Some(&'(');
-            let modifier = [
-                "by",
-                "without",
-                "on",
-                "ignoring",
-                "group_left",
-                "group_right",
-            ]
-            .contains(&word.as_str());
-            if !is_call && !KEYWORDS.contains(&word.as_str()) && !after_modifier {
-                names.insert(word);
-            }
-            after_modifier = modifier && next == Some(&'(');
-            if after_modifier {
-                // Skip the label list of `by (...)`.
+            if MODIFIERS.contains(&word.as_str()) {
+                // Skip its label list.
                 while i < chars.len() && chars[i] != ')' {
                     i += 1;
                 }
-                after_modifier = false;
+            } else if next != Some(&'(') && !KEYWORDS.contains(&word.as_str()) {
+                names.insert(word);
             }
         } else if c.is_ascii_digit() || c == '.' {
             while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '.') {
