@@ -14,7 +14,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use stoatflow_runtime::MetricsSnapshot;
@@ -96,6 +96,8 @@ pub enum ServerError {
 /// Largest request head read (request line and headers).
 const MAX_HEAD: usize = 8 * 1024;
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
+/// The default of [`HttpServerBuilder::max_requests_per_second`].
+const DEFAULT_MAX_REQUESTS_PER_SECOND: u32 = 200;
 /// How long the accept loop sleeps when no connection is waiting.
 const ACCEPT_IDLE: Duration = Duration::from_millis(10);
 
@@ -110,6 +112,7 @@ pub struct HttpServerBuilder {
     history_every: Duration,
     history_span: Duration,
     clock: Arc<dyn Clock>,
+    max_requests_per_second: u32,
 }
 
 impl Default for HttpServerBuilder {
@@ -121,6 +124,7 @@ impl Default for HttpServerBuilder {
             history_every: Duration::from_secs(1),
             history_span: Duration::from_secs(15 * 60),
             clock: Arc::new(SystemClock),
+            max_requests_per_second: DEFAULT_MAX_REQUESTS_PER_SECOND,
         }
     }
 }
@@ -165,6 +169,15 @@ impl HttpServerBuilder {
         self
     }
 
+    /// The most requests served per second (200 by default; 0: no limit).
+    /// Past it, connections wait in the listen backlog: a flood costs the
+    /// engine at most this many requests' work per second, while probes,
+    /// scrapes and the page (4 requests a second) stay far below it.
+    pub fn max_requests_per_second(mut self, n: u32) -> Self {
+        self.max_requests_per_second = n;
+        self
+    }
+
     /// The wall clock the history's samples are stamped with.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
@@ -197,6 +210,10 @@ impl HttpServerBuilder {
             config: self.config,
         };
         let clock = self.clock;
+        let gap = match self.max_requests_per_second {
+            0 => Duration::ZERO,
+            n => Duration::from_secs(1) / n,
+        };
         let thread = std::thread::Builder::new()
             .name("stoatflow-http".into())
             .spawn(move || {
@@ -204,9 +221,13 @@ impl HttpServerBuilder {
                     state.sample_history(clock.now());
                     match listener.accept() {
                         Ok((stream, _)) => {
+                            let started = Instant::now();
                             if let Err(e) = serve(stream, &state) {
                                 tracing::debug!(error = %e, "http request failed");
                             }
+                            // Pacing: the next request no sooner than `gap`
+                            // after this one started.
+                            std::thread::sleep(gap.saturating_sub(started.elapsed()));
                         }
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                             std::thread::sleep(ACCEPT_IDLE);

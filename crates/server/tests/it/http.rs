@@ -197,3 +197,21 @@ fn malformed_requests_get_an_error_status_and_the_listener_keeps_serving() {
     );
     assert_eq!(get(addr, "/health").0, 200, "still serving");
 }
+
+#[test]
+fn the_listener_paces_requests_to_its_limit() {
+    let server = HttpServer::builder()
+        .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .max_requests_per_second(10)
+        .start(Arc::new(Idle))
+        .unwrap();
+    let started = Instant::now();
+    for _ in 0..6 {
+        assert_eq!(get(server.local_addr(), "/health").0, 200);
+    }
+    assert!(
+        started.elapsed() >= Duration::from_millis(500),
+        "six requests at 10 per second start at least 100 ms apart: {:?}",
+        started.elapsed()
+    );
+}

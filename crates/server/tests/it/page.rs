@@ -190,7 +190,7 @@ fn the_live_page_in_chromium_shows_what_the_endpoints_answer() {
         &url,
         &[
             &format!("--screenshot={}", png.display()),
-            "--window-size=1400,1180",
+            "--window-size=1400,1000",
         ],
     );
     let bytes = std::fs::read(&png).expect("chromium wrote the screenshot");

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use stoatflow_log::{Log, Record, Timestamp, TopicPartition, TopicSpec, TransactionalProducer};
 use stoatflow_runtime::{AppState, Backend, RuntimeConfig, StreamsApp};
-use stoatflow_server::{HttpServer, RecordingLevel};
+use stoatflow_server::{HttpServer, HttpServerBuilder, RecordingLevel};
 use stoatflow_streams::{
     Consumed, EmitStrategy, Produced, Serdes, StreamsBuilder, TimeWindows, Topology,
 };
@@ -55,6 +55,11 @@ pub struct Served {
 
 impl Served {
     pub fn start(id: &str, level: RecordingLevel) -> Served {
+        Self::start_with(id, HttpServer::builder().recording_level(level))
+    }
+
+    /// As [`Served::start`], with the listener's other settings from `builder`.
+    pub fn start_with(id: &str, builder: HttpServerBuilder) -> Served {
         let config = RuntimeConfig::new(id, Backend::InMemory).with_lanes(1);
         let mut app = StreamsApp::new(topology(), config).unwrap();
         app.log()
@@ -63,9 +68,8 @@ impl Served {
         app.log()
             .create_topic(&TopicSpec::new(OUTPUT, PARTITIONS))
             .unwrap();
-        let server = HttpServer::builder()
+        let server = builder
             .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
-            .recording_level(level)
             .history(Duration::from_millis(100), Duration::from_secs(120))
             .start(Arc::new(app.handle()))
             .unwrap();
