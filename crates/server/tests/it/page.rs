@@ -203,3 +203,89 @@ fn the_live_page_in_chromium_shows_what_the_endpoints_answer() {
     }
     served.app.close(Duration::from_secs(10));
 }
+
+/// A fixed application: one idle partition, one held by alignment with a
+/// preview, the alignment binding set.
+struct Flagged;
+
+impl stoatflow_server::Endpoints for Flagged {
+    fn watermarks(&self) -> Option<stoatflow_time::WatermarksSnapshot> {
+        use stoatflow_time::{
+            EventTime, PartitionSnapshot, SourcePartition, WallTime, Watermark, WatermarksSnapshot,
+        };
+        let row = |p: i32, w: i64| PartitionSnapshot {
+            partition: SourcePartition::new("orders", p),
+            watermark: Watermark::from_millis(w),
+            idle: false,
+            last_event_time: Some(EventTime::new(w + 10_000).unwrap()),
+            alignment_group: Some("g".into()),
+            alignment_held: false,
+            drift_from_group_min_ms: 0,
+            idleness_timeout_ms: 120_000,
+            preview_watermark: None,
+            head_held_since: None,
+        };
+        let idle = PartitionSnapshot {
+            idle: true,
+            ..row(0, 1_790_071_000_000)
+        };
+        let held = PartitionSnapshot {
+            alignment_held: true,
+            drift_from_group_min_ms: 90_000,
+            preview_watermark: Some(Watermark::from_millis(1_790_071_650_000)),
+            head_held_since: Some(WallTime::from_millis(1_790_071_700_000)),
+            ..row(1, 1_790_071_650_000)
+        };
+        let minimum = row(2, 1_790_071_560_000);
+        Some(WatermarksSnapshot {
+            global: Watermark::from_millis(1_790_071_560_000),
+            alignment_group_mins: [("g".to_owned(), Watermark::from_millis(1_790_071_560_000))]
+                .into(),
+            alignment_binding: Some("orders:2".into()),
+            partitions: [
+                ("orders:0".to_owned(), idle),
+                ("orders:1".to_owned(), held),
+                ("orders:2".to_owned(), minimum),
+            ]
+            .into(),
+            registered: true,
+        })
+    }
+    fn client_state(&self) -> (&'static str, u8) {
+        ("REBALANCING", 3)
+    }
+    fn application_id(&self) -> String {
+        "flagged".into()
+    }
+}
+
+#[test]
+fn the_page_shows_idle_held_and_preview_flags_and_the_alignment_binding() {
+    let server = stoatflow_server::HttpServer::builder()
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .start(std::sync::Arc::new(Flagged))
+        .unwrap();
+    let dom = run_chromium(&format!("http://{}/", server.local_addr()), &["--dump-dom"]);
+    assert_eq!(attr(element(&dom, "<body").0, "data-loaded"), "true");
+    let row = |p: &str| element(&dom, &format!("data-partition=\"{p}\"")).0;
+    assert_eq!(attr(row("orders:0"), "data-idle"), "true");
+    assert!(cell(&dom, "data-partition=\"orders:0\"", "data-flag=\"idle\"") == "idle");
+    assert_eq!(attr(row("orders:1"), "data-held"), "true");
+    assert_eq!(attr(row("orders:1"), "data-preview"), "1790071650000");
+    assert!(
+        cell(&dom, "data-partition=\"orders:1\"", "data-flag=\"preview\"")
+            .starts_with("preview 2026-09-22T10:07:30Z")
+    );
+    assert_eq!(
+        cell(&dom, "data-partition=\"orders:1\"", "data-flag=\"held\""),
+        "held"
+    );
+    assert!(
+        row("orders:2").contains("binding"),
+        "orders:2 is the minimum"
+    );
+    let (tag, text) = element(&dom, "id=\"alignment-binding\"");
+    assert_eq!((attr(tag, "data-value"), text), ("orders:2", "orders:2"));
+    assert_eq!(attr(element(&dom, "id=\"state\"").0, "data-code"), "3");
+    assert_eq!(element(&dom, "id=\"global-iso\"").1, "2026-09-22T10:06:00Z");
+}
