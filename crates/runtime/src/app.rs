@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use stoatflow_log::EmbeddedLog;
 use stoatflow_log::{Consumer, Log, TopicPartition};
-use stoatflow_streams::Topology;
+use stoatflow_streams::{CoordinationMode, Topology};
 use stoatflow_time::{Clock, SystemClock, WatermarksSnapshot};
 
 use crate::app_state::AppState;
@@ -20,6 +20,7 @@ use crate::engine::{Shared, run_engine};
 use crate::error::RuntimeError;
 use crate::error_response::HandlerOutcome;
 use crate::layout::log_topic_name;
+use crate::metrics::{MetricsSnapshot, lag_at};
 
 /// A topology running on a log: Kafka Streams' `KafkaStreams`.
 ///
@@ -306,9 +307,16 @@ impl<L: Log + 'static> StreamsApp<L> {
     /// A cheap, shareable read-only view of the application (state,
     /// watermarks) for the operating surface.
     pub fn handle(&self) -> AppHandle {
+        let event_time_tracking = match self.config.streams.coordination {
+            CoordinationMode::Enabled => true,
+            CoordinationMode::Disabled => false,
+            CoordinationMode::Auto => self.topology.needs_event_time(),
+        };
         AppHandle {
             shared: self.shared.clone(),
             application_id: self.config.application_id().into(),
+            clock: self.clock.clone(),
+            event_time_tracking,
         }
     }
 }
@@ -319,6 +327,8 @@ impl<L: Log + 'static> StreamsApp<L> {
 pub struct AppHandle {
     shared: Arc<Shared>,
     application_id: Arc<str>,
+    clock: Arc<dyn Clock>,
+    event_time_tracking: bool,
 }
 
 impl AppHandle {
@@ -336,6 +346,20 @@ impl AppHandle {
     /// The application id.
     pub fn application_id(&self) -> &str {
         &self.application_id
+    }
+
+    /// The figures of `/metrics`, read now: the watermark lag is against
+    /// the application's wall clock at this call, so it keeps growing while
+    /// the watermark stands still.
+    pub fn metrics(&self) -> MetricsSnapshot {
+        let mut m = self
+            .shared
+            .metrics
+            .snapshot(self.state(), self.event_time_tracking);
+        if let Some(w) = &mut m.watermark {
+            w.lag_ms = lag_at(w.current, self.clock.now().as_millis());
+        }
+        m
     }
 }
 

@@ -56,6 +56,7 @@ use crate::error_response::{
 };
 use crate::lane::{LaneMsg, LaneRecord, LaneReply, LaneSetup, run_lane};
 use crate::layout::{Layout, log_topic_name, marker, marker_watermark};
+use crate::metrics::{MetricsCells, combine};
 use crate::partitioner::partition_for_key;
 use crate::task_id::TaskId;
 
@@ -94,6 +95,8 @@ pub(crate) struct Shared {
     pub(crate) restored: std::sync::atomic::AtomicU64,
     /// Engines replaced in place after an error.
     pub(crate) replacements: std::sync::atomic::AtomicU64,
+    /// What `/metrics` reads (written per barrier and per snapshot refresh).
+    pub(crate) metrics: Arc<MetricsCells>,
 }
 
 /// Called on every state change with (new, old).
@@ -117,6 +120,7 @@ impl Shared {
             error: Mutex::new(None),
             restored: std::sync::atomic::AtomicU64::new(0),
             replacements: std::sync::atomic::AtomicU64::new(0),
+            metrics: Arc::default(),
         }
     }
 
@@ -333,6 +337,8 @@ struct Engine<L: Log> {
     cadence: BarrierCadence,
     barrier: u64,
     last_barrier_at: Instant,
+    /// When the last barrier was cut (the commit-barrier interval metric).
+    barrier_cut_at: Option<Instant>,
     dispatched_since_barrier: u64,
     punctuation_since_barrier: bool,
     /// A repartition marker was read since the last barrier.
@@ -509,6 +515,7 @@ impl<L: Log + 'static> Engine<L> {
                 state_dir: config.effective_state_dir(),
                 default_store: config.default_dsl_store(),
                 partition_times: partition_times.clone(),
+                metrics: shared.metrics.clone(),
             };
             let reply_tx = reply_tx.clone();
             let handle = std::thread::Builder::new()
@@ -557,6 +564,7 @@ impl<L: Log + 'static> Engine<L> {
             cadence: BarrierCadence::new(config.barrier),
             barrier,
             last_barrier_at: Instant::now(),
+            barrier_cut_at: None,
             dispatched_since_barrier: 0,
             punctuation_since_barrier: false,
             // The first barrier after a start is always cut: it writes each
@@ -633,6 +641,9 @@ impl<L: Log + 'static> Engine<L> {
             if self.last_snapshot.elapsed() >= SNAPSHOT_EVERY {
                 self.last_snapshot = Instant::now();
                 *self.shared.snapshot.lock().expect("snapshot lock") = Some(self.snapshot());
+                if let Some(m) = combine(self.times.iter().map(|t| t.tracker.metrics(now))) {
+                    self.shared.metrics.set_watermark(m);
+                }
             }
             let work = self.epoch_has_work();
             if self.cadence.is_due(self.last_barrier_at.elapsed(), work) {
@@ -810,6 +821,7 @@ impl<L: Log + 'static> Engine<L> {
     /// Barrier N: fix the offsets, stamp W(N), let every lane cross, and
     /// commit the epoch in one transaction.
     fn barrier(&mut self, flush: bool) -> Result<(), RuntimeError> {
+        let cut = Instant::now();
         let now = self.clock.now();
         let stamps: Arc<[Watermark]> = self
             .times
@@ -914,6 +926,8 @@ impl<L: Log + 'static> Engine<L> {
             time.recent = [time.recent[1], stamp];
         }
         self.markers_since_barrier = false;
+        let interval = (self.barrier_cut_at.replace(cut)).map(|last| cut - last);
+        self.shared.metrics.on_barrier(interval, cut.elapsed());
         self.barrier = n;
         self.last_barrier_at = Instant::now();
         self.dispatched_since_barrier = 0;

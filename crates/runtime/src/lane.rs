@@ -26,6 +26,7 @@ use stoatflow_time::{EventTime, WallTime, Watermark};
 
 use crate::changelog_read::read_to_end;
 use crate::error::RuntimeError;
+use crate::metrics::MetricsCells;
 use crate::task_id::TaskId;
 
 /// One record for one task, as fetched.
@@ -101,6 +102,8 @@ pub(crate) struct LaneSetup<L: Log> {
     /// Per task and source topic, the partition time committed with the
     /// partition's offset.
     pub(crate) partition_times: Vec<(TaskId, Arc<str>, EventTime)>,
+    /// Where it reports its tasks' counters at each barrier crossing.
+    pub(crate) metrics: Arc<MetricsCells>,
 }
 
 /// The lane thread's body: restore, report ready, then serve messages until
@@ -130,7 +133,12 @@ pub(crate) fn run_lane<L: Log + 'static>(
         }
         let reply = match apply(&mut tasks, msg, &setup.pending_output) {
             Ok(None) => continue,
-            Ok(Some((barrier, commits))) => LaneReply::Crossed { barrier, commits },
+            Ok(Some((barrier, commits))) => {
+                setup
+                    .metrics
+                    .set_lane(lane, tasks.iter().map(|(id, t)| (*id, t)));
+                LaneReply::Crossed { barrier, commits }
+            }
             Err(error) => {
                 let _ = replies.send(LaneReply::Failed { lane, error });
                 return;
@@ -321,14 +329,17 @@ fn restore_stores<L: Log>(
                 source: Box::new(entry.corrupt(store, "changelog record has no key")),
             })?;
         let total = list.len() as u64;
+        setup.metrics.restore_expected(total);
         let mut state = state.borrow_mut();
-        restored += stoatflow_state::restore(&mut *state, list, total, &mut |p| {
+        let n = stoatflow_state::restore(&mut *state, list, total, &mut |p| {
             tracing::debug!(store = store.as_str(), task = %id, restored = p.restored, total = p.total, "restoring");
         })
         .map_err(|source| RuntimeError::State {
             store: store.clone(),
             source: Box::new(source),
         })?;
+        setup.metrics.restored(n);
+        restored += n;
     }
     Ok(restored)
 }

@@ -12,6 +12,8 @@
 //!   ([`CommitBarrierConfig`]), lanes, the tracker's knobs.
 //! - [`AppState`]: Kafka Streams' lifecycle; `RUNNING` is 4.
 //! - [`BarrierCadence`]: when the next barrier is due.
+//! - [`AppHandle`]: a read-only view for the operating surface; its
+//!   [`MetricsSnapshot`] holds every figure `/metrics` exports.
 //!
 //! ```
 //! use std::time::Duration;
@@ -43,6 +45,7 @@ mod error;
 mod error_response;
 mod lane;
 mod layout;
+mod metrics;
 mod partitioner;
 mod task_id;
 
@@ -54,5 +57,9 @@ pub use engine::{ErrorHandler, StateListener};
 pub use error::RuntimeError;
 pub use error_response::{HandlerOutcome, StreamThreadExceptionResponse};
 pub use layout::WATERMARK_MARKER_HEADER;
+pub use metrics::{
+    BARRIER_BUCKETS_MS, BarrierFigures, DurationHistogram, MetricsSnapshot, RestoreFigures,
+    StoreSegments,
+};
 pub use partitioner::{murmur2, partition_for_key};
 pub use task_id::TaskId;

@@ -1,9 +1,19 @@
 //! # stoatflow-server
 //!
-//! The operating surface: what `GET /watermarks` and `GET /info` answer
-//! (DESIGN 3.9, part 4 "Reading /watermarks"). This crate alone knows JSON
-//! and HTTP status codes; it renders the read models other crates produce and
-//! never computes a watermark itself.
+//! The operating surface (DESIGN 3.9, part 4): what `GET /watermarks`,
+//! `/info`, `/metrics` and the health probes answer, the live watermark page
+//! at `/`, and the listener that serves them. This crate alone knows JSON,
+//! HTTP and the Prometheus exposition; it renders the read models other
+//! crates produce and never computes a watermark or a figure itself.
+//!
+//! A short tour:
+//! - [`HttpServer`] (built with [`HttpServer::builder`]): the listener;
+//!   loopback only unless allowed explicitly.
+//! - [`Endpoints`]: what it reads from an application (the runtime's
+//!   `AppHandle` implements it).
+//! - [`MetricsRegistry`] and [`Metric`]: the Prometheus registry and its
+//!   catalogue, at a [`RecordingLevel`].
+//! - [`watermarks_response`], [`info_json`]: the JSON of part 4.
 //!
 //! ```
 //! use stoatflow_server::watermarks_response;
@@ -14,8 +24,14 @@
 //! assert_eq!(status, 503); // nothing registered, nothing emitted
 //! ```
 
+mod history;
 mod http;
+mod metrics;
 mod watermarks;
 
-pub use http::{Endpoints, EndpointsConfig, HttpServer, ServerError};
+pub use history::WatermarkHistory;
+pub use http::{Endpoints, EndpointsConfig, HttpServer, HttpServerBuilder, OPENAPI, ServerError};
+pub use metrics::{
+    BadRecordingLevel, METRICS_CONTENT_TYPE, Metric, MetricKind, MetricsRegistry, RecordingLevel,
+};
 pub use watermarks::{info_json, watermarks_json, watermarks_response};

@@ -97,6 +97,12 @@ pub trait StateStore: std::fmt::Debug {
 
     /// Approximate number of entries (exact for the in-memory engine).
     fn approximate_num_entries(&self) -> u64;
+
+    /// Live segments of a segmented store (the `store.segments` gauge), `None`
+    /// for a store that is not segmented.
+    fn live_segments(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// A key-value store.
@@ -205,6 +211,10 @@ macro_rules! delegate_to_segmented_core {
 
             fn approximate_num_entries(&self) -> u64 {
                 self.core.approximate_num_entries()
+            }
+
+            fn live_segments(&self) -> Option<usize> {
+                Some(self.core.segments())
             }
         }
 

@@ -1,4 +1,11 @@
 //! Integration tests of stoatflow-server.
 
+mod flood;
 mod http;
+mod metrics;
+mod monitoring;
+mod openapi;
+mod page;
+mod prom_text;
+mod support;
 mod watermarks_endpoint;

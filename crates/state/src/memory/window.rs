@@ -420,6 +420,25 @@ mod tests {
     }
 
     #[test]
+    fn live_segments_reports_the_segment_count_through_the_untyped_store() {
+        let mut s = store();
+        s.put(1, 0, 1, 0).unwrap();
+        s.put(1, 60, 1, 0).unwrap();
+        let untyped: &dyn StateStore = &s;
+        assert_eq!(untyped.live_segments(), Some(2));
+        let kv = crate::InMemoryKeyValueStore::<u64, i64>::new(
+            StoreConfig::new("kv"),
+            U64Codec,
+            I64Codec,
+        );
+        assert_eq!(
+            StateStore::live_segments(&kv),
+            None,
+            "a key-value store has no segments"
+        );
+    }
+
+    #[test]
     fn changelog_key_uses_windowed_layout() {
         let mut s = store();
         s.put(7, 20, 5, 33).unwrap();

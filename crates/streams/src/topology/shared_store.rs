@@ -45,6 +45,9 @@ impl<S: StateStore> StateStore for Shared<S> {
     fn approximate_num_entries(&self) -> u64 {
         self.store.borrow().approximate_num_entries()
     }
+    fn live_segments(&self) -> Option<usize> {
+        self.store.borrow().live_segments()
+    }
 }
 
 impl<K, V, S: KeyValueStore<K, V>> KeyValueStore<K, V> for Shared<S> {

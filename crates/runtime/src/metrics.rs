@@ -1,0 +1,291 @@
+//! [`MetricsSnapshot`]: the figures the runtime records for the operating
+//! surface (DESIGN 3.9): the `stoatflow.watermark.*` family, dropped records
+//! by reason, records in and out, store segments, commit-barrier interval and
+//! duration, restore progress.
+//!
+//! Owns the cells the engine and the lanes write and the read model the
+//! server reads. Cells are written at barrier time, at the 100 ms snapshot
+//! refresh and during restore: never per record (each lane sums its tasks'
+//! own counters when it crosses a barrier). Knows no exposition format and
+//! no metric names: the server crate turns a snapshot into Prometheus text.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use stoatflow_streams::{DropReason, TaskMetrics};
+use stoatflow_time::{TrackerMetrics, Watermark};
+
+use crate::app_state::AppState;
+use crate::task_id::TaskId;
+
+/// Upper bounds (ms) of the commit-barrier histograms' buckets.
+pub const BARRIER_BUCKETS_MS: [f64; 12] = [
+    5.0, 10.0, 25.0, 50.0, 100.0, 150.0, 250.0, 500.0, 1_000.0, 2_500.0, 5_000.0, 10_000.0,
+];
+
+/// A histogram of durations with the fixed [`BARRIER_BUCKETS_MS`] bounds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DurationHistogram {
+    /// Observations per bucket (not cumulative); the last slot counts those
+    /// above every bound.
+    counts: [u64; BARRIER_BUCKETS_MS.len() + 1],
+    /// Sum of the observations, ms.
+    pub sum_ms: f64,
+    /// Number of observations.
+    pub count: u64,
+    /// The last observation.
+    pub last: Option<Duration>,
+}
+
+impl DurationHistogram {
+    fn observe(&mut self, d: Duration) {
+        let ms = d.as_secs_f64() * 1_000.0;
+        let slot = BARRIER_BUCKETS_MS
+            .iter()
+            .position(|&b| ms <= b)
+            .unwrap_or(BARRIER_BUCKETS_MS.len());
+        self.counts[slot] += 1;
+        self.sum_ms += ms;
+        self.count += 1;
+        self.last = Some(d);
+    }
+
+    /// `(upper bound ms, observations in that bucket)`, `+Inf` last (the
+    /// exposition accumulates them).
+    pub fn buckets(&self) -> Vec<(f64, u64)> {
+        BARRIER_BUCKETS_MS
+            .iter()
+            .copied()
+            .chain([f64::INFINITY])
+            .zip(self.counts)
+            .collect()
+    }
+}
+
+/// Commit barriers since start.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BarrierFigures {
+    /// From one barrier's cut to the next one's.
+    pub interval: DurationHistogram,
+    /// From a barrier's cut to its transaction's commit.
+    pub duration: DurationHistogram,
+}
+
+/// One store's live segments (`store.segments`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreSegments {
+    /// The task owning the store.
+    pub task: TaskId,
+    /// The store's name.
+    pub store: String,
+    /// Its live segments.
+    pub segments: usize,
+}
+
+/// What one lane last reported, at its last barrier crossing.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LaneFigures {
+    tasks: TaskMetrics,
+    segments: Vec<StoreSegments>,
+}
+
+/// Restore of the changelogs at start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RestoreFigures {
+    /// Changelog records read for restore so far (the total once every lane
+    /// has read its changelogs).
+    pub records_total: u64,
+    /// Of those, applied to the stores.
+    pub records_restored: u64,
+}
+
+/// The cells shared by the engine, the lanes and the readers.
+#[derive(Debug, Default)]
+pub(crate) struct MetricsCells {
+    watermark: Mutex<Option<TrackerMetrics>>,
+    barriers: Mutex<BarrierFigures>,
+    lanes: Mutex<Vec<LaneFigures>>,
+    restore_total: AtomicU64,
+    restored: AtomicU64,
+}
+
+impl MetricsCells {
+    /// The tracker's figures (every snapshot refresh).
+    pub(crate) fn set_watermark(&self, m: TrackerMetrics) {
+        *self.watermark.lock().expect("metrics lock") = Some(m);
+    }
+
+    /// A committed barrier: the interval since the previous cut, and how long
+    /// this one took from cut to commit.
+    pub(crate) fn on_barrier(&self, interval: Option<Duration>, duration: Duration) {
+        let mut b = self.barriers.lock().expect("metrics lock");
+        if let Some(i) = interval {
+            b.interval.observe(i);
+        }
+        b.duration.observe(duration);
+    }
+
+    /// Lane `lane` crossed a barrier: its tasks' counters and segments now.
+    pub(crate) fn set_lane<'a>(
+        &self,
+        lane: usize,
+        tasks: impl Iterator<Item = (TaskId, &'a stoatflow_streams::StreamTask)>,
+    ) {
+        let mut figures = LaneFigures::default();
+        for (id, task) in tasks {
+            figures.tasks.merge(task.metrics());
+            for store in task.store_names() {
+                let segments = task
+                    .state_store(store)
+                    .and_then(|s| s.borrow().live_segments());
+                if let Some(segments) = segments {
+                    figures.segments.push(StoreSegments {
+                        task: id,
+                        store: store.to_owned(),
+                        segments,
+                    });
+                }
+            }
+        }
+        let mut lanes = self.lanes.lock().expect("metrics lock");
+        if lanes.len() <= lane {
+            lanes.resize_with(lane + 1, LaneFigures::default);
+        }
+        lanes[lane] = figures;
+    }
+
+    /// Records about to be restored.
+    pub(crate) fn restore_expected(&self, n: u64) {
+        self.restore_total.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Records just restored.
+    pub(crate) fn restored(&self, n: u64) {
+        self.restored.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn snapshot(&self, state: AppState, event_time_tracking: bool) -> MetricsSnapshot {
+        let lanes = self.lanes.lock().expect("metrics lock");
+        let mut tasks = TaskMetrics::default();
+        let mut store_segments = Vec::new();
+        for lane in lanes.iter() {
+            tasks.merge(&lane.tasks);
+            store_segments.extend(lane.segments.iter().cloned());
+        }
+        drop(lanes);
+        store_segments.sort_by(|a, b| (a.task, &a.store).cmp(&(b.task, &b.store)));
+        MetricsSnapshot {
+            client_state: state,
+            event_time_tracking,
+            watermark: self.watermark.lock().expect("metrics lock").clone(),
+            dropped: DropReason::ALL.map(|r| (r, tasks.dropped(r))),
+            records_in: tasks.records_in,
+            records_out: tasks.records_out,
+            store_segments,
+            barriers: self.barriers.lock().expect("metrics lock").clone(),
+            restore: RestoreFigures {
+                records_total: self.restore_total.load(Ordering::Relaxed),
+                records_restored: self.restored.load(Ordering::Relaxed),
+            },
+        }
+    }
+}
+
+/// Everything the runtime reports for `/metrics`, read at once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricsSnapshot {
+    /// `stoatflow.client.state`.
+    pub client_state: AppState,
+    /// `stoatflow.topology.event.time.tracking`: whether the tracker runs
+    /// (`ENABLED`, or `AUTO` with a topology that needs event time).
+    pub event_time_tracking: bool,
+    /// The `stoatflow.watermark.*` family (the global figures: the least
+    /// watermark over sub-topologies, sums of counts); `None` before the
+    /// engine published one. `lag_ms` is against the wall clock when read.
+    pub watermark: Option<TrackerMetrics>,
+    /// `stoatflow.dropped.records.total{reason}`, every reason.
+    pub dropped: [(DropReason, u64); DropReason::ALL.len()],
+    /// Records that entered the tasks through a source.
+    pub records_in: u64,
+    /// Records that left the tasks through a sink.
+    pub records_out: u64,
+    /// `store.segments` of every segmented store, by task and store.
+    pub store_segments: Vec<StoreSegments>,
+    /// Commit-barrier interval and duration.
+    pub barriers: BarrierFigures,
+    /// Restore progress.
+    pub restore: RestoreFigures,
+}
+
+/// The tracker figures of several sub-topologies as one: the least current
+/// watermark, the summed counts, the largest out-of-orderness.
+pub(crate) fn combine(figures: impl Iterator<Item = TrackerMetrics>) -> Option<TrackerMetrics> {
+    figures.reduce(|a, b| TrackerMetrics {
+        current: a.current.min(b.current),
+        lag_ms: match (a.lag_ms, b.lag_ms) {
+            (Some(x), Some(y)) => Some(x.max(y)),
+            _ => None,
+        },
+        late_records_total: a.late_records_total + b.late_records_total,
+        out_of_orderness_max_ms: a.out_of_orderness_max_ms.max(b.out_of_orderness_max_ms),
+        alignment_held_time_total_ms: a.alignment_held_time_total_ms
+            + b.alignment_held_time_total_ms,
+    })
+}
+
+/// `lag_ms` of `current` against the wall clock `now_ms`.
+pub(crate) fn lag_at(current: Watermark, now_ms: i64) -> Option<i64> {
+    (!current.is_none_yet()).then(|| now_ms.saturating_sub(current.as_millis()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_counts_each_observation_in_its_own_bucket() {
+        let mut h = DurationHistogram::default();
+        h.observe(Duration::from_millis(3));
+        h.observe(Duration::from_millis(120));
+        h.observe(Duration::from_secs(60));
+        let b = h.buckets();
+        assert_eq!(b.len(), BARRIER_BUCKETS_MS.len() + 1);
+        assert_eq!(b[0], (5.0, 1));
+        assert_eq!(b[5], (150.0, 1), "120 ms falls in the 150 ms bucket");
+        assert_eq!(b.iter().map(|(_, n)| n).sum::<u64>(), 3);
+        assert_eq!(
+            *b.last().unwrap(),
+            (f64::INFINITY, 1),
+            "60 s is above every bound"
+        );
+        assert_eq!(h.count, 3);
+        assert_eq!(h.sum_ms, 60_123.0);
+        assert_eq!(h.last, Some(Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn sub_topologies_combine_to_the_least_watermark_and_summed_counts() {
+        let a = TrackerMetrics {
+            current: Watermark::from_millis(100),
+            lag_ms: Some(900),
+            late_records_total: 2,
+            out_of_orderness_max_ms: 5,
+            alignment_held_time_total_ms: 10,
+        };
+        let b = TrackerMetrics {
+            current: Watermark::from_millis(50),
+            lag_ms: Some(950),
+            late_records_total: 3,
+            out_of_orderness_max_ms: 7,
+            alignment_held_time_total_ms: 1,
+        };
+        let c = combine([a, b].into_iter()).unwrap();
+        assert_eq!(c.current, Watermark::from_millis(50));
+        assert_eq!(c.late_records_total, 5);
+        assert_eq!(c.out_of_orderness_max_ms, 7);
+        assert_eq!(c.alignment_held_time_total_ms, 11);
+        assert_eq!(lag_at(Watermark::MIN, 1_000), None);
+        assert_eq!(lag_at(Watermark::from_millis(400), 1_000), Some(600));
+    }
+}

@@ -1,0 +1,408 @@
+//! [`MetricsRegistry`]: the Prometheus registry of `GET /metrics` (DESIGN
+//! 3.9, part 4 "The meters that matter").
+//!
+//! Owns the metric catalogue ([`Metric`]: every exported name, its type, its
+//! recording level and its help text) and the exposition through
+//! `prometheus-client`. The figures come from the application's
+//! [`stoatflow_runtime::MetricsSnapshot`], read once per scrape by a
+//! collector: the runtime records cheap numbers and never knows a metric
+//! name or a text format; this module never computes a figure.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, MetricEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+use stoatflow_runtime::{DurationHistogram, MetricsSnapshot};
+
+use crate::http::Endpoints;
+
+/// `metrics.recording.level`: which metrics are recorded and exported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+#[non_exhaustive]
+pub enum RecordingLevel {
+    /// The default: everything but the debug-level metrics.
+    #[default]
+    Info,
+    /// Adds `stoatflow_watermark_late_records_total`.
+    Debug,
+}
+
+/// A `metrics.recording.level` value that is not a level.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("metrics.recording.level: {value:?} is not a recording level (expected INFO or DEBUG)")]
+#[non_exhaustive]
+pub struct BadRecordingLevel {
+    /// The value given.
+    pub value: String,
+}
+
+impl FromStr for RecordingLevel {
+    type Err = BadRecordingLevel;
+
+    /// `INFO` or `DEBUG`, in any case (Kafka Streams' `TRACE` records no
+    /// more here than `DEBUG`, and is accepted as it).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_uppercase().as_str() {
+            "INFO" => Ok(RecordingLevel::Info),
+            "DEBUG" | "TRACE" => Ok(RecordingLevel::Debug),
+            _ => Err(BadRecordingLevel {
+                value: s.to_owned(),
+            }),
+        }
+    }
+}
+
+/// How a metric is exposed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MetricKind {
+    /// A value that goes up and down.
+    Gauge,
+    /// A monotonic count (`_total`).
+    Counter,
+    /// Bucketed observations (`_bucket`, `_sum`, `_count`).
+    Histogram,
+}
+
+/// Every metric `/metrics` exports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Metric {
+    /// `stoatflow.watermark.current`.
+    WatermarkCurrent,
+    /// `stoatflow.watermark.lag.ms`.
+    WatermarkLag,
+    /// `stoatflow.watermark.late.records.total` (debug).
+    WatermarkLateRecords,
+    /// `stoatflow.watermark.out.of.orderness.max`.
+    WatermarkOutOfOrdernessMax,
+    /// `stoatflow.watermark.alignment.held.time.total`.
+    WatermarkAlignmentHeldTime,
+    /// `stoatflow.topology.event.time.tracking`.
+    EventTimeTracking,
+    /// `stoatflow.dropped.records.total{reason}`.
+    DroppedRecords,
+    /// `store.segments{task,store}`.
+    StoreSegments,
+    /// `stoatflow.client.state`.
+    ClientState,
+    /// The commit-barrier interval.
+    BarrierInterval,
+    /// The commit-barrier duration (cut to commit).
+    BarrierDuration,
+    /// Records in through the sources.
+    RecordsIn,
+    /// Records out through the sinks.
+    RecordsOut,
+    /// Changelog records restored at start.
+    RestoreRestored,
+    /// Changelog records read and not yet restored.
+    RestoreRemaining,
+}
+
+impl Metric {
+    /// Every metric, in exposition order.
+    pub const ALL: [Metric; 15] = [
+        Metric::WatermarkCurrent,
+        Metric::WatermarkLag,
+        Metric::WatermarkLateRecords,
+        Metric::WatermarkOutOfOrdernessMax,
+        Metric::WatermarkAlignmentHeldTime,
+        Metric::EventTimeTracking,
+        Metric::DroppedRecords,
+        Metric::StoreSegments,
+        Metric::ClientState,
+        Metric::BarrierInterval,
+        Metric::BarrierDuration,
+        Metric::RecordsIn,
+        Metric::RecordsOut,
+        Metric::RestoreRestored,
+        Metric::RestoreRemaining,
+    ];
+
+    /// The family name as exposed (counters end in `_total`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::WatermarkCurrent => "stoatflow_watermark_current",
+            Metric::WatermarkLag => "stoatflow_watermark_lag_ms",
+            Metric::WatermarkLateRecords => "stoatflow_watermark_late_records_total",
+            Metric::WatermarkOutOfOrdernessMax => "stoatflow_watermark_out_of_orderness_max",
+            Metric::WatermarkAlignmentHeldTime => "stoatflow_watermark_alignment_held_time_total",
+            Metric::EventTimeTracking => "stoatflow_topology_event_time_tracking",
+            Metric::DroppedRecords => "stoatflow_dropped_records_total",
+            Metric::StoreSegments => "stoatflow_store_segments",
+            Metric::ClientState => "stoatflow_client_state",
+            Metric::BarrierInterval => "stoatflow_commit_barrier_interval_ms",
+            Metric::BarrierDuration => "stoatflow_commit_barrier_duration_ms",
+            Metric::RecordsIn => "stoatflow_records_in_total",
+            Metric::RecordsOut => "stoatflow_records_out_total",
+            Metric::RestoreRestored => "stoatflow_restore_records_restored_total",
+            Metric::RestoreRemaining => "stoatflow_restore_records_remaining",
+        }
+    }
+
+    /// Its type.
+    pub fn kind(self) -> MetricKind {
+        match self {
+            Metric::WatermarkLateRecords
+            | Metric::WatermarkAlignmentHeldTime
+            | Metric::DroppedRecords
+            | Metric::RecordsIn
+            | Metric::RecordsOut
+            | Metric::RestoreRestored => MetricKind::Counter,
+            Metric::BarrierInterval | Metric::BarrierDuration => MetricKind::Histogram,
+            _ => MetricKind::Gauge,
+        }
+    }
+
+    /// The level from which it is recorded.
+    pub fn level(self) -> RecordingLevel {
+        match self {
+            Metric::WatermarkLateRecords => RecordingLevel::Debug,
+            _ => RecordingLevel::Info,
+        }
+    }
+
+    /// Its labels.
+    pub fn labels(self) -> &'static [&'static str] {
+        match self {
+            Metric::DroppedRecords => &["reason"],
+            Metric::StoreSegments => &["task", "store"],
+            _ => &[],
+        }
+    }
+
+    /// The help line.
+    pub fn help(self) -> &'static str {
+        match self {
+            Metric::WatermarkCurrent => {
+                "The application's global watermark, event-time ms since the epoch (absent before the first)."
+            }
+            Metric::WatermarkLag => "Wall clock minus the global watermark, ms.",
+            Metric::WatermarkLateRecords => {
+                "Records dispatched with an event time below the global watermark (most are folded in within grace)."
+            }
+            Metric::WatermarkOutOfOrdernessMax => {
+                "The largest amount, ms, by which a dispatched record was older than the newest dispatched before it."
+            }
+            Metric::WatermarkAlignmentHeldTime => {
+                "Total wall-clock ms sources spent paused by watermark alignment."
+            }
+            Metric::EventTimeTracking => {
+                "1 when the engine tracks watermarks for this topology, 0 when it decided it has no event time."
+            }
+            Metric::DroppedRecords => {
+                "Records dropped, by reason (late_* is Kafka Streams' parity)."
+            }
+            Metric::StoreSegments => "Live segments of each segmented store.",
+            Metric::ClientState => {
+                "The application state: 2 CREATED, 3 REBALANCING, 4 RUNNING, 5 PENDING_SHUTDOWN, 6 NOT_RUNNING, 7 PENDING_ERROR, 8 ERROR."
+            }
+            Metric::BarrierInterval => "Wall-clock ms from one commit barrier's cut to the next.",
+            Metric::BarrierDuration => {
+                "Wall-clock ms from a commit barrier's cut to its transaction's commit."
+            }
+            Metric::RecordsIn => "Records that entered the tasks through a source.",
+            Metric::RecordsOut => "Records that left the tasks through a sink.",
+            Metric::RestoreRestored => "Changelog records applied to the stores at start.",
+            Metric::RestoreRemaining => "Changelog records read for restore and not yet applied.",
+        }
+    }
+
+    /// The family name given to the encoder (it appends `_total` to counters).
+    fn registered_name(self) -> &'static str {
+        let name = self.name();
+        match self.kind() {
+            MetricKind::Counter => name.strip_suffix("_total").unwrap_or(name),
+            _ => name,
+        }
+    }
+
+    fn metric_type(self) -> MetricType {
+        match self.kind() {
+            MetricKind::Gauge => MetricType::Gauge,
+            MetricKind::Counter => MetricType::Counter,
+            MetricKind::Histogram => MetricType::Histogram,
+        }
+    }
+
+    /// The sample names a scrape may contain for this family.
+    pub fn sample_names(self) -> Vec<String> {
+        match self.kind() {
+            MetricKind::Histogram => ["_bucket", "_sum", "_count"]
+                .iter()
+                .map(|s| format!("{}{s}", self.name()))
+                .collect(),
+            _ => vec![self.name().to_owned()],
+        }
+    }
+
+    /// The metrics exported at `level`.
+    pub fn at(level: RecordingLevel) -> impl Iterator<Item = Metric> {
+        Metric::ALL.into_iter().filter(move |m| m.level() <= level)
+    }
+}
+
+/// The registry behind `GET /metrics`: a collector over the application
+/// that reads its figures once per scrape.
+#[derive(Debug)]
+pub struct MetricsRegistry {
+    registry: Registry,
+}
+
+/// The `Content-Type` of [`MetricsRegistry::render`]'s text.
+pub const METRICS_CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
+impl MetricsRegistry {
+    /// A registry exporting `app`'s figures at `level`.
+    pub fn new(app: Arc<dyn Endpoints>, level: RecordingLevel) -> Self {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(AppCollector { app, level }));
+        MetricsRegistry { registry }
+    }
+
+    /// The Prometheus text exposition (format 0.0.4).
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry)
+            .expect("writing to a String does not fail");
+        out
+    }
+}
+
+struct AppCollector {
+    app: Arc<dyn Endpoints>,
+    level: RecordingLevel,
+}
+
+impl fmt::Debug for AppCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AppCollector")
+            .field("level", &self.level)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Collector for AppCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        let snapshot = self.app.metrics();
+        let (_, state_code) = self.app.client_state();
+        for metric in Metric::at(self.level) {
+            let e = encoder.encode_descriptor(
+                metric.registered_name(),
+                metric.help(),
+                None,
+                metric.metric_type(),
+            )?;
+            match &snapshot {
+                Some(s) => encode_figures(metric, s, e)?,
+                // An application without a runtime behind it (tests) has a
+                // state and nothing else.
+                None if metric == Metric::ClientState => gauge(e, i64::from(state_code))?,
+                None => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+fn gauge(mut e: MetricEncoder, v: i64) -> fmt::Result {
+    e.encode_gauge(&v)
+}
+
+fn counter(mut e: MetricEncoder, v: u64) -> fmt::Result {
+    e.encode_counter::<NoLabelSet, _, u64>(&v, None)
+}
+
+fn histogram(mut e: MetricEncoder, h: &DurationHistogram) -> fmt::Result {
+    e.encode_histogram::<NoLabelSet>(h.sum_ms, h.count, &h.buckets(), None)
+}
+
+fn encode_figures(metric: Metric, s: &MetricsSnapshot, mut e: MetricEncoder) -> fmt::Result {
+    let w = s.watermark.as_ref();
+    match metric {
+        Metric::WatermarkCurrent => match w.filter(|w| !w.current.is_none_yet()) {
+            Some(w) => gauge(e, w.current.as_millis()),
+            None => Ok(()),
+        },
+        Metric::WatermarkLag => match w.and_then(|w| w.lag_ms) {
+            Some(lag) => gauge(e, lag),
+            None => Ok(()),
+        },
+        Metric::WatermarkLateRecords => counter(e, w.map_or(0, |w| w.late_records_total)),
+        Metric::WatermarkOutOfOrdernessMax => gauge(e, w.map_or(0, |w| w.out_of_orderness_max_ms)),
+        Metric::WatermarkAlignmentHeldTime => counter(
+            e,
+            w.map_or(0, |w| w.alignment_held_time_total_ms.max(0) as u64),
+        ),
+        Metric::EventTimeTracking => gauge(e, i64::from(s.event_time_tracking)),
+        Metric::DroppedRecords => {
+            for (reason, n) in s.dropped {
+                e.encode_family(&[("reason", reason.label())])?
+                    .encode_counter::<NoLabelSet, _, u64>(&n, None)?;
+            }
+            Ok(())
+        }
+        Metric::StoreSegments => {
+            for seg in &s.store_segments {
+                e.encode_family(&[("task", seg.task.to_string()), ("store", seg.store.clone())])?
+                    .encode_gauge(&(seg.segments as u64))?;
+            }
+            Ok(())
+        }
+        Metric::ClientState => gauge(e, i64::from(s.client_state.code())),
+        Metric::BarrierInterval => histogram(e, &s.barriers.interval),
+        Metric::BarrierDuration => histogram(e, &s.barriers.duration),
+        Metric::RecordsIn => counter(e, s.records_in),
+        Metric::RecordsOut => counter(e, s.records_out),
+        Metric::RestoreRestored => counter(e, s.restore.records_restored),
+        Metric::RestoreRemaining => gauge(
+            e,
+            s.restore
+                .records_total
+                .saturating_sub(s.restore.records_restored) as i64,
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recording_levels_parse_in_any_case_and_name_a_bad_value() {
+        assert_eq!("info".parse(), Ok(RecordingLevel::Info));
+        assert_eq!("DEBUG".parse(), Ok(RecordingLevel::Debug));
+        assert_eq!("Trace".parse(), Ok(RecordingLevel::Debug));
+        let err = "verbose".parse::<RecordingLevel>().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "metrics.recording.level: \"verbose\" is not a recording level (expected INFO or DEBUG)"
+        );
+    }
+
+    #[test]
+    fn the_catalogue_has_one_entry_per_name_and_only_late_records_is_debug() {
+        let mut names: Vec<_> = Metric::ALL.iter().map(|m| m.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Metric::ALL.len());
+        let debug: Vec<_> = Metric::ALL
+            .iter()
+            .filter(|m| m.level() == RecordingLevel::Debug)
+            .collect();
+        assert_eq!(debug, [&Metric::WatermarkLateRecords]);
+        for m in Metric::ALL {
+            assert_eq!(
+                m.kind() == MetricKind::Counter,
+                m.name().ends_with("_total"),
+                "{}: counters and only counters end in _total",
+                m.name()
+            );
+        }
+    }
+}
