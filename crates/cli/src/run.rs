@@ -45,7 +45,7 @@ pub fn run(config: &Path, example: Example, partitions: u32, stop: Stop) -> anyh
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, signalled.clone())?;
     }
-    let server = app.start_endpoints(&config.endpoints)?;
+    let server = app.start_endpoints(&config)?;
     println!(
         "running example {} (application id {}) on the {backend}",
         example.name(),

@@ -11,7 +11,7 @@ use std::time::Duration;
 use stoatflow_config::{AppConfig, BackendSettings, ConfigError, EndpointsSettings};
 use stoatflow_log::{EmbeddedLog, Log, LogError, TopicSpec};
 use stoatflow_runtime::{AppHandle, AppState, RuntimeError, StreamsApp};
-use stoatflow_server::{EndpointsConfig, HttpServer, ServerError};
+use stoatflow_server::{HttpServer, ServerError};
 use stoatflow_streams::Topology;
 use stoatflow_time::WatermarksSnapshot;
 
@@ -147,28 +147,29 @@ impl App {
         each!(self, app => app.handle())
     }
 
-    /// Starts the HTTP endpoints as `settings` say (`None` when
-    /// `runtime.endpoints.enabled` is off).
+    /// Starts the HTTP endpoints as `config.endpoints` says (`None` when
+    /// `runtime.endpoints.enabled` is off), exporting metrics at
+    /// `metrics.recording.level`.
     ///
     /// # Errors
-    /// [`ServerError::Bind`] naming the address.
-    pub fn start_endpoints(
-        &self,
-        settings: &EndpointsSettings,
-    ) -> Result<Option<HttpServer>, ServerError> {
+    /// [`ServerError::Bind`] naming the address; [`ServerError::NotLoopback`]
+    /// for a non-loopback address without `runtime.endpoints.allow-non-loopback`.
+    pub fn start_endpoints(&self, config: &AppConfig) -> Result<Option<HttpServer>, ServerError> {
+        let settings: &EndpointsSettings = &config.endpoints;
         if !settings.enabled {
             return Ok(None);
         }
-        #[allow(
-            clippy::needless_update,
-            reason = "settings the server adds later keep their defaults here"
-        )]
-        let config = EndpointsConfig {
-            listen: settings.listen,
-            info_show_watermarks: settings.info_show_watermarks,
-            ..EndpointsConfig::default()
+        let level = match config.recording_level {
+            stoatflow_config::RecordingLevel::Debug => stoatflow_server::RecordingLevel::Debug,
+            _ => stoatflow_server::RecordingLevel::Info,
         };
-        HttpServer::start(config, Arc::new(self.handle())).map(Some)
+        HttpServer::builder()
+            .listen(settings.listen)
+            .info_show_watermarks(settings.info_show_watermarks)
+            .allow_non_loopback(settings.allow_non_loopback)
+            .recording_level(level)
+            .start(Arc::new(self.handle()))
+            .map(Some)
     }
 }
 

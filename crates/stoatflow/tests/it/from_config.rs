@@ -102,10 +102,7 @@ fn the_endpoints_start_from_the_settings() {
         .build()
         .unwrap();
     let app = App::from_config(topology(), &config).unwrap();
-    let server = app
-        .start_endpoints(&config.endpoints)
-        .unwrap()
-        .expect("enabled");
+    let server = app.start_endpoints(&config).unwrap().expect("enabled");
     assert!(server.local_addr().ip().is_loopback());
     assert_ne!(server.local_addr().port(), 0);
     server.shutdown();
@@ -116,5 +113,5 @@ fn the_endpoints_start_from_the_settings() {
         ])
         .build()
         .unwrap();
-    assert!(app.start_endpoints(&off.endpoints).unwrap().is_none());
+    assert!(app.start_endpoints(&off).unwrap().is_none());
 }
