@@ -114,6 +114,11 @@ impl Snapshot {
         out
     }
 
+    /// Whether the snapshot holds `rel`.
+    pub fn has(&self, rel: &Path) -> bool {
+        self.file(rel).is_some()
+    }
+
     fn file(&self, rel: &Path) -> Option<&(PathBuf, Vec<u8>, u64)> {
         self.files.iter().find(|(p, _, _)| p == rel)
     }

@@ -7,7 +7,8 @@
 //! after with only that file's change lost. Every such directory is reopened through the
 //! normal open path ([`StoreDirectory::recover`], open, restore from the recovered offset of
 //! the changelog committed by then) and must hold exactly the committed contents: a write
-//! that never committed never survives, and nothing committed is lost. (The metadata file
+//! that never committed never survives, and nothing committed is lost. A checkpoint whose
+//! removal at a resumed open never reached the disk is tried beside every later state too. (The metadata file
 //! is the one ordering kept: it is synced before the engine writes, so it never lags them.)
 //!
 //! About 200 points over the three kinds under `STOATFLOW_HEAVY_TESTS`; the short form
@@ -19,7 +20,8 @@
 use std::path::Path;
 
 use stoatflow_state::{
-    ChangelogPartition, LocalCopy, PersistentConfig, Recovery, STORE_METADATA_FILE, StoreDirectory,
+    ChangelogPartition, LocalCopy, PersistentConfig, Recovery, STORE_CHECKPOINT_FILE,
+    STORE_METADATA_FILE, StoreDirectory,
 };
 
 use crate::damage_sweep::{Contents, Kind, STORES, SweptStore, open};
@@ -41,9 +43,9 @@ enum Op {
     Checkpoint,
 }
 
-/// A life with two clean closes, a reopen resumed from a checkpoint, and a crash-shaped
-/// end (writes that never commit).
-const LIFE: [Op; 14] = [
+/// A life with two clean closes, reopens resumed from their checkpoints, and an unclean end
+/// (writes that never commit reach the files, and no checkpoint is written).
+const LIFE: [Op; 15] = [
     Op::Open,
     Op::Write(0),
     Op::Commit,
@@ -58,6 +60,7 @@ const LIFE: [Op; 14] = [
     Op::Checkpoint,
     Op::Open,
     Op::Write(3),
+    Op::Close,
 ];
 
 /// The normal open path against the changelog committed so far.
@@ -100,6 +103,8 @@ fn life(name: &'static str, kind: Kind) -> (Changelog, Vec<(usize, Contents)>, V
         }
     };
     let mut before = capture(&dir);
+    // The last directory a checkpoint vouched for.
+    let mut vouched: Option<Snapshot> = None;
     for (k, op) in LIFE.iter().enumerate() {
         let committed_before = log.entries.len();
         match *op {
@@ -161,6 +166,18 @@ fn life(name: &'static str, kind: Kind) -> (Changelog, Vec<(usize, Contents)>, V
             files: after.clone(),
             committed: committed_after,
         });
+        // The open that resumed removed the checkpoint; if that removal never reached the
+        // disk, the old checkpoint sits beside every later file (its manifest must tell).
+        let checkpoint = Path::new(STORE_CHECKPOINT_FILE);
+        if after.has(checkpoint) {
+            vouched = Some(after.clone());
+        } else if let Some(old) = &vouched {
+            points.push(Point {
+                what: format!("after op {k} {op:?}, the checkpoint's removal lost"),
+                files: after.with_file_from(old, checkpoint),
+                committed: committed_after,
+            });
+        }
         before = after;
     }
     (log, truth, points)
