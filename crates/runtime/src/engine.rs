@@ -858,6 +858,24 @@ impl<L: Log + 'static> Engine<L> {
             })
             .collect();
         self.pending_output.store(false, Ordering::Release);
+        // The force above publishes the watermark, so the throttled poll
+        // would never report it: the advance reaches the lanes here, ahead
+        // of the barrier (DESIGN 3.3). Timers fire against the floor, so an
+        // event is also owed the barrier after the floor moved, or timers
+        // due under the last floor would wait for the watermark to move.
+        for (st, time) in self.times.iter().enumerate() {
+            if stamps[st] > time.recent[1] || time.recent[0] != time.recent[1] {
+                for lane in &self.lanes {
+                    send(
+                        lane,
+                        LaneMsg::Watermark {
+                            subtopology: st,
+                            watermark: stamps[st],
+                        },
+                    )?;
+                }
+            }
+        }
         for lane in &self.lanes {
             send(
                 lane,

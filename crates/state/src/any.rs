@@ -81,6 +81,10 @@ macro_rules! delegate_state_store {
             fn approximate_num_entries(&self) -> u64 {
                 on_engine!(self, s => s.approximate_num_entries())
             }
+
+            fn live_segments(&self) -> Option<usize> {
+                on_engine!(self, s => s.live_segments())
+            }
         }
 
         $(
@@ -275,6 +279,11 @@ mod tests {
             let mut out = Vec::new();
             s.flush_changelog(&mut out).unwrap();
             assert_eq!(out.len(), 1);
+            assert_eq!(
+                StateStore::live_segments(s),
+                Some(1),
+                "segments reach /metrics"
+            );
         }
         assert!(!stores[0].is_persistent());
         assert!(stores[1].is_persistent());

@@ -355,9 +355,10 @@ impl TopologyTestDriver {
     /// pending output, store writes, and the offsets of records piped since
     /// the last barrier (pipe them again, as a consumer would re-read them).
     /// Stores are restored from the committed changelogs; the floor resumes
-    /// one barrier back (the newest stamp is left out), so the first pass
-    /// after the restart replays the last emission pass, and the emit
-    /// frontiers keep it from emitting anything twice. The driver's clock
+    /// at the newest stamp (a record late before the crash stays late) and
+    /// the frontier one barrier back (the newest stamp is left out of it), so
+    /// the first pass after the restart replays the last emission pass, and
+    /// the emit frontiers keep it from emitting anything twice. The driver's clock
     /// resumes from the newest committed stamp, as the engine's watermark
     /// resumes from the partition times committed with the offsets.
     /// [`TopologyTestDriver::committed_offsets`] says what was committed.

@@ -4,4 +4,5 @@
 mod bad_input;
 mod broker;
 mod contract;
+mod kill;
 mod runtime_eos;

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use stoatflow_kafka::KafkaLog;
 use stoatflow_log::{
-    Consumer, Log, Record, SeekTo, Timestamp, TopicPartition, TopicSpec, TransactionalProducer,
+    Consumer, FetchedRecord, Log, Record, SeekTo, Timestamp, TopicPartition, TopicSpec,
+    TransactionalProducer,
 };
 use stoatflow_runtime::{
     AppState, Backend, CommitBarrierConfig, RuntimeConfig, StreamsApp, partition_for_key,
@@ -23,13 +24,13 @@ use stoatflow_time::WatermarkStrategy;
 
 use crate::broker::TestBroker;
 
-const INPUT: &str = "orders";
-const OUTPUT: &str = "order-counts";
-const PARTITIONS: u32 = 3;
+pub(crate) const INPUT: &str = "orders";
+pub(crate) const OUTPUT: &str = "order-counts";
+pub(crate) const PARTITIONS: u32 = 3;
 const WINDOW_MS: i64 = 10_000;
 const START: i64 = 1_790_000_000_000;
 
-fn topology() -> Topology {
+pub(crate) fn topology() -> Topology {
     let mut b = StreamsBuilder::new();
     b.stream(
         INPUT,
@@ -58,25 +59,37 @@ fn topology() -> Topology {
 /// (key, time) pairs: 400 records over 6 keys, 100 ms apart, then one
 /// far-future record per partition so every earlier window closes.
 fn input() -> Vec<(String, i64)> {
-    let mut out: Vec<(String, i64)> = (0..400)
+    let mut out = records(400);
+    out.extend(sentinels());
+    out
+}
+
+/// `n` (key, time) pairs over 6 keys, 100 ms apart, up to 600 ms out of order.
+pub(crate) fn records(n: i64) -> Vec<(String, i64)> {
+    (0..n)
         .map(|i: i64| {
             (
                 format!("shop{}", (i * 7) % 6),
                 START + i * 100 - (i * 13 % 7) * 100,
             )
         })
-        .collect();
-    for p in 0..PARTITIONS {
-        let key = (0..)
-            .map(|i| format!("end{i}"))
-            .find(|k| partition_for_key(k.as_bytes(), PARTITIONS) == p)
-            .unwrap();
-        out.push((key, START + 3_600_000));
-    }
-    out
+        .collect()
 }
 
-fn expected(input: &[(String, i64)]) -> BTreeMap<(String, i64), Vec<i64>> {
+/// One far-future record per partition: every earlier window closes.
+pub(crate) fn sentinels() -> Vec<(String, i64)> {
+    (0..PARTITIONS)
+        .map(|p| {
+            let key = (0..)
+                .map(|i| format!("end{i}"))
+                .find(|k| partition_for_key(k.as_bytes(), PARTITIONS) == p)
+                .unwrap();
+            (key, START + 100_000_000)
+        })
+        .collect()
+}
+
+pub(crate) fn expected(input: &[(String, i64)]) -> BTreeMap<(String, i64), Vec<i64>> {
     let mut out: BTreeMap<(String, i64), Vec<i64>> = BTreeMap::new();
     for (k, ts) in input.iter().filter(|(k, _)| !k.starts_with("end")) {
         let counts = out
@@ -87,7 +100,7 @@ fn expected(input: &[(String, i64)]) -> BTreeMap<(String, i64), Vec<i64>> {
     out
 }
 
-fn produce(log: &KafkaLog, records: &[(String, i64)]) {
+pub(crate) fn produce(log: &KafkaLog, records: &[(String, i64)]) {
     let mut producer = log.transactional_producer("input-writer").unwrap();
     for chunk in records.chunks(100) {
         producer.begin().unwrap();
@@ -107,7 +120,7 @@ fn produce(log: &KafkaLog, records: &[(String, i64)]) {
 /// The committed output; a read that finds nothing is repeated for a few
 /// seconds (a fresh consumer can see end offsets of 0 until the broker's
 /// metadata reaches it), so an empty result is a real one.
-fn read_committed(log: &KafkaLog) -> BTreeMap<(String, i64), Vec<i64>> {
+pub(crate) fn read_committed(log: &KafkaLog) -> BTreeMap<(String, i64), Vec<i64>> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let out = read_committed_once(log);
@@ -119,9 +132,22 @@ fn read_committed(log: &KafkaLog) -> BTreeMap<(String, i64), Vec<i64>> {
 }
 
 fn read_committed_once(log: &KafkaLog) -> BTreeMap<(String, i64), Vec<i64>> {
+    let serde = Serdes::time_windowed(Serdes::string(), WINDOW_MS);
+    let mut out: BTreeMap<(String, i64), Vec<i64>> = BTreeMap::new();
+    for r in read_topic(log, OUTPUT) {
+        let w: Windowed<String> = serde.deserialize(OUTPUT, &r.record.key.unwrap()).unwrap();
+        let v = i64::from_be_bytes(r.record.value.unwrap().try_into().unwrap());
+        out.entry((w.key, w.window.start)).or_default().push(v);
+    }
+    out.retain(|(k, _), _| !k.starts_with("end"));
+    out
+}
+
+/// Every committed record of `topic`, in offset order per partition.
+pub(crate) fn read_topic(log: &KafkaLog, topic: &str) -> Vec<FetchedRecord> {
     let mut consumer = log.consumer("verifier").unwrap();
     let tps: Vec<_> = (0..PARTITIONS)
-        .map(|p| TopicPartition::new(OUTPUT, p))
+        .map(|p| TopicPartition::new(topic, p))
         .collect();
     consumer.assign(&tps).unwrap();
     let mut ends = Vec::new();
@@ -129,27 +155,26 @@ fn read_committed_once(log: &KafkaLog) -> BTreeMap<(String, i64), Vec<i64>> {
         consumer.seek(tp, SeekTo::Beginning).unwrap();
         ends.push(consumer.end_offset(tp).unwrap());
     }
-    let serde = Serdes::time_windowed(Serdes::string(), WINDOW_MS);
-    let mut out: BTreeMap<(String, i64), Vec<i64>> = BTreeMap::new();
+    let mut out = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(60);
     while tps
         .iter()
         .zip(&ends)
         .any(|(tp, end)| consumer.position(tp).unwrap() < *end)
     {
-        assert!(Instant::now() < deadline, "output not readable to its end");
-        for r in consumer.fetch(Duration::from_millis(200)).unwrap() {
-            let w: Windowed<String> = serde.deserialize(OUTPUT, &r.record.key.unwrap()).unwrap();
-            let v = i64::from_be_bytes(r.record.value.unwrap().try_into().unwrap());
-            out.entry((w.key, w.window.start)).or_default().push(v);
-        }
+        assert!(Instant::now() < deadline, "{topic} not readable to its end");
+        out.extend(consumer.fetch(Duration::from_millis(200)).unwrap());
     }
-    out.retain(|(k, _), _| !k.starts_with("end"));
     out
 }
 
 fn config() -> RuntimeConfig {
-    RuntimeConfig::new("eos-app", Backend::InMemory)
+    config_for("eos-app")
+}
+
+/// The application's configuration under `app_id`: 2 lanes, a 150 ms barrier.
+pub(crate) fn config_for(app_id: &str) -> RuntimeConfig {
+    RuntimeConfig::new(app_id, Backend::InMemory)
         .with_lanes(2)
         .with_barrier(CommitBarrierConfig {
             interval: Duration::from_millis(150),
@@ -189,6 +214,12 @@ fn runtime_on_kafka_crash_restart_commits_each_final_result_once() {
     produce(&log, rest);
     let mut app = StreamsApp::with_log(topology(), config(), log.clone()).unwrap();
     app.start().unwrap();
+    finish(&mut app);
+    assert_eq!(read_committed(&log), expected(&records));
+}
+
+/// Waits until `app` has consumed its input, then closes it.
+pub(crate) fn finish(app: &mut StreamsApp<KafkaLog>) {
     assert!(
         app.wait_until_caught_up(Duration::from_secs(120)).unwrap(),
         "state {}, error {:?}",
@@ -196,5 +227,4 @@ fn runtime_on_kafka_crash_restart_commits_each_final_result_once() {
         app.error()
     );
     assert!(app.close(Duration::from_secs(60)), "{:?}", app.error());
-    assert_eq!(read_committed(&log), expected(&records));
 }

@@ -1,7 +1,9 @@
 //! For each topology family the engine's committed final output equals the
 //! `TopologyTestDriver`'s for the same input where no record is late under
 //! either clock, on 1, 2 and 4 lanes: sliding, session, suppress
-//! (until_window_closes), and inner and left stream-stream joins.
+//! (until_window_closes), and inner and left stream-stream joins. The crash
+//! enumeration takes its topologies from here too (suppress until_time_limit
+//! and until_barrier only there: their output is compared run against run).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,6 +13,7 @@ use stoatflow_runtime::StreamsApp;
 use stoatflow_streams::{
     BufferConfig, EmitStrategy, Grouped, JoinWindows, Produced, Serdes, SessionWindows,
     SlidingWindows, StreamJoined, StreamsBuilder, StreamsConfig, Suppressed, TimeWindows, Topology,
+    Windowed,
 };
 use stoatflow_testing::TopologyTestDriver;
 
@@ -62,12 +65,27 @@ pub(crate) fn session() -> Topology {
 }
 
 pub(crate) fn suppressed() -> Topology {
+    suppressed_count(Suppressed::until_window_closes(BufferConfig::unbounded()))
+}
+
+/// A windowed count held by `until_time_limit` for size + grace: each
+/// window's value leaves once the frontier passes its first update's time
+/// plus the limit, when no admitted record can change it any more.
+pub(crate) fn suppressed_time_limit() -> Topology {
+    suppressed_count(Suppressed::until_time_limit(
+        secs(15),
+        BufferConfig::unbounded(),
+    ))
+}
+
+/// A 10 s windowed count (grace 5 s), every update, through `suppressed`.
+fn suppressed_count(suppressed: Suppressed<Windowed<String>>) -> Topology {
     let mut b = StreamsBuilder::new();
     source(&mut b, INPUT)
         .group_by_key()
         .windowed_by(TimeWindows::of_size_and_grace(secs(10), secs(5)))
         .count()
-        .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
+        .suppress(suppressed)
         .to_stream()
         .to(
             OUTPUT,
@@ -76,6 +94,20 @@ pub(crate) fn suppressed() -> Topology {
                 Serdes::i64(),
             ),
         );
+    b.build().unwrap()
+}
+
+/// A running count per key released by `until_barrier`: at most one record
+/// per key per epoch, so what it emits depends on where barriers fall; each
+/// key's values rise strictly and end at its total.
+pub(crate) fn suppressed_until_barrier() -> Topology {
+    let mut b = StreamsBuilder::new();
+    source(&mut b, INPUT)
+        .group_by_key()
+        .count()
+        .suppress(Suppressed::until_barrier())
+        .to_stream()
+        .to(OUTPUT, Produced::with(Serdes::string(), Serdes::i64()));
     b.build().unwrap()
 }
 

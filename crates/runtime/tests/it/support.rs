@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use stoatflow_log::{
-    Consumer, EmbeddedLog, Log, Record, SeekTo, Timestamp, TopicPartition, TopicSpec,
-    TransactionalProducer,
+    Consumer, EmbeddedLog, FetchedRecord, Log, Record, SeekTo, Timestamp, TopicPartition,
+    TopicSpec, TransactionalProducer,
 };
 use stoatflow_runtime::{
     Backend, CommitBarrierConfig, RuntimeConfig, StreamsApp, partition_for_key,
@@ -165,9 +165,18 @@ pub type Finals = BTreeMap<(String, i64), Vec<i64>>;
 /// Every committed record of [`OUTPUT`], as (key, value) bytes, in offset
 /// order per partition.
 pub fn read_committed<L: Log>(log: &L) -> Vec<(Vec<u8>, Vec<u8>)> {
+    read_topic(log, OUTPUT, PARTITIONS)
+        .into_iter()
+        .map(|r| (r.record.key.unwrap(), r.record.value.unwrap()))
+        .collect()
+}
+
+/// Every committed record of `topic`'s `partitions`, in offset order per
+/// partition.
+pub fn read_topic<L: Log>(log: &L, topic: &str, partitions: u32) -> Vec<FetchedRecord> {
     let mut consumer = log.consumer("test-reader").unwrap();
-    let tps: Vec<_> = (0..PARTITIONS)
-        .map(|p| TopicPartition::new(OUTPUT, p))
+    let tps: Vec<_> = (0..partitions)
+        .map(|p| TopicPartition::new(topic, p))
         .collect();
     consumer.assign(&tps).unwrap();
     let mut ends = Vec::new();
@@ -182,10 +191,8 @@ pub fn read_committed<L: Log>(log: &L) -> Vec<(Vec<u8>, Vec<u8>)> {
         .zip(&ends)
         .any(|(tp, end)| consumer.position(tp).unwrap() < *end)
     {
-        assert!(std::time::Instant::now() < deadline, "output not readable");
-        for r in consumer.fetch(Duration::from_millis(20)).unwrap() {
-            out.push((r.record.key.unwrap(), r.record.value.unwrap()));
-        }
+        assert!(std::time::Instant::now() < deadline, "{topic} not readable");
+        out.extend(consumer.fetch(Duration::from_millis(20)).unwrap());
     }
     out
 }

@@ -170,14 +170,17 @@ impl<S: KeyValueStore<WatermarkKey, i64>> WatermarkStore<S> {
     /// The floor and frontier to seed after a restart, from the restored store (DESIGN 3.6).
     ///
     /// In steady state a record lane past barrier N has floor W(N) and the punctuation lane
-    /// has frontier W(N-1). Let c be the newest committed barrier.
+    /// has frontier W(N-1). Let c be the newest committed barrier; the consumer resumes at
+    /// barrier c's offsets, so every record read again belongs to an epoch after c.
     /// - After a graceful shutdown (the marker names c) the final barrier flushed everything
     ///   up to W(c): floor = frontier = W(c), and every stamp is kept.
-    /// - After a crash the newest stamp is left out: the emission pass barrier c triggered
-    ///   would only have committed with transaction c+1. Lanes resume as just before
-    ///   barrier c: floor = W(c-1), frontier = W(c-2), so the first barrier after the restart
-    ///   moves the frontier to W(c-1) and runs that pass again (the emit frontier prevents a
-    ///   second emission).
+    /// - After a crash the newest stamp is left out of the frontier and the ring: the emission
+    ///   pass barrier c triggered would only have committed with transaction c+1, so frontier =
+    ///   W(c-1), and the first barrier after the restart runs that pass again (the emit frontier
+    ///   prevents a second emission). The floor stays W(c): the records read again were judged
+    ///   against W(c) before the crash, and a record late then must be late now (a floor of
+    ///   W(c-1) admitted records the uninterrupted run dropped; found by the runtime's crash
+    ///   enumeration).
     ///
     /// Missing stamps read as `i64::MIN` (no floor, no emission pass).
     ///
@@ -197,12 +200,12 @@ impl<S: KeyValueStore<WatermarkKey, i64>> WatermarkStore<S> {
                 .checked_sub(back + 1)
                 .map_or(i64::MIN, |i| stamps[i].watermark)
         };
-        let (floor, frontier) = if graceful {
-            let w = watermark_at(&stamps, 0);
-            (w, w)
+        let floor = watermark_at(&stamps, 0);
+        let frontier = if graceful {
+            floor
         } else {
             stamps.pop();
-            (watermark_at(&stamps, 0), watermark_at(&stamps, 1))
+            watermark_at(&stamps, 0)
         };
         Ok(WatermarkSeed {
             floor,
@@ -295,7 +298,7 @@ mod tests {
     }
 
     #[test]
-    fn after_a_crash_the_newest_stamp_is_left_out() {
+    fn after_a_crash_the_newest_stamp_is_left_out_of_the_frontier_not_the_floor() {
         let mut ws = in_memory_watermark_store(true);
         let mut log = Vec::new();
         for b in 1..=5 {
@@ -304,8 +307,9 @@ mod tests {
         let seed = restart(&mut ws, &mut log);
         assert!(!seed.graceful);
         assert_eq!(seed.last_barrier, Some(5));
-        assert_eq!(seed.floor, 400);
-        assert_eq!(seed.frontier, 300);
+        // Records read again were judged against W(c) before the crash: the floor keeps it.
+        assert_eq!(seed.floor, 500);
+        assert_eq!(seed.frontier, 400);
         assert_eq!(seed.stamps.last(), Some(&stamp(4, 400)));
     }
 
@@ -325,7 +329,7 @@ mod tests {
         ws.record_stamp(stamp(6, 650), 0).unwrap();
         let seed = restart(&mut ws, &mut log);
         assert!(!seed.graceful);
-        assert_eq!((seed.floor, seed.frontier), (500, 400));
+        assert_eq!((seed.floor, seed.frontier), (650, 500));
     }
 
     #[test]
@@ -339,10 +343,10 @@ mod tests {
         let mut one = in_memory_watermark_store(true);
         one.record_stamp(stamp(1, 10), 0).unwrap();
         let seed = one.seed().unwrap();
-        assert_eq!((seed.floor, seed.frontier), (i64::MIN, i64::MIN));
+        assert_eq!((seed.floor, seed.frontier), (10, i64::MIN));
         one.record_stamp(stamp(2, 20), 0).unwrap();
         let seed = one.seed().unwrap();
-        assert_eq!((seed.floor, seed.frontier), (10, i64::MIN));
+        assert_eq!((seed.floor, seed.frontier), (20, 10));
     }
 
     #[test]

@@ -30,22 +30,22 @@ use crate::engines::{Changelog, restore_from, segmented};
 use crate::local_damage::Snapshot;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     Kv,
     Window,
     Session,
 }
 
-const STORES: [(&str, Kind); 3] = [
+pub(crate) const STORES: [(&str, Kind); 3] = [
     ("sweep-kv", Kind::Kv),
     ("sweep-win", Kind::Window),
     ("sweep-ses", Kind::Session),
 ];
 
 /// A store's whole contents, comparable across kinds.
-type Contents = Vec<(String, i64, i64, i64)>;
+pub(crate) type Contents = Vec<(String, i64, i64, i64)>;
 
-fn open(
+pub(crate) fn open(
     cfg: &PersistentConfig,
     name: &str,
     kind: Kind,
@@ -76,7 +76,7 @@ fn open(
 }
 
 /// The three store types behind one object-safe face for the sweep.
-trait SweptStore {
+pub(crate) trait SweptStore {
     fn store(&mut self) -> &mut dyn StateStore;
     fn contents(&self) -> Result<Contents, stoatflow_state::StateError>;
     fn write(&mut self, i: i64, epoch: i64);

@@ -37,7 +37,7 @@ fn watermark_store_seed_survives_a_rebuild_on_disk() {
     let mut rebuilt = open("b");
     restore_from(rebuilt.store_mut(), &log.entries);
     let seed = rebuilt.seed().unwrap();
-    assert_eq!((seed.floor, seed.frontier, seed.graceful), (50, 40, false));
+    assert_eq!((seed.floor, seed.frontier, seed.graceful), (60, 50, false));
     assert_eq!(rebuilt.stamps().unwrap().len(), 4);
 
     ws.mark_graceful_flush(6, 0).unwrap();

@@ -37,6 +37,7 @@ impl Closed {
 /// Every file of a directory, kept in memory to put it back exactly. The engine's journal
 /// is a 64 MiB file that is mostly a preallocated zero tail: only the bytes up to the last
 /// non-zero one are kept, and the length is restored with `set_len`.
+#[derive(Clone)]
 pub struct Snapshot {
     dirs: Vec<PathBuf>,
     files: Vec<(PathBuf, Vec<u8>, u64)>,
@@ -58,7 +59,21 @@ impl Snapshot {
                 } else {
                     let mut bytes = fs::read(&p).unwrap();
                     let len = bytes.len() as u64;
-                    let used = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+                    // Skip the zero tail a block at a time (a slice comparison, fast
+                    // even unoptimised), then find its last non-zero byte.
+                    const ZEROS: [u8; 4096] = [0; 4096];
+                    let mut end = bytes.len();
+                    while end > 0 {
+                        let start = end.saturating_sub(ZEROS.len());
+                        if bytes[start..end] != ZEROS[..end - start] {
+                            break;
+                        }
+                        end = start;
+                    }
+                    let used = bytes[..end]
+                        .iter()
+                        .rposition(|&b| b != 0)
+                        .map_or(0, |i| i + 1);
                     bytes.truncate(used);
                     snap.files.push((rel, bytes, len));
                 }
@@ -82,6 +97,48 @@ impl Snapshot {
             std::io::Write::write_all(&mut &f, bytes).unwrap();
             f.set_len(*len).unwrap();
         }
+    }
+
+    /// The files, relative to the root, that differ between `self` and `after`
+    /// (changed, added or removed).
+    pub fn changed(&self, after: &Snapshot) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = self
+            .files
+            .iter()
+            .chain(&after.files)
+            .map(|(p, _, _)| p.clone())
+            .filter(|p| self.file(p) != after.file(p))
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Whether the snapshot holds `rel`.
+    pub fn has(&self, rel: &Path) -> bool {
+        self.file(rel).is_some()
+    }
+
+    fn file(&self, rel: &Path) -> Option<&(PathBuf, Vec<u8>, u64)> {
+        self.files.iter().find(|(p, _, _)| p == rel)
+    }
+
+    /// This snapshot with `rel` as it is in `other` (absent if absent there): one file's
+    /// writes landed, or did not, when the power went part-way through an operation.
+    pub fn with_file_from(&self, other: &Snapshot, rel: &Path) -> Snapshot {
+        let mut dirs = self.dirs.clone();
+        dirs.extend(other.dirs.iter().cloned());
+        dirs.sort();
+        dirs.dedup();
+        let mut files: Vec<_> = self
+            .files
+            .iter()
+            .filter(|(p, _, _)| p != rel)
+            .cloned()
+            .collect();
+        files.extend(other.file(rel).cloned());
+        files.sort();
+        Snapshot { dirs, files }
     }
 
     /// The files, relative to the root, with their full lengths.

@@ -13,3 +13,4 @@ mod restart;
 mod restore_prefixes;
 mod roundtrip;
 mod segment_expiry;
+mod store_crash_points;
