@@ -13,6 +13,8 @@ pub struct RunReport {
     pub seconds: f64,
     /// Cores the run used.
     pub cores: u32,
+    /// Whether the stores kept changelogs (`None`: the run has no such choice).
+    pub changelog: Option<bool>,
     /// Records the query emitted.
     pub outputs: u64,
     /// Peak resident set size of the process, bytes.
@@ -32,7 +34,7 @@ impl RunReport {
 }
 
 impl fmt::Display for RunReport {
-    /// `query=q5 events=… seconds=… events_per_s=… events_per_s_per_core=… peak_rss_mib=… outputs=…`
+    /// `query=q5 events=… seconds=… events_per_s=… events_per_s_per_core=… cores=… changelog=on|off|- peak_rss_mib=… outputs=…`
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let rss = self.peak_rss_bytes.map_or_else(
             || "unknown".to_owned(),
@@ -40,13 +42,18 @@ impl fmt::Display for RunReport {
         );
         write!(
             f,
-            "query={} events={} seconds={:.3} events_per_s={:.0} events_per_s_per_core={:.0} cores={} peak_rss_mib={} outputs={}",
+            "query={} events={} seconds={:.3} events_per_s={:.0} events_per_s_per_core={:.0} cores={} changelog={} peak_rss_mib={} outputs={}",
             self.query,
             self.events,
             self.seconds,
             self.events_per_s(),
             self.events_per_s_per_core(),
             self.cores,
+            match self.changelog {
+                Some(true) => "on",
+                Some(false) => "off",
+                None => "-",
+            },
             rss,
             self.outputs
         )
