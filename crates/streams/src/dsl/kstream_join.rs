@@ -75,7 +75,8 @@ where
         StoreConfig::new(name).with_changelog_enabled(plan.logging && cx.config.changelog_enabled);
     let store = InMemoryWindowStore::new(
         config,
-        SegmentedConfig::new(plan.windows.retention_ms()),
+        // Memory follows the live arrivals (window + grace), not 60 s segments.
+        SegmentedConfig::sized_to_retention(plan.windows.retention_ms()),
         BoxedCodec(codec(ks, name)),
         ListCodec(codec(vs, name)),
     );
