@@ -19,6 +19,8 @@ pub struct RunReport {
     pub outputs: u64,
     /// Peak resident set size of the process, bytes.
     pub peak_rss_bytes: Option<u64>,
+    /// The most entries the query's stores held at a barrier (`None`: not a task-path run).
+    pub peak_store_entries: Option<u64>,
 }
 
 impl RunReport {
@@ -34,7 +36,7 @@ impl RunReport {
 }
 
 impl fmt::Display for RunReport {
-    /// `query=q5 events=… seconds=… events_per_s=… events_per_s_per_core=… cores=… changelog=on|off|- peak_rss_mib=… outputs=…`
+    /// `query=q5 events=… seconds=… events_per_s=… events_per_s_per_core=… cores=… changelog=on|off|- peak_rss_mib=… peak_store_entries=… outputs=…`
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let rss = self.peak_rss_bytes.map_or_else(
             || "unknown".to_owned(),
@@ -42,7 +44,7 @@ impl fmt::Display for RunReport {
         );
         write!(
             f,
-            "query={} events={} seconds={:.3} events_per_s={:.0} events_per_s_per_core={:.0} cores={} changelog={} peak_rss_mib={} outputs={}",
+            "query={} events={} seconds={:.3} events_per_s={:.0} events_per_s_per_core={:.0} cores={} changelog={} peak_rss_mib={} peak_store_entries={} outputs={}",
             self.query,
             self.events,
             self.seconds,
@@ -55,6 +57,8 @@ impl fmt::Display for RunReport {
                 None => "-",
             },
             rss,
+            self.peak_store_entries
+                .map_or_else(|| "-".to_owned(), |n| n.to_string()),
             self.outputs
         )
     }

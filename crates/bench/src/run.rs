@@ -195,6 +195,9 @@ fn report(query: Query, opts: &RunOptions, seconds: f64, outputs: u64) -> RunRep
         changelog: query.takes_changelog_option().then_some(opts.changelog),
         outputs,
         peak_rss_bytes: peak_rss_bytes(),
+        peak_store_entries: query
+            .takes_changelog_option()
+            .then(crate::pipeline::peak_store_entries),
     }
 }
 

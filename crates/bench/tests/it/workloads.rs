@@ -228,3 +228,18 @@ fn left_join_emits_every_pair_and_each_unmatched_left_once() {
     );
     assert_eq!(got, matched_pairs());
 }
+
+/// Join memory follows the live arrivals: over 10 s of input (100,000 pairs,
+/// 10 per ms), each side's store holds at most retention (2 s, the window
+/// both ways, no grace) + one segment (2 s) + one barrier step (0.5 s) of
+/// arrivals; with 60 s segments it held the whole run (200,000 entries).
+#[test]
+fn join_stores_hold_window_plus_grace_of_arrivals() {
+    let (_, sink) = collector::<i64, (i64, i64)>();
+    let events = 200_000;
+    run_join("join-inner", workloads::join_inner, sink, &opts(events)).expect("run");
+    let peak = stoatflow_bench::pipeline::peak_store_entries();
+    // 10 arrivals per ms per side, 4.5 s, two sides; plus the emit-frontier entries.
+    assert!(peak <= 2 * 10 * 4_500 + 10, "peak {peak} entries");
+    assert!(peak >= 2 * 10 * 2_000, "the live window is kept: {peak}");
+}
