@@ -22,6 +22,7 @@ EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=10_000_000)
+    ap.add_argument("--windows-out")
     a = ap.parse_args()
 
     def events():
@@ -34,7 +35,8 @@ def main() -> None:
         lambda e: EPOCH + timedelta(milliseconds=e[1]),
         wait_for_system_duration=timedelta(0),
     )
-    windower = TumblingWindower(length=timedelta(seconds=10), align_to=EPOCH)
+    length = timedelta(seconds=10)
+    windower = TumblingWindower(length=length, align_to=EPOCH)
     counted = win.count_window("count", inp, clock, windower, lambda e: str(e[0]))
     out = []
     op.output("out", counted.down, TestingSink(out))
@@ -42,6 +44,13 @@ def main() -> None:
     run_main(flow)
     seconds = time.perf_counter() - start
     print(f"peer=bytewax events={a.events} seconds={seconds:.3f} windows={len(out)}")
+    if a.windows_out:
+        # Each item is (key, (window id, count)); a tumbling window's id is
+        # its index from align_to, so its start is id * length.
+        length_ms = length // timedelta(milliseconds=1)
+        with open(a.windows_out, "w") as f:
+            for key, (window_id, count) in out:
+                f.write(f"{key} {window_id * length_ms} {count}\n")
 
 
 if __name__ == "__main__":

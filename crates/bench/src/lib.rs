@@ -6,7 +6,8 @@
 //! runs every sub-topology of a topology as tasks on one thread, wiring
 //! repartition topics in-process (the task path: typed input, no broker).
 //! [`run::run`] measures one query; the `stoatflow-bench` binary prints one
-//! [`report::RunReport`] line per run.
+//! [`report::RunReport`] line per run. [`check`] compares the windows several
+//! systems computed (`bench/compare`'s result check).
 //!
 //! ```
 //! use stoatflow_bench::run::{Query, RunOptions, run};
@@ -17,6 +18,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod check;
 pub mod e2e;
 mod error;
 pub mod nexmark;

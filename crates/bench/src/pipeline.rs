@@ -8,7 +8,8 @@
 //! watermark, runs the emission passes in topological order (routing what
 //! each emits before the next runs) and commits.
 
-use std::collections::{HashMap, HashSet};
+use std::cell::Cell;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use stoatflow_streams::{
@@ -28,13 +29,27 @@ pub struct Input<K, V> {
 pub struct Pipeline {
     tasks: Vec<StreamTask>,
     task_of_topic: HashMap<String, usize>,
-    internal: HashSet<String>,
+    /// Each repartition topic and the task reading it: a handful, so a scan
+    /// comparing names beats hashing each record's topic.
+    internal: Vec<(String, usize)>,
     /// Records pushed since internal topics were last routed.
     unrouted: usize,
     /// Sink records of external topics, kept until taken.
     outputs: Vec<OutputRecord>,
     /// The watermark of the last barrier.
     watermark: Watermark,
+}
+
+thread_local! {
+    /// The most entries the stores of this thread's pipeline held at a barrier
+    /// (after its emission pass and expiry), for the run's report.
+    static PEAK_STORE_ENTRIES: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The most entries all stores of the last pipeline built on this thread held
+/// at once, sampled at each barrier after expiry.
+pub fn peak_store_entries() -> u64 {
+    PEAK_STORE_ENTRIES.with(Cell::get)
 }
 
 /// How far [`Pipeline::finish`] walks the watermark before jumping to the end.
@@ -51,12 +66,13 @@ impl Pipeline {
         let tasks = (0..topology.subtopology_count())
             .map(|st| topology.instantiate(st, &config))
             .collect();
+        PEAK_STORE_ENTRIES.with(|p| p.set(0));
         let mut task_of_topic = HashMap::new();
-        let mut internal = HashSet::new();
+        let mut internal = Vec::new();
         for s in topology.sources() {
             task_of_topic.insert(s.topic.clone(), s.subtopology);
             if s.internal {
-                internal.insert(s.topic);
+                internal.push((s.topic, s.subtopology));
             }
         }
         Ok(Pipeline {
@@ -95,6 +111,15 @@ impl Pipeline {
         Ok(())
     }
 
+    /// The task reading repartition topic `topic`, if it is one.
+    #[inline]
+    fn internal_task(internal: &[(String, usize)], topic: &str) -> Option<usize> {
+        internal
+            .iter()
+            .find(|(t, _)| t == topic)
+            .map(|&(_, task)| task)
+    }
+
     /// Hands records written to repartition topics to the tasks reading them,
     /// until none are left.
     pub fn route(&mut self) -> Result<(), ProcessError> {
@@ -104,16 +129,20 @@ impl Pipeline {
         }
         loop {
             let mut moved = Vec::new();
+            let internal = &self.internal;
             for task in &mut self.tasks {
                 if !task.pending_output().is_empty() {
-                    moved.extend(task.take_outputs_for(|t| self.internal.contains(t)));
+                    moved.extend(
+                        task.take_outputs_for(|t| Self::internal_task(internal, t).is_some()),
+                    );
                 }
             }
             if moved.is_empty() {
                 return Ok(());
             }
             for r in moved {
-                let t = self.task_of_topic[&*r.topic];
+                let t =
+                    Self::internal_task(&self.internal, &r.topic).expect("taken because internal");
                 self.tasks[t].process(
                     &r.topic,
                     Some(0),
@@ -143,10 +172,9 @@ impl Pipeline {
         for i in 0..self.tasks.len() {
             let commit = self.tasks[i].commit()?;
             for r in commit.outputs {
-                if self.internal.contains(&*r.topic) {
+                if let Some(t) = Self::internal_task(&self.internal, &r.topic) {
                     // Released at the barrier into a repartition topic: the
                     // reading task (later in topological order) takes it now.
-                    let t = self.task_of_topic[&*r.topic];
                     self.tasks[t].process(
                         &r.topic,
                         Some(0),
@@ -161,7 +189,18 @@ impl Pipeline {
                 }
             }
         }
+        let entries = self.store_entries();
+        PEAK_STORE_ENTRIES.with(|p| p.set(p.get().max(entries)));
         Ok(())
+    }
+
+    /// Entries held by every store of every task now.
+    pub fn store_entries(&self) -> u64 {
+        self.tasks
+            .iter()
+            .flat_map(|t| t.store_names().filter_map(|n| t.state_store(n)))
+            .map(|s| s.borrow().approximate_num_entries())
+            .sum()
     }
 
     /// The end of input. The watermark moves on as idle sources would let it,

@@ -13,10 +13,14 @@ pub struct RunReport {
     pub seconds: f64,
     /// Cores the run used.
     pub cores: u32,
+    /// Whether the stores kept changelogs (`None`: the run has no such choice).
+    pub changelog: Option<bool>,
     /// Records the query emitted.
     pub outputs: u64,
     /// Peak resident set size of the process, bytes.
     pub peak_rss_bytes: Option<u64>,
+    /// The most entries the query's stores held at a barrier (`None`: not a task-path run).
+    pub peak_store_entries: Option<u64>,
 }
 
 impl RunReport {
@@ -32,7 +36,7 @@ impl RunReport {
 }
 
 impl fmt::Display for RunReport {
-    /// `query=q5 events=… seconds=… events_per_s=… events_per_s_per_core=… peak_rss_mib=… outputs=…`
+    /// `query=q5 events=… seconds=… events_per_s=… events_per_s_per_core=… cores=… changelog=on|off|- peak_rss_mib=… peak_store_entries=… outputs=…`
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let rss = self.peak_rss_bytes.map_or_else(
             || "unknown".to_owned(),
@@ -40,14 +44,21 @@ impl fmt::Display for RunReport {
         );
         write!(
             f,
-            "query={} events={} seconds={:.3} events_per_s={:.0} events_per_s_per_core={:.0} cores={} peak_rss_mib={} outputs={}",
+            "query={} events={} seconds={:.3} events_per_s={:.0} events_per_s_per_core={:.0} cores={} changelog={} peak_rss_mib={} peak_store_entries={} outputs={}",
             self.query,
             self.events,
             self.seconds,
             self.events_per_s(),
             self.events_per_s_per_core(),
             self.cores,
+            match self.changelog {
+                Some(true) => "on",
+                Some(false) => "off",
+                None => "-",
+            },
             rss,
+            self.peak_store_entries
+                .map_or_else(|| "-".to_owned(), |n| n.to_string()),
             self.outputs
         )
     }

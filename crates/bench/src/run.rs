@@ -8,15 +8,12 @@
 //! the tumbling count does (a few integer operations per record).
 
 use std::hint::black_box;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use stoatflow_streams::{
-    Consumed, EmitStrategy, KStream, Materialized, Serdes, StreamsBuilder, StreamsConfig,
-    TimeWindows, Windowed,
-};
-use stoatflow_time::{Watermark, WatermarkStrategy};
+use stoatflow_streams::{KStream, StreamsBuilder, StreamsConfig, Windowed};
+use stoatflow_time::Watermark;
 
 pub use crate::error::BenchError;
 use crate::nexmark::{Event, Generator, GeneratorConfig};
@@ -24,7 +21,7 @@ use crate::pipeline::Pipeline;
 use crate::queries::{self, EVENTS_TOPIC};
 use crate::report::{RunReport, peak_rss_bytes};
 use crate::workloads::{
-    self, LEFT_TOPIC, RIGHT_TOPIC, WINDOWED_LAG, WINDOWED_TOPIC, join_record, windowed_record,
+    self, KeyedInput, LEFT_TOPIC, RIGHT_TOPIC, TUMBLING_INPUT, WINDOWED_INPUT, join_record,
 };
 pub use crate::workloads::{TUMBLING_KEYS, TUMBLING_WINDOW_MS};
 
@@ -106,6 +103,12 @@ impl Query {
         Query::ALL.iter().copied().find(|q| q.name() == name)
     }
 
+    /// Whether [`RunOptions::changelog`] applies: every task-path run except
+    /// the generator alone (the end-to-end runs keep the runtime's own).
+    pub fn takes_changelog_option(self) -> bool {
+        !matches!(self, Query::Gen | Query::E2eTumbling1 | Query::E2eTumbling2)
+    }
+
     /// Whether this is a Nexmark query (reads generated Nexmark events).
     pub fn is_nexmark(self) -> bool {
         !matches!(
@@ -130,6 +133,10 @@ pub struct RunOptions {
     pub generator: GeneratorConfig,
     /// A barrier (watermark move, emission pass, commit) every this many events.
     pub frontier_every: u64,
+    /// Whether the stores keep changelogs (each barrier serializes every
+    /// store's dirty entries, as a user's application does; the records are
+    /// then dropped, as no broker is on the task path). On by default.
+    pub changelog: bool,
 }
 
 impl Default for RunOptions {
@@ -138,6 +145,7 @@ impl Default for RunOptions {
             events: 1_000_000,
             generator: GeneratorConfig::default(),
             frontier_every: 10_000,
+            changelog: true,
         }
     }
 }
@@ -149,15 +157,21 @@ const CHUNK: usize = 1 << 16;
 pub fn run(query: Query, opts: &RunOptions) -> Result<RunReport, BenchError> {
     let (seconds, outputs) = match query {
         Query::Gen => run_generator(opts),
-        Query::Q0 => run_nexmark("q0", queries::q0, opts)?,
-        Query::Q1 => run_nexmark("q1", queries::q1, opts)?,
-        Query::Q2 => run_nexmark("q2", queries::q2, opts)?,
-        Query::Q5 => run_nexmark("q5", queries::q5, opts)?,
-        Query::Q7 => run_nexmark("q7", queries::q7, opts)?,
-        Query::Q8 => run_nexmark("q8", queries::q8, opts)?,
-        Query::Tumbling => run_tumbling(opts)?,
-        Query::Sliding => counted(|sink| run_windowed("sliding", workloads::sliding, sink, opts))?,
-        Query::Session => counted(|sink| run_windowed("session", workloads::session, sink, opts))?,
+        Query::Q0 => counted(|sink| run_nexmark("q0", queries::q0, sink, opts))?,
+        Query::Q1 => counted(|sink| run_nexmark("q1", queries::q1, sink, opts))?,
+        Query::Q2 => counted(|sink| run_nexmark("q2", queries::q2, sink, opts))?,
+        Query::Q5 => counted(|sink| run_nexmark("q5", queries::q5, sink, opts))?,
+        Query::Q7 => counted(|sink| run_nexmark("q7", queries::q7, sink, opts))?,
+        Query::Q8 => counted(|sink| run_nexmark("q8", queries::q8, sink, opts))?,
+        Query::Tumbling => counted(|sink| {
+            run_windowed("tumbling", workloads::tumbling, &TUMBLING_INPUT, sink, opts)
+        })?,
+        Query::Sliding => counted(|sink| {
+            run_windowed("sliding", workloads::sliding, &WINDOWED_INPUT, sink, opts)
+        })?,
+        Query::Session => counted(|sink| {
+            run_windowed("session", workloads::session, &WINDOWED_INPUT, sink, opts)
+        })?,
         Query::JoinInner => {
             counted(|sink| run_join("join-inner", workloads::join_inner, sink, opts))?
         }
@@ -165,18 +179,26 @@ pub fn run(query: Query, opts: &RunOptions) -> Result<RunReport, BenchError> {
         Query::E2eTumbling1 => crate::e2e::run_e2e_tumbling(opts.events, 1)?,
         Query::E2eTumbling2 => crate::e2e::run_e2e_tumbling(opts.events, 2)?,
     };
+    Ok(report(query, opts, seconds, outputs))
+}
+
+fn report(query: Query, opts: &RunOptions, seconds: f64, outputs: u64) -> RunReport {
     let cores = match query {
         Query::E2eTumbling2 => 2,
         _ => 1,
     };
-    Ok(RunReport {
+    RunReport {
         query: query.name().to_owned(),
         events: opts.events,
         seconds,
         cores,
+        changelog: query.takes_changelog_option().then_some(opts.changelog),
         outputs,
         peak_rss_bytes: peak_rss_bytes(),
-    })
+        peak_store_entries: query
+            .takes_changelog_option()
+            .then(crate::pipeline::peak_store_entries),
+    }
 }
 
 /// The watermark's lag behind the largest event time: enough to cover one
@@ -199,25 +221,26 @@ fn run_generator(opts: &RunOptions) -> (f64, u64) {
     (start.elapsed().as_secs_f64(), n)
 }
 
-/// Builds `build`'s query with a counting sink and pushes generated events through it.
+/// A Nexmark query: builds `build`'s topology with `sink` on its result and
+/// pushes `opts.events` generated events (generated in chunks outside the
+/// timed region) with a barrier every `opts.frontier_every` events at the
+/// watermark [`out_of_orderness`] behind the largest time seen, then
+/// finishes. Returns the seconds taken. The benchmark and the query tests
+/// both run through here.
 pub fn run_nexmark<K, V>(
     query: &'static str,
     build: impl FnOnce(&mut StreamsBuilder, Duration) -> KStream<K, V>,
+    sink: impl Fn(&K, &V) + Send + Sync + 'static,
     opts: &RunOptions,
-) -> Result<(f64, u64), BenchError>
+) -> Result<f64, BenchError>
 where
     K: Clone + 'static,
     V: Clone + 'static,
 {
     let ooo = out_of_orderness(&opts.generator);
     let mut builder = StreamsBuilder::new();
-    let outputs = Arc::new(AtomicU64::new(0));
-    let sink = outputs.clone();
-    build(&mut builder, ooo).foreach(move |k, v| {
-        black_box((k, v));
-        sink.fetch_add(1, Ordering::Relaxed);
-    });
-    let mut p = pipeline(query, &builder)?;
+    build(&mut builder, ooo).foreach(sink);
+    let mut p = pipeline(query, &builder, opts)?;
     let input = p
         .input::<(), Event>(EVENTS_TOPIC)
         .ok_or(BenchError::Input {
@@ -250,63 +273,47 @@ where
     let start = Instant::now();
     p.finish().map_err(perr)?;
     elapsed += start.elapsed();
-    Ok((elapsed.as_secs_f64(), outputs.load(Ordering::Relaxed)))
+    Ok(elapsed.as_secs_f64())
 }
 
-fn pipeline(query: &'static str, builder: &StreamsBuilder) -> Result<Pipeline, BenchError> {
+fn pipeline(
+    query: &'static str,
+    builder: &StreamsBuilder,
+    opts: &RunOptions,
+) -> Result<Pipeline, BenchError> {
     let topology = builder
         .build()
         .map_err(|source| BenchError::Topology { query, source })?;
     Pipeline::new(
         &topology,
-        StreamsConfig::new(format!("stoatflow-bench-{query}")).with_changelog(false),
+        StreamsConfig::new(format!("stoatflow-bench-{query}")).with_changelog(opts.changelog),
     )
     .map_err(|source| BenchError::Topology { query, source })
 }
 
-/// The tumbling count (issue 3's workload): key `i mod 1000` at time `i` ms,
-/// counted per key in 10 s tumbling windows emitted on close.
-pub fn run_tumbling(opts: &RunOptions) -> Result<(f64, u64), BenchError> {
-    let query = "tumbling";
-    let mut builder = StreamsBuilder::new();
-    let outputs = Arc::new(AtomicU64::new(0));
-    let sink = outputs.clone();
-    builder
-        .stream(
-            "events",
-            Consumed::with(Serdes::i64(), Serdes::i64())
-                .with_watermark_strategy(WatermarkStrategy::for_monotonous_timestamps()),
-        )
-        .group_by_key()
-        .windowed_by(TimeWindows::of_size_with_no_grace(Duration::from_millis(
-            TUMBLING_WINDOW_MS,
-        )))
-        .emit_strategy(EmitStrategy::on_window_close())
-        .count_with(Materialized::as_("counts"))
-        .to_stream()
-        .foreach(move |k: &Windowed<i64>, v| {
-            black_box((k, v));
-            sink.fetch_add(1, Ordering::Relaxed);
-        });
-    let mut p = pipeline(query, &builder)?;
-    let input = p.input::<i64, i64>("events").ok_or(BenchError::Input {
-        query,
-        topic: "events",
-    })?;
-    let perr = |source| BenchError::Process { query, source };
-    let start = Instant::now();
-    for i in 0..opts.events {
-        let ts = i as i64;
-        p.push(&input, ts % TUMBLING_KEYS, 1, ts).map_err(perr)?;
-        if (i + 1).is_multiple_of(opts.frontier_every) {
-            p.advance(Watermark::from_millis(ts)).map_err(perr)?;
-        }
-    }
-    p.finish().map_err(perr)?;
-    Ok((
-        start.elapsed().as_secs_f64(),
-        outputs.load(Ordering::Relaxed),
-    ))
+/// The tumbling workload, its windows kept: `(key, window start, count)`
+/// per emitted window, in emission order, beside the run's report (the
+/// results `bench/compare` checks against the peers'). The sink collects
+/// instead of counting; everything else is [`run`]'s.
+pub fn tumbling_windows(
+    opts: &RunOptions,
+) -> Result<(RunReport, Vec<(i64, i64, i64)>), BenchError> {
+    let windows = Arc::new(Mutex::new(Vec::new()));
+    let sink = windows.clone();
+    let seconds = run_windowed(
+        "tumbling",
+        workloads::tumbling,
+        &TUMBLING_INPUT,
+        move |w: &Windowed<i64>, n: &i64| {
+            sink.lock()
+                .expect("tumbling sink")
+                .push((w.key, w.window.start, *n))
+        },
+        opts,
+    )?;
+    let windows = std::mem::take(&mut *windows.lock().expect("tumbling sink"));
+    let report = report(Query::Tumbling, opts, seconds, windows.len() as u64);
+    Ok((report, windows))
 }
 
 /// Runs `run` with a sink that counts what reaches it: (seconds, outputs).
@@ -322,14 +329,15 @@ fn counted<K: 'static, V: 'static>(
     Ok((seconds, outputs.load(Ordering::Relaxed)))
 }
 
-/// The sliding or session workload: builds `build`'s topology with `sink`
-/// on its result, pushes `opts.events` records of
-/// [`workloads::windowed_record`] with a barrier every `opts.frontier_every`
-/// at the watermark [`WINDOWED_LAG`] behind the newest time, then finishes.
-/// Returns the seconds taken.
+/// A keyed count workload (tumbling, sliding, session): builds `build`'s
+/// topology with `sink` on its result, pushes `opts.events` records of
+/// `input` (value 1) with a barrier every `opts.frontier_every` at the
+/// watermark `input.lag` behind the newest time, then finishes. Returns the
+/// seconds taken. The benchmark and the workload tests both run through here.
 pub fn run_windowed<K, V>(
     query: &'static str,
     build: impl FnOnce(&mut StreamsBuilder) -> KStream<K, V>,
+    input: &KeyedInput,
     sink: impl Fn(&K, &V) + Send + Sync + 'static,
     opts: &RunOptions,
 ) -> Result<f64, BenchError>
@@ -339,19 +347,17 @@ where
 {
     let mut builder = StreamsBuilder::new();
     build(&mut builder).foreach(sink);
-    let mut p = pipeline(query, &builder)?;
-    let input = p
-        .input::<i64, i64>(WINDOWED_TOPIC)
-        .ok_or(BenchError::Input {
-            query,
-            topic: WINDOWED_TOPIC,
-        })?;
+    let mut p = pipeline(query, &builder, opts)?;
+    let (topic, record) = (input.topic, input.record);
+    let typed = p
+        .input::<i64, i64>(topic)
+        .ok_or(BenchError::Input { query, topic })?;
     let perr = |source| BenchError::Process { query, source };
-    let lag = WINDOWED_LAG.as_millis() as i64;
+    let lag = input.lag.as_millis() as i64;
     let start = Instant::now();
     for i in 0..opts.events {
-        let (key, ts) = windowed_record(i);
-        p.push(&input, key, 1, ts).map_err(perr)?;
+        let (key, ts) = record(i);
+        p.push(&typed, key, 1, ts).map_err(perr)?;
         if (i + 1).is_multiple_of(opts.frontier_every) {
             p.advance(Watermark::from_millis(ts - lag)).map_err(perr)?;
         }
@@ -376,7 +382,7 @@ where
 {
     let mut builder = StreamsBuilder::new();
     build(&mut builder).foreach(sink);
-    let mut p = pipeline(query, &builder)?;
+    let mut p = pipeline(query, &builder, opts)?;
     let input = |topic| {
         p.input::<i64, i64>(topic)
             .ok_or(BenchError::Input { query, topic })

@@ -176,6 +176,16 @@ impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for AnyWindowStore<K, V> {
         on_engine!(self, s => s.update_key_range(key, time_from, time_to, timestamp, f))
     }
 
+    fn update_windows(
+        &mut self,
+        key: &K,
+        starts: &[i64],
+        timestamp: i64,
+        f: &mut dyn FnMut(i64, Option<V>) -> V,
+    ) -> Result<(), StateError> {
+        on_engine!(self, s => s.update_windows(key, starts, timestamp, f))
+    }
+
     fn fetch(&self, key: &K, window_start: i64) -> Result<Option<V>, StateError> {
         on_engine!(self, s => s.fetch(key, window_start))
     }
@@ -205,6 +215,14 @@ impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for AnyWindowStore<K, V> {
 
     fn delete(&mut self, key: &K, window_start: i64, timestamp: i64) -> Result<(), StateError> {
         on_engine!(self, s => s.delete(key, window_start, timestamp))
+    }
+}
+
+impl<K: Ord + Clone, V: Clone> AnyWindowStore<K, V> {
+    /// The earliest window start not expired at the frontier the store was last expired
+    /// to (`i64::MIN` before that), on either engine.
+    pub fn first_live_time(&self) -> i64 {
+        on_engine!(self, s => s.first_live_time())
     }
 }
 

@@ -37,6 +37,18 @@ impl SegmentedConfig {
         }
     }
 
+    /// Retention `retention_ms` with segments as wide as the retention (at least 1 ms),
+    /// for an in-memory store whose memory should follow its live data: an entry is gone
+    /// at most one retention after it expires (with Kafka Streams' 60 s minimum interval,
+    /// up to 60 s after). Segments are a RocksDB artifact; expiry per entry is the same
+    /// either way, so what a read can see does not change.
+    ///
+    /// # Panics
+    /// If `retention_ms` is negative (a broken caller invariant).
+    pub fn sized_to_retention(retention_ms: i64) -> Self {
+        Self::new(retention_ms).with_segment_interval(retention_ms.max(1))
+    }
+
     /// Overrides the segment interval.
     ///
     /// # Panics
@@ -151,6 +163,13 @@ impl Retention {
         self.config.is_expired(time, self.frontier)
     }
 
+    /// The earliest time not expired at the frontier: `frontier - retention`
+    /// (`i64::MIN` before the first expiry).
+    #[inline]
+    pub(crate) fn first_live_time(&self) -> i64 {
+        self.frontier.saturating_sub(self.config.retention_ms)
+    }
+
     /// Whether a write at `time` to `store` is admitted: one to an expired time is
     /// ignored, counted and logged (Kafka's "skipping record for expired segment").
     #[inline]
@@ -193,6 +212,14 @@ mod tests {
     fn default_interval_follows_kafka_streams() {
         assert_eq!(SegmentedConfig::new(10_000).segment_interval_ms(), 60_000);
         assert_eq!(SegmentedConfig::new(600_000).segment_interval_ms(), 300_000);
+        assert_eq!(
+            SegmentedConfig::sized_to_retention(2_000).segment_interval_ms(),
+            2_000
+        );
+        assert_eq!(
+            SegmentedConfig::sized_to_retention(0).segment_interval_ms(),
+            1
+        );
         assert_eq!(
             SegmentedConfig::new(1).changelog_retention_ms(),
             1 + CHANGELOG_ADDITIONAL_RETENTION_MS

@@ -277,6 +277,30 @@ pub trait WindowStore<K, V>: Segmented {
         self.put(key.clone(), window_start, value, timestamp)
     }
 
+    /// Replaces the windows of `key` starting at each of `starts` (ascending) with
+    /// `f(start, current)`, each as [`WindowStore::update`] does (an expired start: `f` sees
+    /// the current value, the write is ignored). The default is one `update` per start; the
+    /// in-memory engine finds the key once per segment (a hopping window's record updates
+    /// size / advance windows of its key).
+    ///
+    /// # Errors
+    /// As [`KeyValueStore::put`].
+    fn update_windows(
+        &mut self,
+        key: &K,
+        starts: &[i64],
+        timestamp: i64,
+        f: &mut dyn FnMut(i64, Option<V>) -> V,
+    ) -> Result<(), StateError>
+    where
+        K: Clone,
+    {
+        for &start in starts {
+            self.update(key, start, timestamp, &mut |old| f(start, old))?;
+        }
+        Ok(())
+    }
+
     /// Replaces every existing window of `key` with start in `time_from..=time_to` with `f(start, value)`,
     /// by start, without cloning the values; each is a write at `timestamp`, changelogged as
     /// [`WindowStore::put`], and, as there, a window whose time has expired is left as it is

@@ -6,6 +6,7 @@
 //!
 //! | workload | input | DSL shape |
 //! |---|---|---|
+//! | tumbling | [`tumbling_record`] on [`TUMBLING_TOPIC`] | tumbling count, 10 s, on close |
 //! | sliding | [`windowed_record`] on [`WINDOWED_TOPIC`] | sliding count, D = 10 s, on close |
 //! | session | [`windowed_record`] on [`WINDOWED_TOPIC`] | session count, gap = 5 s, on close |
 //! | join-inner | [`join_record`] on [`LEFT_TOPIC`] and [`RIGHT_TOPIC`] | 1 s windowed inner join |
@@ -16,12 +17,14 @@
 mod join;
 mod session;
 mod sliding;
+mod tumbling;
 
 use std::time::Duration;
 
 pub use join::{JOIN_WINDOW, join_inner, join_left};
 pub use session::{SESSION_GAP, session};
 pub use sliding::{SLIDING_DIFFERENCE, sliding};
+pub use tumbling::tumbling;
 
 /// The topic the sliding and session workloads read: `i64` keys, `i64` values.
 pub const WINDOWED_TOPIC: &str = "windowed-events";
@@ -64,7 +67,44 @@ pub fn join_record(i: u64) -> (i64, i64, i64) {
     )
 }
 
+/// The topic the tumbling workload reads: `i64` keys, `i64` values.
+pub const TUMBLING_TOPIC: &str = "events";
 /// Keys of the tumbling workload.
 pub const TUMBLING_KEYS: i64 = 1_000;
 /// Window of the tumbling workload, ms.
 pub const TUMBLING_WINDOW_MS: u64 = 10_000;
+
+/// Record `i` of the tumbling workload: `(key, event time)`, key `i mod
+/// 1000` at `i` ms, so each window of a key counts 10 records.
+#[inline]
+pub fn tumbling_record(i: u64) -> (i64, i64) {
+    let i = i as i64;
+    (i % TUMBLING_KEYS, i)
+}
+
+/// The input shape of a keyed count workload: its topic, its `i`-th record,
+/// and how far the watermark trails the newest event time.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyedInput {
+    /// The topic read.
+    pub topic: &'static str,
+    /// Record `i`: `(key, event time)`; the value is 1.
+    pub record: fn(u64) -> (i64, i64),
+    /// The watermark's lag behind the newest event time.
+    pub lag: Duration,
+}
+
+/// The tumbling workload's input: [`tumbling_record`], watermark at the newest time.
+pub const TUMBLING_INPUT: KeyedInput = KeyedInput {
+    topic: TUMBLING_TOPIC,
+    record: tumbling_record,
+    lag: Duration::ZERO,
+};
+
+/// The sliding and session workloads' input: [`windowed_record`], watermark
+/// [`WINDOWED_LAG`] behind.
+pub const WINDOWED_INPUT: KeyedInput = KeyedInput {
+    topic: WINDOWED_TOPIC,
+    record: windowed_record,
+    lag: WINDOWED_LAG,
+};

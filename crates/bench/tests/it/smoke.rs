@@ -21,6 +21,30 @@ fn every_query_runs_and_reports_one_line() {
         );
         assert!(line.contains("events_per_s_per_core="), "{line}");
         assert!(line.contains("peak_rss_mib="), "{line}");
+        let state = if q.takes_changelog_option() {
+            "on"
+        } else {
+            "-"
+        };
+        assert!(line.contains(&format!(" changelog={state} ")), "{line}");
+    }
+}
+
+#[test]
+fn changelogs_on_and_off_give_the_same_outputs() {
+    for &q in Query::ALL.iter().filter(|q| q.takes_changelog_option()) {
+        let outputs = |changelog| {
+            let opts = RunOptions {
+                events: 3_000,
+                frontier_every: 500,
+                changelog,
+                ..RunOptions::default()
+            };
+            let report = run(q, &opts).unwrap_or_else(|e| panic!("{}: {e}", q.name()));
+            assert_eq!(report.changelog, Some(changelog));
+            report.outputs
+        };
+        assert_eq!(outputs(true), outputs(false), "{}", q.name());
     }
 }
 

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use stoatflow_bench::run::{RunOptions, run_join, run_windowed};
 use stoatflow_bench::workloads::{
-    self, JOIN_WINDOW, SESSION_GAP, SLIDING_DIFFERENCE, join_record, windowed_record,
+    self, JOIN_WINDOW, KeyedInput, SESSION_GAP, SLIDING_DIFFERENCE, TUMBLING_INPUT, TUMBLING_KEYS,
+    TUMBLING_WINDOW_MS, WINDOWED_INPUT, join_record, tumbling_record, windowed_record,
 };
 use stoatflow_streams::{KStream, StreamsBuilder, Windowed};
 
@@ -19,10 +20,10 @@ const WINDOWED_EVENTS: u64 = 20_000;
 /// about 60% of the left records match and the rest match nothing.
 const JOIN_EVENTS: u64 = 12_000;
 
+/// The figures' settings (a barrier every 10,000 records, changelogs on) on `events` records.
 fn opts(events: u64) -> RunOptions {
     RunOptions {
         events,
-        frontier_every: 500,
         ..RunOptions::default()
     }
 }
@@ -44,9 +45,11 @@ fn collector<K: Clone + Send + 'static, V: Clone + Send + 'static>() -> (
 fn windowed(
     query: &'static str,
     build: fn(&mut StreamsBuilder) -> KStream<Windowed<i64>, i64>,
+    input: &KeyedInput,
+    events: u64,
 ) -> BTreeMap<(i64, i64, i64), i64> {
     let (out, sink) = collector::<Windowed<i64>, i64>();
-    run_windowed(query, build, sink, &opts(WINDOWED_EVENTS)).expect("run");
+    run_windowed(query, build, input, sink, &opts(events)).expect("run");
     let out = out.lock().expect("sink");
     let got: BTreeMap<_, _> = out
         .iter()
@@ -70,6 +73,37 @@ fn times_by_key() -> BTreeMap<i64, Vec<i64>> {
     by_key
 }
 
+/// 25 s of the tumbling shape: 25,000 records, 2 full 10 s windows and a
+/// half one per key.
+const TUMBLING_EVENTS: u64 = 25_000;
+
+#[test]
+fn tumbling_counts_match_a_count_per_key_and_window() {
+    let size = TUMBLING_WINDOW_MS as i64;
+    let mut expected: BTreeMap<(i64, i64, i64), i64> = BTreeMap::new();
+    for i in 0..TUMBLING_EVENTS {
+        let (k, t) = tumbling_record(i);
+        let start = t - t.rem_euclid(size);
+        *expected.entry((k, start, start + size)).or_default() += 1;
+    }
+    let got = windowed(
+        "tumbling",
+        workloads::tumbling,
+        &TUMBLING_INPUT,
+        TUMBLING_EVENTS,
+    );
+    assert_eq!(
+        expected.len() as i64,
+        3 * TUMBLING_KEYS,
+        "three windows per key"
+    );
+    assert!(
+        expected.values().any(|&n| n == 5),
+        "the last window is partial"
+    );
+    assert_eq!(got, expected);
+}
+
 #[test]
 fn sliding_counts_match_every_distinct_window() {
     let d = SLIDING_DIFFERENCE.as_millis() as i64;
@@ -90,7 +124,12 @@ fn sliding_counts_match_every_distinct_window() {
             expected.insert((k, s, s + d), n);
         }
     }
-    let got = windowed("sliding", workloads::sliding);
+    let got = windowed(
+        "sliding",
+        workloads::sliding,
+        &WINDOWED_INPUT,
+        WINDOWED_EVENTS,
+    );
     assert!(got.values().any(|&n| n > 8), "some windows span two bursts");
     assert_eq!(got, expected);
 }
@@ -111,7 +150,12 @@ fn session_counts_match_runs_within_the_gap() {
         }
         expected.insert((k, run.0, run.1), run.2);
     }
-    let got = windowed("session", workloads::session);
+    let got = windowed(
+        "session",
+        workloads::session,
+        &WINDOWED_INPUT,
+        WINDOWED_EVENTS,
+    );
     assert!(expected.len() > 2 * 1_000, "keys have several sessions");
     assert_eq!(got, expected);
 }
@@ -183,4 +227,19 @@ fn left_join_emits_every_pair_and_each_unmatched_left_once() {
         "many left records match nothing"
     );
     assert_eq!(got, matched_pairs());
+}
+
+/// Join memory follows the live arrivals: over 10 s of input (100,000 pairs,
+/// 10 per ms), each side's store holds at most retention (2 s, the window
+/// both ways, no grace) + one segment (2 s) + one barrier step (0.5 s) of
+/// arrivals; with 60 s segments it held the whole run (200,000 entries).
+#[test]
+fn join_stores_hold_window_plus_grace_of_arrivals() {
+    let (_, sink) = collector::<i64, (i64, i64)>();
+    let events = 200_000;
+    run_join("join-inner", workloads::join_inner, sink, &opts(events)).expect("run");
+    let peak = stoatflow_bench::pipeline::peak_store_entries();
+    // 10 arrivals per ms per side, 4.5 s, two sides; plus the emit-frontier entries.
+    assert!(peak <= 2 * 10 * 4_500 + 10, "peak {peak} entries");
+    assert!(peak >= 2 * 10 * 2_000, "the live window is kept: {peak}");
 }

@@ -164,6 +164,30 @@ impl<K: Ord + Clone, V: Clone, S: Segment<K, V>> SegmentedCore<K, V, S, IdOf<K, 
         }
     }
 
+    /// The segment holding entries of time `time` (created if missing) and the dirty log,
+    /// for a store writing several entries of one segment with one lookup; `log` says
+    /// whether live writes are changelogged. The store reports each new entry with
+    /// [`SegmentedCore::added`].
+    #[inline]
+    pub(crate) fn segment_for_write(
+        &mut self,
+        time: i64,
+    ) -> (&mut S, &mut DirtyLog<IdOf<K, V, S>>, bool) {
+        let log = self.config.changelog_enabled();
+        let segment = self.retention.segment_id(time);
+        (
+            self.segments.entry(segment).or_default(),
+            &mut self.dirty,
+            log,
+        )
+    }
+
+    /// Counts `n` entries a store added through [`SegmentedCore::segment_for_write`].
+    #[inline]
+    pub(crate) fn added(&mut self, n: u64) {
+        self.entries += n;
+    }
+
     /// The slot of (key, window).
     #[inline]
     pub(crate) fn slot(&self, key: &K, window: WindowOf<K, V, S>) -> Option<&Slot<V>> {

@@ -147,6 +147,72 @@ impl<K: Ord + Clone, V> Segment<K, V> for WindowSegment<K, V> {
     }
 }
 
+impl<K: Ord + Clone, V> WindowSegment<K, V> {
+    /// Replaces the windows of `key` at each of `starts` (ascending, all in this segment)
+    /// with `f(start, current)`, finding the key once; a live write (`timestamp` given) is
+    /// noted in `log`. Returns how many windows are new.
+    fn upsert_many(
+        &mut self,
+        key: &K,
+        starts: &[i64],
+        timestamp: Option<i64>,
+        log: &mut DirtyLog<(i64, K)>,
+        f: &mut dyn FnMut(i64, Option<V>) -> V,
+    ) -> u64 {
+        let WindowSegment {
+            keys,
+            starts: counts,
+            entries,
+        } = self;
+        let windows = match keys.get_mut(key) {
+            Some(windows) => windows,
+            None => keys.entry(key.clone()).or_default(),
+        };
+        let mut added = 0;
+        for &start in starts {
+            let mut dirty = CLEAN;
+            match position(windows, start) {
+                Ok(i) => {
+                    let ((_, slot), last) = take_window(windows, i);
+                    dirty = slot.dirty;
+                    if let Some(timestamp) = timestamp {
+                        log.note(&mut dirty, timestamp, || (start, key.clone()));
+                    }
+                    let value = f(start, Some(slot.value));
+                    put_back(windows, i, last, (start, Slot { value, dirty }));
+                }
+                Err(i) => {
+                    if let Some(timestamp) = timestamp {
+                        log.note(&mut dirty, timestamp, || (start, key.clone()));
+                    }
+                    let value = f(start, None);
+                    windows.insert(i, (start, Slot { value, dirty }));
+                    *counts.entry(start).or_insert(0) += 1;
+                    *entries += 1;
+                    added += 1;
+                }
+            }
+        }
+        added
+    }
+}
+
+/// Moves window `i` out of `windows` in O(1) (the last window takes its place; `i` is
+/// refilled by [`put_back`]), so a fold can own the value without shifting the windows after
+/// it twice. Returns the window and the index the last window had.
+#[inline]
+fn take_window<V>(windows: &mut Windows<V>, i: usize) -> ((i64, Slot<V>), usize) {
+    let last = windows.len() - 1;
+    (windows.swap_remove(i), last)
+}
+
+/// Puts `window` back at `i` after [`take_window`], restoring the order by start.
+#[inline]
+fn put_back<V>(windows: &mut Windows<V>, i: usize, last: usize, window: (i64, Slot<V>)) {
+    windows.push(window);
+    windows.swap(i, last);
+}
+
 /// Where `start` is (`Ok`) or would go (`Err`) in a key's windows. Most writes hit the
 /// newest window, so the last one is checked first.
 fn position<V>(windows: &[(i64, Slot<V>)], start: i64) -> Result<usize, usize> {
@@ -223,6 +289,13 @@ impl<K: Ord + Clone, V: Clone> InMemoryWindowStore<K, V> {
         self.core.segmented_config()
     }
 
+    /// The earliest window start not expired at the frontier the store was last expired to
+    /// (`i64::MIN` before that): reads that must not depend on how the store is segmented
+    /// (an expired entry stays until its whole segment goes) start here.
+    pub fn first_live_time(&self) -> i64 {
+        self.core.retention().first_live_time()
+    }
+
     /// Visits the windows of `key` with start in `time_from..=time_to`, by start, in place:
     /// one key lookup per segment in range, then a slice of that key's windows.
     fn visit_key_range(&self, key: &K, time_from: i64, time_to: i64, mut f: impl FnMut(i64, &V)) {
@@ -269,6 +342,37 @@ impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for InMemoryWindowStore<K, V> {
         } else {
             // As the default: `f` sees the current value, its result is dropped.
             f(self.core.slot(key, window_start).map(|s| s.value.clone()));
+        }
+        Ok(())
+    }
+
+    fn update_windows(
+        &mut self,
+        key: &K,
+        starts: &[i64],
+        timestamp: i64,
+        f: &mut dyn FnMut(i64, Option<V>) -> V,
+    ) -> Result<(), StateError> {
+        let config = self.core.segmented_config();
+        let mut rest = starts;
+        while let Some(&first) = rest.first() {
+            if !self.core.admit(first) {
+                // As `update`: `f` sees the current value, its result is dropped.
+                f(first, self.core.slot(key, first).map(|s| s.value.clone()));
+                rest = &rest[1..];
+                continue;
+            }
+            // Expiry grows with time: the starts after an admitted one are admitted too.
+            let segment = config.segment_id(first);
+            let n = rest
+                .iter()
+                .take_while(|&&s| config.segment_id(s) == segment)
+                .count();
+            let (batch, next) = rest.split_at(n);
+            rest = next;
+            let (seg, log, logging) = self.core.segment_for_write(first);
+            let added = seg.upsert_many(key, batch, logging.then_some(timestamp), log, f);
+            self.core.added(added);
         }
         Ok(())
     }
@@ -417,6 +521,108 @@ mod tests {
         );
         assert_eq!(s.segments(), 2);
         assert_eq!(s.approximate_num_entries(), 4);
+    }
+
+    /// The join stores' sizing: segments as wide as the retention keep far fewer entries
+    /// than Kafka Streams' 60 s minimum, and a probe clipped at `first_live_time` (as the
+    /// join's) sees exactly the same arrivals, every one not expired.
+    #[test]
+    fn retention_sized_segments_keep_fewer_entries_and_the_same_live_ones() {
+        let store = |segmented| {
+            InMemoryWindowStore::new(StoreConfig::new("j"), segmented, U64Codec, I64Codec)
+        };
+        let mut wide = store(SegmentedConfig::new(2_000));
+        let mut sized = store(SegmentedConfig::sized_to_retention(2_000));
+        assert_eq!(wide.segmented_config().segment_interval_ms(), 60_000);
+        let (mut most_wide, mut most_sized) = (0, 0);
+        let mut frontier = i64::MIN;
+        for t in (0..30_000i64).step_by(10) {
+            for s in [&mut wide, &mut sized] {
+                s.put(t as u64 % 7, t, t, t).unwrap();
+                if t % 500 == 0 {
+                    s.expire(t).unwrap();
+                }
+            }
+            if t % 500 == 0 {
+                frontier = t;
+            }
+            most_wide = most_wide.max(wide.approximate_num_entries());
+            most_sized = most_sized.max(sized.approximate_num_entries());
+            let probe = |s: &InMemoryWindowStore<u64, i64>| {
+                let mut seen = Vec::new();
+                let from = (t - 3_000).max(s.first_live_time());
+                s.for_each_in_key_range(&3, from, t, &mut |start, v| seen.push((start, *v)))
+                    .unwrap();
+                seen
+            };
+            let live: Vec<(i64, i64)> = (0..=t)
+                .step_by(10)
+                .filter(|u| *u as u64 % 7 == 3 && *u >= t - 3_000 && *u + 2_000 >= frontier)
+                .map(|u| (u, u))
+                .collect();
+            assert_eq!(probe(&wide), live, "at {t}");
+            assert_eq!(probe(&sized), live, "at {t}");
+        }
+        // 60 s segments hold the whole run; retention-sized ones at most about
+        // retention + interval + the expiry cadence (4.5 s, 450 entries).
+        assert_eq!(most_wide, 3_000);
+        assert!(most_sized <= 460, "{most_sized}");
+    }
+
+    /// `update_windows` (one key lookup per segment) leaves the store, its entry counts
+    /// and its changelog exactly as one `update` per start does, across a segment boundary
+    /// and with an expired start.
+    #[test]
+    fn update_windows_equals_one_update_per_start() {
+        let (mut batched, mut single) = (store(), store());
+        for s in [&mut batched, &mut single] {
+            s.put(1, 60, 7, 0).unwrap();
+            s.put(2, 70, 1, 0).unwrap();
+            s.expire(160).unwrap();
+        }
+        let fold = |start: i64, old: Option<i64>| old.unwrap_or(0) * 10 + start;
+        // 55 has expired at 160 (55 + 100 < 160); 60..=90 are in segment 1 (interval 50:
+        // 50..=99), 100 and 110 in segment 2; 60 exists.
+        let starts = [55, 60, 70, 90, 100, 110];
+        let mut seen_batched = Vec::new();
+        batched
+            .update_windows(&1, &starts, 170, &mut |start, old| {
+                seen_batched.push((start, old));
+                fold(start, old)
+            })
+            .unwrap();
+        let mut seen_single = Vec::new();
+        for start in starts {
+            single
+                .update(&1, start, 170, &mut |old| {
+                    seen_single.push((start, old));
+                    fold(start, old)
+                })
+                .unwrap();
+        }
+        assert_eq!(seen_batched, seen_single);
+        // Updating existing windows again, in place.
+        for s in [&mut batched, &mut single] {
+            s.update_windows(&1, &[60, 100], 171, &mut |start, old| fold(start, old))
+                .unwrap();
+        }
+        let all = |s: &InMemoryWindowStore<u64, i64>| s.fetch_all(0, 1_000).unwrap();
+        assert_eq!(all(&batched), all(&single));
+        assert_eq!(all(&batched).len(), 6, "two kept, four new");
+        assert_eq!(
+            batched.approximate_num_entries(),
+            single.approximate_num_entries()
+        );
+        assert_eq!(batched.expired_writes(), 1);
+        assert_eq!(batched.expired_writes(), single.expired_writes());
+        let flushed = |s: &mut InMemoryWindowStore<u64, i64>| {
+            let mut out = Vec::new();
+            s.flush_changelog(&mut out).unwrap();
+            out.into_iter()
+                .map(|r| (r.key, r.value, r.timestamp))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(flushed(&mut batched), flushed(&mut single));
     }
 
     #[test]

@@ -304,6 +304,11 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         self.segments.non_empty()
     }
 
+    /// The earliest time not expired at the frontier (`i64::MIN` before the first expiry).
+    pub(crate) fn first_live_time(&self) -> i64 {
+        self.retention.first_live_time()
+    }
+
     pub(crate) fn expired_writes(&self) -> u64 {
         self.retention.expired_writes()
     }

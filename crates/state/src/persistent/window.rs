@@ -48,6 +48,13 @@ impl<K, V> PersistentWindowStore<K, V> {
         SegmentedCore::open(persistent, config, segmented, key_codec, value_codec)
             .map(|core| Self { core })
     }
+
+    /// The earliest window start not expired at the frontier the store was last expired to
+    /// (`i64::MIN` before that): reads that must not depend on how the store is segmented
+    /// start here.
+    pub fn first_live_time(&self) -> i64 {
+        self.core.first_live_time()
+    }
 }
 
 impl<K, V> WindowStore<K, V> for PersistentWindowStore<K, V> {

@@ -81,7 +81,8 @@ where
     };
     cx.window_store(
         &StoreRequest::new(name, store_type, plan.logging),
-        SegmentedConfig::new(plan.windows.retention_ms()),
+        // Memory follows the live arrivals (window + grace), not 60 s segments.
+        SegmentedConfig::sized_to_retention(plan.windows.retention_ms()),
         BoxedCodec(codec(ks, name)),
         ListCodec(codec(vs, name)),
     )

@@ -9,7 +9,11 @@
 //! mirrored for the right side) with `for_each_in_key_range`, which lends
 //! the matched arrivals in place rather than cloning them; each match is
 //! forwarded at the larger of the two times, and the matched records'
-//! unmatched entries are deleted.
+//! unmatched entries are deleted. The probe starts no earlier than the other
+//! store's first live time, so an arrival its retention (window + grace) has
+//! expired never matches, whatever the store's segment interval (the DSL
+//! sizes join store segments to the retention, so memory follows the live
+//! arrivals).
 //! A record of an outer side that matched nothing is kept under its close,
 //! `t + after + 1 + grace` (left) or `t + before + 1 + grace` (right)
 //! (DESIGN 3.4) — each arrival separately, so N identical unmatched
@@ -154,14 +158,19 @@ where
                 values
             })
             .map_err(|e| state_err(&self.this_store_name, e))?;
-        let from = ts.saturating_sub(self.before_ms).max(0);
+        let other = self.other_store.borrow();
+        // Arrivals the other store's retention has expired never match, however its
+        // segments are sized (an expired arrival stays until its whole segment goes).
+        let from = ts
+            .saturating_sub(self.before_ms)
+            .max(0)
+            .max(other.first_live_time());
         let to = ts.saturating_add(self.after_ms).max(0);
         // The matches are read in place (not cloned); the first error stops the work and is
         // returned once the visit ends.
         let mut matched = false;
         let mut failed: Option<ProcessError> = None;
-        self.other_store
-            .borrow()
+        other
             .for_each_in_key_range(&rec.key, from, to, &mut |other_ts, values| {
                 matched = true;
                 if failed.is_none()
@@ -171,6 +180,7 @@ where
                 }
             })
             .map_err(|e| state_err(&self.other_store_name, e))?;
+        drop(other);
         if let Some(e) = failed {
             return Err(e);
         }

@@ -8,10 +8,14 @@
 //! `on_window_close` the emission pass forwards each window whose close lies
 //! in (emit frontier, frontier] once, in order of close, then key, and
 //! persists the new emit frontier in `<store>-emitfrontier`.
+//!
+//! A hopping record's windows are written with one `update_windows` call, so
+//! the store finds the key once for all of them rather than once per window.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use smallvec::SmallVec;
 use stoatflow_state::{ValueAndTimestamp, WindowStore};
 use stoatflow_time::Watermark;
 
@@ -36,36 +40,49 @@ where
 {
     fn push(&mut self, cx: &mut TaskContext, rec: Record<K, V>) -> Result<(), ProcessError> {
         let ts = rec.timestamp;
+        // The open windows containing the record, by start (closing times grow with the
+        // start, so the closed ones come first).
+        let mut open: SmallVec<[i64; 8]> = SmallVec::new();
         for start in self.windows.window_starts(ts) {
             let (window, close) = (self.windows.window(start), self.windows.close_of(start));
-            if self
+            if !self
                 .out
                 .closed(cx, DropReason::LateWindow, &rec.key, ts, window, close)
             {
-                continue;
+                open.push(start);
             }
-            let (mut new_ts, mut out) = (ts, None);
-            let on_update = self.out.forwards_updates();
-            let mut fold = |old: Option<ValueAndTimestamp<A>>| {
-                let agg = match old {
-                    Some(ValueAndTimestamp { value, timestamp }) => {
-                        new_ts = timestamp.max(ts);
-                        (self.aggregation.add)(&rec.key, &rec.value, value)
-                    }
-                    None => (self.aggregation.initial)(&rec.key, &rec.value),
-                };
-                out = on_update.then(|| agg.clone());
-                ValueAndTimestamp::new(agg, new_ts)
+        }
+        let on_update = self.out.forwards_updates();
+        let mut updates: SmallVec<[(i64, A, i64); 1]> = SmallVec::new();
+        let aggregation = &self.aggregation;
+        let mut fold = |start: i64, old: Option<ValueAndTimestamp<A>>| {
+            let (agg, new_ts) = match old {
+                Some(ValueAndTimestamp { value, timestamp }) => (
+                    (aggregation.add)(&rec.key, &rec.value, value),
+                    timestamp.max(ts),
+                ),
+                None => ((aggregation.initial)(&rec.key, &rec.value), ts),
             };
-            self.store
-                .borrow_mut()
-                .update(&rec.key, start, ts, &mut fold)
-                .map_err(|e| self.out.state_err(e))?;
-            if let Some(value) = out {
-                let (key, headers) = (rec.key.clone(), rec.headers.clone());
-                self.out
-                    .forward(cx, key, window, Some(value), new_ts, headers)?;
+            if on_update {
+                updates.push((start, agg.clone(), new_ts));
             }
+            ValueAndTimestamp::new(agg, new_ts)
+        };
+        let mut store = self.store.borrow_mut();
+        let written = match open.as_slice() {
+            [] => Ok(()),
+            // Tumbling windows: one window per record.
+            &[start] => store.update(&rec.key, start, ts, &mut |old| fold(start, old)),
+            // Hopping windows: the key is found once for all of them.
+            starts => store.update_windows(&rec.key, starts, ts, &mut fold),
+        };
+        drop(store);
+        written.map_err(|e| self.out.state_err(e))?;
+        for (start, value, new_ts) in updates {
+            let (key, headers) = (rec.key.clone(), rec.headers.clone());
+            let window = self.windows.window(start);
+            self.out
+                .forward(cx, key, window, Some(value), new_ts, headers)?;
         }
         Ok(())
     }

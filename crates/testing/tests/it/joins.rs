@@ -290,17 +290,23 @@ fn outer_join_match_cancels_pending_null_sides() {
 
 /// Join inputs are never dropped as late (DESIGN 3.5): a record whose null
 /// side already closed still joins what the stores hold, and its own null
-/// side is emitted at once.
+/// side is emitted at once. The stores' retention (window + grace: 200 ms
+/// here) bounds what can still match: at frontier 1500 an arrival at 1350 is
+/// held, one at 1000 has expired (1000 + 200 < 1500) and matches nothing,
+/// however the store's segments are sized (Kafka Streams' 60 s segments
+/// would still hold it).
 #[test]
-fn late_join_inputs_are_not_dropped() {
+fn late_join_inputs_are_not_dropped_and_match_within_retention() {
     let w = JoinWindows::of_time_difference_with_no_grace(ms(100));
     sides(topology(Kind::Left, w))
         .steps([
-            right(0, "a0", 1000),
+            right(0, "a0", 1350),
+            right(2, "c0", 1000),
             left(9, "x", 1500),
-            left(0, "A0", 950),
+            left(0, "A0", 1300),
+            left(2, "C0", 950),
             left(1, "A1", 100),
-            expect_out(&[(0, "A0+a0", 1000), (1, "A1+null", 100)]),
+            expect_out(&[(0, "A0+a0", 1350), (2, "C0+null", 950), (1, "A1+null", 100)]),
         ])
         .run();
 }
