@@ -12,6 +12,8 @@
 //!   ([`CommitBarrierConfig`]), lanes, the tracker's knobs.
 //! - [`AppState`]: Kafka Streams' lifecycle; `RUNNING` is 4.
 //! - [`BarrierCadence`]: when the next barrier is due.
+//! - [`Timeline`]: when barriers were cut and committed and when the
+//!   watermark moved: the final-result latency of a window close.
 //!
 //! ```
 //! use std::time::Duration;
@@ -44,6 +46,7 @@ mod lane;
 mod layout;
 mod partitioner;
 mod task_id;
+mod timeline;
 
 pub use app::{AppHandle, StreamsApp};
 pub use app_state::AppState;
@@ -54,3 +57,4 @@ pub use error::RuntimeError;
 pub use layout::WATERMARK_MARKER_HEADER;
 pub use partitioner::{murmur2, partition_for_key};
 pub use task_id::TaskId;
+pub use timeline::{BarrierTiming, ResultLatency, Timeline};
