@@ -79,15 +79,17 @@ impl Timeline {
         self.barriers.push_back(timing);
     }
 
-    /// Appends what `other` recorded after everything here.
+    /// Appends what `other` recorded after everything here: its watermark
+    /// moves first (they came before its barriers' stamps, which a
+    /// watermark at or below them would otherwise shadow).
     pub(crate) fn append(&mut self, other: &mut Timeline) {
-        for t in other.barriers.drain(..) {
-            self.barrier_committed(t);
-        }
         for (st, list) in other.reached.iter_mut().enumerate() {
             for (w, at) in list.drain(..) {
                 self.watermark_reached(st, w, at);
             }
+        }
+        for t in other.barriers.drain(..) {
+            self.barrier_committed(t);
         }
     }
 
@@ -183,6 +185,19 @@ mod tests {
         // No poll-time record: the stamp's cut is when it was reached.
         let l = t.final_result_latency(0, 1_000).expect("committed");
         assert_eq!(l.from_stamp, l.from_watermark);
+        // Published in batches, watermark moves keep their own times.
+        let mut local = Timeline::default();
+        local.watermark_reached(0, Watermark::from_millis(3_500), at(base, 1_600));
+        for n in 4..=6 {
+            local.barrier_committed(barrier(base, n, 1_000 * n as i64, 500 * n, false));
+        }
+        t.append(&mut local);
+        assert!(t.reached[0].contains(&(Watermark::from_millis(3_500), at(base, 1_600))));
+        let l = t
+            .final_result_latency(0, 3_500)
+            .expect("carried by barrier 6");
+        assert_eq!(l.from_stamp, Duration::from_millis(1_010));
+        assert_eq!(l.from_watermark, Duration::from_millis(1_410));
         let mut older = Timeline::default();
         older.watermark_reached(0, Watermark::from_millis(5), at(base, 0));
         older.watermark_reached(0, Watermark::from_millis(4), at(base, 1));
