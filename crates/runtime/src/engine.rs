@@ -775,6 +775,7 @@ impl<L: Log + 'static> Engine<L> {
             .fetched
             .front()
             .expect("a dispatched record's batch waits in its slot");
+        let last_of_batch = index as usize + 1 == batch.len();
         match &mut s.open {
             Some(run) if run.to == index && Arc::ptr_eq(&run.batch, batch) => run.to += 1,
             open => {
@@ -789,6 +790,10 @@ impl<L: Log + 'static> Engine<L> {
                     self.runs[s.lane].0.push(done);
                 }
             }
+        }
+        if last_of_batch {
+            // Its run holds it now; an idle partition keeps no batch.
+            s.fetched.pop_front();
         }
         let lane = s.lane;
         self.runs[lane].1 += 1;

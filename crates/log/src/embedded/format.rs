@@ -234,6 +234,10 @@ impl BatchBuilder {
     }
 }
 
+/// The smallest encoded record: delta, timestamp, null key, null value, no
+/// headers.
+const MIN_RECORD: usize = 4 + 8 + 4 + 4 + 4;
+
 /// Encoded size of one record inside a batch.
 pub(crate) fn record_size(record: RecordRef<'_>) -> usize {
     4 + 8
@@ -370,7 +374,10 @@ pub(crate) fn fetched(
     spans: &mut BatchSpans,
 ) -> Result<Option<u64>, Malformed> {
     let span = |s: &[u8]| (s.as_ptr() as usize - buffer, s.len());
-    spans.reserve(batch_header(body)?.count as usize);
+    // The count is the writer's word; a damaged one must not reserve more
+    // than the body can hold (a record takes at least MIN_RECORD bytes).
+    let count = batch_header(body)?.count as usize;
+    spans.reserve(count.min(body.len() / MIN_RECORD));
     let mut last = None;
     decode_batch_borrowed(body, |r| {
         if r.offset >= from && r.offset < to {
