@@ -12,8 +12,10 @@
 //!
 //! The input is written to two partitions before the clock starts; the
 //! timed region runs from `start()` until the input is consumed and
-//! `close()` has committed the final barrier. The tumbling run also reports
-//! its final-result latency per window close (see [`Latency`]).
+//! `close()` has committed the final barrier; for q5, whose results cross
+//! two repartition hops after the input is consumed, until the last barrier
+//! before the application went quiet. The tumbling run also reports its
+//! final-result latency per window close (see [`Latency`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -173,8 +175,20 @@ pub struct E2eRun {
     pub timeline: Timeline,
 }
 
-/// Runs `topology` on `lanes` lanes over what `log` holds.
-fn run_app(topology: Topology, log: &Arc<EmbeddedLog>, lanes: usize) -> Result<E2eRun, BenchError> {
+/// How long without a barrier means every hop has drained: several barrier
+/// intervals (an application with nothing left to do cuts none).
+const QUIET: Duration = Duration::from_millis(2_000);
+
+/// Runs `topology` on `lanes` lanes over what `log` holds. With `drain`,
+/// the clock stops at the last barrier commit before the application went
+/// quiet (results crossing repartition hops take barriers after the input
+/// is consumed); without, at the end of `close()`.
+fn run_app(
+    topology: Topology,
+    log: &Arc<EmbeddedLog>,
+    lanes: usize,
+    drain: bool,
+) -> Result<E2eRun, BenchError> {
     let config = RuntimeConfig::new("bench-e2e", Backend::InMemory).with_lanes(lanes);
     let mut app = StreamsApp::with_log(topology, config, log.clone()).map_err(engine_err)?;
     let start = Instant::now();
@@ -189,10 +203,16 @@ fn run_app(topology: Topology, log: &Arc<EmbeddedLog>, lanes: usize) -> Result<E
             app.error()
         )));
     }
+    let drained = if drain {
+        Some(wait_until_quiet(&app)?)
+    } else {
+        None
+    };
     if !app.close(Duration::from_secs(600)) {
         return Err(engine_err(format!("close failed: {:?}", app.error())));
     }
-    let seconds = start.elapsed().as_secs_f64();
+    let end = drained.unwrap_or_else(Instant::now);
+    let seconds = end.duration_since(start).as_secs_f64();
     Ok(E2eRun {
         seconds,
         outputs: committed_records(log, OUTPUT)?,
@@ -200,26 +220,54 @@ fn run_app(topology: Topology, log: &Arc<EmbeddedLog>, lanes: usize) -> Result<E
     })
 }
 
+/// Waits until `app` has cut no barrier for [`QUIET`]; returns when its last
+/// barrier committed.
+fn wait_until_quiet(app: &StreamsApp<EmbeddedLog>) -> Result<Instant, BenchError> {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let mut seen = app.committed_barriers();
+    let mut since = Instant::now();
+    while since.elapsed() < QUIET {
+        if Instant::now() > deadline || app.state().has_stopped() {
+            return Err(engine_err(format!(
+                "did not go quiet: state {}, error {:?}",
+                app.state(),
+                app.error()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        let now = app.committed_barriers();
+        if now != seen {
+            seen = now;
+            since = Instant::now();
+        }
+    }
+    app.timeline()
+        .barriers()
+        .last()
+        .map(|b| b.committed)
+        .ok_or_else(|| engine_err("no barrier committed"))
+}
+
 /// Runs the tumbling count end to end on `lanes` lanes over `events`
 /// records: (seconds, final results committed). Prints its final-result
 /// latency line first.
 pub fn run_e2e_tumbling(events: u64, lanes: usize) -> Result<(f64, u64), BenchError> {
     let log = write_input(events)?;
-    let run = run_app(tumbling_topology()?, &log, lanes)?;
+    let run = run_app(tumbling_topology()?, &log, lanes, false)?;
     let latency = Latency::of_closes(&run.timeline, (1..).map(|k| k * TUMBLING_WINDOW_MS as i64));
     println!("{}", latency.line(&format!("e2e-tumbling-{lanes}-lane")));
     Ok((run.seconds, run.outputs))
 }
 
 /// Runs Nexmark q5 end to end on `lanes` lanes over `events` generated
-/// events: (seconds, results committed).
+/// events, until every hop has drained: (seconds, results committed).
 pub fn run_e2e_q5(
     events: u64,
     lanes: usize,
     generator: &GeneratorConfig,
 ) -> Result<(f64, u64), BenchError> {
     let log = write_nexmark(events, generator)?;
-    let run = run_app(q5_topology(generator)?, &log, lanes)?;
+    let run = run_app(q5_topology(generator)?, &log, lanes, true)?;
     Ok((run.seconds, run.outputs))
 }
 

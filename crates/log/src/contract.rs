@@ -523,10 +523,12 @@ pub fn batched_fetch<L: Log>(log: &L, prefix: &str) {
         p.begin().expect("begin");
         for i in 0..500i64 {
             let n = epoch * 1000 + i;
+            // Timestamps from 1: a producer may read 0 as "now".
+            let ts = Timestamp(n + 1);
             let mut r = match n % 5 {
-                0 => Record::new(None, Some(&n.to_be_bytes()), Timestamp(n)),
-                1 => Record::new(Some(&n.to_be_bytes()), None, Timestamp(n)),
-                _ => Record::new(Some(&n.to_be_bytes()), Some(&[7u8; 3]), Timestamp(n)),
+                0 => Record::new(None, Some(&n.to_be_bytes()), ts),
+                1 => Record::new(Some(&n.to_be_bytes()), None, ts),
+                _ => Record::new(Some(&n.to_be_bytes()), Some(&[7u8; 3]), ts),
             };
             if n % 7 == 0 {
                 r = r.with_header("h", Some(b"x")).with_header("null", None);

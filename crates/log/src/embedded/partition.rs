@@ -428,8 +428,9 @@ impl PartitionLog {
             if !spans.is_empty() {
                 out.push(FetchedBatch::from_spans(self.tp.clone(), buf, spans));
             }
-            if next < seg.data_end && read < max_bytes && next < to {
-                // Stopped mid-segment only because the read window ended.
+            if next < seg.data_end && next < to {
+                // Stopped mid-segment: the read window or the byte budget
+                // ended there (the rest of the segment is the next read's).
                 return Ok(next);
             }
             next = next.max(seg.data_end.min(to));
