@@ -1,13 +1,21 @@
-//! End-to-end runs: the same workload as the task path's tumbling count, but
-//! through the whole engine — a `StreamsApp` on the in-memory embedded log
-//! with exactly-once commits: fetch, event-time reading, ordered dispatch,
-//! record lanes, deserialization, barriers, serialized output and one
-//! transaction per epoch.
+//! End-to-end runs: the task path's workloads through the whole engine — a
+//! `StreamsApp` on the in-memory embedded log with exactly-once commits:
+//! fetch, event-time reading, ordered dispatch, record lanes,
+//! deserialization, barriers, serialized output and one transaction per
+//! epoch.
 //!
-//! The input (key `i mod 1000` as an `i64`, value 1, timestamp `i` ms) is
-//! written to two partitions before the clock starts; the timed region runs
-//! from `start()` until the input is consumed and `close()` has committed
-//! the final barrier.
+//! - The tumbling count: key `i mod 1000` as an `i64`, value 1, timestamp
+//!   `i` ms, 10 s windows, final results only.
+//! - Nexmark q5: the generator's events, serialized, unkeyed, timed by
+//!   their `date_time`; the query as the task path runs it (two repartition
+//!   hops), its hot-item counts written to the output topic.
+//!
+//! The input is written to two partitions before the clock starts; the
+//! timed region runs from `start()` until the input is consumed and
+//! `close()` has committed the final barrier; for q5, whose results cross
+//! two repartition hops after the input is consumed, until the last barrier
+//! before the application went quiet. The tumbling run also reports its
+//! final-result latency per window close (see [`Latency`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,13 +23,17 @@ use std::time::{Duration, Instant};
 use stoatflow_log::{
     Consumer, EmbeddedLog, Log, Record, Timestamp, TopicPartition, TopicSpec, TransactionalProducer,
 };
-use stoatflow_runtime::{Backend, RuntimeConfig, StreamsApp};
+use stoatflow_runtime::{Backend, RuntimeConfig, StreamsApp, Timeline};
 use stoatflow_streams::{
-    Consumed, EmitStrategy, Produced, Serdes, StreamsBuilder, TimeWindows, Topology,
+    Consumed, EmitStrategy, Produced, Serde, Serdes, StreamsBuilder, TimeWindows, Topology,
 };
 use stoatflow_time::WatermarkStrategy;
 
 use crate::error::BenchError;
+use crate::nexmark::{Generator, GeneratorConfig};
+use crate::queries::{self, EVENTS_TOPIC, HotItems};
+use crate::run::out_of_orderness;
+use crate::serdes::EventSerde;
 use crate::workloads::{TUMBLING_KEYS, TUMBLING_WINDOW_MS};
 
 const INPUT: &str = "events";
@@ -32,7 +44,7 @@ pub const E2E_PARTITIONS: u32 = 2;
 /// Records per input transaction when writing the input.
 const WRITE_BATCH: usize = 10_000;
 
-fn topology() -> Result<Topology, BenchError> {
+fn tumbling_topology() -> Result<Topology, BenchError> {
     let mut builder = StreamsBuilder::new();
     builder
         .stream(
@@ -60,50 +72,125 @@ fn topology() -> Result<Topology, BenchError> {
     })
 }
 
+/// q5 as the task path runs it; each window's hot-item count goes to the
+/// output topic.
+fn q5_topology(generator: &GeneratorConfig) -> Result<Topology, BenchError> {
+    let mut builder = StreamsBuilder::new();
+    queries::q5(&mut builder, out_of_orderness(generator))
+        .map_values(|_, hot: HotItems| hot.count)
+        .to(OUTPUT, Produced::with(Serdes::i64(), Serdes::i64()));
+    builder.build().map_err(|source| BenchError::Topology {
+        query: "e2e-q5",
+        source,
+    })
+}
+
 fn engine_err(e: impl std::fmt::Display) -> BenchError {
     BenchError::Engine {
-        query: "e2e-tumbling",
+        query: "e2e",
         reason: e.to_string(),
     }
 }
 
-/// Writes the tumbling workload's `events` records into a fresh in-memory log.
-pub fn write_input(events: u64) -> Result<Arc<EmbeddedLog>, BenchError> {
+/// A fresh in-memory log with `input` and the output topic, and `records`
+/// (partition, record) written into `input` in transactions of
+/// [`WRITE_BATCH`].
+fn write_log(
+    input: &str,
+    records: impl Iterator<Item = (u32, Record)>,
+) -> Result<Arc<EmbeddedLog>, BenchError> {
     let log = Arc::new(EmbeddedLog::in_memory());
-    log.create_topic(&TopicSpec::new(INPUT, E2E_PARTITIONS))
+    log.create_topic(&TopicSpec::new(input, E2E_PARTITIONS))
         .map_err(engine_err)?;
     log.create_topic(&TopicSpec::new(OUTPUT, E2E_PARTITIONS))
         .map_err(engine_err)?;
     let mut producer = log
         .transactional_producer("bench-input")
         .map_err(engine_err)?;
-    let mut i = 0u64;
-    while i < events {
-        producer.begin().map_err(engine_err)?;
-        let end = (i + WRITE_BATCH as u64).min(events);
-        for j in i..end {
-            let ts = j as i64;
+    let tps: Vec<TopicPartition> = (0..E2E_PARTITIONS)
+        .map(|p| TopicPartition::new(input, p))
+        .collect();
+    let mut open = 0;
+    for (p, record) in records {
+        if open == 0 {
+            producer.begin().map_err(engine_err)?;
+        }
+        producer
+            .send(&tps[p as usize], &record)
+            .map_err(engine_err)?;
+        open += 1;
+        if open == WRITE_BATCH {
+            producer.commit().map_err(engine_err)?;
+            open = 0;
+        }
+    }
+    if open > 0 {
+        producer.commit().map_err(engine_err)?;
+    }
+    Ok(log)
+}
+
+/// Writes the tumbling workload's `events` records into a fresh in-memory log.
+pub fn write_input(events: u64) -> Result<Arc<EmbeddedLog>, BenchError> {
+    write_log(
+        INPUT,
+        (0..events as i64).map(|ts| {
             let key = ts % TUMBLING_KEYS;
             let record = Record::new(
                 Some(&key.to_be_bytes()),
                 Some(&1i64.to_be_bytes()),
                 Timestamp(ts),
             );
-            let tp = TopicPartition::new(INPUT, (key as u32) % E2E_PARTITIONS);
-            producer.send(&tp, &record).map_err(engine_err)?;
-        }
-        producer.commit().map_err(engine_err)?;
-        i = end;
-    }
-    Ok(log)
+            ((key as u32) % E2E_PARTITIONS, record)
+        }),
+    )
 }
 
-/// Runs the tumbling count end to end on `lanes` lanes over `events`
-/// records: (seconds, final results committed).
-pub fn run_e2e_tumbling(events: u64, lanes: usize) -> Result<(f64, u64), BenchError> {
-    let log = write_input(events)?;
+/// Writes `events` Nexmark events, unkeyed, alternating partitions, each
+/// timestamped with its `date_time`.
+fn write_nexmark(events: u64, generator: &GeneratorConfig) -> Result<Arc<EmbeddedLog>, BenchError> {
+    let mut buf = Vec::new();
+    let records = Generator::new(generator.clone())
+        .take(events as usize)
+        .enumerate()
+        .map(move |(i, e)| {
+            buf.clear();
+            EventSerde
+                .serialize(EVENTS_TOPIC, &e, &mut buf)
+                .expect("every generated event serializes");
+            let record = Record::new(None, Some(&buf), Timestamp(e.date_time()));
+            (i as u32 % E2E_PARTITIONS, record)
+        });
+    write_log(EVENTS_TOPIC, records)
+}
+
+/// What an end-to-end run measured.
+#[derive(Debug, Clone)]
+pub struct E2eRun {
+    /// Seconds from `start()` to the end of `close()`.
+    pub seconds: f64,
+    /// Final results committed to the output topic.
+    pub outputs: u64,
+    /// The run's barriers and watermark moves.
+    pub timeline: Timeline,
+}
+
+/// How long without a barrier means every hop has drained: several barrier
+/// intervals (an application with nothing left to do cuts none).
+const QUIET: Duration = Duration::from_millis(2_000);
+
+/// Runs `topology` on `lanes` lanes over what `log` holds. With `drain`,
+/// the clock stops at the last barrier commit before the application went
+/// quiet (results crossing repartition hops take barriers after the input
+/// is consumed); without, at the end of `close()`.
+fn run_app(
+    topology: Topology,
+    log: &Arc<EmbeddedLog>,
+    lanes: usize,
+    drain: bool,
+) -> Result<E2eRun, BenchError> {
     let config = RuntimeConfig::new("bench-e2e", Backend::InMemory).with_lanes(lanes);
-    let mut app = StreamsApp::with_log(topology()?, config, log.clone()).map_err(engine_err)?;
+    let mut app = StreamsApp::with_log(topology, config, log.clone()).map_err(engine_err)?;
     let start = Instant::now();
     app.start().map_err(engine_err)?;
     if !app
@@ -116,11 +203,130 @@ pub fn run_e2e_tumbling(events: u64, lanes: usize) -> Result<(f64, u64), BenchEr
             app.error()
         )));
     }
+    let drained = if drain {
+        Some(wait_until_quiet(&app)?)
+    } else {
+        None
+    };
     if !app.close(Duration::from_secs(600)) {
         return Err(engine_err(format!("close failed: {:?}", app.error())));
     }
-    let seconds = start.elapsed().as_secs_f64();
-    Ok((seconds, committed_records(&log, OUTPUT)?))
+    let end = drained.unwrap_or_else(Instant::now);
+    let seconds = end.duration_since(start).as_secs_f64();
+    Ok(E2eRun {
+        seconds,
+        outputs: committed_records(log, OUTPUT)?,
+        timeline: app.timeline(),
+    })
+}
+
+/// Waits until `app` has cut no barrier for [`QUIET`]; returns when its last
+/// barrier committed.
+fn wait_until_quiet(app: &StreamsApp<EmbeddedLog>) -> Result<Instant, BenchError> {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let mut seen = app.committed_barriers();
+    let mut since = Instant::now();
+    while since.elapsed() < QUIET {
+        if Instant::now() > deadline || app.state().has_stopped() {
+            return Err(engine_err(format!(
+                "did not go quiet: state {}, error {:?}",
+                app.state(),
+                app.error()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        let now = app.committed_barriers();
+        if now != seen {
+            seen = now;
+            since = Instant::now();
+        }
+    }
+    app.timeline()
+        .barriers()
+        .last()
+        .map(|b| b.committed)
+        .ok_or_else(|| engine_err("no barrier committed"))
+}
+
+/// Runs the tumbling count end to end on `lanes` lanes over `events`
+/// records: (seconds, final results committed). Prints its final-result
+/// latency line first.
+pub fn run_e2e_tumbling(events: u64, lanes: usize) -> Result<(f64, u64), BenchError> {
+    let log = write_input(events)?;
+    let run = run_app(tumbling_topology()?, &log, lanes, false)?;
+    let latency = Latency::of_closes(&run.timeline, (1..).map(|k| k * TUMBLING_WINDOW_MS as i64));
+    println!("{}", latency.line(&format!("e2e-tumbling-{lanes}-lane")));
+    Ok((run.seconds, run.outputs))
+}
+
+/// Runs Nexmark q5 end to end on `lanes` lanes over `events` generated
+/// events, until every hop has drained: (seconds, results committed).
+pub fn run_e2e_q5(
+    events: u64,
+    lanes: usize,
+    generator: &GeneratorConfig,
+) -> Result<(f64, u64), BenchError> {
+    let log = write_nexmark(events, generator)?;
+    let run = run_app(q5_topology(generator)?, &log, lanes, true)?;
+    Ok((run.seconds, run.outputs))
+}
+
+/// Final-result latencies of a run's window closes (sub-topology 0): from
+/// the first barrier stamp at or past the close, and from the moment the
+/// watermark reached it, to the commit of the transaction carrying the
+/// window's results.
+#[derive(Debug, Clone, Default)]
+pub struct Latency {
+    from_stamp: Vec<Duration>,
+    from_watermark: Vec<Duration>,
+    /// The mean interval between barrier cuts.
+    interval: Duration,
+}
+
+impl Latency {
+    /// The latencies of `closes` (ascending), up to the first one no
+    /// committed barrier carries.
+    pub fn of_closes(timeline: &Timeline, closes: impl Iterator<Item = i64>) -> Latency {
+        let mut out = Latency::default();
+        for close in closes {
+            let Some(l) = timeline.final_result_latency(0, close) else {
+                break;
+            };
+            out.from_stamp.push(l.from_stamp);
+            out.from_watermark.push(l.from_watermark);
+        }
+        out.from_stamp.sort();
+        out.from_watermark.sort();
+        let cuts: Vec<Instant> = timeline.barriers().map(|b| b.cut).collect();
+        if let (Some(first), Some(last)) = (cuts.first(), cuts.last())
+            && cuts.len() > 1
+        {
+            out.interval = (*last - *first) / (cuts.len() as u32 - 1);
+        }
+        out
+    }
+
+    /// `latency query=… closes=… interval_ms=… p50_ms=… p99_ms=… max_ms=… p99_from_watermark_ms=… max_from_watermark_ms=…`
+    pub fn line(&self, query: &str) -> String {
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        let pct = |v: &[Duration], p: f64| {
+            if v.is_empty() {
+                return f64::NAN;
+            }
+            let i = ((v.len() as f64 * p).ceil() as usize).clamp(1, v.len()) - 1;
+            ms(v[i])
+        };
+        format!(
+            "latency query={query} closes={} interval_ms={:.0} p50_ms={:.0} p99_ms={:.0} max_ms={:.0} p99_from_watermark_ms={:.0} max_from_watermark_ms={:.0}",
+            self.from_stamp.len(),
+            ms(self.interval),
+            pct(&self.from_stamp, 0.5),
+            pct(&self.from_stamp, 0.99),
+            pct(&self.from_stamp, 1.0),
+            pct(&self.from_watermark, 0.99),
+            pct(&self.from_watermark, 1.0),
+        )
+    }
 }
 
 fn committed_records(log: &EmbeddedLog, topic: &str) -> Result<u64, BenchError> {

@@ -57,6 +57,10 @@ pub enum Query {
     E2eTumbling1,
     /// The tumbling count end to end (embedded log, exactly-once), 2 lanes.
     E2eTumbling2,
+    /// Nexmark q5 end to end on one lane (runtime, embedded log, exactly-once).
+    E2eQ5One,
+    /// Nexmark q5 end to end on two lanes.
+    E2eQ5Two,
 }
 
 impl Query {
@@ -76,6 +80,8 @@ impl Query {
         Query::JoinLeft,
         Query::E2eTumbling1,
         Query::E2eTumbling2,
+        Query::E2eQ5One,
+        Query::E2eQ5Two,
     ];
 
     /// The name used on the command line and in reports.
@@ -95,6 +101,8 @@ impl Query {
             Query::JoinLeft => "join-left",
             Query::E2eTumbling1 => "e2e-tumbling-1-lane",
             Query::E2eTumbling2 => "e2e-tumbling-2-lanes",
+            Query::E2eQ5One => "e2e-q5-1-lane",
+            Query::E2eQ5Two => "e2e-q5-2-lanes",
         }
     }
 
@@ -178,13 +186,15 @@ pub fn run(query: Query, opts: &RunOptions) -> Result<RunReport, BenchError> {
         Query::JoinLeft => counted(|sink| run_join("join-left", workloads::join_left, sink, opts))?,
         Query::E2eTumbling1 => crate::e2e::run_e2e_tumbling(opts.events, 1)?,
         Query::E2eTumbling2 => crate::e2e::run_e2e_tumbling(opts.events, 2)?,
+        Query::E2eQ5One => crate::e2e::run_e2e_q5(opts.events, 1, &opts.generator)?,
+        Query::E2eQ5Two => crate::e2e::run_e2e_q5(opts.events, 2, &opts.generator)?,
     };
     Ok(report(query, opts, seconds, outputs))
 }
 
 fn report(query: Query, opts: &RunOptions, seconds: f64, outputs: u64) -> RunReport {
     let cores = match query {
-        Query::E2eTumbling2 => 2,
+        Query::E2eTumbling2 | Query::E2eQ5Two => 2,
         _ => 1,
     };
     RunReport {

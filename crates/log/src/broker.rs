@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use crate::error::LogError;
 use crate::types::{
-    FetchedRecord, Offset, OffsetAndMetadata, Record, SeekTo, TopicPartition, TopicShape, TopicSpec,
+    FetchedBatch, FetchedRecord, Offset, OffsetAndMetadata, Record, RecordRef, SeekTo,
+    TopicPartition, TopicShape, TopicSpec,
 };
 
 /// A partitioned, transactional log: a Kafka cluster or the embedded log.
@@ -123,6 +124,19 @@ pub trait Consumer: Send + Debug {
     /// Backend failures.
     fn fetch(&mut self, max_wait: Duration) -> Result<Vec<FetchedRecord>, LogError>;
 
+    /// What [`Consumer::fetch`] returns, as batches: each holds a run of
+    /// one partition's records in offset order, names the partition once
+    /// and keeps keys and values in one shared buffer (the poll loop's
+    /// path, which must not allocate per record). The default groups
+    /// [`Consumer::fetch`]'s records; a backend that reads whole batches
+    /// hands them out as they are.
+    ///
+    /// # Errors
+    /// As [`Consumer::fetch`].
+    fn fetch_batches(&mut self, max_wait: Duration) -> Result<Vec<FetchedBatch>, LogError> {
+        self.fetch(max_wait).map(FetchedBatch::from_records)
+    }
+
     /// The read-committed end of `partition`: one past the last committed
     /// record (Kafka's last stable offset).
     ///
@@ -152,6 +166,20 @@ pub trait TransactionalProducer: Send + Debug {
     /// [`LogError::RecordTooLarge`] (abort), unknown topic/partition,
     /// [`LogError::Fenced`], [`LogError::TransactionState`].
     fn send(&mut self, partition: &TopicPartition, record: &Record) -> Result<(), LogError>;
+
+    /// [`TransactionalProducer::send`] of a borrowed record (the commit
+    /// path's: no copy of keys and values into a [`Record`] first). The
+    /// default copies it into one.
+    ///
+    /// # Errors
+    /// As [`TransactionalProducer::send`].
+    fn send_ref(
+        &mut self,
+        partition: &TopicPartition,
+        record: RecordRef<'_>,
+    ) -> Result<(), LogError> {
+        self.send(partition, &record.to_record())
+    }
 
     /// Adds consumer-group offsets (with metadata) to the open transaction.
     ///

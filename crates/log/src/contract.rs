@@ -502,6 +502,101 @@ pub fn oversized_record_refused<L: Log>(log: &L, prefix: &str, limit: usize) {
     );
 }
 
+/// [`Consumer::fetch_batches`] hands out what [`Consumer::fetch`] does:
+/// each batch one partition's records in offset order, exactly as sent
+/// (nulls and headers included), every record once.
+///
+/// # Panics
+/// When the property does not hold.
+pub fn batched_fetch<L: Log>(log: &L, prefix: &str) {
+    let topic = format!("{prefix}-batched");
+    log.ensure_topic(&TopicSpec::new(topic.clone(), 2))
+        .expect("create topic");
+    let tps: Vec<TopicPartition> = (0..2)
+        .map(|p| TopicPartition::new(topic.clone(), p))
+        .collect();
+    let mut p = log
+        .transactional_producer(&format!("{prefix}-batched-tx"))
+        .expect("producer");
+    let mut sent: Vec<Vec<Record>> = vec![Vec::new(), Vec::new()];
+    for epoch in 0..3i64 {
+        p.begin().expect("begin");
+        for i in 0..500i64 {
+            let n = epoch * 1000 + i;
+            // Timestamps from 1: a producer may read 0 as "now".
+            let ts = Timestamp(n + 1);
+            let mut r = match n % 5 {
+                0 => Record::new(None, Some(&n.to_be_bytes()), ts),
+                1 => Record::new(Some(&n.to_be_bytes()), None, ts),
+                _ => Record::new(Some(&n.to_be_bytes()), Some(&[7u8; 3]), ts),
+            };
+            if n % 7 == 0 {
+                r = r.with_header("h", Some(b"x")).with_header("null", None);
+            }
+            let part = (n % 2) as usize;
+            p.send(&tps[part], &r).expect("send");
+            sent[part].push(r);
+        }
+        p.commit().expect("commit");
+    }
+    let ends: Vec<Offset> = tps.iter().map(|tp| p_end(log, prefix, tp)).collect();
+    let mut c = log
+        .consumer(&format!("{prefix}-batched-g"))
+        .expect("consumer");
+    c.assign(&tps).expect("assign");
+    let deadline = Instant::now() + WAIT;
+    let mut got: Vec<Vec<Record>> = vec![Vec::new(), Vec::new()];
+    let mut last: HashMap<TopicPartition, Offset> = HashMap::new();
+    while tps
+        .iter()
+        .zip(&ends)
+        .any(|(tp, end)| c.position(tp).expect("position") < *end)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "batched fetch did not reach {ends:?}"
+        );
+        for batch in c.fetch_batches(Duration::from_millis(200)).expect("fetch") {
+            assert!(!batch.is_empty(), "a batch holds records");
+            assert_eq!(
+                batch.to_records().len(),
+                batch.len(),
+                "to_records keeps every record"
+            );
+            let part = tps
+                .iter()
+                .position(|tp| tp == batch.partition())
+                .expect("a batch names an assigned partition");
+            for (view, owned) in batch.iter().zip(batch.to_records()) {
+                if let Some(prev) = last.insert(batch.partition().clone(), view.offset) {
+                    assert!(
+                        prev < view.offset,
+                        "offsets of {} must increase",
+                        batch.partition()
+                    );
+                }
+                assert_eq!(
+                    owned.record,
+                    view.to_record(),
+                    "views and owned records agree"
+                );
+                got[part].push(view.to_record());
+            }
+        }
+    }
+    assert_eq!(
+        got, sent,
+        "batches hand out each partition's records as sent, once"
+    );
+}
+
+fn p_end<L: Log>(log: &L, prefix: &str, tp: &TopicPartition) -> Offset {
+    log.consumer(&format!("{prefix}-batched-ends"))
+        .expect("consumer")
+        .end_offset(tp)
+        .expect("end offset")
+}
+
 /// Every check above, in order.
 ///
 /// # Panics
@@ -514,4 +609,5 @@ pub fn all<L: Log>(log: &L, prefix: &str) {
     zombie_fenced(log, prefix);
     restore_compacted(log, prefix);
     ensure_topic_checks_shape(log, prefix);
+    batched_fetch(log, prefix);
 }

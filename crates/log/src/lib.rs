@@ -5,7 +5,8 @@
 //!
 //! - [`Log`], [`Consumer`], [`TransactionalProducer`]: the broker interface.
 //!   Topics with a [`TopicShape`] (partitions, [`CleanupPolicy`]);
-//!   read-committed fetch of [`FetchedRecord`]s; one transaction per epoch
+//!   read-committed fetch of [`FetchedRecord`]s, or of [`FetchedBatch`]es
+//!   that share one buffer per batch (the poll loop's path); one transaction per epoch
 //!   carrying records *and* consumer-group offsets ([`OffsetAndMetadata`]);
 //!   fencing of zombie producers by transactional id. [`restore`] reads a
 //!   partition from its beginning to its end (changelog restore).
@@ -68,6 +69,7 @@ pub use embedded::{
 };
 pub use error::{ErrorKind, LogError};
 pub use types::{
-    CleanupPolicy, FetchedRecord, Header, Offset, OffsetAndMetadata, Partition, Record, Retention,
-    SeekTo, Timestamp, TopicPartition, TopicShape, TopicSpec,
+    CleanupPolicy, FetchedBatch, FetchedRecord, Header, Offset, OffsetAndMetadata, Partition,
+    Record, RecordRef, RecordView, Retention, SeekTo, Timestamp, TopicPartition, TopicShape,
+    TopicSpec,
 };

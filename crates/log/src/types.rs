@@ -235,6 +235,47 @@ impl Record {
     }
 }
 
+/// A record to produce, borrowed: what [`TransactionalProducer::send_ref`]
+/// takes, so a caller holding keys and values elsewhere need not copy them
+/// into a [`Record`] first.
+///
+/// [`TransactionalProducer::send_ref`]: crate::TransactionalProducer::send_ref
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordRef<'a> {
+    /// The key; `None` is null.
+    pub key: Option<&'a [u8]>,
+    /// The value; `None` is null.
+    pub value: Option<&'a [u8]>,
+    /// The headers, in order.
+    pub headers: &'a [Header],
+    /// The record timestamp.
+    pub timestamp: Timestamp,
+}
+
+impl RecordRef<'_> {
+    /// The record, owned.
+    #[must_use]
+    pub fn to_record(&self) -> Record {
+        Record {
+            key: self.key.map(<[u8]>::to_vec),
+            value: self.value.map(<[u8]>::to_vec),
+            headers: self.headers.to_vec(),
+            timestamp: self.timestamp,
+        }
+    }
+}
+
+impl<'a> From<&'a Record> for RecordRef<'a> {
+    fn from(r: &'a Record) -> Self {
+        RecordRef {
+            key: r.key.as_deref(),
+            value: r.value.as_deref(),
+            headers: &r.headers,
+            timestamp: r.timestamp,
+        }
+    }
+}
+
 /// A record as fetched: where it is, and what it holds.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct FetchedRecord {
@@ -244,6 +285,231 @@ pub struct FetchedRecord {
     pub offset: Offset,
     /// Key, value, headers and timestamp.
     pub record: Record,
+}
+
+/// Records fetched from one partition in one read, sharing one buffer: the
+/// partition is named once per batch and keys and values are slices of the
+/// buffer, so a fetch allocates per batch, not per record (the poll loop's
+/// path; [`FetchedRecord`] is the owned, per-record form).
+#[derive(Clone, PartialEq, Eq)]
+pub struct FetchedBatch {
+    partition: TopicPartition,
+    data: Vec<u8>,
+    spans: BatchSpans,
+}
+
+/// Where each record of a [`FetchedBatch`] lies in its buffer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct BatchSpans {
+    records: Vec<RecordSpan>,
+    /// The headers of every record, in order (most records have none).
+    headers: Vec<Header>,
+}
+
+/// (start, length) of a key or value in a batch's buffer; `None` is null.
+type Span = Option<(u32, u32)>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RecordSpan {
+    offset: u64,
+    timestamp: i64,
+    key: Span,
+    value: Span,
+    /// The record's headers: `headers[headers_from..headers_to]`.
+    headers_from: u32,
+    headers_to: u32,
+}
+
+impl BatchSpans {
+    /// Adds a record whose key and value are `(start, len)` in the buffer.
+    pub(crate) fn push(
+        &mut self,
+        offset: u64,
+        timestamp: i64,
+        key: Option<(usize, usize)>,
+        value: Option<(usize, usize)>,
+        headers: Vec<Header>,
+    ) {
+        let narrow = |s: Option<(usize, usize)>| {
+            s.map(|(at, len)| {
+                (
+                    u32::try_from(at).expect("a fetch buffer is below 4 GiB"),
+                    u32::try_from(len).expect("a record is below 4 GiB"),
+                )
+            })
+        };
+        let headers_from = self.headers.len() as u32;
+        self.headers.extend(headers);
+        self.records.push(RecordSpan {
+            offset,
+            timestamp,
+            key: narrow(key),
+            value: narrow(value),
+            headers_from,
+            headers_to: self.headers.len() as u32,
+        });
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Room for `n` more records.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.records.reserve(n);
+    }
+}
+
+/// One record of a [`FetchedBatch`], borrowed from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordView<'a> {
+    /// The record's offset.
+    pub offset: Offset,
+    /// The record timestamp.
+    pub timestamp: Timestamp,
+    /// The key; `None` is null.
+    pub key: Option<&'a [u8]>,
+    /// The value; `None` is null.
+    pub value: Option<&'a [u8]>,
+    /// The headers, in order.
+    pub headers: &'a [Header],
+}
+
+impl<'a> RecordView<'a> {
+    /// The record without its offset, borrowed.
+    #[must_use]
+    pub fn as_ref(&self) -> RecordRef<'a> {
+        RecordRef {
+            key: self.key,
+            value: self.value,
+            headers: self.headers,
+            timestamp: self.timestamp,
+        }
+    }
+
+    /// The record, owned.
+    #[must_use]
+    pub fn to_record(&self) -> Record {
+        self.as_ref().to_record()
+    }
+}
+
+impl FetchedBatch {
+    /// A batch of `partition`'s records held in `data` at `spans`.
+    pub(crate) fn from_spans(partition: TopicPartition, data: Vec<u8>, spans: BatchSpans) -> Self {
+        FetchedBatch {
+            partition,
+            data,
+            spans,
+        }
+    }
+
+    /// Groups owned records into batches, one per run of records of the
+    /// same partition, copying each run's keys and values into one buffer
+    /// (for backends that fetch record by record).
+    #[must_use]
+    pub fn from_records(records: Vec<FetchedRecord>) -> Vec<FetchedBatch> {
+        let mut out: Vec<FetchedBatch> = Vec::new();
+        for r in records {
+            let batch = match out.last_mut() {
+                Some(b) if b.partition == r.partition => b,
+                _ => {
+                    out.push(FetchedBatch {
+                        partition: r.partition,
+                        data: Vec::new(),
+                        spans: BatchSpans::default(),
+                    });
+                    out.last_mut().expect("pushed above")
+                }
+            };
+            let data = &mut batch.data;
+            let mut put = |bytes: Option<Vec<u8>>| {
+                bytes.map(|b| {
+                    let at = data.len();
+                    data.extend_from_slice(&b);
+                    (at, b.len())
+                })
+            };
+            let key = put(r.record.key);
+            let value = put(r.record.value);
+            batch.spans.push(
+                r.offset.0,
+                r.record.timestamp.0,
+                key,
+                value,
+                r.record.headers,
+            );
+        }
+        out
+    }
+
+    /// The records as owned [`FetchedRecord`]s.
+    #[must_use]
+    pub fn to_records(&self) -> Vec<FetchedRecord> {
+        self.iter()
+            .map(|r| FetchedRecord {
+                partition: self.partition.clone(),
+                offset: r.offset,
+                record: r.to_record(),
+            })
+            .collect()
+    }
+
+    /// The partition every record of the batch comes from.
+    #[must_use]
+    pub fn partition(&self) -> &TopicPartition {
+        &self.partition
+    }
+
+    /// Records in the batch.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.spans.records.len()
+    }
+
+    /// True when the batch holds no record.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.spans.records.is_empty()
+    }
+
+    /// Bytes of the shared buffer.
+    #[must_use]
+    pub fn buffer_len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Record `i`, in offset order.
+    ///
+    /// # Panics
+    /// If `i >= len()`.
+    #[must_use]
+    pub fn get(&self, i: usize) -> RecordView<'_> {
+        let r = &self.spans.records[i];
+        let slice = |s: Span| s.map(|(at, len)| &self.data[at as usize..(at + len) as usize]);
+        RecordView {
+            offset: Offset(r.offset),
+            timestamp: Timestamp(r.timestamp),
+            key: slice(r.key),
+            value: slice(r.value),
+            headers: &self.spans.headers[r.headers_from as usize..r.headers_to as usize],
+        }
+    }
+
+    /// The records, in offset order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = RecordView<'_>> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+}
+
+impl fmt::Debug for FetchedBatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FetchedBatch")
+            .field("partition", &self.partition)
+            .field("records", &self.len())
+            .field("buffer_bytes", &self.data.len())
+            .finish()
+    }
 }
 
 /// A committed consumer-group offset and the metadata string committed with it.

@@ -304,6 +304,12 @@ impl<L: Log + 'static> StreamsApp<L> {
         self.shared.barriers.load(Ordering::Acquire)
     }
 
+    /// When barriers were cut and committed and when the watermark moved
+    /// (the newest 100,000 of each): final-result latencies.
+    pub fn timeline(&self) -> crate::Timeline {
+        self.shared.timeline.lock().expect("timeline lock").clone()
+    }
+
     /// A cheap, shareable read-only view of the application (state,
     /// watermarks) for the operating surface.
     pub fn handle(&self) -> AppHandle {

@@ -23,7 +23,7 @@
 //! answer may replace the engine in place: [`run_engine`] then builds a fresh
 //! one, which resumes from the last commit exactly as a restart would.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
@@ -32,18 +32,18 @@ use std::time::{Duration, Instant};
 
 use stoatflow_log::offset_metadata::{self, PartitionMetadata};
 use stoatflow_log::{
-    Consumer, ErrorKind, Log, LogError, Offset, OffsetAndMetadata, Record, Timestamp,
-    TopicPartition, TransactionalProducer,
+    Consumer, ErrorKind, FetchedBatch, Log, LogError, Offset, OffsetAndMetadata, Record, RecordRef,
+    RecordView, Timestamp, TopicPartition, TransactionalProducer,
 };
 use stoatflow_state::{
     BarrierStamp, ChangelogRecord, InMemoryKeyValueStore, StateStore, WATERMARK_STORE_NAME,
     WatermarkKey, WatermarkStore, changelog_topic, in_memory_watermark_store,
 };
-use stoatflow_streams::{CoordinationMode, EventTimeReader, Headers, OutputRecord, Topology};
+use stoatflow_streams::{CoordinationMode, EventTimeReader, OutputRecord, Topology};
 use stoatflow_time::{
-    Clock, EventTime, OrderedDispatch, PartitionIndex, SourcePartition, SourceTimePolicy, WallTime,
-    Watermark, WatermarkGenerator, WatermarkOutput, WatermarkStrategy, WatermarkTracker,
-    WatermarksSnapshot,
+    Clock, Dispatched, EventTime, OrderedDispatch, PartitionIndex, SourcePartition,
+    SourceTimePolicy, WallTime, Watermark, WatermarkGenerator, WatermarkOutput, WatermarkStrategy,
+    WatermarkTracker, WatermarksSnapshot,
 };
 
 use crate::app_state::AppState;
@@ -54,11 +54,12 @@ use crate::error::RuntimeError;
 use crate::error_response::{
     StreamThreadExceptionResponse, default_response, fenced, replacement_backoff,
 };
-use crate::lane::{LaneMsg, LaneRecord, LaneReply, LaneSetup, run_lane};
+use crate::lane::{LaneMsg, LaneReply, LaneRun, LaneSetup, run_lane};
 use crate::layout::{Layout, log_topic_name, marker, marker_watermark};
 use crate::metrics::{MetricsCells, combine};
 use crate::partitioner::partition_for_key;
 use crate::task_id::TaskId;
+use crate::timeline::{BarrierTiming, Timeline};
 
 /// The key, in a repartition partition's committed offset metadata (Kafka
 /// Streams' processor metadata), of the last watermark marker read.
@@ -70,8 +71,10 @@ const WALL_CLOCK_TICK: Duration = Duration::from_millis(50);
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(100);
 /// Records per lane batch before it is sent without waiting for the poll to end.
 const BATCH: usize = 4096;
-/// Bound of each lane's inbox, in messages (batches): backpressure on the poll loop.
-const LANE_QUEUE: usize = 16;
+/// Bound of each lane's inbox, in messages (batches): backpressure on the
+/// poll loop. A barrier waits behind what is queued, so a deeper queue adds
+/// to every result's latency (4 × 4 096 records: a few ms of lane work).
+const LANE_QUEUE: usize = 4;
 /// Retries of a commit that failed with a retriable error.
 const COMMIT_RETRIES: u32 = 5;
 
@@ -97,6 +100,8 @@ pub(crate) struct Shared {
     pub(crate) replacements: std::sync::atomic::AtomicU64,
     /// What `/metrics` reads (written per barrier and per snapshot refresh).
     pub(crate) metrics: Arc<MetricsCells>,
+    /// Barrier and watermark times (final-result latency), updated per barrier.
+    pub(crate) timeline: Mutex<Timeline>,
 }
 
 /// Called on every state change with (new, old).
@@ -121,6 +126,7 @@ impl Shared {
             restored: std::sync::atomic::AtomicU64::new(0),
             replacements: std::sync::atomic::AtomicU64::new(0),
             metrics: Arc::default(),
+            timeline: Mutex::new(Timeline::default()),
         }
     }
 
@@ -194,12 +200,21 @@ struct SourceSlot {
     /// The offset of the newest marker read (committed past once every
     /// record before it is dispatched).
     marker_offset: Option<u64>,
+    /// Fetched batches with records still in dispatch, by sequence number,
+    /// oldest first.
+    fetched: VecDeque<(u64, Arc<FetchedBatch>)>,
+    /// The sequence number of the next fetched batch.
+    next_seq: u64,
+    /// The run of dispatched records not yet handed to the lane.
+    open: Option<LaneRun>,
 }
 
-/// A fetched record waiting in ordered dispatch.
+/// A fetched record waiting in ordered dispatch: record `index` of the
+/// slot's batch number `seq`.
 struct Pending {
-    slot: usize,
-    record: stoatflow_log::Record,
+    slot: u32,
+    index: u32,
+    seq: u64,
 }
 
 /// The generator of a repartition partition: its watermark is the last
@@ -327,8 +342,6 @@ struct Engine<L: Log> {
     times: Vec<SubtopologyTime>,
     slots: Vec<SourceSlot>,
     slot_of: HashMap<TopicPartition, usize>,
-    /// The slot of the last fetched record.
-    last_slot: Option<usize>,
     plan: Layout,
     lanes: Vec<SyncSender<LaneMsg>>,
     lane_threads: Vec<JoinHandle<()>>,
@@ -343,10 +356,17 @@ struct Engine<L: Log> {
     punctuation_since_barrier: bool,
     /// A repartition marker was read since the last barrier.
     markers_since_barrier: bool,
-    batches: Vec<Vec<LaneRecord>>,
+    /// Per lane, the runs waiting to be sent and the records in them.
+    runs: Vec<(Vec<LaneRun>, usize)>,
     null_key_counter: u32,
+    /// Per topology sink topic, its partitions on the log.
+    sink_tps: Vec<(Arc<str>, Vec<TopicPartition>)>,
+    /// The sink of the last output record.
+    last_sink: usize,
     last_tick: Instant,
     last_snapshot: Instant,
+    /// Watermark moves since the last barrier, published with it.
+    timeline: Timeline,
 }
 
 impl<L: Log + 'static> Engine<L> {
@@ -429,6 +449,9 @@ impl<L: Log + 'static> Engine<L> {
                     last_marker,
                     buffered: 0,
                     marker_offset: None,
+                    fetched: VecDeque::new(),
+                    next_seq: 0,
+                    open: None,
                 });
             }
         }
@@ -546,6 +569,16 @@ impl<L: Log + 'static> Engine<L> {
         tracing::info!(restored, lanes = lanes_n, "stores restored");
         shared.restored.store(restored, Ordering::Release);
         let barrier = last_barrier;
+        let sink_tps = plan
+            .sinks
+            .iter()
+            .map(|(topic, sink)| {
+                let tps = (0..sink.partitions)
+                    .map(|p| TopicPartition::new(&*sink.log_name, p))
+                    .collect();
+                (Arc::from(topic.as_str()), tps)
+            })
+            .collect();
         let engine = Engine {
             config: config.clone(),
             clock: clock.clone(),
@@ -555,7 +588,6 @@ impl<L: Log + 'static> Engine<L> {
             times,
             slots,
             slot_of,
-            last_slot: None,
             plan,
             lanes,
             lane_threads,
@@ -573,10 +605,13 @@ impl<L: Log + 'static> Engine<L> {
             // watermark again (markers are not replayed: the reader's
             // committed position is past them).
             markers_since_barrier: true,
-            batches: (0..lanes_n).map(|_| Vec::new()).collect(),
+            runs: (0..lanes_n).map(|_| (Vec::new(), 0)).collect(),
             null_key_counter: 0,
+            sink_tps,
+            last_sink: 0,
             last_tick: Instant::now(),
             last_snapshot: Instant::now() - SNAPSHOT_EVERY,
+            timeline: Timeline::default(),
         };
         shared.transition(AppState::Running);
         Ok(engine)
@@ -608,11 +643,11 @@ impl<L: Log + 'static> Engine<L> {
                 }
                 return Ok(());
             }
-            let fetched = self.consumer.fetch(self.config.poll_wait)?;
+            let fetched = self.consumer.fetch_batches(self.config.poll_wait)?;
             let now = self.clock.now();
             let any = !fetched.is_empty();
-            for r in fetched {
-                self.buffer(r, now)?;
+            for batch in fetched {
+                self.buffer(batch, now)?;
             }
             self.drain_dispatch()?;
             if any {
@@ -620,6 +655,7 @@ impl<L: Log + 'static> Engine<L> {
             }
             for st in 0..self.times.len() {
                 if let Some(w) = self.times[st].tracker.poll_watermark(now) {
+                    self.timeline.watermark_reached(st, w, Instant::now());
                     for lane in &self.lanes {
                         send(
                             lane,
@@ -672,58 +708,70 @@ impl<L: Log + 'static> Engine<L> {
         }
     }
 
-    fn buffer(
+    /// Reads a fetched batch's markers and event times and buffers its
+    /// records in ordered dispatch; the batch itself waits in its slot
+    /// until its last record is dispatched.
+    fn buffer(&mut self, batch: FetchedBatch, now: WallTime) -> Result<(), RuntimeError> {
+        let Some(&slot) = self.slot_of.get(batch.partition()) else {
+            return Ok(());
+        };
+        let batch = Arc::new(batch);
+        let seq = self.slots[slot].next_seq;
+        let mut pushed = false;
+        for (index, r) in batch.iter().enumerate() {
+            if self.slots[slot].last_marker.is_some() && self.read_marker(slot, &r)? {
+                continue;
+            }
+            self.push_record(slot, seq, index, &r, now)?;
+            pushed = true;
+        }
+        if pushed {
+            let s = &mut self.slots[slot];
+            s.fetched.push_back((seq, batch));
+            s.next_seq += 1;
+        }
+        Ok(())
+    }
+
+    /// A repartition partition's record: if it is a watermark marker,
+    /// takes its watermark and returns true.
+    fn read_marker(&mut self, slot: usize, r: &RecordView<'_>) -> Result<bool, RuntimeError> {
+        let s = &mut self.slots[slot];
+        match marker_watermark(r.headers) {
+            Ok(None) => Ok(false),
+            Ok(Some(w)) => {
+                if let Some(cell) = &s.last_marker {
+                    cell.fetch_max(w, Ordering::AcqRel);
+                }
+                s.marker_offset = Some(r.offset.0);
+                if s.buffered == 0 {
+                    s.position = Some(r.offset.0 + 1);
+                }
+                // The position moved: a barrier commits it.
+                self.markers_since_barrier = true;
+                Ok(true)
+            }
+            Err(reason) => Err(RuntimeError::BadMarker {
+                partition: s.tp.to_string(),
+                offset: r.offset.0,
+                reason,
+            }),
+        }
+    }
+
+    fn push_record(
         &mut self,
-        r: stoatflow_log::FetchedRecord,
+        slot: usize,
+        seq: u64,
+        index: usize,
+        r: &RecordView<'_>,
         now: WallTime,
     ) -> Result<(), RuntimeError> {
-        // Fetches come in runs per partition: look the slot up once per run.
-        let slot = match self.last_slot {
-            Some(slot) if self.slots[slot].tp == r.partition => slot,
-            _ => {
-                let Some(&slot) = self.slot_of.get(&r.partition) else {
-                    return Ok(());
-                };
-                self.last_slot = Some(slot);
-                slot
-            }
-        };
-        if self.slots[slot].last_marker.is_some() {
-            match marker_watermark(&r.record) {
-                Ok(None) => {}
-                Ok(Some(w)) => {
-                    let s = &mut self.slots[slot];
-                    if let Some(cell) = &s.last_marker {
-                        cell.fetch_max(w, Ordering::AcqRel);
-                    }
-                    s.marker_offset = Some(r.offset.0);
-                    if s.buffered == 0 {
-                        s.position = Some(r.offset.0 + 1);
-                    }
-                    // The position moved: a barrier commits it.
-                    self.markers_since_barrier = true;
-                    return Ok(());
-                }
-                Err(reason) => {
-                    return Err(RuntimeError::BadMarker {
-                        partition: r.partition.to_string(),
-                        offset: r.offset.0,
-                        reason,
-                    });
-                }
-            }
-        }
         let s = &mut self.slots[slot];
         s.buffered += 1;
-        let s = &self.slots[slot];
-        let record_ts = r.record.timestamp.0;
+        let record_ts = r.timestamp.0;
         let event_time = match &s.reader {
-            Some(reader) => reader.event_time(
-                r.record.key.as_deref(),
-                r.record.value.as_deref(),
-                record_ts,
-                s.partition_time,
-            ),
+            Some(reader) => reader.event_time(r.key, r.value, record_ts, s.partition_time),
             None => EventTime::new(record_ts).map_err(|e| e.to_string()),
         };
         let event_time = match event_time {
@@ -731,7 +779,7 @@ impl<L: Log + 'static> Engine<L> {
             Err(reason) => {
                 // The task meets the same failure and its deserialization
                 // handler decides; dispatch orders it by its log timestamp.
-                tracing::debug!(partition = %r.partition, offset = r.offset.0, reason, "event time unreadable at dispatch");
+                tracing::debug!(partition = %s.tp, offset = r.offset.0, reason, "event time unreadable at dispatch");
                 EventTime::new(record_ts.max(0))
                     .unwrap_or_else(|_| EventTime::new(0).expect("zero is a valid event time"))
             }
@@ -744,8 +792,9 @@ impl<L: Log + 'static> Engine<L> {
                 stoatflow_time::Offset(r.offset.0 as i64),
                 event_time,
                 Pending {
-                    slot,
-                    record: r.record,
+                    slot: slot as u32,
+                    index: index as u32,
+                    seq,
                 },
                 now,
             )
@@ -772,57 +821,97 @@ impl<L: Log + 'static> Engine<L> {
         Ok(())
     }
 
+    /// Hands every record ordered dispatch releases to its lane, as runs of
+    /// consecutive records of one fetched batch (one run per partition and
+    /// batch in the usual case, whatever the interleaving of partitions).
     fn drain_dispatch(&mut self) -> Result<(), RuntimeError> {
         let now = self.clock.now();
-        let mut ready = Vec::new();
-        for time in &mut self.times {
-            ready.extend(time.dispatch.drain_ready(&mut time.tracker, now));
-        }
-        for d in ready {
-            let Pending { slot, record } = d.record;
-            let s = &mut self.slots[slot];
-            let offset = d.offset.0 as u64;
-            s.position = Some(offset + 1);
-            s.buffered -= 1;
-            if s.buffered == 0
-                && let Some(m) = s.marker_offset
-                && m > offset
-            {
-                s.position = Some(m + 1);
-            }
-            if s.partition_time.is_none_or(|p| d.event_time > p) {
-                s.partition_time = Some(d.event_time);
-            }
-            self.dispatched_since_barrier += 1;
-            let batch = &mut self.batches[s.lane];
-            batch.push(LaneRecord {
-                task: s.task,
-                topic: s.topic.clone(),
-                partition: s.tp.partition.0,
-                offset,
-                key: record.key,
-                value: record.value,
-                timestamp: record.timestamp.0,
-                headers: to_headers(record.headers),
-            });
-            if batch.len() >= BATCH {
-                let full = std::mem::take(batch);
-                send(&self.lanes[s.lane], LaneMsg::Records(full))?;
+        for st in 0..self.times.len() {
+            loop {
+                let time = &mut self.times[st];
+                let Some(d) = time.dispatch.next(&mut time.tracker, now) else {
+                    break;
+                };
+                self.route(d)?;
             }
         }
-        for (lane, batch) in self.batches.iter_mut().enumerate() {
-            if !batch.is_empty() {
-                send(&self.lanes[lane], LaneMsg::Records(std::mem::take(batch)))?;
-            }
+        for lane in 0..self.lanes.len() {
+            self.send_runs(lane)?;
         }
         Ok(())
+    }
+
+    /// One dispatched record: its slot's position and partition time move,
+    /// and it joins its partition's open run.
+    fn route(&mut self, d: Dispatched<Pending>) -> Result<(), RuntimeError> {
+        let Pending { slot, index, seq } = d.record;
+        let s = &mut self.slots[slot as usize];
+        let offset = d.offset.0 as u64;
+        s.position = Some(offset + 1);
+        s.buffered -= 1;
+        if s.buffered == 0
+            && let Some(m) = s.marker_offset
+            && m > offset
+        {
+            s.position = Some(m + 1);
+        }
+        if s.partition_time.is_none_or(|p| d.event_time > p) {
+            s.partition_time = Some(d.event_time);
+        }
+        self.dispatched_since_barrier += 1;
+        while s.fetched.front().is_some_and(|(q, _)| *q < seq) {
+            s.fetched.pop_front();
+        }
+        let (_, batch) = s
+            .fetched
+            .front()
+            .expect("a dispatched record's batch waits in its slot");
+        let last_of_batch = index as usize + 1 == batch.len();
+        match &mut s.open {
+            Some(run) if run.to == index && Arc::ptr_eq(&run.batch, batch) => run.to += 1,
+            open => {
+                let run = LaneRun {
+                    task: s.task,
+                    topic: s.topic.clone(),
+                    batch: batch.clone(),
+                    from: index,
+                    to: index + 1,
+                };
+                if let Some(done) = open.replace(run) {
+                    self.runs[s.lane].0.push(done);
+                }
+            }
+        }
+        if last_of_batch {
+            // Its run holds it now; an idle partition keeps no batch.
+            s.fetched.pop_front();
+        }
+        let lane = s.lane;
+        self.runs[lane].1 += 1;
+        if self.runs[lane].1 >= BATCH {
+            self.send_runs(lane)?;
+        }
+        Ok(())
+    }
+
+    /// Sends `lane` its waiting runs, the open ones included.
+    fn send_runs(&mut self, lane: usize) -> Result<(), RuntimeError> {
+        let (runs, count) = &mut self.runs[lane];
+        for s in self.slots.iter_mut().filter(|s| s.lane == lane) {
+            runs.extend(s.open.take());
+        }
+        if runs.is_empty() {
+            return Ok(());
+        }
+        *count = 0;
+        send(&self.lanes[lane], LaneMsg::Records(std::mem::take(runs)))
     }
 
     /// Barrier N: fix the offsets, stamp W(N), let every lane cross, and
     /// commit the epoch in one transaction.
     fn barrier(&mut self, flush: bool) -> Result<(), RuntimeError> {
-        let cut = Instant::now();
         let now = self.clock.now();
+        let cut = Instant::now();
         let stamps: Arc<[Watermark]> = self
             .times
             .iter_mut()
@@ -956,6 +1045,18 @@ impl<L: Log + 'static> Engine<L> {
                 committed.insert(tp.clone(), om.offset.0);
             }
         }
+        self.timeline.barrier_committed(BarrierTiming {
+            barrier: n,
+            stamps: stamps.to_vec(),
+            flush,
+            cut,
+            committed: self.last_barrier_at,
+        });
+        self.shared
+            .timeline
+            .lock()
+            .expect("timeline lock")
+            .append(&mut self.timeline);
         self.shared
             .barriers
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
@@ -977,13 +1078,18 @@ impl<L: Log + 'static> Engine<L> {
         let sent = (|| -> Result<(), LogError> {
             for (id, commit) in commits {
                 for out in &commit.outputs {
-                    let partition = self.sink_partition(out)?;
-                    self.producer.send(&partition, &to_log_record(out))?;
+                    let (sink, p) = self.sink_partition(out)?;
+                    let tp = &self.sink_tps[sink].1[p as usize];
+                    if out.headers.is_empty() {
+                        self.producer.send_ref(tp, output_ref(out))?;
+                    } else {
+                        self.producer.send(tp, &to_log_record(out))?;
+                    }
                 }
                 for (store, records) in &commit.changelogs {
                     let tp = TopicPartition::new(changelog_topic(&app, store), id.partition);
                     for r in records {
-                        self.producer.send(&tp, &changelog_log_record(r))?;
+                        self.producer.send_ref(&tp, changelog_ref(r))?;
                     }
                 }
             }
@@ -1007,7 +1113,7 @@ impl<L: Log + 'static> Engine<L> {
             for (st, records) in stamp_records.iter().enumerate() {
                 let tp = TopicPartition::new(topic.as_str(), st as u32);
                 for r in records {
-                    self.producer.send(&tp, &changelog_log_record(r))?;
+                    self.producer.send_ref(&tp, changelog_ref(r))?;
                 }
             }
             if !offsets.is_empty() && !at_least_once {
@@ -1073,13 +1179,20 @@ impl<L: Log + 'static> Engine<L> {
         out
     }
 
-    fn sink_partition(&mut self, out: &OutputRecord) -> Result<TopicPartition, LogError> {
-        let Some(sink) = self.plan.sinks.get(&*out.topic) else {
-            return Err(LogError::UnknownTopic {
-                topic: out.topic.to_string(),
-            });
+    /// Where `out` goes: its sink (an index into `sink_tps`) and partition.
+    fn sink_partition(&mut self, out: &OutputRecord) -> Result<(usize, u32), LogError> {
+        let sink = match self.sink_tps.get(self.last_sink) {
+            Some((topic, _)) if **topic == *out.topic => self.last_sink,
+            _ => self
+                .sink_tps
+                .iter()
+                .position(|(topic, _)| **topic == *out.topic)
+                .ok_or_else(|| LogError::UnknownTopic {
+                    topic: out.topic.to_string(),
+                })?,
         };
-        let partitions = sink.partitions;
+        self.last_sink = sink;
+        let partitions = self.sink_tps[sink].1.len() as u32;
         let p = match &out.key {
             Some(k) => partition_for_key(k, partitions),
             None => {
@@ -1087,7 +1200,7 @@ impl<L: Log + 'static> Engine<L> {
                 self.null_key_counter % partitions
             }
         };
-        Ok(TopicPartition::new(&*sink.log_name, p))
+        Ok((sink, p))
     }
 }
 
@@ -1103,13 +1216,6 @@ fn send(lane: &SyncSender<LaneMsg>, msg: LaneMsg) -> Result<(), RuntimeError> {
     })
 }
 
-fn to_headers(headers: Vec<stoatflow_log::Header>) -> Headers {
-    if headers.is_empty() {
-        return Headers::empty();
-    }
-    Headers::from_pairs(headers.into_iter().map(|h| (h.key, h.value)).collect())
-}
-
 fn to_log_record(out: &OutputRecord) -> Record {
     let mut r = Record::new(
         out.key.as_deref(),
@@ -1122,8 +1228,23 @@ fn to_log_record(out: &OutputRecord) -> Record {
     r
 }
 
-fn changelog_log_record(r: &ChangelogRecord) -> Record {
-    Record::new(Some(&r.key), r.value.as_deref(), Timestamp(r.timestamp))
+/// An output record without headers, borrowed.
+fn output_ref(out: &OutputRecord) -> RecordRef<'_> {
+    RecordRef {
+        key: out.key.as_deref(),
+        value: out.value.as_deref(),
+        headers: &[],
+        timestamp: Timestamp(out.timestamp),
+    }
+}
+
+fn changelog_ref(r: &ChangelogRecord) -> RecordRef<'_> {
+    RecordRef {
+        key: Some(&r.key),
+        value: r.value.as_deref(),
+        headers: &[],
+        timestamp: Timestamp(r.timestamp),
+    }
 }
 
 /// The stamp ring of sub-topology `st`, restored from partition `st` of the

@@ -17,7 +17,7 @@ use std::sync::mpsc::{Receiver, SyncSender};
 
 use std::path::PathBuf;
 
-use stoatflow_log::{Consumer, Log, TopicPartition};
+use stoatflow_log::{Consumer, FetchedBatch, Header, Log, TopicPartition};
 use stoatflow_state::{ChangelogOffset, ChangelogPartition, changelog_topic};
 use stoatflow_streams::{
     EpochCommit, Headers, StoreType, StreamTask, StreamsConfig, TaskStores, Topology,
@@ -29,24 +29,25 @@ use crate::error::RuntimeError;
 use crate::metrics::MetricsCells;
 use crate::task_id::TaskId;
 
-/// One record for one task, as fetched.
+/// A run of one task's records: consecutive records of one fetched batch,
+/// in offset order. The batch is shared with the poll loop (one reference
+/// count per run, no copy per record).
 #[derive(Debug)]
-pub(crate) struct LaneRecord {
+pub(crate) struct LaneRun {
     pub(crate) task: TaskId,
     pub(crate) topic: Arc<str>,
-    pub(crate) partition: u32,
-    pub(crate) offset: u64,
-    pub(crate) key: Option<Vec<u8>>,
-    pub(crate) value: Option<Vec<u8>>,
-    pub(crate) timestamp: i64,
-    pub(crate) headers: Headers,
+    pub(crate) batch: Arc<FetchedBatch>,
+    /// The run is `batch`'s records `from..to`.
+    pub(crate) from: u32,
+    pub(crate) to: u32,
 }
 
 /// What the poll loop sends a lane, in order.
 #[derive(Debug)]
 pub(crate) enum LaneMsg {
-    /// Records, in dispatch order.
-    Records(Vec<LaneRecord>),
+    /// Records: each task's runs in dispatch order (runs of different tasks
+    /// may interleave differently from dispatch, which no task can tell).
+    Records(Vec<LaneRun>),
     /// A sub-topology's watermark advanced: fire what runs on event time.
     Watermark {
         subtopology: usize,
@@ -165,21 +166,25 @@ fn apply(
     pending_output: &AtomicBool,
 ) -> Result<Option<Crossing>, RuntimeError> {
     match msg {
-        LaneMsg::Records(batch) => {
-            for r in batch {
+        LaneMsg::Records(runs) => {
+            for run in runs {
                 let task = tasks
-                    .get_mut(&r.task)
+                    .get_mut(&run.task)
                     .expect("the poll loop routes records only to this lane's tasks");
-                task.process(
-                    &r.topic,
-                    Some(r.partition as i32),
-                    Some(r.offset as i64),
-                    r.key.as_deref(),
-                    r.value.as_deref(),
-                    r.timestamp,
-                    r.headers,
-                )
-                .map_err(process_err(r.task))?;
+                let partition = run.batch.partition().partition.0 as i32;
+                for i in run.from..run.to {
+                    let r = run.batch.get(i as usize);
+                    task.process(
+                        &run.topic,
+                        Some(partition),
+                        Some(r.offset.0 as i64),
+                        r.key,
+                        r.value,
+                        r.timestamp.0,
+                        to_headers(r.headers),
+                    )
+                    .map_err(process_err(run.task))?;
+                }
             }
         }
         LaneMsg::Watermark {
@@ -227,6 +232,18 @@ fn apply(
         LaneMsg::Checkpoint => unreachable!("run_lane handles the checkpoint itself"),
     }
     Ok(None)
+}
+
+fn to_headers(headers: &[Header]) -> Headers {
+    if headers.is_empty() {
+        return Headers::empty();
+    }
+    Headers::from_pairs(
+        headers
+            .iter()
+            .map(|h| (h.key.clone(), h.value.clone()))
+            .collect(),
+    )
 }
 
 fn note_pending(tasks: &BTreeMap<TaskId, StreamTask>, pending_output: &AtomicBool) {

@@ -34,9 +34,8 @@ pub(crate) fn marker(watermark: i64) -> Record {
 ///
 /// # Errors
 /// A marker whose value is not 8 bytes (the message says so).
-pub(crate) fn marker_watermark(record: &Record) -> Result<Option<i64>, String> {
-    let Some(h) = record
-        .headers
+pub(crate) fn marker_watermark(headers: &[Header]) -> Result<Option<i64>, String> {
+    let Some(h) = headers
         .iter()
         .find(|h: &&Header| h.key == WATERMARK_MARKER_HEADER)
     else {
@@ -208,14 +207,21 @@ mod tests {
     #[test]
     fn markers_round_trip_and_data_is_not_a_marker() {
         assert_eq!(
-            marker_watermark(&marker(1_790_000_000_000)),
+            marker_watermark(&marker(1_790_000_000_000).headers),
             Ok(Some(1_790_000_000_000))
         );
-        assert_eq!(marker_watermark(&marker(i64::MIN)), Ok(Some(i64::MIN)));
+        assert_eq!(
+            marker_watermark(&marker(i64::MIN).headers),
+            Ok(Some(i64::MIN))
+        );
         let data = Record::new(Some(b"k"), Some(b"v"), Timestamp(5));
-        assert_eq!(marker_watermark(&data), Ok(None));
+        assert_eq!(marker_watermark(&data.headers), Ok(None));
         let bad =
             Record::new(None, None, Timestamp(5)).with_header(WATERMARK_MARKER_HEADER, Some(b"x"));
-        assert!(marker_watermark(&bad).unwrap_err().contains("1 bytes"));
+        assert!(
+            marker_watermark(&bad.headers)
+                .unwrap_err()
+                .contains("1 bytes")
+        );
     }
 }

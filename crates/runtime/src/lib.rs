@@ -14,6 +14,8 @@
 //! - [`BarrierCadence`]: when the next barrier is due.
 //! - [`AppHandle`]: a read-only view for the operating surface; its
 //!   [`MetricsSnapshot`] holds every figure `/metrics` exports.
+//! - [`Timeline`]: when barriers were cut and committed and when the
+//!   watermark moved: the final-result latency of a window close.
 //!
 //! ```
 //! use std::time::Duration;
@@ -48,6 +50,7 @@ mod layout;
 mod metrics;
 mod partitioner;
 mod task_id;
+mod timeline;
 
 pub use app::{AppHandle, StreamsApp};
 pub use app_state::AppState;
@@ -63,3 +66,4 @@ pub use metrics::{
 };
 pub use partitioner::{murmur2, partition_for_key};
 pub use task_id::TaskId;
+pub use timeline::{BarrierTiming, ResultLatency, Timeline};

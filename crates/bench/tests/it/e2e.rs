@@ -15,3 +15,20 @@ fn e2e_tumbling_commits_each_closed_window_once_on_one_and_two_lanes() {
         assert_eq!(outputs, 2 * 1_000, "{lanes} lanes");
     }
 }
+
+/// q5 end to end commits hot-item counts, the same number whatever the lane
+/// count (the output of every partition is the same sequence).
+#[test]
+fn e2e_q5_commits_the_same_results_on_one_and_two_lanes() {
+    let generator = stoatflow_bench::nexmark::GeneratorConfig::default();
+    let counts: Vec<u64> = [1, 2]
+        .into_iter()
+        .map(|lanes| {
+            stoatflow_bench::e2e::run_e2e_q5(40_000, lanes, &generator)
+                .unwrap()
+                .1
+        })
+        .collect();
+    assert!(counts[0] > 0, "q5 committed no result");
+    assert_eq!(counts[0], counts[1]);
+}

@@ -27,6 +27,7 @@ kafka_contract_tests!(
     zombie_fenced,
     restore_compacted,
     ensure_topic_checks_shape,
+    batched_fetch,
 );
 
 #[test]

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::Shared;
 use crate::broker::Consumer;
 use crate::error::LogError;
-use crate::types::{FetchedRecord, Offset, SeekTo, TopicPartition};
+use crate::types::{FetchedBatch, FetchedRecord, Offset, SeekTo, TopicPartition};
 
 /// Bytes read per partition per fetch.
 const FETCH_BYTES_PER_PARTITION: usize = 1 << 20;
@@ -91,6 +91,11 @@ impl Consumer for EmbeddedConsumer {
     }
 
     fn fetch(&mut self, max_wait: Duration) -> Result<Vec<FetchedRecord>, LogError> {
+        let batches = self.fetch_batches(max_wait)?;
+        Ok(batches.iter().flat_map(FetchedBatch::to_records).collect())
+    }
+
+    fn fetch_batches(&mut self, max_wait: Duration) -> Result<Vec<FetchedBatch>, LogError> {
         let deadline = Instant::now() + max_wait;
         let mut out = Vec::new();
         let mut st = self.shared.lock_state();
@@ -105,19 +110,12 @@ impl Consumer for EmbeddedConsumer {
                     continue;
                 }
                 let before = out.len();
-                let mut buf = std::mem::take(&mut st.read_buf);
-                let next = st.partition(tp)?.read(
-                    *pos,
-                    end,
-                    FETCH_BYTES_PER_PARTITION,
-                    &mut buf,
-                    &mut out,
-                );
-                st.read_buf = buf;
-                let next = next?;
+                let next =
+                    st.partition(tp)?
+                        .read(*pos, end, FETCH_BYTES_PER_PARTITION, &mut out)?;
                 total += out[before..]
                     .iter()
-                    .map(|r| r.record.value.as_ref().map_or(0, Vec::len) + 32)
+                    .map(FetchedBatch::buffer_len)
                     .sum::<usize>();
                 self.assigned[k].1 = next;
             }

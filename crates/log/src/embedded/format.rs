@@ -22,7 +22,7 @@
 //! committed end belongs to the one transaction a crash can interrupt);
 //! compaction writes 0.
 
-use crate::types::{FetchedRecord, Header, Offset, Record, Timestamp, TopicPartition};
+use crate::types::{BatchSpans, Header, Record, RecordRef, Timestamp};
 
 /// Bytes before a frame's body.
 pub(crate) const FRAME_HEADER: usize = 8;
@@ -184,20 +184,20 @@ impl BatchBuilder {
     }
 
     /// Adds a record at the next offset (delta = records so far).
-    pub(crate) fn push(&mut self, record: &Record) {
+    pub(crate) fn push(&mut self, record: RecordRef<'_>) {
         let delta = self.next_delta;
         self.push_with_delta(delta, record);
     }
 
     /// Adds a record at an explicit offset delta (compaction).
-    pub(crate) fn push_with_delta(&mut self, delta: u32, record: &Record) {
+    pub(crate) fn push_with_delta(&mut self, delta: u32, record: RecordRef<'_>) {
         let b = &mut self.buf;
         b.extend_from_slice(&delta.to_le_bytes());
         b.extend_from_slice(&record.timestamp.0.to_le_bytes());
-        put_opt_bytes(b, record.key.as_deref());
-        put_opt_bytes(b, record.value.as_deref());
+        put_opt_bytes(b, record.key);
+        put_opt_bytes(b, record.value);
         b.extend_from_slice(&(record.headers.len() as u32).to_le_bytes());
-        for h in &record.headers {
+        for h in record.headers {
             b.extend_from_slice(&(h.key.len() as u32).to_le_bytes());
             b.extend_from_slice(h.key.as_bytes());
             put_opt_bytes(b, h.value.as_deref());
@@ -234,13 +234,17 @@ impl BatchBuilder {
     }
 }
 
+/// The smallest encoded record: delta, timestamp, null key, null value, no
+/// headers.
+const MIN_RECORD: usize = 4 + 8 + 4 + 4 + 4;
+
 /// Encoded size of one record inside a batch.
-pub(crate) fn record_size(record: &Record) -> usize {
+pub(crate) fn record_size(record: RecordRef<'_>) -> usize {
     4 + 8
         + 4
-        + record.key.as_ref().map_or(0, Vec::len)
+        + record.key.map_or(0, <[u8]>::len)
         + 4
-        + record.value.as_ref().map_or(0, Vec::len)
+        + record.value.map_or(0, <[u8]>::len)
         + 4
         + record
             .headers
@@ -282,10 +286,22 @@ pub(crate) fn batch_header(body: &[u8]) -> Result<BatchHeader, Malformed> {
     })
 }
 
-/// Decodes the records of a batch body, calling `each(offset, record)`.
-pub(crate) fn decode_batch(
-    body: &[u8],
-    mut each: impl FnMut(u64, Record),
+/// One record of a batch body, borrowed from it: key and value are slices
+/// of the body; headers (rare) are decoded into owned values.
+#[derive(Debug)]
+pub(crate) struct RecordIn<'a> {
+    pub(crate) offset: u64,
+    pub(crate) timestamp: i64,
+    pub(crate) key: Option<&'a [u8]>,
+    pub(crate) value: Option<&'a [u8]>,
+    pub(crate) headers: Vec<Header>,
+}
+
+/// Decodes the records of a batch body without copying keys or values,
+/// calling `each` with each record borrowed from `body`.
+pub(crate) fn decode_batch_borrowed<'a>(
+    body: &'a [u8],
+    mut each: impl FnMut(RecordIn<'a>),
 ) -> Result<BatchHeader, Malformed> {
     let hdr = batch_header(body)?;
     let mut c = Cursor {
@@ -293,9 +309,9 @@ pub(crate) fn decode_batch(
     };
     for _ in 0..hdr.count {
         let delta = c.u32()?;
-        let ts = c.i64()?;
-        let key = c.opt_bytes()?;
-        let value = c.opt_bytes()?;
+        let timestamp = c.i64()?;
+        let key = c.opt_slice()?;
+        let value = c.opt_slice()?;
         let n = c.u32()?;
         let mut headers = Vec::with_capacity(n.min(64) as usize);
         for _ in 0..n {
@@ -307,20 +323,37 @@ pub(crate) fn decode_batch(
             .base
             .checked_add(u64::from(delta))
             .ok_or(Malformed("record offset overflows"))?;
-        each(
+        each(RecordIn {
             offset,
-            Record {
-                key,
-                value,
-                headers,
-                timestamp: Timestamp(ts),
-            },
-        );
+            timestamp,
+            key,
+            value,
+            headers,
+        });
     }
     if !c.b.is_empty() {
         return Err(Malformed("trailing bytes after the last record"));
     }
     Ok(hdr)
+}
+
+/// Decodes the records of a batch body, calling `each(offset, record)`
+/// with owned records.
+pub(crate) fn decode_batch(
+    body: &[u8],
+    mut each: impl FnMut(u64, Record),
+) -> Result<BatchHeader, Malformed> {
+    decode_batch_borrowed(body, |r| {
+        each(
+            r.offset,
+            Record {
+                key: r.key.map(<[u8]>::to_vec),
+                value: r.value.map(<[u8]>::to_vec),
+                headers: r.headers,
+                timestamp: Timestamp(r.timestamp),
+            },
+        );
+    })
 }
 
 /// The offset of the last record of a batch body, walking the records.
@@ -330,24 +363,35 @@ pub(crate) fn last_offset(body: &[u8]) -> Result<Option<u64>, Malformed> {
     Ok(last)
 }
 
-/// Decodes a batch into fetched records with offsets in `[from, to)`.
+/// Decodes a batch frame's body, which lies inside the buffer starting at
+/// address `buffer`, into spans of that buffer: the records with offsets in
+/// `[from, to)`; returns the offset of the last one taken.
 pub(crate) fn fetched(
     body: &[u8],
-    tp: &TopicPartition,
+    buffer: usize,
     from: u64,
     to: u64,
-    out: &mut Vec<FetchedRecord>,
-) -> Result<(), Malformed> {
-    decode_batch(body, |o, record| {
-        if o >= from && o < to {
-            out.push(FetchedRecord {
-                partition: tp.clone(),
-                offset: Offset(o),
-                record,
-            });
+    spans: &mut BatchSpans,
+) -> Result<Option<u64>, Malformed> {
+    let span = |s: &[u8]| (s.as_ptr() as usize - buffer, s.len());
+    // The count is the writer's word; a damaged one must not reserve more
+    // than the body can hold (a record takes at least MIN_RECORD bytes).
+    let count = batch_header(body)?.count as usize;
+    spans.reserve(count.min(body.len() / MIN_RECORD));
+    let mut last = None;
+    decode_batch_borrowed(body, |r| {
+        if r.offset >= from && r.offset < to {
+            last = Some(r.offset);
+            spans.push(
+                r.offset,
+                r.timestamp,
+                r.key.map(span),
+                r.value.map(span),
+                r.headers,
+            );
         }
     })?;
-    Ok(())
+    Ok(last)
 }
 
 /// A little-endian reader over a body.
@@ -386,12 +430,15 @@ impl<'a> Cursor<'a> {
         a.copy_from_slice(self.take(8)?);
         Ok(i64::from_le_bytes(a))
     }
-    pub(crate) fn opt_bytes(&mut self) -> Result<Option<Vec<u8>>, Malformed> {
+    pub(crate) fn opt_slice(&mut self) -> Result<Option<&'a [u8]>, Malformed> {
         let n = self.i32()?;
         if n < 0 {
             return Ok(None);
         }
-        Ok(Some(self.take(n as usize)?.to_vec()))
+        self.take(n as usize).map(Some)
+    }
+    pub(crate) fn opt_bytes(&mut self) -> Result<Option<Vec<u8>>, Malformed> {
+        Ok(self.opt_slice()?.map(<[u8]>::to_vec))
     }
     pub(crate) fn str(&mut self) -> Result<String, Malformed> {
         let n = self.u32()? as usize;
@@ -417,14 +464,14 @@ mod tests {
     fn batch_round_trips_and_record_size_is_exact() {
         let mut b = BatchBuilder::new(64);
         let r = sample();
-        b.push(&r);
-        b.push(&Record::new(None, Some(b"value"), Timestamp(9)));
+        b.push((&r).into());
+        b.push((&Record::new(None, Some(b"value"), Timestamp(9))).into());
         assert_eq!(
             b.len(),
             FRAME_HEADER
                 + BATCH_HEADER
-                + record_size(&r)
-                + record_size(&Record::new(None, Some(b"value"), Timestamp(9)))
+                + record_size((&r).into())
+                + record_size((&Record::new(None, Some(b"value"), Timestamp(9))).into())
         );
         let frame = b.finish(100, 5).to_vec();
         let FrameAt::Valid { body, next } = frame_at(&frame, 0) else {
@@ -501,7 +548,7 @@ mod tests {
     fn record_offsets_near_the_top_of_u64_are_malformed_not_an_overflow() {
         let mut b = BatchBuilder::new(64);
         for _ in 0..3 {
-            b.push(&sample());
+            b.push((&sample()).into());
         }
         let frame = b.finish(u64::MAX - 1, 0).to_vec();
         let FrameAt::Valid { body, .. } = frame_at(&frame, 0) else {
@@ -538,8 +585,7 @@ mod tests {
                 assert!(o >= base);
                 prev = Some(o);
             });
-            let tp = TopicPartition::new("t", 0);
-            let _ = fetched(&with_base, &tp, 0, u64::MAX, &mut Vec::new());
+            let _ = fetched(&with_base, with_base.as_ptr() as usize, 0, u64::MAX, &mut BatchSpans::default());
         }
     }
 }

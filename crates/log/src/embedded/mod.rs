@@ -151,7 +151,6 @@ pub(crate) struct State {
     pub(crate) partitions: HashMap<TopicPartition, PartitionLog>,
     pub(crate) txlog: TxLog,
     pub(crate) root: Option<PathBuf>,
-    pub(crate) read_buf: Vec<u8>,
 }
 
 #[derive(Debug)]
@@ -229,7 +228,6 @@ impl EmbeddedLog {
                 partitions: HashMap::new(),
                 txlog,
                 root: None,
-                read_buf: Vec::new(),
             },
             config,
             None,
@@ -643,7 +641,6 @@ fn recover(root: &Path) -> Result<State, LogError> {
         partitions,
         txlog: TxLog::new(path, store, keep, generation),
         root: Some(root.to_path_buf()),
-        read_buf: Vec::new(),
     })
 }
 

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use super::format::{self, BatchBuilder, FrameAt};
 use super::storage::{self, Store};
 use crate::error::LogError;
-use crate::types::{CleanupPolicy, FetchedRecord, TopicPartition};
+use crate::types::{BatchSpans, CleanupPolicy, FetchedBatch, TopicPartition};
 
 /// Suffix of segment files; the stem is the 20-digit base offset.
 pub(crate) const SEGMENT_SUFFIX: &str = ".seg";
@@ -347,15 +347,15 @@ impl PartitionLog {
         seg.store.sync(&seg.path)
     }
 
-    /// Reads records in `[from, to)`, stopping after about `max_bytes`.
-    /// Returns the offset to continue from.
+    /// Reads records in `[from, to)`, stopping after about `max_bytes`, as
+    /// batches that each keep the bytes read from one segment (keys and
+    /// values are not copied out). Returns the offset to continue from.
     pub(crate) fn read(
         &self,
         from: u64,
         to: u64,
         max_bytes: usize,
-        buf: &mut Vec<u8>,
-        out: &mut Vec<FetchedRecord>,
+        out: &mut Vec<FetchedBatch>,
     ) -> Result<u64, LogError> {
         let mut next = from.max(self.start());
         let mut read = 0usize;
@@ -378,22 +378,23 @@ impl PartitionLog {
                 continue;
             };
             let want = (seg.size - pos).min((max_bytes - read).max(64 * 1024) as u64) as usize;
-            seg.store.read_at(pos, want, buf, &seg.path)?;
+            let mut buf = Vec::new();
+            seg.store.read_at(pos, want, &mut buf, &seg.path)?;
+            let mut spans = BatchSpans::default();
             let mut p = 0usize;
             let mut progressed = false;
             loop {
-                match format::frame_at(buf, p) {
+                match format::frame_at(&buf, p) {
                     FrameAt::Valid { body, next: np } => {
-                        let before = out.len();
-                        format::fetched(body, &self.tp, next, to, out).map_err(|m| {
-                            LogError::Corrupt {
-                                file: seg.path.clone(),
-                                position: pos + p as u64,
-                                reason: m.0.to_owned(),
-                            }
-                        })?;
-                        if let Some(last) = out[before..].last() {
-                            next = last.offset.0 + 1;
+                        let last =
+                            format::fetched(body, buf.as_ptr() as usize, next, to, &mut spans)
+                                .map_err(|m| LogError::Corrupt {
+                                    file: seg.path.clone(),
+                                    position: pos + p as u64,
+                                    reason: m.0.to_owned(),
+                                })?;
+                        if let Some(last) = last {
+                            next = last + 1;
                         }
                         read += np - p;
                         p = np;
@@ -405,7 +406,7 @@ impl PartitionLog {
                     FrameAt::End | FrameAt::Truncated if progressed => break,
                     FrameAt::End | FrameAt::Truncated => {
                         // A batch larger than what was read: read it whole.
-                        let len = frame_len(buf).unwrap_or(0);
+                        let len = frame_len(&buf).unwrap_or(0);
                         if len == 0 || buf.len() >= len {
                             return Err(LogError::Corrupt {
                                 file: seg.path.clone(),
@@ -413,7 +414,7 @@ impl PartitionLog {
                                 reason: "unreadable batch in the committed range".into(),
                             });
                         }
-                        seg.store.read_at(pos, len, buf, &seg.path)?;
+                        seg.store.read_at(pos, len, &mut buf, &seg.path)?;
                     }
                     bad @ FrameAt::BadChecksum { .. } => {
                         return Err(LogError::Corrupt {
@@ -424,8 +425,12 @@ impl PartitionLog {
                     }
                 }
             }
-            if next < seg.data_end && read < max_bytes && next < to {
-                // Stopped mid-segment only because the read window ended.
+            if !spans.is_empty() {
+                out.push(FetchedBatch::from_spans(self.tp.clone(), buf, spans));
+            }
+            if next < seg.data_end && next < to {
+                // Stopped mid-segment: the read window or the byte budget
+                // ended there (the rest of the segment is the next read's).
                 return Ok(next);
             }
             next = next.max(seg.data_end.min(to));
@@ -441,9 +446,9 @@ impl PartitionLog {
         }
         let end = self.data_end();
         let mut latest: HashMap<Vec<u8>, u64> = HashMap::new();
-        let mut all = Vec::new();
-        let mut buf = Vec::new();
-        self.read(0, end, usize::MAX, &mut buf, &mut all)?;
+        let mut batches = Vec::new();
+        self.read(0, end, usize::MAX, &mut batches)?;
+        let all: Vec<_> = batches.iter().flat_map(FetchedBatch::to_records).collect();
         for r in &all {
             if let Some(k) = &r.record.key {
                 latest.insert(k.clone(), r.offset.0);
@@ -484,7 +489,7 @@ impl PartitionLog {
                 let mut b = BatchBuilder::new(64 * 1024);
                 for r in rs {
                     let delta = u32::try_from(r.offset.0 - base).unwrap_or(u32::MAX);
-                    b.push_with_delta(delta, &r.record);
+                    b.push_with_delta(delta, (&r.record).into());
                 }
                 max_ts = max_ts.max(b.max_ts());
                 index.push((base, bytes.len() as u64));

@@ -5,7 +5,7 @@
 //! `embedded`). Fencing is by epoch: each new producer for a transactional
 //! id takes the next epoch, durably, and a commit from an older epoch fails.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::format::{self, BatchBuilder};
@@ -13,7 +13,7 @@ use super::txlog::{CommitPart, Entry};
 use super::{Shared, State};
 use crate::broker::TransactionalProducer;
 use crate::error::LogError;
-use crate::types::{OffsetAndMetadata, Record, TopicPartition};
+use crate::types::{OffsetAndMetadata, Record, RecordRef, TopicPartition};
 
 /// Batches are cut at about this size so reads stay bounded.
 const BATCH_BYTES: usize = 1 << 20;
@@ -31,7 +31,13 @@ pub struct EmbeddedProducer {
 
 #[derive(Debug, Default)]
 struct Pending {
-    batches: BTreeMap<TopicPartition, Vec<BatchBuilder>>,
+    /// Per partition written, its batches (sorted by partition at commit).
+    batches: Vec<(TopicPartition, Vec<BatchBuilder>)>,
+    /// Where each partition is in `batches`.
+    index: HashMap<TopicPartition, usize>,
+    /// The partition of the last send: runs of sends to one partition find
+    /// it without a lookup.
+    last: Option<usize>,
     offsets: Vec<(String, TopicPartition, OffsetAndMetadata)>,
 }
 
@@ -100,6 +106,9 @@ impl EmbeddedProducer {
         let segment_bytes = self.shared.config.segment_bytes;
         let txn_seq = st.meta.next_txn;
         let mut parts = Vec::with_capacity(txn.batches.len());
+        txn.batches.sort_by(|a, b| a.0.cmp(&b.0));
+        txn.index.clear();
+        txn.last = None;
         // Steps 1 and 2: records, then fsync, partition by partition.
         for (tp, batches) in &mut txn.batches {
             let base = st.end(tp)?;
@@ -149,10 +158,20 @@ impl TransactionalProducer for EmbeddedProducer {
     }
 
     fn send(&mut self, tp: &TopicPartition, record: &Record) -> Result<(), LogError> {
-        if self.txn.is_none() {
+        self.send_ref(tp, record.into())
+    }
+
+    fn send_ref(&mut self, tp: &TopicPartition, record: RecordRef<'_>) -> Result<(), LogError> {
+        let Some(txn) = self.txn.as_ref() else {
             return Err(self.state_error("send outside a transaction"));
+        };
+        let at = match txn.last {
+            Some(i) if txn.batches[i].0 == *tp => Some(i),
+            _ => txn.index.get(tp).copied(),
+        };
+        if at.is_none() {
+            self.check_partition(tp)?;
         }
-        self.check_partition(tp)?;
         let size = format::record_size(record);
         let max = self.shared.config.max_record_bytes;
         if size > max {
@@ -164,10 +183,13 @@ impl TransactionalProducer for EmbeddedProducer {
             });
         }
         let txn = self.txn.as_mut().expect("checked above");
-        let batches = match txn.batches.get_mut(tp) {
-            Some(b) => b,
-            None => txn.batches.entry(tp.clone()).or_default(),
-        };
+        let i = at.unwrap_or_else(|| {
+            txn.batches.push((tp.clone(), Vec::new()));
+            txn.index.insert(tp.clone(), txn.batches.len() - 1);
+            txn.batches.len() - 1
+        });
+        txn.last = Some(i);
+        let batches = &mut txn.batches[i].1;
         let need_new = batches
             .last()
             .is_none_or(|b| b.len() + size > BATCH_BYTES && b.count() > 0);
@@ -211,8 +233,8 @@ impl TransactionalProducer for EmbeddedProducer {
         }
         let before: Vec<(TopicPartition, u64)> = txn
             .batches
-            .keys()
-            .map(|tp| st.end(tp).map(|e| (tp.clone(), e)))
+            .iter()
+            .map(|(tp, _)| st.end(tp).map(|e| (tp.clone(), e)))
             .collect::<Result<_, _>>()?;
         if let Err(e) = self.commit_locked(&mut st, &mut txn) {
             // Nothing became visible; drop what step 1 wrote.

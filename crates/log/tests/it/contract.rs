@@ -35,6 +35,7 @@ contract_tests!(
     zombie_fenced,
     restore_compacted,
     ensure_topic_checks_shape,
+    batched_fetch,
 );
 
 #[test]

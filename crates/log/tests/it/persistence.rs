@@ -244,3 +244,50 @@ fn a_reader_of_a_compacted_topic_does_not_stall_at_a_compacted_segment_end() {
         assert!(offsets.contains(&newest), "{offsets:?}");
     }
 }
+
+/// A fetch that fills its byte budget just after crossing into a new
+/// segment (the first frame of the next segment read whole past the
+/// budget) resumes inside that segment: no record of it is skipped. Before
+/// the fix the position jumped to the segment's end, losing the rest of it
+/// (found by the end-to-end tumbling count on 20 M events, which lost the
+/// whole last segment of each partition).
+#[test]
+fn a_fetch_ending_mid_segment_after_a_segment_boundary_skips_nothing() {
+    let config = EmbeddedConfig {
+        // Segments of ten 103 KB frames (1 028 KB): a fetch (1 MiB per
+        // partition) reads one whole, has 20 KB of budget left, and reads
+        // the next segment's first frame whole past it.
+        segment_bytes: 1_000_000,
+        ..EmbeddedConfig::default()
+    };
+    let tp = TopicPartition::new("t", 0);
+    let dir = tempfile::tempdir().expect("tempdir");
+    for log in [
+        EmbeddedLog::in_memory_with(config.clone()),
+        EmbeddedLog::open_with(dir.path(), config.clone()).expect("open"),
+    ] {
+        log.create_topic(&TopicSpec::new("t", 1)).expect("create");
+        let value = vec![7u8; 1_000];
+        let mut n = 0u32;
+        for _ in 0..40 {
+            let recs: Vec<Record> = (0..100)
+                .map(|_| {
+                    n += 1;
+                    Record::new(Some(&n.to_be_bytes()), Some(&value), Timestamp(1))
+                })
+                .collect();
+            commit(&log, "tx", &tp, &recs);
+        }
+        let mut c = log.consumer("r").expect("consumer");
+        let got = read_to_end(&mut c, std::slice::from_ref(&tp));
+        let keys: Vec<u32> = got
+            .iter()
+            .map(|r| u32::from_be_bytes(r.record.key.as_deref().unwrap().try_into().unwrap()))
+            .collect();
+        assert_eq!(
+            keys,
+            (1..=4_000).collect::<Vec<u32>>(),
+            "every record, once, in order"
+        );
+    }
+}

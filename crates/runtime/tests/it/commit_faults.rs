@@ -205,13 +205,30 @@ fn an_aborted_commit_replaces_the_engine_in_place_and_resumes_from_the_last_comm
     let records = input(400, 6, 23);
     let expected = regular(driver_finals(tumbling_count(), &records));
     let log = prepared(&records);
-    let plan = Plan::with([(3, Fault::Fail(ErrorKind::AbortTransaction))]);
+    let plan = Plan::with([(2, Fault::Fail(ErrorKind::AbortTransaction))]);
     let mut app =
         StreamsApp::with_log(tumbling_count(), config("replaced", 2), flaky(&log, &plan)).unwrap();
     let states = Arc::new(Mutex::new(Vec::new()));
     let seen = states.clone();
     app.set_state_listener(move |new, _| seen.lock().unwrap().push(new));
-    start_and_finish(&mut app);
+    app.start().unwrap();
+    // The second commit fails while the app runs (not the close's): wait for
+    // the replacement before finishing, so the close commits normally.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while app.replacements() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no replacement: {:?}",
+            app.error()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(app.wait_until_caught_up(Duration::from_secs(60)).unwrap());
+    assert!(
+        app.close(Duration::from_secs(30)),
+        "closed: {:?}",
+        app.error()
+    );
     assert_eq!(app.replacements(), 1);
     assert!(app.error().is_none());
     // RUNNING, then restoring again for the replacement, then RUNNING.

@@ -38,6 +38,9 @@ pub struct StreamTask {
     subtopology: usize,
     cx: TaskContext,
     sources: HashMap<String, Rc<RefCell<dyn SourceInput>>>,
+    /// The source of the last processed record's topic: a run of records
+    /// of one topic finds it without hashing the topic each time.
+    last_source: Option<(Box<str>, Rc<RefCell<dyn SourceInput>>)>,
     frontier_ops: Vec<Rc<RefCell<dyn FrontierOperator>>>,
     time_ops: Vec<Rc<RefCell<dyn TimeOperator>>>,
     stores: BTreeMap<String, StoreHandle>,
@@ -67,6 +70,7 @@ impl StreamTask {
             subtopology,
             cx: TaskContext::default(),
             sources: cx.sources,
+            last_source: None,
             frontier_ops: cx.frontier_ops.into_values().collect(),
             time_ops: cx.time_ops.into_values().collect(),
             stores: cx.stores,
@@ -155,13 +159,17 @@ impl StreamTask {
         timestamp: i64,
         headers: Headers,
     ) -> Result<Option<i64>, ProcessError> {
-        let source = self
-            .sources
-            .get(topic)
-            .ok_or_else(|| ProcessError::UnknownTopic {
-                topic: topic.into(),
-            })?
-            .clone();
+        if self.last_source.as_ref().is_none_or(|(t, _)| **t != *topic) {
+            let source = self
+                .sources
+                .get(topic)
+                .ok_or_else(|| ProcessError::UnknownTopic {
+                    topic: topic.into(),
+                })?
+                .clone();
+            self.last_source = Some((topic.into(), source));
+        }
+        let (_, source) = self.last_source.as_ref().expect("set above");
         if &*self.cx.meta.topic != topic {
             self.cx.meta.topic = topic.into();
         }
