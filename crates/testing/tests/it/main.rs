@@ -13,6 +13,7 @@ mod harness_checks;
 mod closed_windows;
 mod cogroup;
 mod deserialization;
+mod drop_counts;
 mod dsl;
 mod joins;
 mod processor_api;
