@@ -15,6 +15,7 @@ mod cogroup;
 mod deserialization;
 mod drop_counts;
 mod dsl;
+mod fk_joins;
 mod joins;
 mod processor_api;
 mod properties;
