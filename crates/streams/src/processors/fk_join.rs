@@ -308,3 +308,102 @@ where
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::any::Any;
+
+    use stoatflow_state::{
+        AnyKeyValueStore, InMemoryKeyValueStore, StoreConfig, StringCodec, ValueAndTimestampCodec,
+    };
+
+    use super::*;
+    use crate::serde::StringSerde;
+    use crate::topology::graph::Port;
+
+    type Seen = Rc<RefCell<Vec<(String, Option<String>, i64)>>>;
+
+    struct Collect(Seen);
+
+    impl Push<String, Option<String>> for Collect {
+        fn push(
+            &mut self,
+            _: &mut TaskContext,
+            rec: Record<String, Option<String>>,
+        ) -> Result<(), ProcessError> {
+            self.0
+                .borrow_mut()
+                .push((rec.key, rec.value, rec.timestamp));
+            Ok(())
+        }
+    }
+
+    fn resolver(left_join: bool, seen: &Seen) -> Resolver {
+        let store = InMemoryKeyValueStore::new(
+            StoreConfig::new("left"),
+            StringCodec,
+            ValueAndTimestampCodec::new(StringCodec),
+        );
+        let port: Port<String, Option<String>> = Rc::new(RefCell::new(Collect(seen.clone())));
+        ResponseResolve {
+            left: NamedStore {
+                name: "left".into(),
+                store: Rc::new(RefCell::new(AnyKeyValueStore::InMemory(store))),
+            },
+            value_serde: Arc::new(StringSerde),
+            joiner: Arc::new(|l: &String, r: Option<&String>| {
+                format!("{l}+{}", r.map_or("null", String::as_str))
+            }),
+            left_join,
+            down: Downstream::from_children(vec![Box::new(port) as Box<dyn Any>]),
+        }
+    }
+
+    type Resolver = ResponseResolve<String, String, String, String>;
+
+    fn respond(
+        r: &mut Resolver,
+        cx: &mut TaskContext,
+        hash: Option<u64>,
+        value: Option<&str>,
+        ts: i64,
+    ) {
+        let response = Response {
+            hash,
+            value: value.map(str::to_owned),
+        };
+        r.push(cx, Record::new("k".to_owned(), response, ts))
+            .unwrap();
+    }
+
+    fn hash(v: &str) -> Option<u64> {
+        Some(value_hash(v.as_bytes()))
+    }
+
+    #[test]
+    fn a_response_for_a_left_value_that_has_changed_since_is_dropped() {
+        for left_join in [false, true] {
+            let seen = Seen::default();
+            let mut r = resolver(left_join, &seen);
+            let cx = &mut TaskContext::default();
+            r.left
+                .write(&"k".to_owned(), Some("new".into()), 5)
+                .unwrap();
+            // An answer to the subscription the old value sent: stale.
+            respond(&mut r, cx, hash("old"), Some("r"), 6);
+            respond(&mut r, cx, hash("old"), None, 6);
+            assert!(seen.borrow().is_empty());
+            // Answers to the current value join.
+            respond(&mut r, cx, hash("new"), Some("r"), 7);
+            respond(&mut r, cx, hash("new"), None, 8);
+            let no_match = left_join.then(|| "new+null".to_owned());
+            assert_eq!(
+                *seen.borrow(),
+                [
+                    ("k".to_owned(), Some("new+r".to_owned()), 7),
+                    ("k".to_owned(), no_match, 8)
+                ]
+            );
+        }
+    }
+}

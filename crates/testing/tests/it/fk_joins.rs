@@ -200,3 +200,20 @@ fn an_update_of_the_old_foreign_key_reaches_nobody() {
         ]
     });
 }
+
+#[test]
+fn a_left_table_without_a_value_serde_is_refused_at_build() {
+    let mut b = StreamsBuilder::new();
+    let consumed = || Consumed::with(Serdes::i32(), Serdes::string());
+    let lhs: KTable<i32, String> = b.table(LEFT, consumed(), "left-table");
+    let rhs: KTable<i32, String> = b.table(RIGHT, consumed(), "right-table");
+    // A pair has no inferred serde: its values cannot be hashed.
+    let pairs = lhs.map_values(|_: &i32, v: String| (fk(&v), v));
+    let _joined =
+        pairs.join_on_foreign_key(&rhs, |p: &(i32, String)| p.0, |p, r| format!("{}{r}", p.1));
+    let err = b.build().unwrap_err().to_string();
+    assert!(
+        err.contains("foreign-key join") && err.contains("value serde"),
+        "{err}"
+    );
+}
