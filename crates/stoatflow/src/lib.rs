@@ -136,7 +136,7 @@
 //! | `suppress(Suppressed)` | `suppress(Suppressed)` (plus `Suppressed::until_barrier`) |
 //! | `groupBy(selector, Grouped)` | `group_by(selector, Grouped)` → `KGroupedTable` |
 //! | `join`, `leftJoin`, `outerJoin(KTable, joiner)` | `join`, `left_join`, `outer_join` (the joiner sees `Option` for a side that may be absent) |
-//! | `join`, `leftJoin(KTable, foreignKeyExtractor, joiner)` | not supported yet: the foreign-key join (subscription and response topics) |
+//! | `join`, `leftJoin(KTable, foreignKeyExtractor, joiner)` | `join_on_foreign_key`, `left_join_on_foreign_key` (the extractor takes the value and returns the foreign key, never null; same subscription and response topics) |
 //! | `transformValues(..)` | not supported: use `map_values` or `to_stream().process_values(..)` |
 //! | `queryableStoreName()` | `queryable_store_name()` |
 //! | **KGroupedStream** `count`, `reduce`, `aggregate` | `count`/`count_with`, `reduce`, `aggregate` (store value serdes inferred for `String`, `i64`, ...) |

@@ -563,9 +563,10 @@ impl TopologyTestDriver {
 
     /// Every record dropped so far, in order, as data: source topic,
     /// partition and offset, key, reason, and the window or session it
-    /// missed with its close. One event per count of
-    /// `dropped.records.total` (so per window for a record several time
-    /// windows drop, as Kafka Streams meters it). Carried across restarts.
+    /// missed with its close. One event per window a record missed (the
+    /// per-window detail); `dropped.records.total` counts records, once
+    /// each: exactly the events whose `counted` is set. Carried across
+    /// restarts.
     pub fn dropped_records(&self) -> Vec<DropEvent> {
         let mut inner = self.inner.borrow_mut();
         inner.drain_drop_events();

@@ -10,6 +10,7 @@
 
 pub(crate) mod builder;
 pub(crate) mod cogroup;
+pub(crate) mod fk_join;
 pub(crate) mod grouped;
 pub(crate) mod grouped_table;
 pub(crate) mod joins;

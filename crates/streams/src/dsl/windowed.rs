@@ -432,6 +432,7 @@ where
                     .then(|| emit_frontier_for(cx, &store_name));
                 let out = WindowedOutput {
                     node: store_name.clone(),
+                    drop_counted: std::cell::Cell::new(false),
                     store_name: store_name.clone(),
                     emit,
                     emit_frontier,

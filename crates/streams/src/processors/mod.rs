@@ -5,6 +5,7 @@
 //! leaves (records, serdes, window definitions); never the DSL that wires it
 //! nor the Processor API.
 
+pub(crate) mod fk_join;
 pub(crate) mod scheduled_source;
 pub(crate) mod session_aggregate;
 pub(crate) mod sink;

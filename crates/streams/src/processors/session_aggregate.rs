@@ -67,6 +67,7 @@ where
     A: Clone + 'static,
 {
     fn push(&mut self, cx: &mut TaskContext, rec: Record<K, V>) -> Result<(), ProcessError> {
+        self.out.next_record();
         let (ts, gap) = (rec.timestamp, self.windows.inactivity_gap_ms());
         let found = self
             .store

@@ -383,6 +383,7 @@ where
     A: Clone + 'static,
 {
     fn push(&mut self, cx: &mut TaskContext, rec: Record<K, V>) -> Result<(), ProcessError> {
+        self.out.next_record();
         let ts = rec.timestamp;
         // The record's own window [ts, ts + D] closes last among those it
         // touches: if it has closed, so have the others.

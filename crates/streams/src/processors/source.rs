@@ -58,6 +58,7 @@ impl<K: Clone + 'static, V: Clone + 'static> Source<K, V> {
                     timestamp,
                     DropReason::DeserializationError,
                     None,
+                    true,
                 );
                 Ok(None)
             }

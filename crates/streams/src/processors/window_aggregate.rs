@@ -39,6 +39,7 @@ where
     A: Clone + 'static,
 {
     fn push(&mut self, cx: &mut TaskContext, rec: Record<K, V>) -> Result<(), ProcessError> {
+        self.out.next_record();
         let ts = rec.timestamp;
         // The open windows containing the record, by start (closing times grow with the
         // start, so the closed ones come first).

@@ -10,7 +10,7 @@
 //!
 //! It knows nothing of how the floor or the frontier were computed.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -83,9 +83,13 @@ impl EmitFrontier {
 }
 
 /// The output side of a windowed aggregation: its node and store names, its
-/// emit strategy, the emit frontier (on-window-close only) and its children.
+/// emit strategy, the emit frontier (on-window-close only), its children, and
+/// whether the record being pushed has already been counted as dropped.
 pub(crate) struct WindowedOutput<K, A> {
     pub(crate) node: String,
+    /// Set by the first window the current record missed; cleared by
+    /// [`WindowedOutput::next_record`] (the metric counts records, not windows).
+    pub(crate) drop_counted: Cell<bool>,
     pub(crate) store_name: String,
     pub(crate) emit: EmitStrategy,
     pub(crate) emit_frontier: Option<EmitFrontier>,
@@ -110,9 +114,18 @@ where
         self.emit == EmitStrategy::OnWindowUpdate
     }
 
+    /// A new record is being pushed: its first missed window will count.
+    #[inline(always)]
+    pub(crate) fn next_record(&self) {
+        self.drop_counted.set(false);
+    }
+
     /// The late rule (DESIGN 3.4): whether `window`, closing at `close`, has
-    /// closed at the floor; if so the record is dropped from it and the drop
-    /// counted under `reason` (per window, as Kafka Streams meters it).
+    /// closed at the floor; if so the record is dropped from it. The metric
+    /// counts the record once under `reason`, at the first window it missed
+    /// since [`WindowedOutput::next_record`] (Kafka Streams counts per
+    /// window; issue 16 chose one per record); every window missed is a
+    /// [`DropEvent`](crate::DropEvent) and a debug line.
     #[inline(always)]
     pub(crate) fn closed(
         &self,
@@ -130,7 +143,8 @@ where
         closed
     }
 
-    /// Counts one drop and says why at debug level, off the hot path.
+    /// Counts one drop (once per record) and says why at debug level, off
+    /// the hot path.
     #[cold]
     #[inline(never)]
     fn count_drop(
@@ -140,12 +154,14 @@ where
         key: &K,
         (timestamp, window, close): (i64, Window, i64),
     ) {
+        let counted = !self.drop_counted.replace(true);
         cx.drop_record(
             &self.node,
             Some(key),
             timestamp,
             reason,
             Some((window, close)),
+            counted,
         );
         tracing::debug!(
             node = %self.node, key = ?key, timestamp, window_start = window.start,

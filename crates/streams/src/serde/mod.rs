@@ -12,6 +12,7 @@
 mod change;
 mod codec;
 mod primitive;
+pub(crate) mod subscription;
 mod windowed;
 
 use std::fmt;

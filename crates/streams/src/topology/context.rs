@@ -45,8 +45,14 @@ impl DropReason {
     }
 }
 
-/// One dropped record, as data: where it came from, its key, why, and the
-/// window or session it missed. The metric counts the same events.
+/// One drop, as data: where the record came from, its key, why, and the
+/// window or session it missed.
+///
+/// A record that misses several windows (hopping windows, a sliding record's
+/// left and right windows) gives one event per window missed: that is the
+/// per-window detail, also logged at debug level. The metric counts records,
+/// not windows: exactly the events with `counted` set (one per record and
+/// dropping node).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DropEvent {
     /// Source topic, partition and offset of the record (empty topic and
@@ -63,6 +69,10 @@ pub struct DropEvent {
     pub window: Option<(crate::record::Window, i64)>,
     /// The node that dropped it.
     pub node: String,
+    /// Whether the metric counted this event: true for the first window a
+    /// record missed at a node (and for every drop that is not about a
+    /// window), false for each further window the same record missed.
+    pub counted: bool,
 }
 
 /// The task's counters.
@@ -154,8 +164,10 @@ impl Default for TaskContext {
 }
 
 impl TaskContext {
-    /// Counts a dropped record under its reason and, when drop events are
-    /// collected, records it (the key rendered only then).
+    /// Counts a dropped record under its reason when `counted` (once per
+    /// record: a caller passes false for each further window the same record
+    /// missed) and, when drop events are collected, records the drop (the
+    /// key rendered only then).
     pub(crate) fn drop_record<K: std::fmt::Debug>(
         &mut self,
         node: &str,
@@ -163,8 +175,11 @@ impl TaskContext {
         timestamp: i64,
         reason: DropReason,
         window: Option<(crate::record::Window, i64)>,
+        counted: bool,
     ) {
-        self.metrics.drop_record(reason);
+        if counted {
+            self.metrics.drop_record(reason);
+        }
         if let Some(events) = &mut self.drop_events {
             events.push(DropEvent {
                 source: self.meta.clone(),
@@ -173,6 +188,7 @@ impl TaskContext {
                 reason,
                 window,
                 node: node.to_owned(),
+                counted,
             });
         }
     }

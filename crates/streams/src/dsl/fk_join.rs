@@ -1,0 +1,241 @@
+//! The foreign-key table join: [`KTable::join_on_foreign_key`] and
+//! [`KTable::left_join_on_foreign_key`] (Kafka Streams' `join` / `leftJoin`
+//! with a foreign-key extractor).
+//!
+//! Wiring only (the operators are `processors::fk_join`): the left table
+//! feeds `SubscriptionSend`, whose subscriptions go through the internal
+//! topic `<name>-SUBSCRIPTION-REGISTRATION-repartition` (keyed by foreign
+//! key) to a `RightSide` node; it and a second `RightSide` node (on the right
+//! table)
+//! share the subscription store and the right rows, and their responses go
+//! through `<name>-SUBSCRIPTION-RESPONSE-repartition` (keyed by primary
+//! key) to `ResponseResolve`, which reads the left rows `SubscriptionSend`
+//! keeps. Every serde must be known (given or inferred for the standard
+//! types): both topics and all three stores need them.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use crate::dsl::grouped::note_missing;
+use crate::dsl::kstream::{KStream, add_processor};
+use crate::dsl::ktable::{KTable, table_store};
+use crate::dsl::materialized::Grouped;
+use crate::processors::fk_join::{
+    FkExtractor, FkJoiner, NamedStore, ResponseResolve, RightSide, RightStores, SubscriptionSend,
+};
+use crate::processors::stateless::PassThrough;
+use crate::serde::subscription::{
+    Response, ResponseSerde, Subscription, SubscriptionKey, SubscriptionKeySerde, SubscriptionSerde,
+};
+use crate::serde::{I64Serde, SerdeRef, default_serde};
+use crate::topology::graph::{Downstream, Instantiation, port};
+
+impl<K: Ord + Clone + 'static, V: Clone + 'static> KTable<K, V> {
+    /// The inner foreign-key join: each row of this table joins the row of
+    /// `other` whose key `fk` extracts from its value; a row whose foreign
+    /// key has no match has no result (a tombstone if it had one).
+    pub fn join_on_foreign_key<FK, VO, R>(
+        &self,
+        other: &KTable<FK, VO>,
+        fk: impl Fn(&V) -> FK + Send + Sync + 'static,
+        joiner: impl Fn(&V, &VO) -> R + Send + Sync + 'static,
+    ) -> KTable<K, R>
+    where
+        FK: Ord + Clone + 'static,
+        VO: Clone + 'static,
+        R: Clone + 'static,
+    {
+        let joiner: FkJoiner<V, VO, R> =
+            Arc::new(move |v, o| joiner(v, o.expect("an inner join has the right side")));
+        self.foreign_key_join(other, Arc::new(fk), joiner, false)
+    }
+
+    /// The left foreign-key join: every row of this table has a result, the
+    /// right side `None` where its foreign key has no match.
+    pub fn left_join_on_foreign_key<FK, VO, R>(
+        &self,
+        other: &KTable<FK, VO>,
+        fk: impl Fn(&V) -> FK + Send + Sync + 'static,
+        joiner: impl Fn(&V, Option<&VO>) -> R + Send + Sync + 'static,
+    ) -> KTable<K, R>
+    where
+        FK: Ord + Clone + 'static,
+        VO: Clone + 'static,
+        R: Clone + 'static,
+    {
+        self.foreign_key_join(other, Arc::new(fk), Arc::new(joiner), true)
+    }
+
+    fn foreign_key_join<FK, VO, R>(
+        &self,
+        other: &KTable<FK, VO>,
+        fk: FkExtractor<V, FK>,
+        joiner: FkJoiner<V, VO, R>,
+        left_join: bool,
+    ) -> KTable<K, R>
+    where
+        FK: Ord + Clone + 'static,
+        VO: Clone + 'static,
+        R: Clone + 'static,
+    {
+        let prefix = if left_join {
+            "KTABLE-FK-LEFTJOIN"
+        } else {
+            "KTABLE-FK-JOIN"
+        };
+        let base = self.graph.borrow_mut().next_name(prefix);
+        let ks = self.key_serde.clone();
+        let vs = self.value_serde.clone().or_else(default_serde);
+        let fks = other.key_serde.clone();
+        let vos = other.value_serde.clone().or_else(default_serde);
+        let left_store = format!("{base}-LEFT-STORE");
+        let sub_store = format!("{base}-SUBSCRIPTION-STORE");
+        let right_store = format!("{base}-RIGHT-STORE");
+        let sub_keys = fks.clone().zip(ks.clone()).map(|(f, k)| {
+            Arc::new(SubscriptionKeySerde::new(f, k)) as SerdeRef<SubscriptionKey<FK, K>>
+        });
+        let hashes: Option<SerdeRef<i64>> = Some(Arc::new(I64Serde));
+        if vs.is_none() {
+            let node = self.graph.borrow().nodes[self.node].name.clone();
+            self.graph
+                .borrow_mut()
+                .errors
+                .push(crate::error::TopologyError::InvalidArgument {
+                node,
+                reason:
+                    "a foreign-key join hashes the left values: give the left table a value serde"
+                        .into(),
+            });
+        }
+        note_missing(&self.graph, &left_store, true, &ks, &vs);
+        note_missing(&self.graph, &sub_store, true, &sub_keys, &hashes);
+        note_missing(&self.graph, &right_store, true, &fks, &vos);
+
+        // Left table → subscriptions → the subscription topic.
+        let send = {
+            let (name, ks, vs, fk) = (left_store.clone(), ks.clone(), vs.clone(), fk.clone());
+            add_processor(
+                &self.graph,
+                &format!("{prefix}-SUBSCRIPTION-SEND"),
+                vec![self.node],
+                vec![left_store.clone()],
+                None,
+                Arc::new(move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
+                    port::<K, Option<V>, _>(SubscriptionSend {
+                        left: NamedStore {
+                            name: name.clone(),
+                            store: table_store(cx, &name, &ks, &vs),
+                        },
+                        value_serde: vs.clone().expect("checked at build"),
+                        fk: fk.clone(),
+                        left_join,
+                        down: Downstream::from_children(ch),
+                    })
+                }),
+            )
+            .0
+        };
+        let subscriptions =
+            KStream::<FK, Subscription<K>>::new(self.graph.clone(), send, None, None).repartition(
+                Grouped {
+                    key_serde: fks.clone(),
+                    value_serde: ks
+                        .clone()
+                        .map(|k| Arc::new(SubscriptionSerde::new(k)) as SerdeRef<Subscription<K>>),
+                    name: Some(format!("{base}-SUBSCRIPTION-REGISTRATION")),
+                },
+            );
+
+        // The right side: subscriptions and right rows → responses.
+        let right_stores = vec![sub_store.clone(), right_store.clone()];
+        let stores = {
+            let (sub_store, right_store) = (sub_store.clone(), right_store.clone());
+            let (sub_keys, fks, vos) = (sub_keys.clone(), fks.clone(), vos.clone());
+            move |cx: &mut Instantiation| RightStores {
+                subscriptions: NamedStore {
+                    name: sub_store.clone(),
+                    store: table_store(cx, &sub_store, &sub_keys, &hashes),
+                },
+                right: NamedStore {
+                    name: right_store.clone(),
+                    store: table_store(cx, &right_store, &fks, &vos),
+                },
+            }
+        };
+        let stores = Arc::new(stores);
+        let receive = {
+            let stores = stores.clone();
+            add_processor(
+                &self.graph,
+                &format!("{prefix}-SUBSCRIPTION-RECEIVE"),
+                vec![subscriptions.node],
+                right_stores.clone(),
+                None,
+                Arc::new(move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
+                    port::<FK, Subscription<K>, _>(RightSide {
+                        stores: stores(cx),
+                        down: Downstream::from_children(ch),
+                    })
+                }),
+            )
+            .0
+        };
+        let update = add_processor(
+            &other.graph,
+            &format!("{prefix}-FOREIGN-UPDATE"),
+            vec![other.node],
+            right_stores,
+            None,
+            Arc::new(move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
+                port::<FK, Option<VO>, _>(RightSide {
+                    stores: stores(cx),
+                    down: Downstream::from_children(ch),
+                })
+            }),
+        )
+        .0;
+        let (merge, _) = add_processor(
+            &self.graph,
+            &format!("{prefix}-RESPONSE-MERGE"),
+            vec![receive, update],
+            vec![],
+            None,
+            Arc::new(|_: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
+                port::<K, Response<VO>, _>(PassThrough {
+                    down: Downstream::from_children(ch),
+                })
+            }),
+        );
+        let responses = KStream::<K, Response<VO>>::new(self.graph.clone(), merge, None, None)
+            .repartition(Grouped {
+                key_serde: ks.clone(),
+                value_serde: vos
+                    .clone()
+                    .map(|v| Arc::new(ResponseSerde::new(v)) as SerdeRef<Response<VO>>),
+                name: Some(format!("{base}-SUBSCRIPTION-RESPONSE")),
+            });
+
+        // Responses → the joined table, against the current left rows.
+        let (name, ks2, vs2) = (left_store.clone(), ks.clone(), vs.clone());
+        let (resolve, _) = add_processor(
+            &self.graph,
+            &format!("{prefix}-RESPONSE-RESOLVE"),
+            vec![responses.node],
+            vec![left_store],
+            None,
+            Arc::new(move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
+                port::<K, Response<VO>, _>(ResponseResolve {
+                    left: NamedStore {
+                        name: name.clone(),
+                        store: table_store(cx, &name, &ks2, &vs2),
+                    },
+                    value_serde: vs2.clone().expect("checked at build"),
+                    joiner: joiner.clone(),
+                    left_join,
+                    down: Downstream::from_children(ch),
+                })
+            }),
+        );
+        KTable::new(self.graph.clone(), resolve, ks, None, None)
+    }
+}
