@@ -30,9 +30,8 @@ use stoatflow_streams::{
 use stoatflow_time::WatermarkStrategy;
 
 use crate::error::BenchError;
-use crate::nexmark::{Generator, GeneratorConfig};
+use crate::nexmark::{Generator, GeneratorConfig, out_of_orderness};
 use crate::queries::{self, EVENTS_TOPIC, HotItems};
-use crate::run::out_of_orderness;
 use crate::serdes::EventSerde;
 use crate::workloads::{TUMBLING_KEYS, TUMBLING_WINDOW_MS};
 

@@ -16,6 +16,7 @@ use stoatflow_streams::{KStream, StreamsBuilder, StreamsConfig, Windowed};
 use stoatflow_time::Watermark;
 
 pub use crate::error::BenchError;
+pub use crate::nexmark::out_of_orderness;
 use crate::nexmark::{Event, Generator, GeneratorConfig};
 use crate::pipeline::Pipeline;
 use crate::queries::{self, EVENTS_TOPIC};
@@ -209,16 +210,6 @@ fn report(query: Query, opts: &RunOptions, seconds: f64, outputs: u64) -> RunRep
             .takes_changelog_option()
             .then(crate::pipeline::peak_store_entries),
     }
-}
-
-/// The watermark's lag behind the largest event time: enough to cover one
-/// out-of-order group.
-pub fn out_of_orderness(c: &GeneratorConfig) -> Duration {
-    if c.out_of_order_group_size <= 1 {
-        return Duration::ZERO;
-    }
-    let ms = (c.out_of_order_group_size as u128 * 1000).div_ceil(c.rate.max(1) as u128) + 1;
-    Duration::from_millis(ms as u64)
 }
 
 fn run_generator(opts: &RunOptions) -> (f64, u64) {

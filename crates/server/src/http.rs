@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use stoatflow_runtime::MetricsSnapshot;
 use stoatflow_time::{Clock, SystemClock, Watermark, WatermarksSnapshot};
 
+use crate::endpoints::Endpoints;
 use crate::history::WatermarkHistory;
 use crate::metrics::{METRICS_CONTENT_TYPE, MetricsRegistry, RecordingLevel};
 use crate::watermarks::{info_json, watermarks_response};
@@ -28,20 +29,6 @@ use crate::watermarks::{info_json, watermarks_response};
 const PAGE: &str = include_str!("../assets/watermarks.html");
 /// The OpenAPI description of the JSON endpoints.
 pub const OPENAPI: &str = include_str!("../openapi.json");
-
-/// What the server reads from the application.
-pub trait Endpoints: Send + Sync + 'static {
-    /// The tracker's snapshot, or `None` before the engine is initialised.
-    fn watermarks(&self) -> Option<WatermarksSnapshot>;
-    /// The client state's name and code (`RUNNING` is 4).
-    fn client_state(&self) -> (&'static str, u8);
-    /// The application id.
-    fn application_id(&self) -> String;
-    /// The figures of `/metrics`; `None` exports the client state alone.
-    fn metrics(&self) -> Option<MetricsSnapshot> {
-        None
-    }
-}
 
 /// Settings of the listener (`runtime.endpoints.*`).
 #[derive(Debug, Clone)]

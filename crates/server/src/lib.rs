@@ -24,13 +24,15 @@
 //! assert_eq!(status, 503); // nothing registered, nothing emitted
 //! ```
 
+mod endpoints;
 mod history;
 mod http;
 mod metrics;
 mod watermarks;
 
+pub use endpoints::Endpoints;
 pub use history::WatermarkHistory;
-pub use http::{Endpoints, EndpointsConfig, HttpServer, HttpServerBuilder, OPENAPI, ServerError};
+pub use http::{EndpointsConfig, HttpServer, HttpServerBuilder, OPENAPI, ServerError};
 pub use metrics::{
     BadRecordingLevel, METRICS_CONTENT_TYPE, Metric, MetricKind, MetricsRegistry, RecordingLevel,
 };

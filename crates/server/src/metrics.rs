@@ -18,7 +18,7 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use stoatflow_runtime::{DurationHistogram, MetricsSnapshot};
 
-use crate::http::Endpoints;
+use crate::endpoints::Endpoints;
 
 /// `metrics.recording.level`: which metrics are recorded and exported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]

@@ -58,7 +58,7 @@ pub struct StreamsConfig {
     /// `None` lets the runner decide: the runtime keeps them on disk when it runs on the
     /// embedded log in a directory and in memory otherwise; the test driver always keeps
     /// every store in memory.
-    pub default_dsl_store: Option<crate::topology::StoreType>,
+    pub default_dsl_store: Option<StoreType>,
 }
 
 impl Default for StreamsConfig {
@@ -107,7 +107,7 @@ impl StreamsConfig {
 
     /// Sets `default.dsl.store`.
     #[must_use]
-    pub fn with_default_dsl_store(mut self, store_type: crate::topology::StoreType) -> Self {
+    pub fn with_default_dsl_store(mut self, store_type: StoreType) -> Self {
         self.default_dsl_store = Some(store_type);
         self
     }
@@ -117,5 +117,36 @@ impl StreamsConfig {
     pub fn with_changelog(mut self, enabled: bool) -> Self {
         self.changelog_enabled = enabled;
         self
+    }
+}
+
+/// The engine of a store (Kafka Streams' `default.dsl.store`: `rocksDB` | `in_memory`; here
+/// `persistent` | `in_memory`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreType {
+    /// Entries on local disk (the persistent engine), restored from the changelog only past
+    /// the checkpoint of a clean close.
+    Persistent,
+    /// Entries in memory, restored from the whole changelog at every start.
+    InMemory,
+}
+
+impl StoreType {
+    /// The configuration value: `persistent` or `in_memory`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StoreType::Persistent => "persistent",
+            StoreType::InMemory => "in_memory",
+        }
+    }
+
+    /// Parses `persistent` (or Kafka Streams' `rocksDB`) and `in_memory`.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "persistent" | "rocksDB" | "rocksdb" => Some(StoreType::Persistent),
+            "in_memory" => Some(StoreType::InMemory),
+            _ => None,
+        }
     }
 }

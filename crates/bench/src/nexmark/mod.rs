@@ -18,3 +18,13 @@ pub use generator::{
 };
 pub use model::{Auction, Bid, Event, Person};
 pub use random::JavaRandom;
+
+/// The watermark's lag behind the largest event time: enough to cover one
+/// out-of-order group.
+pub fn out_of_orderness(c: &GeneratorConfig) -> std::time::Duration {
+    if c.out_of_order_group_size <= 1 {
+        return std::time::Duration::ZERO;
+    }
+    let ms = (c.out_of_order_group_size as u128 * 1000).div_ceil(c.rate.max(1) as u128) + 1;
+    std::time::Duration::from_millis(ms as u64)
+}

@@ -25,36 +25,7 @@ use crate::error::ProcessError;
 use crate::serde::{BoxedCodec, MissingCodec};
 use crate::topology::graph::Instantiation;
 
-/// The engine of a store (Kafka Streams' `default.dsl.store`: `rocksDB` | `in_memory`; here
-/// `persistent` | `in_memory`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum StoreType {
-    /// Entries on local disk (the persistent engine), restored from the changelog only past
-    /// the checkpoint of a clean close.
-    Persistent,
-    /// Entries in memory, restored from the whole changelog at every start.
-    InMemory,
-}
-
-impl StoreType {
-    /// The configuration value: `persistent` or `in_memory`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StoreType::Persistent => "persistent",
-            StoreType::InMemory => "in_memory",
-        }
-    }
-
-    /// Parses `persistent` (or Kafka Streams' `rocksDB`) and `in_memory`.
-    pub fn parse(value: &str) -> Option<Self> {
-        match value {
-            "persistent" | "rocksDB" | "rocksdb" => Some(StoreType::Persistent),
-            "in_memory" => Some(StoreType::InMemory),
-            _ => None,
-        }
-    }
-}
+pub use crate::config::StoreType;
 
 /// What a store holds: what a supplier is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,19 @@
+//! [`Endpoints`]: what the server reads from the application. A leaf: the
+//! HTTP layer and the metrics registry both read through it; it knows neither.
+
+use stoatflow_runtime::MetricsSnapshot;
+use stoatflow_time::WatermarksSnapshot;
+
+/// What the server reads from the application.
+pub trait Endpoints: Send + Sync + 'static {
+    /// The tracker's snapshot, or `None` before the engine is initialised.
+    fn watermarks(&self) -> Option<WatermarksSnapshot>;
+    /// The client state's name and code (`RUNNING` is 4).
+    fn client_state(&self) -> (&'static str, u8);
+    /// The application id.
+    fn application_id(&self) -> String;
+    /// The figures of `/metrics`; `None` exports the client state alone.
+    fn metrics(&self) -> Option<MetricsSnapshot> {
+        None
+    }
+}
