@@ -72,6 +72,18 @@ impl<K: Ord, V> Slots<K, V> for BTreeMap<K, Slot<V>> {
     fn slot_mut(&mut self, key: &K) -> Option<&mut Slot<V>> {
         self.get_mut(key)
     }
+
+    fn live(&self) -> u64 {
+        self.len() as u64
+    }
+
+    fn for_each_slot<'a>(&'a self, f: &mut dyn FnMut(&'a Slot<V>)) {
+        self.values().for_each(f);
+    }
+
+    fn mark_all_clean(&mut self) {
+        self.values_mut().for_each(|s| s.dirty = CLEAN);
+    }
 }
 
 impl<K: Ord + Clone, V: Clone> StateStore for InMemoryKeyValueStore<K, V> {
@@ -86,12 +98,19 @@ impl<K: Ord + Clone, V: Clone> StateStore for InMemoryKeyValueStore<K, V> {
     fn flush_changelog(&mut self, out: &mut Vec<ChangelogRecord>) -> Result<(), StateError> {
         let name = self.config.name();
         let (key_codec, value_codec) = (&self.key_codec, &self.value_codec);
+        let mut value_bytes = Vec::new();
         self.dirty
             .flush(out, &mut self.map, |n, key, value, timestamp, out| {
                 let key_bytes = key_codec
                     .to_bytes(key)
                     .map_err(|e| StateError::encode_key(name, flushed_key(n), e))?;
-                let value = encode_flushed_value(&**value_codec, value, name, &key_bytes)?;
+                let value = encode_flushed_value(
+                    &**value_codec,
+                    value,
+                    &mut value_bytes,
+                    name,
+                    &key_bytes,
+                )?;
                 out.push(ChangelogRecord {
                     key: key_bytes,
                     value,

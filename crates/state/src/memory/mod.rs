@@ -102,11 +102,17 @@ impl<I: Ord> DirtyLog<I> {
     /// `None` is a tombstone), each live slot in `slots` marked clean. All or nothing: if
     /// `record` fails, `out` is left as it was, every slot points into the log again and the
     /// error is returned, so a later flush still writes every key.
+    ///
+    /// The log is ordered through a permutation of its indices (an id's later entry last),
+    /// so the log itself keeps its indices. When the log is large against the store (a
+    /// sliding count dirties nearly every live window between barriers), the current values
+    /// are found by one walk over the live slots, each dirty slot naming its entry, instead
+    /// of one lookup per entry; otherwise each entry's slot is looked up.
     pub(crate) fn flush<V>(
         &mut self,
         out: &mut Vec<ChangelogRecord>,
         slots: &mut impl Slots<I, V>,
-        mut record: impl FnMut(
+        record: impl FnMut(
             usize,
             &I,
             Option<&V>,
@@ -114,64 +120,153 @@ impl<I: Ord> DirtyLog<I> {
             &mut Vec<ChangelogRecord>,
         ) -> Result<(), StateError>,
     ) -> Result<(), StateError> {
-        let mut log = std::mem::take(&mut self.entries);
-        // Stable: an id's later entry stays last.
-        log.sort_by(|a, b| a.0.cmp(&b.0));
-        out.reserve(log.len());
+        let walk = slots.live() <= WALK_RATIO * self.entries.len() as u64;
+        self.flush_by(walk, out, slots, record)
+    }
+
+    /// [`DirtyLog::flush`], walking the slots or looking each one up as `walk` says.
+    fn flush_by<V>(
+        &mut self,
+        walk: bool,
+        out: &mut Vec<ChangelogRecord>,
+        slots: &mut impl Slots<I, V>,
+        record: impl MakeRecord<I, V>,
+    ) -> Result<(), StateError> {
+        if self.entries.is_empty() {
+            return Ok(());
+        }
+        let entries = &self.entries;
+        let mut order: Vec<usize> = (0..entries.len()).collect();
+        order.sort_unstable_by(|&a, &b| entries[a].0.cmp(&entries[b].0).then(a.cmp(&b)));
+        out.reserve(order.len());
         let first = out.len();
-        for (i, (id, timestamp)) in log.iter().enumerate() {
-            if log.get(i + 1).is_some_and(|next| next.0 == *id) {
-                continue;
+        let flushed = self.write_records(walk, &order, out, slots, record);
+        if flushed.is_err() {
+            out.truncate(first);
+            if !walk {
+                self.repoint_after_failed_flush(slots);
             }
-            let mut slot = slots.slot_mut(id);
-            let value = slot.as_ref().map(|s| &s.value);
-            if let Err(e) = record(out.len() - first, id, value, *timestamp, out) {
-                out.truncate(first);
-                self.keep_after_failed_flush(log, slots);
-                return Err(e);
+        } else {
+            self.entries.clear();
+        }
+        flushed
+    }
+
+    /// The positions in `order` that flush: the last of each id.
+    fn flushed<'a>(&'a self, order: &'a [usize]) -> impl Iterator<Item = usize> + 'a {
+        order.iter().enumerate().filter_map(move |(pos, &i)| {
+            let superseded = order
+                .get(pos + 1)
+                .is_some_and(|&next| self.entries[next].0 == self.entries[i].0);
+            (!superseded).then_some(i)
+        })
+    }
+
+    /// Makes the records of `order`'s flushed entries. Walking, the values are read by one
+    /// walk over the live slots and every slot is marked clean only once every record is
+    /// made, so a failure changes no slot; otherwise each entry's slot is looked up and
+    /// marked clean in turn.
+    fn write_records<V>(
+        &self,
+        walk: bool,
+        order: &[usize],
+        out: &mut Vec<ChangelogRecord>,
+        slots: &mut impl Slots<I, V>,
+        mut record: impl MakeRecord<I, V>,
+    ) -> Result<(), StateError> {
+        if walk {
+            {
+                let mut values: Vec<Option<&V>> = vec![None; self.entries.len()];
+                slots.for_each_slot(&mut |slot| {
+                    if slot.dirty != CLEAN {
+                        values[slot.dirty] = Some(&slot.value);
+                    }
+                });
+                for (n, i) in self.flushed(order).enumerate() {
+                    let (id, timestamp) = &self.entries[i];
+                    record(n, id, values[i], *timestamp, out)?;
+                }
             }
-            if let Some(s) = slot.as_mut() {
-                s.dirty = CLEAN;
+            slots.mark_all_clean();
+        } else {
+            for (n, i) in self.flushed(order).enumerate() {
+                let (id, timestamp) = &self.entries[i];
+                let mut slot = slots.slot_mut(id);
+                record(n, id, slot.as_ref().map(|s| &s.value), *timestamp, out)?;
+                if let Some(s) = slot.as_mut() {
+                    s.dirty = CLEAN;
+                }
             }
         }
         Ok(())
     }
 
-    /// Puts the log of a failed flush back and points every slot into it again.
+    /// Points every slot into the log again after a failed flush (an id's last entry wins).
     #[cold]
     #[inline(never)]
-    fn keep_after_failed_flush<V>(&mut self, log: Vec<(I, i64)>, slots: &mut impl Slots<I, V>) {
-        for (i, (id, _)) in log.iter().enumerate() {
+    fn repoint_after_failed_flush<V>(&self, slots: &mut impl Slots<I, V>) {
+        for (i, (id, _)) in self.entries.iter().enumerate() {
             if let Some(s) = slots.slot_mut(id) {
                 s.dirty = i;
             }
         }
-        self.entries = log;
     }
 }
+
+/// Makes the changelog record of one flushed entry: `(n, id, current value, timestamp,
+/// out)`, as [`DirtyLog::flush`] takes it.
+trait MakeRecord<I, V>:
+    FnMut(usize, &I, Option<&V>, i64, &mut Vec<ChangelogRecord>) -> Result<(), StateError>
+{
+}
+
+impl<I, V, F> MakeRecord<I, V> for F where
+    F: FnMut(usize, &I, Option<&V>, i64, &mut Vec<ChangelogRecord>) -> Result<(), StateError>
+{
+}
+
+/// A flush walks every live slot rather than looking up each logged entry when the store
+/// holds at most this many live slots per logged entry (a walk step is several times
+/// cheaper than a lookup).
+const WALK_RATIO: u64 = 8;
 
 /// Where a store's slots are found by their dirty-log id.
 pub(crate) trait Slots<I, V> {
     /// The live slot of `id`.
     fn slot_mut(&mut self, id: &I) -> Option<&mut Slot<V>>;
+
+    /// How many live slots there are.
+    fn live(&self) -> u64;
+
+    /// Visits every live slot, in any order.
+    fn for_each_slot<'a>(&'a self, f: &mut dyn FnMut(&'a Slot<V>));
+
+    /// Marks every live slot clean.
+    fn mark_all_clean(&mut self);
 }
 
 /// A codec shared by a store's clones of itself.
 pub(crate) type SharedCodec<T> = Arc<dyn Codec<T>>;
 
 /// The changelog value of a flushed entry of `store` whose key encodes as `key`: the
-/// encoding of `value`, or `None` (a tombstone).
+/// encoding of `value`, or `None` (a tombstone). The value is encoded into `scratch` (reused
+/// across a flush, so encoding never grows a fresh buffer) and copied out at its exact size.
 #[inline]
 pub(crate) fn encode_flushed_value<V>(
     codec: &dyn Codec<V>,
     value: Option<&V>,
+    scratch: &mut Vec<u8>,
     store: &str,
     key: &[u8],
 ) -> Result<Option<Vec<u8>>, StateError> {
-    value
-        .map(|v| codec.to_bytes(v))
-        .transpose()
-        .map_err(|e| StateError::encode_value(store, key, e))
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    scratch.clear();
+    codec
+        .encode(value, scratch)
+        .map_err(|e| StateError::encode_value(store, key, e))?;
+    Ok(Some(scratch.as_slice().to_vec()))
 }
 
 /// Decodes a restored key or value, mapping failure to a corrupt-record error.
@@ -185,4 +280,122 @@ pub(crate) fn decode_entry<T>(
     codec
         .decode(bytes)
         .map_err(|e| entry.corrupt(store, format!("{what} does not decode: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    /// A key-value layout driven through the dirty log as the stores drive it.
+    struct Model {
+        slots: BTreeMap<u64, Slot<i64>>,
+        log: DirtyLog<u64>,
+        /// What the next flush must write: key -> (value or tombstone, timestamp).
+        expected: BTreeMap<u64, (Option<i64>, i64)>,
+    }
+
+    impl Model {
+        fn put(&mut self, key: u64, value: i64, timestamp: i64) {
+            let slot = self.slots.entry(key).or_insert(Slot {
+                value,
+                dirty: CLEAN,
+            });
+            slot.value = value;
+            self.log.note(&mut slot.dirty, timestamp, || key);
+            self.expected.insert(key, (Some(value), timestamp));
+        }
+
+        fn delete(&mut self, key: u64, timestamp: i64) {
+            let removed = self.slots.remove(&key).map_or(CLEAN, |s| s.dirty);
+            self.log.note_removed(removed, timestamp, || key);
+            self.expected.insert(key, (None, timestamp));
+        }
+
+        /// Flushes by `walk`; the `fail_at`-th record (if any) fails.
+        fn flush(
+            &mut self,
+            walk: bool,
+            fail_at: Option<usize>,
+        ) -> Result<Vec<(u64, Option<i64>, i64)>, StateError> {
+            let mut out = vec![ChangelogRecord {
+                key: vec![9],
+                value: None,
+                timestamp: -1,
+            }];
+            self.log
+                .flush_by(walk, &mut out, &mut self.slots, |n, key, value, ts, out| {
+                    if Some(n) == fail_at {
+                        return Err(StateError::encode_key(
+                            "m",
+                            n,
+                            crate::codec::CodecError::new("no"),
+                        ));
+                    }
+                    out.push(ChangelogRecord {
+                        key: key.to_be_bytes().to_vec(),
+                        value: value.map(|v| v.to_be_bytes().to_vec()),
+                        timestamp: ts,
+                    });
+                    Ok(())
+                })?;
+            assert_eq!(out[0].timestamp, -1, "records before the flush's are kept");
+            Ok(out[1..]
+                .iter()
+                .map(|r| {
+                    let key = u64::from_be_bytes(r.key.clone().try_into().unwrap());
+                    let value = r
+                        .value
+                        .as_ref()
+                        .map(|v| i64::from_be_bytes(v.clone().try_into().unwrap()));
+                    (key, value, r.timestamp)
+                })
+                .collect())
+        }
+    }
+
+    /// Both flush paths (the walk over live slots and the lookup per logged entry) write
+    /// one record per written key, in key order, with its last value (or a tombstone) and
+    /// last timestamp, leave every slot clean, and on a failed record write nothing and
+    /// keep every entry for the next flush; over a randomized sequence of puts, deletes,
+    /// re-puts and failures.
+    #[test]
+    fn both_flush_paths_write_each_key_once_in_order_with_its_last_write() {
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        for walk in [true, false] {
+            let mut m = Model {
+                slots: BTreeMap::new(),
+                log: DirtyLog::new(),
+                expected: BTreeMap::new(),
+            };
+            let mut ts = 0;
+            for epoch in 0..200 {
+                for _ in 0..next(40) {
+                    ts += 1;
+                    let key = next(24);
+                    if next(4) == 0 {
+                        m.delete(key, ts);
+                    } else {
+                        m.put(key, ts * 10, ts);
+                    }
+                }
+                let expected: Vec<_> = m.expected.iter().map(|(k, (v, t))| (*k, *v, *t)).collect();
+                if epoch % 7 == 3 && !expected.is_empty() {
+                    let at = next(expected.len() as u64) as usize;
+                    assert!(m.flush(walk, Some(at)).is_err());
+                }
+                assert_eq!(m.flush(walk, None).unwrap(), expected, "walk {walk}");
+                m.expected.clear();
+                assert!(m.slots.values().all(|s| s.dirty == CLEAN));
+                assert_eq!(m.flush(walk, None).unwrap(), vec![]);
+            }
+        }
+    }
 }

@@ -59,6 +59,12 @@ pub(crate) trait Segment<K: Ord + Clone, V>: Default {
 
     /// Removes (key, window).
     fn remove(&mut self, key: &K, window: WindowOf<K, V, Self>) -> Option<Slot<V>>;
+
+    /// Visits every slot, in any order.
+    fn for_each_slot<'a>(&'a self, f: &mut dyn FnMut(&'a Slot<V>));
+
+    /// Marks every slot clean.
+    fn mark_all_clean(&mut self);
 }
 
 /// A window or session store's segments, retention, dirty tracking and codecs (see the
@@ -87,6 +93,22 @@ impl<K: Ord + Clone, V, S: Segment<K, V>> Slots<IdOf<K, V, S>, V> for SegmentSlo
         self.segments
             .get_mut(&self.retention.segment_id(S::Kind::time(window)))?
             .slot_mut(S::Kind::key(id), window)
+    }
+
+    fn live(&self) -> u64 {
+        self.segments.values().map(Segment::len).sum()
+    }
+
+    fn for_each_slot<'a>(&'a self, f: &mut dyn FnMut(&'a Slot<V>)) {
+        for seg in self.segments.values() {
+            seg.for_each_slot(f);
+        }
+    }
+
+    fn mark_all_clean(&mut self) {
+        for seg in self.segments.values_mut() {
+            seg.mark_all_clean();
+        }
     }
 }
 
@@ -265,7 +287,7 @@ impl<K: Ord + Clone, V: Clone, S: Segment<K, V>> SegmentedCore<K, V, S, IdOf<K, 
             retention: self.retention,
             _key: PhantomData,
         };
-        let mut key_bytes = Vec::new();
+        let (mut key_bytes, mut value_bytes) = (Vec::new(), Vec::new());
         self.dirty
             .flush(out, &mut slots, |n, id, value, timestamp, out| {
                 key_bytes.clear();
@@ -274,7 +296,13 @@ impl<K: Ord + Clone, V: Clone, S: Segment<K, V>> SegmentedCore<K, V, S, IdOf<K, 
                     .map_err(|e| StateError::encode_key(name, flushed_key(n), e))?;
                 let mut key = Vec::with_capacity(key_bytes.len() + S::Kind::KEY_SUFFIX);
                 S::Kind::changelog_key(&key_bytes, S::Kind::window(id), &mut key);
-                let value = encode_flushed_value(&**value_codec, value, name, &key_bytes)?;
+                let value = encode_flushed_value(
+                    &**value_codec,
+                    value,
+                    &mut value_bytes,
+                    name,
+                    &key_bytes,
+                )?;
                 out.push(ChangelogRecord {
                     key,
                     value,

@@ -49,6 +49,16 @@ impl<K: Ord + Clone, V> Segment<K, V> for SessionSegment<K, V> {
         self.keys.get_mut(key)?.get_mut(&(w.end, w.start))
     }
 
+    fn for_each_slot<'a>(&'a self, f: &mut dyn FnMut(&'a Slot<V>)) {
+        self.keys.values().flat_map(BTreeMap::values).for_each(f);
+    }
+
+    fn mark_all_clean(&mut self) {
+        for slot in self.keys.values_mut().flat_map(BTreeMap::values_mut) {
+            slot.dirty = CLEAN;
+        }
+    }
+
     fn upsert(
         &mut self,
         key: Cow<'_, K>,

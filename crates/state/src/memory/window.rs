@@ -145,6 +145,18 @@ impl<K: Ord + Clone, V> Segment<K, V> for WindowSegment<K, V> {
         self.removed(start);
         Some(old)
     }
+
+    fn for_each_slot<'a>(&'a self, f: &mut dyn FnMut(&'a Slot<V>)) {
+        for (_, slot) in self.keys.values().flatten() {
+            f(slot);
+        }
+    }
+
+    fn mark_all_clean(&mut self) {
+        for (_, slot) in self.keys.values_mut().flatten() {
+            slot.dirty = CLEAN;
+        }
+    }
 }
 
 impl<K: Ord + Clone, V> WindowSegment<K, V> {
