@@ -4,6 +4,7 @@
 //! consumers and transactional producers with the properties our semantics
 //! need. Knows nothing of streams, windows or watermarks.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rdkafka::ClientConfig;
@@ -119,14 +120,21 @@ impl Log for KafkaLog {
             TopicReplication::Fixed(self.config.replication_factor.unwrap_or(-1)),
         )
         .set("cleanup.policy", spec.shape.cleanup.as_kafka_str());
-        let bytes = spec.retention.bytes.map(|b| b.to_string());
-        let ms = spec.retention.time.map(|t| t.as_millis().to_string());
-        if let Some(b) = &bytes {
-            topic = topic.set("retention.bytes", b);
-        }
-        if let Some(ms) = &ms {
-            topic = topic.set("retention.ms", ms);
-        }
+        // No limit is -1, said explicitly: left unset, the broker's default
+        // applies (7 days of record time in Kafka), and a topic fed records
+        // with old event-time timestamps (a replay, a backfill, a repartition
+        // topic) would lose its head before it is read.
+        let bytes = spec
+            .retention
+            .bytes
+            .map_or_else(|| "-1".to_owned(), |b| b.to_string());
+        let ms = spec
+            .retention
+            .time
+            .map_or_else(|| "-1".to_owned(), |t| t.as_millis().to_string());
+        topic = topic
+            .set("retention.bytes", &bytes)
+            .set("retention.ms", &ms);
         let op = format!("creating topic {:?}", spec.name);
         let results = self
             .admin_wait(
@@ -169,30 +177,15 @@ impl Log for KafkaLog {
         let Some(partitions) = self.describe_partitions(topic)? else {
             return Ok(None);
         };
-        let op = format!("describing the configuration of topic {topic:?}");
-        let results = self
-            .admin_wait(
-                &op,
-                self.admin
-                    .describe_configs([&ResourceSpecifier::Topic(topic)], &self.admin_options()),
-            )?
-            .map_err(|e| map(&e, op.clone(), None))?;
-        let mut cleanup = CleanupPolicy::Delete;
-        for r in results {
-            let resource = r.map_err(|code| LogError::Broker {
-                op: op.clone(),
-                message: code.to_string(),
-                kind: stoatflow_log::ErrorKind::Fatal,
-            })?;
-            if let Some(entry) = resource.get("cleanup.policy")
-                && entry
-                    .value
-                    .as_deref()
-                    .is_some_and(|v| v.split(',').any(|p| p.trim() == "compact"))
-            {
-                cleanup = CleanupPolicy::Compact;
-            }
-        }
+        let config = self.topic_config(topic)?;
+        let cleanup = if config
+            .get("cleanup.policy")
+            .is_some_and(|v| v.split(',').any(|p| p.trim() == "compact"))
+        {
+            CleanupPolicy::Compact
+        } else {
+            CleanupPolicy::Delete
+        };
         Ok(Some(TopicShape::new(partitions, cleanup)))
     }
 
@@ -222,6 +215,37 @@ impl Log for KafkaLog {
 }
 
 impl KafkaLog {
+    /// The topic's configuration as the broker holds it (`cleanup.policy`,
+    /// `retention.ms`, ...): every entry that has a value.
+    ///
+    /// # Errors
+    /// [`LogError::Broker`] if the broker refuses (an unknown topic among
+    /// them), [`LogError::Timeout`] if it does not answer.
+    pub fn topic_config(&self, topic: &str) -> Result<BTreeMap<String, String>, LogError> {
+        let op = format!("describing the configuration of topic {topic:?}");
+        let results = self
+            .admin_wait(
+                &op,
+                self.admin
+                    .describe_configs([&ResourceSpecifier::Topic(topic)], &self.admin_options()),
+            )?
+            .map_err(|e| map(&e, op.clone(), None))?;
+        let mut config = BTreeMap::new();
+        for r in results {
+            let resource = r.map_err(|code| LogError::Broker {
+                op: op.clone(),
+                message: code.to_string(),
+                kind: stoatflow_log::ErrorKind::Fatal,
+            })?;
+            for entry in resource.entries {
+                if let Some(value) = entry.value {
+                    config.insert(entry.name, value);
+                }
+            }
+        }
+        Ok(config)
+    }
+
     fn describe_partitions(&self, topic: &str) -> Result<Option<u32>, LogError> {
         let md = self
             .meta

@@ -15,12 +15,12 @@ use stoatflow_streams::{CoordinationMode, Topology};
 use stoatflow_time::{Clock, SystemClock, WatermarksSnapshot};
 
 use crate::app_state::AppState;
+use crate::config::layout::log_topic_name;
 use crate::config::{Backend, RuntimeConfig};
+use crate::engine::error_response::HandlerOutcome;
 use crate::engine::{Shared, run_engine};
 use crate::error::RuntimeError;
-use crate::error_response::HandlerOutcome;
-use crate::layout::log_topic_name;
-use crate::metrics::{MetricsSnapshot, lag_at};
+use crate::observe::metrics::{MetricsSnapshot, lag_at};
 
 /// A topology running on a log: Kafka Streams' `KafkaStreams`.
 ///

@@ -39,31 +39,24 @@
 
 mod app;
 mod app_state;
-mod cadence;
-mod changelog_read;
 mod config;
 mod engine;
 mod error;
-mod error_response;
-mod lane;
-mod layout;
-mod metrics;
-mod partitioner;
+mod observe;
 mod task_id;
-mod timeline;
 
 pub use app::{AppHandle, StreamsApp};
 pub use app_state::AppState;
-pub use cadence::BarrierCadence;
+pub use config::cadence::BarrierCadence;
+pub use config::layout::WATERMARK_MARKER_HEADER;
 pub use config::{Backend, CommitBarrierConfig, ProcessingGuarantee, RuntimeConfig};
+pub use engine::error_response::{HandlerOutcome, StreamThreadExceptionResponse};
+pub use engine::partitioner::{murmur2, partition_for_key};
 pub use engine::{ErrorHandler, StateListener};
 pub use error::RuntimeError;
-pub use error_response::{HandlerOutcome, StreamThreadExceptionResponse};
-pub use layout::WATERMARK_MARKER_HEADER;
-pub use metrics::{
+pub use observe::metrics::{
     BARRIER_BUCKETS_MS, BarrierFigures, DurationHistogram, MetricsSnapshot, RestoreFigures,
     StoreSegments,
 };
-pub use partitioner::{murmur2, partition_for_key};
+pub use observe::timeline::{BarrierTiming, ResultLatency, Timeline};
 pub use task_id::TaskId;
-pub use timeline::{BarrierTiming, ResultLatency, Timeline};

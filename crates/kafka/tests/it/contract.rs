@@ -39,3 +39,48 @@ fn oversized_record_refused() {
     let limit = log.config().max_record_bytes;
     contract::oversized_record_refused(&log, "kafka", limit);
 }
+
+/// `TopicSpec::new` promises no retention limit: on Kafka that must be said
+/// (`retention.ms = -1`), or the broker's default (7 days of record time)
+/// deletes the head of a topic fed records with old event-time timestamps.
+/// The kill -9 test lost its first final results that way on a loaded
+/// machine before topics were created like this.
+#[test]
+fn topics_are_created_with_the_retention_their_spec_says() {
+    use std::time::Duration;
+    use stoatflow_log::{Log, Retention, TopicSpec};
+
+    let Some(broker) = TestBroker::start("contract::topics_are_created_with_the_retention") else {
+        return;
+    };
+    let log = broker.log();
+    log.create_topic(&TopicSpec::new("unlimited", 1)).unwrap();
+    log.create_topic(&TopicSpec::new("limited", 1).with_retention(Retention {
+        bytes: Some(1 << 30),
+        time: Some(Duration::from_secs(3_600)),
+    }))
+    .unwrap();
+    let unlimited = log.topic_config("unlimited").unwrap();
+    let limited = log.topic_config("limited").unwrap();
+    let get = |c: &std::collections::BTreeMap<String, String>, k: &str| c.get(k).cloned();
+    assert_eq!(
+        get(&unlimited, "retention.ms").as_deref(),
+        Some("-1"),
+        "{unlimited:?}"
+    );
+    assert_eq!(
+        get(&unlimited, "retention.bytes").as_deref(),
+        Some("-1"),
+        "{unlimited:?}"
+    );
+    assert_eq!(
+        get(&limited, "retention.ms").as_deref(),
+        Some("3600000"),
+        "{limited:?}"
+    );
+    assert_eq!(
+        get(&limited, "retention.bytes").as_deref(),
+        Some("1073741824"),
+        "{limited:?}"
+    );
+}

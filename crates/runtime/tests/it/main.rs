@@ -5,6 +5,7 @@ mod crash_points;
 mod end_to_end;
 mod families;
 mod faulty_log;
+mod fence_first;
 mod hooked_log;
 mod kill;
 mod partition_time;

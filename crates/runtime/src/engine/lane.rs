@@ -24,9 +24,9 @@ use stoatflow_streams::{
 };
 use stoatflow_time::{EventTime, WallTime, Watermark};
 
-use crate::changelog_read::read_to_end;
+use crate::engine::changelog_read::read_to_end;
 use crate::error::RuntimeError;
-use crate::metrics::MetricsCells;
+use crate::observe::metrics::MetricsCells;
 use crate::task_id::TaskId;
 
 /// A run of one task's records: consecutive records of one fetched batch,

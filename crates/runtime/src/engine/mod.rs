@@ -23,6 +23,11 @@
 //! answer may replace the engine in place: [`run_engine`] then builds a fresh
 //! one, which resumes from the last commit exactly as a restart would.
 
+pub(crate) mod changelog_read;
+pub(crate) mod error_response;
+pub(crate) mod lane;
+pub(crate) mod partitioner;
+
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -47,19 +52,19 @@ use stoatflow_time::{
 };
 
 use crate::app_state::AppState;
-use crate::cadence::BarrierCadence;
-use crate::changelog_read::read_to_end;
+use crate::config::cadence::BarrierCadence;
+use crate::config::layout::{Layout, log_topic_name, marker, marker_watermark};
 use crate::config::{ProcessingGuarantee, RuntimeConfig};
-use crate::error::RuntimeError;
-use crate::error_response::{
+use crate::engine::changelog_read::read_to_end;
+use crate::engine::error_response::{
     StreamThreadExceptionResponse, default_response, fenced, replacement_backoff,
 };
-use crate::lane::{LaneMsg, LaneReply, LaneRun, LaneSetup, run_lane};
-use crate::layout::{Layout, log_topic_name, marker, marker_watermark};
-use crate::metrics::{MetricsCells, combine};
-use crate::partitioner::partition_for_key;
+use crate::engine::lane::{LaneMsg, LaneReply, LaneRun, LaneSetup, run_lane};
+use crate::engine::partitioner::partition_for_key;
+use crate::error::RuntimeError;
+use crate::observe::metrics::{MetricsCells, combine};
+use crate::observe::timeline::{BarrierTiming, Timeline};
 use crate::task_id::TaskId;
-use crate::timeline::{BarrierTiming, Timeline};
 
 /// The key, in a repartition partition's committed offset metadata (Kafka
 /// Streams' processor metadata), of the last watermark marker read.
@@ -382,6 +387,15 @@ impl<L: Log + 'static> Engine<L> {
         let plan = Layout::plan(topology, config, &**log)?;
         let now = clock.now();
 
+        // The producer first: creating it fences every older producer of this
+        // transactional id and completes the transaction a dead instance left
+        // open. Everything read below (the watermark stamps, the committed
+        // offsets, the changelogs) is read after that: before, reads stop at
+        // the open transaction and offsets stay unstable until the broker
+        // times it out (a minute on Kafka), and a broker that shows pending
+        // offsets would let us start past input whose output is then aborted.
+        let producer = log.transactional_producer(&config.transactional_id())?;
+
         // The watermark stores first: their seeds are the tasks' floors and frontiers.
         let subtopologies = topology.subtopology_count();
         let mut times = Vec::with_capacity(subtopologies);
@@ -500,7 +514,6 @@ impl<L: Log + 'static> Engine<L> {
         }
         let mut consumer = log.consumer(&group)?;
         consumer.assign(&tps)?;
-        let producer = log.transactional_producer(&config.transactional_id())?;
 
         // Lanes: each builds, restores and seeds its own tasks.
         let mut by_lane: Vec<Vec<TaskId>> = vec![Vec::new(); lanes_n];

@@ -4,6 +4,9 @@
 //! barrier cadence, lanes, the tracker's knobs) and their validation, which
 //! names the offending key. Knows nothing of YAML: a loader builds this.
 
+pub(crate) mod cadence;
+pub(crate) mod layout;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
