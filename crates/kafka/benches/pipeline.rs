@@ -1,0 +1,222 @@
+//! Our exactly-once pipeline on Kafka against plain rdkafka consume-produce
+//! loops over the same data, in one run (issue 12's Kafka target: ours at
+//! least 80% of the plain loop).
+//!
+//! The work is a pass-through: read every record of a 3-partition topic,
+//! write it to another. Three contenders, alternated so broker noise is
+//! shared, each on fresh topics holding the same records:
+//! - `plain`: a read-committed consumer and an idempotent producer, no
+//!   transactions, one `flush` at the end (the fastest a loop can be, and
+//!   not exactly-once);
+//! - `plain eos`: the same loop with a transaction every 500 ms carrying the
+//!   consumed offsets (what a hand-written exactly-once loop costs);
+//! - `stoatflow`: a `StreamsApp` (`stream → map_values → to`) on a
+//!   `KafkaLog`, exactly-once, the default 500 ms barrier, timed from
+//!   `start` until every input offset is committed.
+//!
+//! `cargo bench -p stoatflow-kafka --bench pipeline`. Env `RECORDS`
+//! (default 200 000), `REPEATS` (default 3), `LANES` (default 2),
+//! `STOATFLOW_KAFKA_BOOTSTRAP` (else noida-db is spawned).
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, Consumer as _};
+use rdkafka::message::Message as _;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer as _};
+use rdkafka::{ClientConfig, Offset as KOffset, TopicPartitionList};
+use stoatflow_kafka::KafkaLog;
+use stoatflow_log::{Log, TopicSpec};
+use stoatflow_runtime::{Backend, RuntimeConfig, StreamsApp};
+use stoatflow_streams::{Consumed, Produced, Serdes, StreamsBuilder, Topology};
+
+use common::{broker, config};
+
+const PARTITIONS: u32 = 3;
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn producer(bootstrap: &str, transactional_id: Option<&str>) -> BaseProducer {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", bootstrap)
+        .set("enable.idempotence", "true")
+        .set("linger.ms", "5");
+    if let Some(id) = transactional_id {
+        c.set("transactional.id", id);
+    }
+    let p: BaseProducer = c.create().expect("producer");
+    if transactional_id.is_some() {
+        p.init_transactions(TIMEOUT).expect("init transactions");
+    }
+    p
+}
+
+fn send(p: &BaseProducer, mut rec: BaseRecord<'_, [u8], [u8]>) {
+    loop {
+        match p.send(rec) {
+            Ok(()) => return,
+            Err((_, back)) => {
+                p.poll(Duration::from_millis(5));
+                rec = back;
+            }
+        }
+    }
+}
+
+/// `n` records, 1 000 keys, 100-byte string values, spread by key.
+fn fill(bootstrap: &str, topic: &str, n: u64) {
+    let p = producer(bootstrap, None);
+    let value = "v".repeat(100);
+    for i in 0..n {
+        let key = format!("key-{:04}", i % 1000);
+        send(
+            &p,
+            BaseRecord::to(topic)
+                .key(key.as_bytes())
+                .payload(value.as_bytes()),
+        );
+    }
+    p.flush(TIMEOUT).expect("flush the input");
+}
+
+/// The plain loop: consume everything, produce each record to `output`;
+/// with `eos`, a transaction every 500 ms carrying the consumed offsets.
+fn plain(bootstrap: &str, input: &str, output: &str, n: u64, eos: bool) -> Duration {
+    let group = format!("{output}-group");
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", &group)
+        .set("isolation.level", "read_committed")
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..PARTITIONS as i32 {
+        tpl.add_partition_offset(input, p, KOffset::Beginning)
+            .expect("tpl");
+    }
+    consumer.assign(&tpl).expect("assign");
+    let tid = format!("{output}-tx");
+    let p = producer(bootstrap, eos.then_some(tid.as_str()));
+    let mut next = [0i64; PARTITIONS as usize];
+    let commit = |p: &BaseProducer, next: &[i64]| {
+        let mut offsets = TopicPartitionList::new();
+        for (part, &o) in next.iter().enumerate() {
+            offsets
+                .add_partition_offset(input, part as i32, KOffset::Offset(o))
+                .expect("offsets");
+        }
+        let meta = consumer.group_metadata().expect("group metadata");
+        p.send_offsets_to_transaction(&offsets, &meta, TIMEOUT)
+            .expect("send offsets");
+        p.commit_transaction(TIMEOUT).expect("commit");
+    };
+    let start = Instant::now();
+    if eos {
+        p.begin_transaction().expect("begin");
+    }
+    let mut last_commit = Instant::now();
+    let mut got = 0u64;
+    while got < n {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
+            send(
+                &p,
+                BaseRecord::to(output)
+                    .key(m.key().unwrap_or_default())
+                    .payload(m.payload().unwrap_or_default()),
+            );
+            next[m.partition() as usize] = m.offset() + 1;
+            got += 1;
+        }
+        if eos && last_commit.elapsed() >= Duration::from_millis(500) {
+            commit(&p, &next);
+            p.begin_transaction().expect("begin");
+            last_commit = Instant::now();
+        }
+        assert!(start.elapsed() < Duration::from_secs(600), "stalled at {got}");
+    }
+    if eos {
+        commit(&p, &next);
+    } else {
+        p.flush(TIMEOUT).expect("flush");
+    }
+    start.elapsed()
+}
+
+fn topology(input: &str, output: &str) -> Topology {
+    let mut b = StreamsBuilder::new();
+    b.stream(input, Consumed::with(Serdes::string(), Serdes::string()))
+        .map_values(|_k: &String, v: String| v)
+        .to(output, Produced::with(Serdes::string(), Serdes::string()));
+    b.build().expect("topology")
+}
+
+/// Ours: from `start` until every input offset is committed.
+fn ours(bootstrap: &str, input: &str, output: &str, lanes: usize) -> Duration {
+    let log = Arc::new(KafkaLog::connect(config(bootstrap)).expect("connect"));
+    let app_config = RuntimeConfig::new(format!("{output}-app"), Backend::InMemory).with_lanes(lanes);
+    let mut app = StreamsApp::with_log(topology(input, output), app_config, log).expect("app");
+    let start = Instant::now();
+    app.start().expect("start");
+    assert!(
+        app.wait_until_caught_up(Duration::from_secs(600))
+            .expect("caught up"),
+        "stoatflow did not catch up: {:?}",
+        app.error()
+    );
+    let took = start.elapsed();
+    assert!(app.close(TIMEOUT), "close: {:?}", app.error());
+    took
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let n = env("RECORDS", 200_000);
+    let repeats = env("REPEATS", 3);
+    let lanes = env("LANES", 2) as usize;
+    let b = broker();
+    let log = KafkaLog::connect(config(&b.1)).expect("connect");
+    let mut rates: [Vec<f64>; 3] = Default::default();
+    let names = ["plain rdkafka loop", "plain rdkafka eos loop", "stoatflow eos"];
+    for r in 0..repeats {
+        for (i, name) in names.iter().enumerate() {
+            let input = format!("pipe-in-{r}-{i}");
+            let output = format!("pipe-out-{r}-{i}");
+            for t in [&input, &output] {
+                log.create_topic(&TopicSpec::new(t.as_str(), PARTITIONS))
+                    .expect("topic");
+            }
+            fill(&b.1, &input, n);
+            let took = match i {
+                0 => plain(&b.1, &input, &output, n, false),
+                1 => plain(&b.1, &input, &output, n, true),
+                _ => ours(&b.1, &input, &output, lanes),
+            };
+            let rate = n as f64 / took.as_secs_f64();
+            println!(
+                "repeat {r} {name:<24} {n:>8} records in {:>7.3} s = {rate:>9.0} records/s",
+                took.as_secs_f64()
+            );
+            rates[i].push(rate);
+        }
+    }
+    let [plain, plain_eos, ours] = rates.map(median);
+    println!("median records/s: plain {plain:.0}, plain eos {plain_eos:.0}, stoatflow {ours:.0}");
+    println!(
+        "stoatflow eos / plain loop = {:.2}; stoatflow eos / plain eos loop = {:.2} ({lanes} lanes)",
+        ours / plain,
+        ours / plain_eos
+    );
+}
