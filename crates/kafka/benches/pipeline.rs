@@ -15,8 +15,9 @@
 //!   `start` until every input offset is committed.
 //!
 //! `cargo bench -p stoatflow-kafka --bench pipeline`. Env `RECORDS`
-//! (default 200 000), `REPEATS` (default 3), `LANES` (default 2),
-//! `STOATFLOW_KAFKA_BOOTSTRAP` (else noida-db is spawned).
+//! (default 200 000), `REPEATS` (default 3), `LANES` (default 2), `ONLY`
+//! (`plain`, `plain-eos` or `stoatflow`: that contender alone, for a
+//! profiler), `STOATFLOW_KAFKA_BOOTSTRAP` (else noida-db is spawned).
 
 mod common;
 
@@ -141,7 +142,10 @@ fn plain(bootstrap: &str, input: &str, output: &str, n: u64, eos: bool) -> Durat
             p.begin_transaction().expect("begin");
             last_commit = Instant::now();
         }
-        assert!(start.elapsed() < Duration::from_secs(600), "stalled at {got}");
+        assert!(
+            start.elapsed() < Duration::from_secs(600),
+            "stalled at {got}"
+        );
     }
     if eos {
         commit(&p, &next);
@@ -162,7 +166,8 @@ fn topology(input: &str, output: &str) -> Topology {
 /// Ours: from `start` until every input offset is committed.
 fn ours(bootstrap: &str, input: &str, output: &str, lanes: usize) -> Duration {
     let log = Arc::new(KafkaLog::connect(config(bootstrap)).expect("connect"));
-    let app_config = RuntimeConfig::new(format!("{output}-app"), Backend::InMemory).with_lanes(lanes);
+    let app_config =
+        RuntimeConfig::new(format!("{output}-app"), Backend::InMemory).with_lanes(lanes);
     let mut app = StreamsApp::with_log(topology(input, output), app_config, log).expect("app");
     let start = Instant::now();
     app.start().expect("start");
@@ -189,9 +194,21 @@ fn main() {
     let b = broker();
     let log = KafkaLog::connect(config(&b.1)).expect("connect");
     let mut rates: [Vec<f64>; 3] = Default::default();
-    let names = ["plain rdkafka loop", "plain rdkafka eos loop", "stoatflow eos"];
+    let names = [
+        "plain rdkafka loop",
+        "plain rdkafka eos loop",
+        "stoatflow eos",
+    ];
+    let only = std::env::var("ONLY").ok();
+    let keys = ["plain", "plain-eos", "stoatflow"];
+    if let Some(o) = &only {
+        assert!(keys.contains(&o.as_str()), "ONLY={o}: one of {keys:?}");
+    }
     for r in 0..repeats {
         for (i, name) in names.iter().enumerate() {
+            if only.as_deref().is_some_and(|o| o != keys[i]) {
+                continue;
+            }
             let input = format!("pipe-in-{r}-{i}");
             let output = format!("pipe-out-{r}-{i}");
             for t in [&input, &output] {
@@ -211,6 +228,9 @@ fn main() {
             );
             rates[i].push(rate);
         }
+    }
+    if only.is_some() {
+        return;
     }
     let [plain, plain_eos, ours] = rates.map(median);
     println!("median records/s: plain {plain:.0}, plain eos {plain_eos:.0}, stoatflow {ours:.0}");

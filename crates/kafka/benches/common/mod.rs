@@ -69,4 +69,3 @@ pub fn config(bootstrap: &str) -> KafkaConfig {
         .with_property("receive.message.max.bytes", "200000000")
         .expect("allowed")
 }
-
