@@ -81,6 +81,8 @@ pub const AUTO_INTERVAL: &str = "stoatflow.watermark.auto-interval-ms";
 pub const PREVIEW_AFTER: &str = "stoatflow.watermark.preview-after-ms";
 /// `state.dir`.
 pub const STATE_DIR: &str = "state.dir";
+/// `repartition.purge.interval.ms`.
+pub const PURGE_INTERVAL: &str = "repartition.purge.interval.ms";
 /// `default.dsl.store`.
 pub const DEFAULT_DSL_STORE: &str = "default.dsl.store";
 /// The prefix of pass-through librdkafka properties (`kafka.sasl.password`).
@@ -136,6 +138,7 @@ pub const KEYS: &[KeySpec] = &[
     k(INSTANCE_ID, "a string", "0"),
     k(POLL_WAIT, "1..=60000 ms", "5"),
     k(RESTORE_STALL, "1..=86400000 ms", "30000"),
+    k(PURGE_INTERVAL, "1..=86400000 ms", "30000"),
     k(MAX_OOO, "0..=31536000000 ms", "10000"),
     k(IDLENESS, "0..=31536000000 ms (0 disables)", "300000"),
     k(AUTO_INTERVAL, "1..=3600000 ms", "200"),
@@ -161,6 +164,7 @@ const NAMESPACES: &[&str] = &[
     "processing.",
     "application.",
     "default.",
+    "repartition.",
 ];
 
 /// A did-you-mean for an unknown key: the closest known key, or the

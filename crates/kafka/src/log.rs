@@ -12,8 +12,10 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, Top
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
 use rdkafka::error::RDKafkaErrorCode;
+use rdkafka::{Offset as KOffset, TopicPartitionList};
 use stoatflow_log::{
-    CleanupPolicy, Log, LogError, OffsetAndMetadata, TopicPartition, TopicShape, TopicSpec,
+    CleanupPolicy, Log, LogError, Offset, OffsetAndMetadata, Timestamp, TopicPartition, TopicShape,
+    TopicSpec,
 };
 
 use crate::block_on::block_on;
@@ -197,6 +199,41 @@ impl Log for KafkaLog {
         KafkaProducer::new(&self.config, transactional_id)
     }
 
+    fn purge_below(&self, tp: &TopicPartition, before: Offset) -> Result<(), LogError> {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(
+            &tp.topic,
+            tp.partition.0 as i32,
+            KOffset::Offset(before.0 as i64),
+        )
+        .map_err(|e| map(&e, format!("purging {tp} below {}", before.0), None))?;
+        let op = format!("purging {tp} below offset {}", before.0);
+        let result = self
+            .admin_wait(&op, self.admin.delete_records(&tpl, &self.admin_options()))?
+            .map_err(|e| map(&e, op.clone(), None))?;
+        for e in result.elements() {
+            if let Err(err) = e.error() {
+                if err.rdkafka_error_code() == Some(RDKafkaErrorCode::OffsetOutOfRange) {
+                    let (start, end) = self.watermarks(tp)?;
+                    return Err(LogError::OffsetOutOfRange {
+                        topic: tp.topic.clone(),
+                        partition: tp.partition,
+                        offset: before,
+                        start: Offset(start),
+                        end: Offset(end),
+                    });
+                }
+                return Err(map(&err, op, None));
+            }
+        }
+        Ok(())
+    }
+
+    /// A Kafka cluster compacts and applies retention by itself.
+    fn upkeep(&self, _now: Timestamp) -> Result<(), LogError> {
+        Ok(())
+    }
+
     fn committed_offsets(
         &self,
         group: &str,
@@ -215,6 +252,19 @@ impl Log for KafkaLog {
 }
 
 impl KafkaLog {
+    /// The first and end (high-watermark) offsets of `tp`.
+    fn watermarks(&self, tp: &TopicPartition) -> Result<(u64, u64), LogError> {
+        let (lo, hi) = self
+            .meta
+            .fetch_watermarks(
+                &tp.topic,
+                tp.partition.0 as i32,
+                self.config.request_timeout,
+            )
+            .map_err(|e| map(&e, format!("fetching the offsets of {tp}"), None))?;
+        Ok((lo.max(0) as u64, hi.max(0) as u64))
+    }
+
     /// The topic's configuration as the broker holds it (`cleanup.policy`,
     /// `retention.ms`, ...): every entry that has a value.
     ///

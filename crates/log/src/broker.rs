@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crate::error::LogError;
 use crate::types::{
-    FetchedBatch, FetchedRecord, Offset, OffsetAndMetadata, Record, RecordRef, SeekTo,
+    FetchedBatch, FetchedRecord, Offset, OffsetAndMetadata, Record, RecordRef, SeekTo, Timestamp,
     TopicPartition, TopicShape, TopicSpec,
 };
 
@@ -91,6 +91,26 @@ pub trait Log: Send + Sync + Debug {
         group: &str,
         partitions: &[TopicPartition],
     ) -> Result<Vec<(TopicPartition, Option<OffsetAndMetadata>)>, LogError>;
+
+    /// Lets the log reclaim the records of `partition` below `before`
+    /// (Kafka's `DeleteRecords`): what an application does to a repartition
+    /// topic once its consumer has committed past them. Records at or past
+    /// `before` are never touched; a log may keep more than asked (the
+    /// embedded log frees whole segments only). `before` past the end is
+    /// an error naming the partition.
+    ///
+    /// # Errors
+    /// Unknown topic or partition, an offset past the end, backend failures.
+    fn purge_below(&self, partition: &TopicPartition, before: Offset) -> Result<(), LogError>;
+
+    /// The log's own upkeep, where its user must ask for it: compaction of
+    /// compacted topics and retention of the others, judged at `now`. The
+    /// embedded log does it here; a Kafka cluster does it by itself, so
+    /// there it does nothing.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn upkeep(&self, now: Timestamp) -> Result<(), LogError>;
 }
 
 /// A read-committed consumer of explicitly assigned partitions. It never

@@ -597,6 +597,61 @@ fn p_end<L: Log>(log: &L, prefix: &str, tp: &TopicPartition) -> Offset {
         .expect("end offset")
 }
 
+/// `purge_below` never loses a record at or past the offset it is given,
+/// moves the beginning no further than that offset, and refuses an offset
+/// past the end naming the partition.
+///
+/// # Panics
+/// When the property does not hold.
+pub fn purge_keeps_what_is_at_or_past_it<L: Log>(log: &L, prefix: &str) {
+    let topic = format!("{prefix}-purge");
+    log.ensure_topic(&TopicSpec::new(topic.clone(), 1))
+        .expect("create topic");
+    let tp = TopicPartition::new(topic.clone(), 0);
+    let mut producer = log
+        .transactional_producer(&format!("{prefix}-purge-tx"))
+        .expect("producer");
+    for epoch in 0..3 {
+        producer.begin().expect("begin");
+        for i in 0..10 {
+            producer
+                .send(&tp, &v(&format!("r{}", epoch * 10 + i)))
+                .expect("send");
+        }
+        producer.commit().expect("commit");
+    }
+    let mut consumer = log
+        .consumer(&format!("{prefix}-purge-reader"))
+        .expect("consumer");
+    let all = read_to_end(&mut consumer, std::slice::from_ref(&tp));
+    assert_eq!(all.len(), 30, "records before the purge");
+    let before = all[15].offset;
+    log.purge_below(&tp, before).expect("purge");
+    let mut consumer = log
+        .consumer(&format!("{prefix}-purge-reader-2"))
+        .expect("consumer");
+    let start = consumer.beginning_offset(&tp).expect("beginning");
+    assert!(
+        start <= before,
+        "the beginning {start:?} moved past {before:?}"
+    );
+    let kept = read_to_end(&mut consumer, std::slice::from_ref(&tp));
+    let at_or_past: Vec<_> = kept.iter().filter(|r| r.offset >= before).collect();
+    assert_eq!(
+        values(&at_or_past.into_iter().cloned().collect::<Vec<_>>()),
+        values(&all[15..]),
+        "records at or past the purge offset"
+    );
+    let end = p_end(log, prefix, &tp);
+    let err = log
+        .purge_below(&tp, Offset(end.0 + 100))
+        .expect_err("purging past the end");
+    assert!(
+        matches!(err, LogError::OffsetOutOfRange { .. }) && err.to_string().contains(&topic),
+        "{err}"
+    );
+}
+
 /// Every check above, in order.
 ///
 /// # Panics
@@ -610,4 +665,5 @@ pub fn all<L: Log>(log: &L, prefix: &str) {
     restore_compacted(log, prefix);
     ensure_topic_checks_shape(log, prefix);
     batched_fetch(log, prefix);
+    purge_keeps_what_is_at_or_past_it(log, prefix);
 }

@@ -101,6 +101,9 @@ fn table() -> Vec<(&'static str, &'static str, Check)> {
         ("stoatflow.restore.stall-timeout-ms", "60000", |c| {
             c.runtime.restore_stall_timeout == Duration::from_secs(60)
         }),
+        ("repartition.purge.interval.ms", "5000", |c| {
+            c.runtime.purge_interval == Duration::from_secs(5)
+        }),
         ("stoatflow.watermark.max-out-of-orderness-ms", "2500", |c| {
             c.runtime.streams.max_out_of_orderness == Duration::from_millis(2_500)
                 && matches!(

@@ -54,6 +54,7 @@ fn the_example_file_loads_with_the_defaults_it_documents() {
         c.runtime.restore_stall_timeout,
         d.runtime.restore_stall_timeout
     );
+    assert_eq!(c.runtime.purge_interval, d.runtime.purge_interval);
 }
 
 #[test]

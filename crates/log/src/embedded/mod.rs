@@ -79,7 +79,7 @@ use self::txlog::{Entry, Meta};
 use crate::broker::Log;
 use crate::error::LogError;
 use crate::types::{
-    CleanupPolicy, OffsetAndMetadata, Timestamp, TopicPartition, TopicShape, TopicSpec,
+    CleanupPolicy, Offset, OffsetAndMetadata, Timestamp, TopicPartition, TopicShape, TopicSpec,
 };
 
 /// Tuning of the embedded log.
@@ -311,17 +311,7 @@ impl EmbeddedLog {
                         let Some(start) = part.retention_start(spec.retention.bytes, cutoff) else {
                             continue;
                         };
-                        // The new start is durable before any file goes, so
-                        // recovery can tell retention from a lost file.
-                        let entry = Entry::LogStart {
-                            tp: tp.clone(),
-                            start,
-                        };
-                        st.txlog.append(&entry)?;
-                        st.meta.apply(&entry);
-                        if let Some(part) = st.partitions.get_mut(&tp) {
-                            report.deleted_segments += part.drop_below(start)?;
-                        }
+                        report.deleted_segments += st.move_log_start(&tp, start)?;
                     }
                 }
             }
@@ -355,6 +345,22 @@ impl Shared {
 }
 
 impl State {
+    /// Moves the log start of `tp` to `start` (a segment base) and drops the
+    /// segments below it. The new start is durable before any file goes, so
+    /// recovery can tell retention or a purge from a lost file.
+    fn move_log_start(&mut self, tp: &TopicPartition, start: u64) -> Result<u64, LogError> {
+        let entry = Entry::LogStart {
+            tp: tp.clone(),
+            start,
+        };
+        self.txlog.append(&entry)?;
+        self.meta.apply(&entry);
+        match self.partitions.get_mut(tp) {
+            Some(part) => part.drop_below(start),
+            None => Ok(0),
+        }
+    }
+
     pub(crate) fn partition(&self, tp: &TopicPartition) -> Result<&PartitionLog, LogError> {
         self.partitions.get(tp).ok_or_else(|| self.unknown(tp))
     }
@@ -679,6 +685,33 @@ impl Log for EmbeddedLog {
 
     fn consumer(&self, group: &str) -> Result<EmbeddedConsumer, LogError> {
         Ok(EmbeddedConsumer::new(Arc::clone(&self.shared), group))
+    }
+
+    fn purge_below(&self, tp: &TopicPartition, before: Offset) -> Result<(), LogError> {
+        let mut st = self.lock();
+        let end = st.end(tp)?;
+        if before.0 > end {
+            return Err(LogError::OffsetOutOfRange {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+                offset: before,
+                start: Offset(st.partition(tp)?.start()),
+                end: Offset(end),
+            });
+        }
+        if before.0 == end
+            && let Some(part) = st.partitions.get_mut(tp)
+        {
+            part.roll_for_purge(end)?;
+        }
+        if let Some(start) = st.partition(tp)?.purge_start(before.0) {
+            st.move_log_start(tp, start)?;
+        }
+        Ok(())
+    }
+
+    fn upkeep(&self, now: Timestamp) -> Result<(), LogError> {
+        self.maintain(now).map(|_| ())
     }
 
     fn transactional_producer(&self, transactional_id: &str) -> Result<EmbeddedProducer, LogError> {

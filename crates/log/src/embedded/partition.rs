@@ -536,6 +536,26 @@ impl PartitionLog {
         (drop > 0).then(|| self.segments[drop].base)
     }
 
+    /// Before purging below `end` (everything committed): closes the active
+    /// segment if it holds records, so that it can go too. The new active
+    /// segment begins empty at `end`.
+    pub(crate) fn roll_for_purge(&mut self, end: u64) -> Result<(), LogError> {
+        match self.segments.last() {
+            Some(active) if active.base < end && self.data_end() == end => self.roll(end),
+            _ => Ok(()),
+        }
+    }
+
+    /// Purging below `before`: the new log start if closed segments lie
+    /// wholly below it (the first segment that stays begins there).
+    pub(crate) fn purge_start(&self, before: u64) -> Option<u64> {
+        let mut drop = 0;
+        while drop + 1 < self.segments.len() && self.segments[drop + 1].base <= before {
+            drop += 1;
+        }
+        (drop > 0).then(|| self.segments[drop].base)
+    }
+
     /// Drops the segments below `start` (which the transaction log already
     /// records as the log start). Returns how many.
     pub(crate) fn drop_below(&mut self, start: u64) -> Result<u64, LogError> {

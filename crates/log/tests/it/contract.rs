@@ -35,6 +35,7 @@ contract_tests!(
     zombie_fenced,
     restore_compacted,
     ensure_topic_checks_shape,
+    purge_keeps_what_is_at_or_past_it,
     batched_fetch,
 );
 

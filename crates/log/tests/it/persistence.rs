@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use stoatflow_log::contract::read_to_end;
 use stoatflow_log::{
-    EmbeddedConfig, EmbeddedLog, Log, Offset, OffsetAndMetadata, Record, Retention, Timestamp,
-    TopicPartition, TopicSpec, TransactionalProducer,
+    Consumer, EmbeddedConfig, EmbeddedLog, Log, Offset, OffsetAndMetadata, Record, Retention,
+    Timestamp, TopicPartition, TopicSpec, TransactionalProducer,
 };
 
 fn commit(log: &EmbeddedLog, tid: &str, tp: &TopicPartition, records: &[Record]) {
@@ -158,6 +158,60 @@ fn retention_by_size_and_time_drops_closed_segments() {
         "older segments dropped"
     );
     assert!(timed_left.len() >= 10);
+}
+
+#[test]
+fn a_purge_frees_the_segments_below_its_offset_and_survives_a_reopen() {
+    let config = EmbeddedConfig {
+        segment_bytes: 200,
+        ..EmbeddedConfig::default()
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tp = TopicPartition::new("repartition", 0);
+    {
+        let log = EmbeddedLog::open_with(dir.path(), config.clone()).expect("open");
+        log.create_topic(&TopicSpec::new("repartition", 1))
+            .expect("create");
+        for i in 0..30i64 {
+            let r = Record::new(Some(b"k"), Some(&[2u8; 50]), Timestamp(i));
+            commit(&log, "tx", &tp, std::slice::from_ref(&r));
+        }
+        log.purge_below(&tp, Offset(20)).expect("purge");
+        let mut c = log.consumer("r").expect("consumer");
+        let start = c.beginning_offset(&tp).expect("beginning");
+        assert!(start > Offset(0) && start <= Offset(20), "start {start:?}");
+        // Unlimited retention: upkeep keeps everything the purge kept.
+        log.upkeep(Timestamp(i64::MAX)).expect("upkeep");
+        assert_eq!(c.beginning_offset(&tp).expect("beginning"), start);
+    }
+    let log = EmbeddedLog::open_with(dir.path(), config).expect("reopen");
+    let mut c = log.consumer("r").expect("consumer");
+    let kept = read_to_end(&mut c, std::slice::from_ref(&tp));
+    assert!(kept[0].offset > Offset(0) && kept[0].offset <= Offset(20));
+    assert_eq!(kept.last().map(|r| r.offset), Some(Offset(29)));
+    let offsets: Vec<u64> = kept.iter().map(|r| r.offset.0).collect();
+    let expected: Vec<u64> = (offsets[0]..30).collect();
+    assert_eq!(offsets, expected, "nothing past the new start is lost");
+    // A reader that has consumed everything: the purge at the end frees
+    // the active segment too, and the partition goes on from there.
+    log.purge_below(&tp, Offset(30)).expect("purge to the end");
+    assert_eq!(c.beginning_offset(&tp).expect("beginning"), Offset(30));
+    drop(c);
+    drop(log);
+    let config = EmbeddedConfig {
+        segment_bytes: 200,
+        ..EmbeddedConfig::default()
+    };
+    let log = EmbeddedLog::open_with(dir.path(), config).expect("reopen after a purge to the end");
+    let mut c = log.consumer("r2").expect("consumer");
+    assert_eq!(c.beginning_offset(&tp).expect("beginning"), Offset(30));
+    let r = Record::new(Some(b"k"), Some(&[3u8; 50]), Timestamp(31));
+    commit(&log, "tx", &tp, std::slice::from_ref(&r));
+    let after = read_to_end(&mut c, std::slice::from_ref(&tp));
+    assert_eq!(
+        after.iter().map(|r| r.offset.0).collect::<Vec<_>>(),
+        vec![30]
+    );
 }
 
 #[test]

@@ -123,6 +123,10 @@ pub struct RuntimeConfig {
     pub poll_wait: Duration,
     /// Restore gives up after this long without progress.
     pub restore_stall_timeout: Duration,
+    /// `repartition.purge.interval.ms` (Kafka Streams' name and default, 30 s):
+    /// at most this often, after a commit, repartition topics are purged below
+    /// their committed offsets and the log is asked for its upkeep.
+    pub purge_interval: Duration,
     /// `state.dir`: where persistent stores live, `<state dir>/<task>/<store>`. `None`:
     /// `<dir>/state` on the embedded log in a directory; on other backends persistent
     /// stores then need it set.
@@ -149,6 +153,7 @@ impl RuntimeConfig {
             instance_id: "0".into(),
             poll_wait: Duration::from_millis(5),
             restore_stall_timeout: Duration::from_secs(30),
+            purge_interval: Duration::from_secs(30),
             state_dir: None,
         }
     }

@@ -27,6 +27,7 @@ pub(crate) mod changelog_read;
 pub(crate) mod error_response;
 pub(crate) mod lane;
 pub(crate) mod partitioner;
+pub(crate) mod upkeep;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -61,6 +62,7 @@ use crate::engine::error_response::{
 };
 use crate::engine::lane::{LaneMsg, LaneReply, LaneRun, LaneSetup, run_lane};
 use crate::engine::partitioner::partition_for_key;
+use crate::engine::upkeep::Upkeep;
 use crate::error::RuntimeError;
 use crate::observe::metrics::{MetricsCells, combine};
 use crate::observe::timeline::{BarrierTiming, Timeline};
@@ -372,6 +374,7 @@ struct Engine<L: Log> {
     last_snapshot: Instant,
     /// Watermark moves since the last barrier, published with it.
     timeline: Timeline,
+    upkeep: Upkeep<L>,
 }
 
 impl<L: Log + 'static> Engine<L> {
@@ -592,6 +595,16 @@ impl<L: Log + 'static> Engine<L> {
                 (Arc::from(topic.as_str()), tps)
             })
             .collect();
+        let repartition = slots
+            .iter()
+            .filter(|s| s.last_marker.is_some())
+            .map(|s| s.tp.clone());
+        let upkeep = Upkeep::new(
+            log.clone(),
+            config.purge_interval,
+            repartition,
+            Instant::now(),
+        );
         let engine = Engine {
             config: config.clone(),
             clock: clock.clone(),
@@ -625,6 +638,7 @@ impl<L: Log + 'static> Engine<L> {
             last_tick: Instant::now(),
             last_snapshot: Instant::now() - SNAPSHOT_EVERY,
             timeline: Timeline::default(),
+            upkeep,
         };
         shared.transition(AppState::Running);
         Ok(engine)
@@ -1058,6 +1072,7 @@ impl<L: Log + 'static> Engine<L> {
                 committed.insert(tp.clone(), om.offset.0);
             }
         }
+        self.upkeep.after_commit(&offsets);
         self.timeline.barrier_committed(BarrierTiming {
             barrier: n,
             stamps: stamps.to_vec(),

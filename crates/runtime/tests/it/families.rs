@@ -8,7 +8,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use stoatflow_log::{EmbeddedLog, Log, TopicSpec};
+use stoatflow_log::{
+    Consumer, EmbeddedConfig, EmbeddedLog, Log, Offset, TopicPartition, TopicSpec,
+};
 use stoatflow_runtime::StreamsApp;
 use stoatflow_streams::{
     BufferConfig, EmitStrategy, Grouped, JoinWindows, Produced, Serdes, SessionWindows,
@@ -338,6 +340,50 @@ fn left_join_equals_the_driver() {
         left_join,
         vec![(INPUT, input(300, 17, 16)), (OTHER, input(300, 17, 17))],
     );
+}
+
+/// A repartition topic is purged below what its reader committed
+/// (`repartition.purge.interval.ms`), and the output stays the driver's;
+/// with the purge far off, nothing goes.
+#[test]
+fn a_repartition_topic_is_purged_below_its_committed_offsets() {
+    let inputs = vec![(INPUT, input(1500, 40, 21))];
+    let driver = driver_raw(repartition_hop(), &inputs);
+    let run = |interval: Duration, app_id: &str| {
+        let log = Arc::new(EmbeddedLog::in_memory_with(EmbeddedConfig {
+            segment_bytes: 2_000,
+            ..EmbeddedConfig::default()
+        }));
+        log.create_topic(&TopicSpec::new(OUTPUT, PARTITIONS))
+            .unwrap();
+        log.create_topic(&TopicSpec::new(INPUT, PARTITIONS))
+            .unwrap();
+        produce_to(&*log, INPUT, &inputs[0].1, 50);
+        let mut config = config(app_id, 2);
+        config.purge_interval = interval;
+        let mut app = StreamsApp::with_log(repartition_hop(), config, log.clone()).unwrap();
+        start_and_finish(&mut app);
+        assert_eq!(read_raw(&*log), driver, "{app_id}");
+        let topic = log
+            .topics()
+            .into_iter()
+            .find(|t| t.name.contains("repartition"))
+            .expect("a repartition topic");
+        let mut c = log.consumer("check").unwrap();
+        (0..topic.shape.partitions)
+            .map(|p| {
+                c.beginning_offset(&TopicPartition::new(topic.name.clone(), p))
+                    .unwrap()
+            })
+            .collect::<Vec<_>>()
+    };
+    let purged = run(Duration::from_millis(1), "purged");
+    assert!(
+        purged.iter().any(|o| *o > Offset(0)),
+        "no repartition partition was purged: starts {purged:?}"
+    );
+    let kept = run(Duration::from_secs(3_600), "kept");
+    assert!(kept.iter().all(|o| *o == Offset(0)), "starts {kept:?}");
 }
 
 /// Crashes of an application with a repartition hop, at varied points, then

@@ -13,7 +13,8 @@
 use std::sync::{Arc, Mutex};
 
 use stoatflow_log::{
-    EmbeddedLog, Log, LogError, OffsetAndMetadata, TopicPartition, TopicShape, TopicSpec,
+    EmbeddedLog, Log, LogError, Offset, OffsetAndMetadata, Timestamp, TopicPartition, TopicShape,
+    TopicSpec,
 };
 use stoatflow_runtime::StreamsApp;
 
@@ -57,6 +58,12 @@ impl Log for Recorded {
     ) -> Result<Vec<(TopicPartition, Option<OffsetAndMetadata>)>, LogError> {
         self.note(format!("committed offsets of {group}"));
         self.inner.committed_offsets(group, partitions)
+    }
+    fn purge_below(&self, partition: &TopicPartition, before: Offset) -> Result<(), LogError> {
+        self.inner.purge_below(partition, before)
+    }
+    fn upkeep(&self, now: Timestamp) -> Result<(), LogError> {
+        self.inner.upkeep(now)
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use stoatflow_log::{
     Consumer, EmbeddedLog, FetchedRecord, Log, LogError, Offset, OffsetAndMetadata, Record, SeekTo,
-    TopicPartition, TopicShape, TopicSpec, TransactionalProducer,
+    Timestamp, TopicPartition, TopicShape, TopicSpec, TransactionalProducer,
 };
 
 /// An operation that changes durable state.
@@ -88,6 +88,14 @@ impl<H: Hooks> Log for HookedLog<H> {
     ) -> Result<Vec<(TopicPartition, Option<OffsetAndMetadata>)>, LogError> {
         self.hooks.alive()?;
         self.inner.committed_offsets(group, partitions)
+    }
+    fn purge_below(&self, partition: &TopicPartition, before: Offset) -> Result<(), LogError> {
+        self.hooks.alive()?;
+        self.inner.purge_below(partition, before)
+    }
+    fn upkeep(&self, now: Timestamp) -> Result<(), LogError> {
+        self.hooks.alive()?;
+        self.inner.upkeep(now)
     }
 }
 
