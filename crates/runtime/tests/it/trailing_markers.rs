@@ -5,10 +5,10 @@
 //! and is never delivered. A read-committed consumer moves past it when its
 //! fetch reaches it, and that can be a fetch of its own, after the one that
 //! returned the transaction's last records (a fetch response cut before the
-//! marker; the first fetches after a broker restart). The engine used to
-//! adopt the consumer's position only after a fetch that returned records,
-//! so the committed offset stopped one short of the end and
-//! `wait_until_caught_up` never returned (the broker stop/start test's stall).
+//! marker; an engine replaced after a broker restart, resuming on a marker).
+//! A position adopted only after fetches that return records stops one
+//! short of the end: the app stays RUNNING and `wait_until_caught_up` never
+//! returns (what stalled the Kafka broker stop/start test).
 //!
 //! [`MarkerLog`] is the embedded log whose input partitions each end with
 //! such a marker, passed only by a fetch that finds nothing else.
