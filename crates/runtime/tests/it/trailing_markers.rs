@@ -20,27 +20,31 @@ use stoatflow_log::{
     Consumer, EmbeddedLog, FetchedBatch, FetchedRecord, Log, LogError, Offset, OffsetAndMetadata,
     SeekTo, TopicPartition, TopicShape, TopicSpec,
 };
-use stoatflow_runtime::StreamsApp;
+use stoatflow_runtime::{StreamsApp, partition_for_key};
 
 use crate::support::*;
 
 /// The embedded log; each non-empty partition of [`INPUT`] ends with a
-/// marker one offset long.
+/// marker one offset long, and so does the `bare` one, which holds nothing
+/// else (an aborted transaction's records are never delivered either).
 #[derive(Debug)]
 struct MarkerLog {
     inner: EmbeddedLog,
+    bare: Option<u32>,
 }
 
 #[derive(Debug)]
 struct MarkerConsumer {
     inner: <EmbeddedLog as Log>::Consumer,
+    bare: Option<u32>,
     /// Assigned input partitions, with whether the trailing marker was passed.
     passed: Vec<(TopicPartition, bool)>,
 }
 
 impl MarkerConsumer {
     fn has_marker(&mut self, tp: &TopicPartition) -> Result<bool, LogError> {
-        Ok(tp.topic == INPUT && self.inner.end_offset(tp)?.0 > 0)
+        Ok(tp.topic == INPUT
+            && (self.inner.end_offset(tp)?.0 > 0 || self.bare == Some(tp.partition.0)))
     }
 
     fn passed(&self, tp: &TopicPartition) -> bool {
@@ -73,6 +77,7 @@ impl Log for MarkerLog {
     fn consumer(&self, group: &str) -> Result<Self::Consumer, LogError> {
         Ok(MarkerConsumer {
             inner: self.inner.consumer(group)?,
+            bare: self.bare,
             passed: Vec::new(),
         })
     }
@@ -133,25 +138,19 @@ impl Consumer for MarkerConsumer {
     }
 }
 
-#[test]
-fn a_marker_passed_in_a_fetch_without_records_is_committed_and_the_app_catches_up() {
-    let log = Arc::new(MarkerLog {
-        inner: EmbeddedLog::in_memory(),
-    });
-    create_topics(&*log);
-    let records = input(300, 5, 7);
-    produce(&*log, &records, 100);
-    let mut app =
-        StreamsApp::with_log(tumbling_count(), config("trailing-markers", 2), log.clone()).unwrap();
+/// Runs the app on `log` until it has caught up (a stall fails here), then
+/// checks that the committed offset of every input partition that has
+/// anything, a marker included, is its end.
+fn run_to_the_markers(log: &Arc<MarkerLog>, app_id: &str) {
+    let mut app = StreamsApp::with_log(tumbling_count(), config(app_id, 2), log.clone()).unwrap();
     // Stalls, RUNNING with no error, if the position past a marker is not committed.
     start_and_finish(&mut app);
-    let group = "trailing-markers";
     let tps: Vec<_> = (0..PARTITIONS)
         .map(|p| TopicPartition::new(INPUT, p))
         .collect();
     let mut probe = log.consumer("probe").unwrap();
     let mut ended = 0;
-    for (tp, om) in log.committed_offsets(group, &tps).unwrap() {
+    for (tp, om) in log.committed_offsets(app_id, &tps).unwrap() {
         let end = probe.end_offset(&tp).unwrap();
         if end.0 > 0 {
             ended += 1;
@@ -162,8 +161,33 @@ fn a_marker_passed_in_a_fetch_without_records_is_committed_and_the_app_catches_u
             );
         }
     }
-    assert!(ended > 0, "no input partition has records");
+    assert_eq!(ended, PARTITIONS, "an input partition is empty");
+}
+
+#[test]
+fn a_marker_passed_in_a_fetch_without_records_is_committed_and_the_app_catches_up() {
+    let log = Arc::new(MarkerLog {
+        inner: EmbeddedLog::in_memory(),
+        bare: None,
+    });
+    create_topics(&*log);
+    let records = input(300, 5, 7);
+    produce(&*log, &records, 100);
+    run_to_the_markers(&log, "trailing-markers");
     let engine = regular(read_output(&log.inner));
     assert_each_once(&read_output(&log.inner));
     assert_eq!(engine, regular(driver_finals(tumbling_count(), &records)));
+}
+
+#[test]
+fn a_partition_holding_only_a_marker_is_committed_to_its_end() {
+    let log = Arc::new(MarkerLog {
+        inner: EmbeddedLog::in_memory(),
+        bare: Some(1),
+    });
+    create_topics(&*log);
+    let mut records = input(300, 5, 7);
+    records.retain(|r| partition_for_key(r.key.as_bytes(), PARTITIONS) != 1);
+    produce(&*log, &records, 100);
+    run_to_the_markers(&log, "bare-marker");
 }
