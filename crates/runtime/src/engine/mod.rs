@@ -361,7 +361,8 @@ struct Engine<L: Log> {
     barrier_cut_at: Option<Instant>,
     dispatched_since_barrier: u64,
     punctuation_since_barrier: bool,
-    /// A repartition marker was read since the last barrier.
+    /// A repartition marker, or a position past what is not a record, was
+    /// read since the last barrier: the moved position is owed a commit.
     markers_since_barrier: bool,
     /// Per lane, the runs waiting to be sent and the records in them.
     runs: Vec<(Vec<LaneRun>, usize)>,
@@ -672,14 +673,14 @@ impl<L: Log + 'static> Engine<L> {
             }
             let fetched = self.consumer.fetch_batches(self.config.poll_wait)?;
             let now = self.clock.now();
-            let any = !fetched.is_empty();
             for batch in fetched {
                 self.buffer(batch, now)?;
             }
             self.drain_dispatch()?;
-            if any {
-                self.advance_idle_positions()?;
-            }
+            // Also after an empty fetch: Kafka can hand over a transaction's
+            // commit marker in a fetch that returns no record (a fetch
+            // response cut before it, a broker that just restarted).
+            self.advance_idle_positions()?;
             for st in 0..self.times.len() {
                 if let Some(w) = self.times[st].tracker.poll_watermark(now) {
                     self.timeline.watermark_reached(st, w, Instant::now());
@@ -839,10 +840,14 @@ impl<L: Log + 'static> Engine<L> {
             if s.buffered > 0 {
                 continue;
             }
-            let Some(at) = s.position else { continue };
             let next = self.consumer.position(&s.tp)?.0;
-            if next > at {
+            // A partition that never had a record (only an aborted
+            // transaction, say) still reaches its end.
+            if s.position.is_none_or(|at| next > at) {
                 s.position = Some(next);
+                // No record may follow soon: a barrier commits the move, or
+                // the committed offset never reaches the partition's end.
+                self.markers_since_barrier = true;
             }
         }
         Ok(())

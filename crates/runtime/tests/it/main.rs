@@ -14,3 +14,4 @@ mod recovery;
 mod refusals;
 mod support;
 mod timed;
+mod trailing_markers;
