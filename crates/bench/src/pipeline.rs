@@ -5,15 +5,17 @@
 //!
 //! Time is driven as a barrier cadence would drive it: [`Pipeline::advance`]
 //! routes pending repartition records, sets every task's floor to the
-//! watermark, runs the emission passes in topological order (routing what
-//! each emits before the next runs) and commits.
+//! watermark, and runs [`BarrierSchedule`]'s simpler clock: the emission
+//! passes in topological order (routing what each emits before the next
+//! runs), then the commit.
 
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use stoatflow_streams::{
-    OutputRecord, ProcessError, StreamTask, StreamsConfig, Topology, TopologyError, TypedInput,
+    BarrierSchedule, EpochCommit, OutputRecord, ProcessError, StreamTask, StreamsConfig, Topology,
+    TopologyError, TopologyTasks, TypedInput,
 };
 use stoatflow_time::Watermark;
 
@@ -143,21 +145,14 @@ impl Pipeline {
             for r in moved {
                 let t =
                     Self::internal_task(&self.internal, &r.topic).expect("taken because internal");
-                self.tasks[t].process(
-                    &r.topic,
-                    Some(0),
-                    None,
-                    r.key.as_deref(),
-                    r.value.as_deref(),
-                    r.timestamp,
-                    r.headers,
-                )?;
+                self.tasks[t].process_handed_over(r)?;
             }
         }
     }
 
-    /// A barrier at watermark `w`: floors rise to `w`, the emission passes
-    /// run in topological order against `w`, and every task commits.
+    /// A barrier at watermark `w`: floors rise to `w`, then the barrier
+    /// schedule's simpler clock runs: the emission passes in topological
+    /// order against `w`, and every task commits.
     pub fn advance(&mut self, w: Watermark) -> Result<(), ProcessError> {
         self.watermark.advance_to(w);
         self.route()?;
@@ -165,30 +160,8 @@ impl Pipeline {
             task.set_floor(w);
             task.on_watermark(w);
         }
-        for i in 0..self.tasks.len() {
-            self.tasks[i].advance_frontier(w)?;
-            self.route()?;
-        }
-        for i in 0..self.tasks.len() {
-            let commit = self.tasks[i].commit()?;
-            for r in commit.outputs {
-                if let Some(t) = Self::internal_task(&self.internal, &r.topic) {
-                    // Released at the barrier into a repartition topic: the
-                    // reading task (later in topological order) takes it now.
-                    self.tasks[t].process(
-                        &r.topic,
-                        Some(0),
-                        None,
-                        r.key.as_deref(),
-                        r.value.as_deref(),
-                        r.timestamp,
-                        r.headers,
-                    )?;
-                } else {
-                    self.outputs.push(r);
-                }
-            }
-        }
+        BarrierSchedule::advance(self, w)?;
+        BarrierSchedule::commit(self)?;
         let entries = self.store_entries();
         PEAK_STORE_ENTRIES.with(|p| p.set(p.get().max(entries)));
         Ok(())
@@ -225,5 +198,30 @@ impl Pipeline {
     /// Number of tasks (sub-topologies).
     pub fn task_count(&self) -> usize {
         self.tasks.len()
+    }
+}
+
+impl TopologyTasks for Pipeline {
+    type Error = ProcessError;
+
+    fn tasks(&mut self) -> &mut [StreamTask] {
+        &mut self.tasks
+    }
+
+    fn route(&mut self) -> Result<(), ProcessError> {
+        Pipeline::route(self)
+    }
+
+    fn committed(&mut self, _task: usize, commit: EpochCommit) -> Result<(), ProcessError> {
+        for r in commit.outputs {
+            if let Some(t) = Self::internal_task(&self.internal, &r.topic) {
+                // Released at the barrier into a repartition topic: the
+                // reading task (later in topological order) takes it now.
+                self.tasks[t].process_handed_over(r)?;
+            } else {
+                self.outputs.push(r);
+            }
+        }
+        Ok(())
     }
 }

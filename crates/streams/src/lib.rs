@@ -14,6 +14,10 @@
 //! - [`StreamTask`]: applies records, watermark events and barriers. The test
 //!   driver and the runtime both call it: there is one implementation of the
 //!   late rule and of the emission pass.
+//! - [`BarrierSchedule`]: the order of a commit barrier's steps on the tasks
+//!   (stamp, cross, flush on the frontier), on the engine's clock and on the
+//!   test driver's; the runtime, the driver and the benchmarks all cross
+//!   barriers through it.
 //! - [`Serde`] and [`Serdes`]: bytes appear only at sources, sinks,
 //!   repartition topics and changelogs.
 //!
@@ -86,6 +90,7 @@ pub use serde::{
     BytesSerde, ChangeSerde, F64Serde, I32Serde, I64Serde, JsonSerde, NullableSerde, Serde,
     SerdeError, SerdeRef, Serdes, SessionWindowedSerde, StringSerde, TimeWindowedSerde, UnitSerde,
 };
+pub use topology::barrier::{BarrierKind, BarrierSchedule, TopologyTasks};
 pub use topology::context::{
     DropEvent, DropReason, OutputRecord, RecordMetadata, TaskContext, TaskMetrics,
 };

@@ -12,8 +12,9 @@ use stoatflow_state::{
     in_memory_watermark_store, restore,
 };
 use stoatflow_streams::{
-    DropEvent, DropReason, Headers, KeyValueStoreOf, OutputRecord, ProcessError, SessionStoreOf,
-    StreamTask, StreamsConfig, TaskMetrics, Topology, TopologyError, WindowStoreOf,
+    BarrierSchedule, DropEvent, DropReason, EpochCommit, Headers, KeyValueStoreOf, OutputRecord,
+    ProcessError, SessionStoreOf, StreamTask, StreamsConfig, TaskMetrics, Topology, TopologyError,
+    TopologyTasks, WindowStoreOf,
 };
 use stoatflow_time::{WallTime, Watermark};
 
@@ -656,21 +657,20 @@ impl Inner {
                 return Ok(());
             }
             for r in moved {
-                let t = self.task_for(&r.topic)?;
-                let floor = self.watermark;
-                let task = &mut self.tasks[t];
-                task.set_floor(floor);
-                task.process(
-                    &r.topic,
-                    Some(0),
-                    None,
-                    r.key.as_deref(),
-                    r.value.as_deref(),
-                    r.timestamp,
-                    r.headers,
-                )?;
+                self.hand_over(r)?;
             }
         }
+    }
+
+    /// A record written to a repartition topic, to the task reading it,
+    /// judged against the driver's watermark.
+    fn hand_over(&mut self, r: OutputRecord) -> Result<(), DriverError> {
+        let t = self.task_for(&r.topic)?;
+        let floor = self.watermark;
+        let task = &mut self.tasks[t];
+        task.set_floor(floor);
+        task.process_handed_over(r)?;
+        Ok(())
     }
 
     /// The end of a pipe or advance: commit if commit-per-pipe, then fire
@@ -699,46 +699,17 @@ impl Inner {
         Ok(())
     }
 
+    /// The simpler clock's emission pass: every task, in topological order,
+    /// on the driver's watermark (DESIGN 3.8).
     fn emission_pass(&mut self) -> Result<(), DriverError> {
         let w = self.watermark;
-        for i in 0..self.tasks.len() {
-            self.tasks[i].on_watermark(w);
-            self.tasks[i].advance_frontier(w)?;
-            self.route_internal()?;
-        }
-        Ok(())
+        BarrierSchedule::advance(self, w)
     }
 
+    /// A barrier: every task crosses it (its epoch readable, its changelog
+    /// committed), then the stamp is recorded.
     fn commit(&mut self) -> Result<(), DriverError> {
-        for i in 0..self.tasks.len() {
-            let commit = self.tasks[i].commit()?;
-            for r in commit.outputs {
-                if self.internal_topics.contains(&*r.topic) {
-                    // Released at the barrier into a repartition topic: the
-                    // downstream task (later in topological order) reads it now.
-                    let t = self.task_for(&r.topic)?;
-                    let floor = self.watermark;
-                    self.tasks[t].set_floor(floor);
-                    self.tasks[t].process(
-                        &r.topic,
-                        Some(0),
-                        None,
-                        r.key.as_deref(),
-                        r.value.as_deref(),
-                        r.timestamp,
-                        r.headers,
-                    )?;
-                } else {
-                    self.outputs
-                        .entry(r.topic.to_string())
-                        .or_default()
-                        .push_back(r);
-                }
-            }
-            for (store, records) in commit.changelogs {
-                self.changelogs.entry(store).or_default().extend(records);
-            }
-        }
+        BarrierSchedule::commit(self)?;
         self.barrier += 1;
         let stamp = BarrierStamp {
             barrier: self.barrier,
@@ -773,6 +744,37 @@ impl Inner {
             .mark_graceful_flush(self.barrier, ts)
             .map_err(stamps_err)?;
         self.flush_stamps()
+    }
+}
+
+impl TopologyTasks for Inner {
+    type Error = DriverError;
+
+    fn tasks(&mut self) -> &mut [StreamTask] {
+        &mut self.tasks
+    }
+
+    fn route(&mut self) -> Result<(), DriverError> {
+        self.route_internal()
+    }
+
+    fn committed(&mut self, _task: usize, commit: EpochCommit) -> Result<(), DriverError> {
+        for r in commit.outputs {
+            if self.internal_topics.contains(&*r.topic) {
+                // Released at the barrier into a repartition topic: the
+                // downstream task (later in topological order) reads it now.
+                self.hand_over(r)?;
+            } else {
+                self.outputs
+                    .entry(r.topic.to_string())
+                    .or_default()
+                    .push_back(r);
+            }
+        }
+        for (store, records) in commit.changelogs {
+            self.changelogs.entry(store).or_default().extend(records);
+        }
+        Ok(())
     }
 }
 

@@ -20,7 +20,8 @@ use std::path::PathBuf;
 use stoatflow_log::{Consumer, FetchedBatch, Header, Log, TopicPartition};
 use stoatflow_state::{ChangelogOffset, ChangelogPartition, changelog_topic};
 use stoatflow_streams::{
-    EpochCommit, Headers, StoreType, StreamTask, StreamsConfig, TaskStores, Topology,
+    BarrierKind, BarrierSchedule, EpochCommit, Headers, StoreType, StreamTask, StreamsConfig,
+    TaskStores, Topology,
 };
 use stoatflow_time::{EventTime, WallTime, Watermark};
 
@@ -212,18 +213,17 @@ fn apply(
             stamps,
             flush,
         } => {
+            // The final barrier emits everything closing at or before its
+            // stamp into this epoch.
+            let kind = if flush {
+                BarrierKind::FinalFlush
+            } else {
+                BarrierKind::Regular
+            };
             let mut commits = Vec::with_capacity(tasks.len());
             for (id, task) in tasks.iter_mut() {
                 let stamp = stamps[id.subtopology];
-                let mut commit = task.on_barrier(stamp).map_err(process_err(*id))?;
-                if flush {
-                    // The final barrier: everything closing at or before the
-                    // stamp is emitted now and commits with this epoch.
-                    task.advance_frontier(stamp).map_err(process_err(*id))?;
-                    let rest = task.commit().map_err(process_err(*id))?;
-                    commit.outputs.extend(rest.outputs);
-                    commit.changelogs.extend(rest.changelogs);
-                }
+                let commit = BarrierSchedule::cross(task, stamp, kind).map_err(process_err(*id))?;
                 commits.push((*id, commit));
             }
             note_pending(tasks, pending_output);

@@ -1,7 +1,8 @@
 //! The engine's bottom layer: the graph and the contracts every operator
 //! implements (`graph`: `Push`, `Downstream`, `FrontierOperator`,
 //! `TimeOperator`, instantiation), the task that runs a sub-topology
-//! (`task`, `context`, `shared_store`) and, here, [`Topology`]: the built
+//! (`task`, `context`, `shared_store`), the order of a barrier's steps on
+//! it (`barrier`) and, here, [`Topology`]: the built
 //! graph, its sub-topologies, `describe()`, and the validation of DESIGN 3.7.
 //!
 //! Sub-topologies are the connected components of the graph once it is cut
@@ -11,6 +12,7 @@
 //! This layer knows nothing of the DSL, the Processor API or what any
 //! operator does; everything above it imports it, never the reverse.
 
+pub(crate) mod barrier;
 pub(crate) mod context;
 mod event_time;
 pub(crate) mod graph;

@@ -6,7 +6,8 @@
 //! are emitted against. It holds the epoch's pending output and the stores'
 //! dirty changelog entries until a barrier takes them. It knows nothing of
 //! threads, brokers or how the clocks were computed: the test driver feeds it
-//! its one-number clock, the runtime feeds it barrier stamps.
+//! its one-number clock, the runtime feeds it barrier stamps. The order of a
+//! barrier's steps on it is [`BarrierSchedule`](crate::BarrierSchedule)'s.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -31,6 +32,15 @@ pub struct EpochCommit {
     pub outputs: Vec<OutputRecord>,
     /// Changelog records per store, one per dirty key.
     pub changelogs: Vec<(String, Vec<ChangelogRecord>)>,
+}
+
+impl EpochCommit {
+    /// Adds what a later crossing of the same barrier took (a final flush)
+    /// to this epoch, after its own records.
+    pub(crate) fn absorb(&mut self, later: EpochCommit) {
+        self.outputs.extend(later.outputs);
+        self.changelogs.extend(later.changelogs);
+    }
 }
 
 /// The task running one sub-topology.
@@ -180,6 +190,24 @@ impl StreamTask {
             .process_bytes(&mut self.cx, key, value, timestamp, headers)
     }
 
+    /// Applies a record another task of this thread wrote to a repartition
+    /// topic this task reads, handed over in process (the test driver, the
+    /// benchmarks' pipeline): partition 0, no offset.
+    pub fn process_handed_over(
+        &mut self,
+        record: OutputRecord,
+    ) -> Result<Option<i64>, ProcessError> {
+        self.process(
+            &record.topic,
+            Some(0),
+            None,
+            record.key.as_deref(),
+            record.value.as_deref(),
+            record.timestamp,
+            record.headers,
+        )
+    }
+
     /// Seeds the partition time the source of `topic` hands its timestamp assigner (the
     /// largest event time its partition produced, committed with the offset), so a
     /// restarted task assigns event times as the uninterrupted one would. A task is one
@@ -220,7 +248,9 @@ impl StreamTask {
 
     /// Runs the emission pass if `frontier` moved past the last one: every
     /// watermark-aware operator, in topological order, emits what closes at
-    /// or before it. Output joins the current epoch.
+    /// or before it. Output joins the current epoch. A step of
+    /// [`BarrierSchedule`](crate::BarrierSchedule), which is how every
+    /// runner reaches it; a benchmark of one task may call it directly.
     pub fn advance_frontier(&mut self, frontier: Watermark) -> Result<bool, ProcessError> {
         if !self.frontier.advance_to(frontier) {
             return Ok(false);
@@ -232,8 +262,12 @@ impl StreamTask {
         Ok(true)
     }
 
-    /// A commit barrier in the test driver's form: barrier-gated operators
-    /// release, then the epoch's output and changelog are taken.
+    /// Crosses a barrier: barrier-gated operators release, then the epoch's
+    /// output and changelog are taken. A step of [`BarrierSchedule`], which
+    /// is how every runner reaches it; a benchmark of one task may call it
+    /// directly.
+    ///
+    /// [`BarrierSchedule`]: crate::BarrierSchedule
     pub fn commit(&mut self) -> Result<EpochCommit, ProcessError> {
         for op in &self.frontier_ops {
             op.borrow_mut().on_barrier(&mut self.cx)?;
@@ -263,25 +297,17 @@ impl StreamTask {
         })
     }
 
-    /// Barrier `n` stamped `stamp`, once every record of epoch `n` has been
-    /// processed (DESIGN 3.3): the epoch's output is taken, the floor becomes
-    /// `W(n)`, and the emission pass runs on the frontier `W(n−1)` — its
-    /// records belong to the next epoch.
-    pub fn on_barrier(&mut self, stamp: Watermark) -> Result<EpochCommit, ProcessError> {
-        for op in &self.frontier_ops {
-            op.borrow_mut().on_barrier(&mut self.cx)?;
-        }
-        let commit = self.take_epoch()?;
+    /// A barrier's stamp reaches the task (DESIGN 3.3): it joins the task's
+    /// last few stamps and the floor rises to it. Returns the stamp before
+    /// it, the frontier the engine's emission pass runs on.
+    pub(crate) fn push_stamp(&mut self, stamp: Watermark) -> Option<Watermark> {
         let previous = self.stamps.back().copied();
         self.stamps.push_back(stamp);
         if self.stamps.len() > STAMPS_KEPT {
             self.stamps.pop_front();
         }
         self.set_floor(stamp);
-        if let Some(prev) = previous {
-            self.advance_frontier(prev)?;
-        }
-        Ok(commit)
+        previous
     }
 
     /// Seeds floor and frontier after a restart (DESIGN 3.6).

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use stoatflow_streams::{
-    Consumed, EmitStrategy, EpochCommit, Headers, Produced, Serdes, StreamTask, StreamsBuilder,
-    StreamsConfig, TimeWindows, Topology, Windowed,
+    BarrierKind, BarrierSchedule, Consumed, EmitStrategy, EpochCommit, Headers, Produced, Serdes,
+    StreamTask, StreamsBuilder, StreamsConfig, TimeWindows, Topology, Windowed,
 };
 use stoatflow_time::{
     EventTime, SourcePartition, TrackerConfig, WallTime, Watermark, WatermarkStrategy,
@@ -67,7 +67,7 @@ fn part4_six_arrivals_the_driver_emits_three() {
 }
 
 fn run_barrier(task: &mut StreamTask, stamp: Watermark) -> EpochCommit {
-    task.on_barrier(stamp).unwrap()
+    BarrierSchedule::cross(task, stamp, BarrierKind::Regular).unwrap()
 }
 
 fn counts_of(commit: &EpochCommit) -> Vec<i64> {
