@@ -1,5 +1,6 @@
 //! [`Endpoints`]: what the server reads from the application. A leaf: the
 //! HTTP layer and the metrics registry both read through it; it knows neither.
+//! The runtime's `AppHandle` implements it here.
 
 use stoatflow_runtime::MetricsSnapshot;
 use stoatflow_time::WatermarksSnapshot;
@@ -15,5 +16,21 @@ pub trait Endpoints: Send + Sync + 'static {
     /// The figures of `/metrics`; `None` exports the client state alone.
     fn metrics(&self) -> Option<MetricsSnapshot> {
         None
+    }
+}
+
+impl Endpoints for stoatflow_runtime::AppHandle {
+    fn watermarks(&self) -> Option<WatermarksSnapshot> {
+        stoatflow_runtime::AppHandle::watermarks(self)
+    }
+    fn client_state(&self) -> (&'static str, u8) {
+        let s = self.state();
+        (s.name(), s.code())
+    }
+    fn application_id(&self) -> String {
+        stoatflow_runtime::AppHandle::application_id(self).to_owned()
+    }
+    fn metrics(&self) -> Option<MetricsSnapshot> {
+        Some(stoatflow_runtime::AppHandle::metrics(self))
     }
 }

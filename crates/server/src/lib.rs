@@ -24,10 +24,14 @@
 //! assert_eq!(status, 503); // nothing registered, nothing emitted
 //! ```
 
+mod cache;
+mod connection;
 mod endpoints;
 mod history;
 mod http;
 mod metrics;
+mod response;
+mod routing;
 mod watermarks;
 
 pub use endpoints::Endpoints;

@@ -75,6 +75,8 @@ fn endpoints_follow_a_running_application() {
     assert_eq!(info["stateCode"], 4);
     assert_eq!(get(addr, "/health/readiness").0, 200);
     assert!(app.close(Duration::from_secs(10)));
+    // Answers are read from the application at most every 100 ms.
+    std::thread::sleep(Duration::from_millis(150));
     assert_eq!(get(addr, "/health/readiness").0, 503);
     assert_eq!(get(addr, "/nothing-here").0, 404);
     server.shutdown();
@@ -214,4 +216,181 @@ fn the_listener_paces_requests_to_its_limit() {
         "six requests at 10 per second start at least 100 ms apart: {:?}",
         started.elapsed()
     );
+}
+
+/// Every path the listener serves.
+const ENDPOINTS: [&str; 11] = [
+    "/",
+    "/index.html",
+    "/watermarks",
+    "/watermarks/history",
+    "/info",
+    "/metrics",
+    "/health",
+    "/health/liveness",
+    "/ready",
+    "/health/readiness",
+    "/openapi.json",
+];
+
+fn status_of(response: &str) -> &str {
+    response.split(' ').nth(1).unwrap_or("")
+}
+
+#[test]
+fn bad_paths_get_404_and_other_methods_405_on_every_endpoint() {
+    let server = HttpServer::builder()
+        .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .max_requests_per_second(0)
+        .start(Arc::new(Idle))
+        .unwrap();
+    let addr = server.local_addr();
+    let mut not_found: Vec<Vec<u8>> = [
+        "/%",
+        "/%zz",
+        "/info%",
+        "/%69nfo",
+        "/%c3%28",
+        "/%ff%fe",
+        "/info%00",
+        "/metrics/",
+        "/watermarks/history/x",
+        "/.",
+        "/..",
+        "/info;x",
+        "/INFO",
+    ]
+    .iter()
+    .map(|p| format!("GET {p} HTTP/1.1\r\n\r\n").into_bytes())
+    .collect();
+    // Not UTF-8: a lone continuation byte, an overlong encoding, a
+    // surrogate, a truncated sequence.
+    for bad in [&b"\x80"[..], b"\xc0\xaf", b"\xed\xa0\x80", b"\xe2\x82"] {
+        let mut request = b"GET /info".to_vec();
+        request.extend_from_slice(bad);
+        request.extend_from_slice(b" HTTP/1.1\r\n\r\n");
+        not_found.push(request);
+    }
+    // A path as long as the head allows.
+    not_found.push(format!("GET /{} HTTP/1.1\r\n\r\n", "x".repeat(8_000)).into_bytes());
+    for request in &not_found {
+        let response = raw(addr, request);
+        assert_eq!(
+            status_of(&response),
+            "404",
+            "{:?} got {response:?}",
+            String::from_utf8_lossy(&request[..request.len().min(40)])
+        );
+    }
+    let too_long = format!("GET /{} HTTP/1.1\r\n\r\n", "x".repeat(9_000));
+    assert_eq!(status_of(&raw(addr, too_long.as_bytes())), "431");
+    for path in ENDPOINTS {
+        for method in ["PUT", "DELETE", "POST", "PATCH", "OPTIONS", "CONNECT"] {
+            let response = raw(addr, format!("{method} {path} HTTP/1.1\r\n\r\n").as_bytes());
+            assert_eq!(status_of(&response), "405", "{method} {path}: {response:?}");
+            assert!(response.contains("\r\nAllow: GET, HEAD\r\n"), "{response}");
+        }
+        let head = raw(addr, format!("HEAD {path} HTTP/1.1\r\n\r\n").as_bytes());
+        let get = raw(addr, format!("GET {path} HTTP/1.1\r\n\r\n").as_bytes());
+        assert!(
+            head.ends_with("\r\n\r\n"),
+            "HEAD {path} has no body: {head:?}"
+        );
+        assert_eq!(status_of(&head), status_of(&get), "HEAD {path} as GET");
+        assert!(["200", "503"].contains(&status_of(&head)), "{path}: {head}");
+        let length = |r: &str| {
+            r.lines()
+                .find_map(|l| l.strip_prefix("Content-Length: "))
+                .map(str::to_owned)
+        };
+        assert_eq!(length(&head), length(&get), "HEAD {path} says GET's length");
+    }
+    assert_eq!(
+        get(addr, "/health").0,
+        200,
+        "still serving: nothing panicked"
+    );
+}
+
+/// Threads of this process (Linux; `None` elsewhere).
+fn threads() -> Option<usize> {
+    Some(std::fs::read_dir("/proc/self/task").ok()?.count())
+}
+
+#[test]
+fn past_its_connection_cap_the_listener_queues_connections_on_one_thread() {
+    let server = HttpServer::builder()
+        .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .max_connections(2)
+        .request_timeout(Duration::from_secs(30))
+        .start(Arc::new(Idle))
+        .unwrap();
+    let addr = server.local_addr();
+    let threads_before = threads();
+    // Two clients that connect and send nothing hold both slots...
+    let silent: Vec<TcpStream> = (0..2).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(100));
+    // ...so a third waits, unanswered, in the listen backlog,
+    let mut waiting = TcpStream::connect(addr).unwrap();
+    waiting.write_all(b"GET /health HTTP/1.1\r\n\r\n").unwrap();
+    waiting
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let mut first = [0u8; 1];
+    let early = waiting.read(&mut first);
+    assert!(
+        matches!(&early, Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)),
+        "no answer while both slots are held: {early:?}"
+    );
+    // ...and a hundred more cost no thread.
+    let queued: Vec<TcpStream> = (0..100)
+        .map(|_| TcpStream::connect(addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    if let (Some(before), Some(after)) = (threads_before, threads()) {
+        assert!(
+            after < before + 20,
+            "102 connections must not take a thread each: {before} threads before, {after} after"
+        );
+    }
+    // A silent client leaving frees a slot: the third is answered.
+    drop(silent);
+    waiting
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut response = String::new();
+    waiting.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200 "), "{response:?}");
+    drop(queued);
+    assert_eq!(get(addr, "/health").0, 200, "serving on");
+}
+
+#[test]
+fn a_silent_client_is_dropped_at_the_request_timeout_and_blocks_no_one() {
+    let server = HttpServer::builder()
+        .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .request_timeout(Duration::from_millis(300))
+        .start(Arc::new(Idle))
+        .unwrap();
+    let addr = server.local_addr();
+    let mut silent = TcpStream::connect(addr).unwrap();
+    let started = Instant::now();
+    // Others are served while it sits there.
+    for _ in 0..5 {
+        assert_eq!(get(addr, "/health").0, 200);
+    }
+    assert!(
+        started.elapsed() < Duration::from_millis(300),
+        "not held up"
+    );
+    silent
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut rest = Vec::new();
+    let closed = silent.read_to_end(&mut rest);
+    assert!(
+        closed.is_ok() && rest.is_empty(),
+        "closed unanswered: {closed:?} {rest:?}"
+    );
+    assert!(started.elapsed() >= Duration::from_millis(300));
 }

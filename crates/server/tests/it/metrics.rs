@@ -5,7 +5,7 @@
 use stoatflow_server::{Metric, MetricKind, RecordingLevel};
 
 use crate::prom_text::{Family, parse};
-use crate::support::{START, Served, get};
+use crate::support::{START, Served, get, wait_for_refresh};
 
 fn scrape(served: &Served) -> std::collections::BTreeMap<String, Family> {
     let r = get(served.addr(), "/metrics");
@@ -127,6 +127,7 @@ fn metrics_at_info_level_carry_every_required_name_and_not_the_debug_ones() {
         "barriers were cut at intervals: {intervals:?}"
     );
     served.app.close(std::time::Duration::from_secs(10));
+    wait_for_refresh();
     let after = scrape(&served);
     assert_eq!(value(&after, "stoatflow_client_state"), 6.0, "NOT_RUNNING");
     assert!(

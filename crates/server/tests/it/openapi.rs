@@ -6,7 +6,7 @@
 use serde_json::Value;
 use stoatflow_server::{OPENAPI, RecordingLevel};
 
-use crate::support::{START, Served, get, get_json};
+use crate::support::{START, Served, get, get_json, wait_for_refresh};
 
 /// Checks `value` against `schema` (the subset of JSON Schema the
 /// description uses: `$ref`, `type` (one or a list), `enum`, `properties`,
@@ -135,6 +135,7 @@ fn real_responses_match_the_openapi_description() {
         statuses.push(conforms(&api, &served, path));
     }
     served.app.close(std::time::Duration::from_secs(10));
+    wait_for_refresh();
     for path in JSON_PATHS {
         statuses.push(conforms(&api, &served, path));
     }

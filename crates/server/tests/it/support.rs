@@ -171,6 +171,12 @@ pub fn request(addr: SocketAddr, raw: &[u8]) -> Response {
     }
 }
 
+/// Waits out the listener's response cache (100 ms by default): the next
+/// answer reads the application afresh.
+pub fn wait_for_refresh() {
+    std::thread::sleep(Duration::from_millis(150));
+}
+
 pub fn get(addr: SocketAddr, path: &str) -> Response {
     request(
         addr,

@@ -1,0 +1,419 @@
+//! [`ServerState`] and [`route`]: which response a request line gets.
+//!
+//! Owns the route table, the status-code rules (400 for a malformed
+//! request line, 404 for an unknown path, 405 with `Allow` for a method
+//! other than GET/HEAD on a known one, the 503 rules of part 4 and of the
+//! probes) and what the listener keeps between requests: the watermark
+//! history it samples and the [`ResponseCache`] through which every
+//! application-dependent response is read. Knows nothing of sockets.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use stoatflow_time::{WallTime, Watermark, WatermarksSnapshot};
+
+use crate::cache::ResponseCache;
+use crate::connection::Incoming;
+use crate::endpoints::Endpoints;
+use crate::history::WatermarkHistory;
+use crate::metrics::{METRICS_CONTENT_TYPE, MetricsRegistry, RecordingLevel};
+use crate::response::{Encoded, Response};
+use crate::watermarks::{info_json, watermarks_response};
+
+/// The live watermark page, embedded in the binary.
+const PAGE: &str = include_str!("../assets/watermarks.html");
+/// The OpenAPI description of the JSON endpoints.
+pub const OPENAPI: &str = include_str!("../openapi.json");
+
+/// Where a request goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    Page,
+    OpenApi,
+    History,
+    /// A response read from the application.
+    App(Read),
+}
+
+/// The responses read from the application (through the cache).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Read {
+    Watermarks,
+    Info,
+    Metrics,
+    Liveness,
+    Readiness,
+}
+
+fn find_route(path: &str) -> Option<Route> {
+    Some(match path {
+        "/" | "/index.html" => Route::Page,
+        "/watermarks" => Route::App(Read::Watermarks),
+        "/watermarks/history" => Route::History,
+        "/info" => Route::App(Read::Info),
+        "/metrics" => Route::App(Read::Metrics),
+        "/health" | "/health/liveness" => Route::App(Read::Liveness),
+        "/ready" | "/health/readiness" => Route::App(Read::Readiness),
+        "/openapi.json" => Route::OpenApi,
+        _ => return None,
+    })
+}
+
+/// What the listener thread serves from.
+pub(crate) struct ServerState {
+    app: Arc<dyn Endpoints>,
+    show_watermarks: bool,
+    metrics: MetricsRegistry,
+    history: WatermarkHistory,
+    cache: ResponseCache<Route>,
+    page: Arc<Encoded>,
+    openapi: Arc<Encoded>,
+    too_large: Arc<Encoded>,
+}
+
+impl ServerState {
+    /// Serves `app`; application-dependent responses are rebuilt at most
+    /// once per `refresh`.
+    pub(crate) fn new(
+        app: Arc<dyn Endpoints>,
+        show_watermarks: bool,
+        level: RecordingLevel,
+        history: WatermarkHistory,
+        refresh: Duration,
+    ) -> Self {
+        ServerState {
+            metrics: MetricsRegistry::new(app.clone(), level),
+            app,
+            show_watermarks,
+            history,
+            cache: ResponseCache::new(refresh),
+            page: Response::text("text/html; charset=utf-8", PAGE.to_owned()).encode(),
+            openapi: Response::text("application/json", OPENAPI.to_owned()).encode(),
+            too_large: Response::json(431, &json!({ "error": "request head too large" })).encode(),
+        }
+    }
+
+    /// Takes a history sample if one is due at `now`.
+    pub(crate) fn sample_history(&mut self, now: WallTime) {
+        if self.history.is_due(now)
+            && let Some(s) = self.app.watermarks()
+        {
+            self.history.record(now, &s);
+        }
+    }
+
+    /// The answer to a complete request, and whether only its head is
+    /// sent (`HEAD`).
+    pub(crate) fn answer(&mut self, request: Incoming<'_>, now: Instant) -> (Arc<Encoded>, bool) {
+        match request {
+            Incoming::TooLarge => (self.too_large.clone(), false),
+            Incoming::Line(line) => route(&String::from_utf8_lossy(line), self, now),
+        }
+    }
+}
+
+/// The response to `request_line` at `now`, and whether it answers a
+/// `HEAD` (the head alone is sent).
+pub(crate) fn route(
+    request_line: &str,
+    state: &mut ServerState,
+    now: Instant,
+) -> (Arc<Encoded>, bool) {
+    let malformed = || {
+        (
+            Response::json(400, &json!({ "error": "malformed request line" })).encode(),
+            false,
+        )
+    };
+    let mut parts = request_line.split_whitespace();
+    let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return malformed();
+    };
+    let token = |t: &str| {
+        !t.is_empty()
+            && t.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    };
+    if !token(method) || !version.starts_with("HTTP/") || parts.next().is_some() {
+        return malformed();
+    }
+    let head_only = method == "HEAD";
+    let path = target.split(['?', '#']).next().unwrap_or(target);
+    let Some(route) = find_route(path) else {
+        let body = json!({ "error": format!("no endpoint {path}") });
+        return (Response::json(404, &body).encode(), head_only);
+    };
+    if method != "GET" && method != "HEAD" {
+        let mut r = Response::json(
+            405,
+            &json!({ "error": format!("method {method} is not allowed on {path}") }),
+        );
+        r.allow = true;
+        return (r.encode(), false);
+    }
+    let reply = match route {
+        Route::Page => state.page.clone(),
+        Route::OpenApi => state.openapi.clone(),
+        Route::History => match query_param(target, "since").map(str::parse::<i64>) {
+            Some(Err(_)) => Response::json(
+                400,
+                &json!({ "error": "since must be wall-clock milliseconds (an integer)" }),
+            )
+            .encode(),
+            Some(Ok(since)) => Response::json(200, &state.history.to_json(Some(since))).encode(),
+            None => {
+                let history = &state.history;
+                state
+                    .cache
+                    .get(route, now, || Response::json(200, &history.to_json(None)))
+            }
+        },
+        Route::App(read) => {
+            let (app, metrics, show) = (&*state.app, &state.metrics, state.show_watermarks);
+            state
+                .cache
+                .get(route, now, || build(read, app, metrics, show))
+        }
+    };
+    (reply, head_only)
+}
+
+/// An application-dependent response, read from the application now.
+fn build(read: Read, app: &dyn Endpoints, metrics: &MetricsRegistry, show: bool) -> Response {
+    match read {
+        Read::Metrics => Response::text(METRICS_CONTENT_TYPE, metrics.render()),
+        Read::Watermarks => match app.watermarks() {
+            Some(s) => {
+                let (status, body) = watermarks_response(&s, true);
+                Response::json(status, &body)
+            }
+            None => Response::json(
+                503,
+                &json!({ "error": "watermark tracking is not initialised" }),
+            ),
+        },
+        Read::Info => {
+            let (name, code) = app.client_state();
+            let global = app
+                .watermarks()
+                .map_or(Watermark::MIN, |s: WatermarksSnapshot| s.global);
+            let mut info = json!({
+                "applicationId": app.application_id(),
+                "state": name,
+                "stateCode": code,
+            });
+            if let (Value::Object(o), Value::Object(w)) = (&mut info, info_json(global, show)) {
+                o.extend(w);
+            }
+            Response::json(200, &info)
+        }
+        Read::Liveness => {
+            let (name, _) = app.client_state();
+            health(name != "ERROR", name)
+        }
+        Read::Readiness => {
+            let (name, _) = app.client_state();
+            health(name == "RUNNING", name)
+        }
+    }
+}
+
+/// The value of `name` in `target`'s query string.
+fn query_param<'a>(target: &'a str, name: &str) -> Option<&'a str> {
+    let (_, query) = target.split_once('?')?;
+    query
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+fn health(up: bool, state: &str) -> Response {
+    if up {
+        Response::json(200, &json!({ "status": "UP", "state": state }))
+    } else {
+        Response::json(503, &json!({ "status": "DOWN", "state": state }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::*;
+
+    /// A fixed application that counts how often it is read.
+    struct Fixed(&'static str, u8, Option<WatermarksSnapshot>, AtomicU64);
+
+    fn fixed(name: &'static str, code: u8) -> Fixed {
+        Fixed(name, code, None, AtomicU64::new(0))
+    }
+
+    impl Endpoints for Fixed {
+        fn watermarks(&self) -> Option<WatermarksSnapshot> {
+            self.3.fetch_add(1, Ordering::Relaxed);
+            self.2.clone()
+        }
+        fn client_state(&self) -> (&'static str, u8) {
+            self.3.fetch_add(1, Ordering::Relaxed);
+            (self.0, self.1)
+        }
+        fn application_id(&self) -> String {
+            "app".into()
+        }
+    }
+
+    fn state_with(app: Arc<Fixed>, show: bool, refresh: Duration) -> ServerState {
+        let history = WatermarkHistory::new(Duration::from_secs(1), Duration::from_secs(60));
+        ServerState::new(app, show, RecordingLevel::Info, history, refresh)
+    }
+
+    fn state(app: Fixed) -> ServerState {
+        state_with(Arc::new(app), true, Duration::ZERO)
+    }
+
+    fn at(line: &str, s: &mut ServerState) -> Arc<Encoded> {
+        route(line, s, Instant::now()).0
+    }
+
+    fn get(path: &str, s: &mut ServerState) -> (u16, Value) {
+        let r = at(&format!("GET {path} HTTP/1.1"), s);
+        (r.status(), r.json_body())
+    }
+
+    #[test]
+    fn routes_and_status_codes() {
+        let mut starting = state(fixed("REBALANCING", 3));
+        assert_eq!(get("/watermarks", &mut starting).0, 503);
+        assert_eq!(get("/health/readiness", &mut starting).0, 503);
+        assert_eq!(get("/ready", &mut starting).0, 503);
+        assert_eq!(get("/health/liveness", &mut starting).0, 200);
+        assert_eq!(get("/health", &mut starting).0, 200);
+        let mut failed = state(fixed("ERROR", 8));
+        assert_eq!(get("/health/liveness", &mut failed).0, 503);
+        assert_eq!(get("/health", &mut failed).0, 503);
+        let mut running = state(fixed("RUNNING", 4));
+        assert_eq!(get("/health/readiness", &mut running).0, 200);
+        assert_eq!(get("/ready", &mut running).0, 200);
+        let (status, info) = get("/info?x=1", &mut running);
+        assert_eq!(status, 200);
+        assert_eq!(info["stateCode"], 4);
+        assert_eq!(info["globalIso"], "N/A");
+        assert_eq!(get("/nope", &mut running).0, 404);
+        let post = at("POST /info HTTP/1.1", &mut running);
+        assert_eq!(post.status(), 405);
+        assert!(post.head().contains("\r\nAllow: GET, HEAD\r\n"));
+        assert_eq!(at("POST /nope HTTP/1.1", &mut running).status(), 404);
+        let (head, head_only) = route("HEAD /info HTTP/1.1", &mut running, Instant::now());
+        assert_eq!((head.status(), head_only), (200, true));
+        assert_eq!(at("", &mut running).status(), 400);
+        assert_eq!(get("/watermarks/history?since=12", &mut running).0, 200);
+        let (status, body) = get("/watermarks/history?since=soon", &mut running);
+        assert_eq!(status, 400, "{body}");
+        let mut hidden = state_with(Arc::new(fixed("RUNNING", 4)), false, Duration::ZERO);
+        let (_, info) = get("/info", &mut hidden);
+        assert!(info.get("globalMs").is_none(), "{info}");
+    }
+
+    #[test]
+    fn page_openapi_and_metrics_have_their_content_types() {
+        let mut running = state(fixed("RUNNING", 4));
+        let page = at("GET / HTTP/1.1", &mut running);
+        assert!(
+            page.head()
+                .contains("Content-Type: text/html; charset=utf-8\r\n")
+        );
+        assert!(page.body().contains("id=\"global-ms\""));
+        let api = at("GET /openapi.json HTTP/1.1", &mut running);
+        assert_eq!(api.json_body()["openapi"], "3.1.0");
+        let metrics = at("GET /metrics HTTP/1.1", &mut running);
+        assert!(
+            metrics
+                .head()
+                .contains("Content-Type: text/plain; version=0.0.4")
+        );
+        assert!(
+            metrics.body().contains("\nstoatflow_client_state 4\n"),
+            "{}",
+            metrics.body()
+        );
+    }
+
+    #[test]
+    fn malformed_request_lines_get_400_or_404_never_a_panic() {
+        let mut running = state(fixed("RUNNING", 4));
+        for line in [
+            "",
+            "GET",
+            "GET /info",
+            "GET /info HTTP/1.1 extra",
+            "GET /info FTP/1.0",
+            "\u{0}\u{1}\u{2} / HTTP/1.1",
+            "\u{7f} /metrics HTTP/1.1",
+        ] {
+            assert_eq!(at(line, &mut running).status(), 400, "{line:?}");
+        }
+        let long = format!("GET /{} HTTP/1.1", "a".repeat(8_000));
+        for line in [
+            "GET * HTTP/1.1",
+            "GET http://example/info HTTP/1.1",
+            "GET /%2e%2e/etc/passwd HTTP/1.1",
+            "GET /../info HTTP/1.1",
+            "GET //info HTTP/1.1",
+            "GET /info/ HTTP/1.1",
+            "GET /\u{fffd}\u{fffd} HTTP/1.1",
+            "GET /%zz HTTP/1.1",
+            "GET /info% HTTP/1.1",
+            "GET /%69nfo HTTP/1.1",
+            "GET /%c3%28 HTTP/1.1",
+            long.as_str(),
+        ] {
+            assert_eq!(at(line, &mut running).status(), 404, "{line:?}");
+        }
+        for method in ["POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "get"] {
+            assert_eq!(
+                at(&format!("{method} /metrics HTTP/1.1"), &mut running).status(),
+                405,
+                "{method:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_flood_reads_the_application_once_per_refresh_whatever_the_request_rate() {
+        let app = Arc::new(fixed("RUNNING", 4));
+        let mut s = state_with(app.clone(), true, Duration::from_millis(100));
+        let t0 = Instant::now();
+        let paths = [
+            "/watermarks",
+            "/info",
+            "/metrics",
+            "/health",
+            "/health/liveness",
+            "/ready",
+            "/health/readiness",
+        ];
+        for i in 0..10_000u64 {
+            let path = paths[i as usize % paths.len()];
+            let line = format!("GET {path} HTTP/1.1");
+            // 10 000 requests over 50 ms: one refresh interval.
+            let now = t0 + Duration::from_micros(i * 5);
+            assert!(matches!(route(&line, &mut s, now).0.status(), 200 | 503));
+        }
+        let reads = app.3.load(Ordering::Relaxed);
+        // One build per read route: /watermarks 1 read, /info 2, /metrics 1
+        // (plus the registry's own), the two probes 1 each.
+        assert!(reads <= 8, "{reads} reads of the application");
+        route(
+            "GET /info HTTP/1.1",
+            &mut s,
+            t0 + Duration::from_millis(200),
+        );
+        assert!(
+            app.3.load(Ordering::Relaxed) > reads,
+            "read again after the interval"
+        );
+    }
+}
