@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use stoatflow_log::{
     Consumer, EmbeddedLog, FetchedBatch, FetchedRecord, Log, LogError, Offset, OffsetAndMetadata,
-    SeekTo, TopicPartition, TopicShape, TopicSpec,
+    SeekTo, Timestamp, TopicPartition, TopicShape, TopicSpec,
 };
 use stoatflow_runtime::{StreamsApp, partition_for_key};
 
@@ -90,6 +90,12 @@ impl Log for MarkerLog {
         partitions: &[TopicPartition],
     ) -> Result<Vec<(TopicPartition, Option<OffsetAndMetadata>)>, LogError> {
         self.inner.committed_offsets(group, partitions)
+    }
+    fn purge_below(&self, tp: &TopicPartition, before: Offset) -> Result<(), LogError> {
+        self.inner.purge_below(tp, before)
+    }
+    fn upkeep(&self, now: Timestamp) -> Result<(), LogError> {
+        self.inner.upkeep(now)
     }
 }
 
