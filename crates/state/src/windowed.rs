@@ -44,6 +44,10 @@ pub(crate) trait WindowKind {
     /// The window of an id.
     fn window<K: Ord>(id: &Self::Id<K>) -> Self::Window;
 
+    /// The time an id's order begins with, if its order begins with one (a dirty log
+    /// sorts such ids by that integer first).
+    fn leading_time<K: Ord>() -> Option<fn(&Self::Id<K>) -> i64>;
+
     /// Appends the changelog key of an entry whose key encodes as `key`.
     fn changelog_key(key: &[u8], window: Self::Window, out: &mut Vec<u8>);
 
@@ -106,6 +110,10 @@ impl WindowKind for TimeWindowKind {
         id.0
     }
 
+    fn leading_time<K: Ord>() -> Option<fn(&(i64, K)) -> i64> {
+        Some(|id| id.0)
+    }
+
     #[inline]
     fn changelog_key(key: &[u8], start: i64, out: &mut Vec<u8>) {
         encode_window_key(key, start, 0, out);
@@ -149,6 +157,10 @@ impl WindowKind for SessionKind {
     #[inline]
     fn window<K: Ord>(id: &(K, i64, i64)) -> SessionWindow {
         SessionWindow::new(id.2, id.1)
+    }
+
+    fn leading_time<K: Ord>() -> Option<fn(&(K, i64, i64)) -> i64> {
+        None
     }
 
     #[inline]

@@ -138,7 +138,7 @@ impl<K: Ord + Clone, V: Clone, S: Segment<K, V>> SegmentedCore<K, V, S, IdOf<K, 
             retention: Retention::new(segmented),
             segments: BTreeMap::new(),
             entries: 0,
-            dirty: DirtyLog::new(),
+            dirty: DirtyLog::with_leading_time(S::Kind::leading_time()),
             key_codec: Arc::new(key_codec),
             value_codec: Arc::new(value_codec),
         }

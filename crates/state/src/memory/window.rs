@@ -8,7 +8,8 @@
 //! windows sit in a small vector holding one window inline, so a key with a single window in
 //! a segment (tumbling windows) costs no extra allocation. The per-start counts let
 //! [`WindowStore::fetch_all`] (the emission pass) skip a segment that has nothing in range
-//! without scanning its keys; a segment that has scans its keys and sorts the hits by start.
+//! without scanning its keys; a segment that has scans its keys and sorts the hits' (start,
+//! position found) pairs by start (a radix sort, stable) before it clones them out.
 //! [`WindowStore::update_key_range`] folds into every window of a key in a time range in one
 //! traversal (the sliding aggregation's per-record update).
 //!
@@ -21,7 +22,7 @@ use std::collections::BTreeMap;
 use smallvec::SmallVec;
 
 use super::segmented::{Segment, SegmentedCore};
-use super::{CLEAN, DirtyLog, Slot};
+use super::{CLEAN, DirtyLog, Slot, time_sort};
 use crate::codec::Codec;
 use crate::error::StateError;
 use crate::segments::SegmentedConfig;
@@ -465,6 +466,8 @@ impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for InMemoryWindowStore<K, V> {
         if time_from > time_to {
             return Ok(out);
         }
+        let mut found: Vec<(&K, &V)> = Vec::new();
+        let (mut order, mut order_scratch) = (Vec::new(), Vec::new());
         for (_, seg) in self.core.segments_between(time_from, time_to) {
             let (mut starts, mut hits) = (0usize, 0usize);
             for (_, n) in seg.starts.range(time_from..=time_to) {
@@ -475,20 +478,32 @@ impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for InMemoryWindowStore<K, V> {
                 continue;
             }
             out.reserve(hits);
-            let first = out.len();
-            for (key, windows) in &seg.keys {
+            let in_range = seg.keys.iter().flat_map(|(key, windows)| {
                 let from = first_from(windows, time_from);
-                out.extend(
-                    windows[from..]
-                        .iter()
-                        .take_while(|(s, _)| *s <= time_to)
-                        .map(|(s, slot)| (*s, key.clone(), slot.value.clone())),
-                );
+                windows[from..]
+                    .iter()
+                    .take_while(|(s, _)| *s <= time_to)
+                    .map(move |(s, slot)| (*s, key, &slot.value))
+            });
+            if starts == 1 {
+                // One start: key order is the order.
+                out.extend(in_range.map(|(s, key, value)| (s, key.clone(), value.clone())));
+                continue;
             }
-            // Collected in key order; a stable sort by start gives start, then key.
-            if starts > 1 {
-                out[first..].sort_by_key(|(s, _, _)| *s);
+            // Found in key order, so a stable sort of (start, position found) by start
+            // orders by start, then key: integer pairs sort (by radix), and each window
+            // is cloned once, in its place.
+            found.clear();
+            order.clear();
+            for (s, key, value) in in_range {
+                order.push((s, found.len()));
+                found.push((key, value));
             }
+            time_sort::sort_by_time(&mut order, &mut order_scratch);
+            out.extend(order.iter().map(|&(s, i)| {
+                let (key, value) = found[i];
+                (s, key.clone(), value.clone())
+            }));
         }
         Ok(out)
     }

@@ -54,6 +54,11 @@ macro_rules! fixed_serde {
                 out.extend_from_slice(&v.to_be_bytes());
                 Ok(())
             }
+            /// One allocation of exactly the encoded size (a sink's or repartition's key
+            /// and value are encoded this way once per record).
+            fn serialize_nullable(&self, _: &str, v: &$t) -> Result<Option<Vec<u8>>, SerdeError> {
+                Ok(Some(v.to_be_bytes().to_vec()))
+            }
             fn deserialize(&self, topic: &str, b: &[u8]) -> Result<$t, SerdeError> {
                 let arr: [u8; $n] = b.try_into().map_err(|_| {
                     malformed(
@@ -221,6 +226,8 @@ mod tests {
         let mut out = Vec::new();
         s.serialize("t", &v, &mut out).unwrap();
         assert_eq!(s.deserialize("t", &out).unwrap(), v);
+        let whole = s.serialize_nullable("t", &v).unwrap();
+        assert_eq!(whole.as_deref(), Some(&out[..]), "serialize_nullable");
         out
     }
 
