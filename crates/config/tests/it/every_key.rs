@@ -101,6 +101,9 @@ fn table() -> Vec<(&'static str, &'static str, Check)> {
         ("stoatflow.restore.stall-timeout-ms", "60000", |c| {
             c.runtime.restore_stall_timeout == Duration::from_secs(60)
         }),
+        ("stoatflow.migration.from-kafka-streams", "true", |c| {
+            c.runtime.migration_from_kafka_streams
+        }),
         ("stoatflow.watermark.max-out-of-orderness-ms", "2500", |c| {
             c.runtime.streams.max_out_of_orderness == Duration::from_millis(2_500)
                 && matches!(

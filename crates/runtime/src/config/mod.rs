@@ -123,6 +123,11 @@ pub struct RuntimeConfig {
     pub poll_wait: Duration,
     /// Restore gives up after this long without progress.
     pub restore_stall_timeout: Duration,
+    /// `stoatflow.migration.from-kafka-streams`: on a first start (no
+    /// watermark stamp committed yet) take over what a Kafka Streams
+    /// application of the same id left: its stores from their changelogs,
+    /// its partition times, and the emit frontiers its stream time implies.
+    pub migration_from_kafka_streams: bool,
     /// `state.dir`: where persistent stores live, `<state dir>/<task>/<store>`. `None`:
     /// `<dir>/state` on the embedded log in a directory; on other backends persistent
     /// stores then need it set.
@@ -149,6 +154,7 @@ impl RuntimeConfig {
             instance_id: "0".into(),
             poll_wait: Duration::from_millis(5),
             restore_stall_timeout: Duration::from_secs(30),
+            migration_from_kafka_streams: false,
             state_dir: None,
         }
     }

@@ -25,6 +25,7 @@ use stoatflow_streams::{
 use stoatflow_time::{EventTime, WallTime, Watermark};
 
 use crate::engine::changelog_read::read_to_end;
+use crate::engine::takeover;
 use crate::error::RuntimeError;
 use crate::observe::metrics::MetricsCells;
 use crate::task_id::TaskId;
@@ -105,6 +106,8 @@ pub(crate) struct LaneSetup<L: Log> {
     pub(crate) partition_times: Vec<(TaskId, Arc<str>, EventTime)>,
     /// Where it reports its tasks' counters at each barrier crossing.
     pub(crate) metrics: Arc<MetricsCells>,
+    /// This start takes over from Kafka Streams (`engine::takeover`).
+    pub(crate) takeover: bool,
 }
 
 /// The lane thread's body: restore, report ready, then serve messages until
@@ -286,6 +289,9 @@ fn build_tasks<L: Log>(
         }
         let (floor, _frontier) = setup.seeds[id.subtopology];
         task.seed(floor, Watermark::MIN);
+        if setup.takeover {
+            takeover::take_over(id, task, &setup.partition_times)?;
+        }
         task.on_watermark(floor);
         // After the restore: timer indexes are built from restored stores.
         task.on_wall_clock(setup.wall_clock)
@@ -345,6 +351,12 @@ fn restore_stores<L: Log>(
                 store: store.clone(),
                 source: Box::new(entry.corrupt(store, "changelog record has no key")),
             })?;
+        // Kafka Streams' layout on the log, the store's in memory.
+        let layout = tasks[id].changelog_value_layout(store);
+        let mut list = list;
+        for entry in &mut list {
+            layout.from_changelog(entry);
+        }
         let total = list.len() as u64;
         setup.metrics.restore_expected(total);
         let mut state = state.borrow_mut();

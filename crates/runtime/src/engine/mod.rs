@@ -27,6 +27,7 @@ pub(crate) mod changelog_read;
 pub(crate) mod error_response;
 pub(crate) mod lane;
 pub(crate) mod partitioner;
+pub(crate) mod takeover;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -531,6 +532,7 @@ impl<L: Log + 'static> Engine<L> {
             .iter()
             .filter_map(|s| Some((s.task, s.topic.clone(), s.partition_time?)))
             .collect();
+        let takeover = takeover::is_takeover(config, last_barrier);
         let streams_config = Arc::new(config.streams.clone());
         let pending_output = Arc::new(AtomicBool::new(false));
         let (reply_tx, replies) = sync_channel(lanes_n * 2 + 4);
@@ -552,6 +554,7 @@ impl<L: Log + 'static> Engine<L> {
                 default_store: config.default_dsl_store(),
                 partition_times: partition_times.clone(),
                 metrics: shared.metrics.clone(),
+                takeover,
             };
             let reply_tx = reply_tx.clone();
             let handle = std::thread::Builder::new()

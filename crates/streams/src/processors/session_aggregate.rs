@@ -150,4 +150,10 @@ where
             |(w, key, value)| (key, window_of(w), value, w.end),
         )
     }
+
+    fn seed_emitted_by_kafka_streams(&mut self, stream_time: i64) -> Result<(), ProcessError> {
+        // Kafka Streams emitted a session once end + gap + grace <= stream
+        // time; our close, end + gap + 1 + grace, is one more.
+        self.out.seed_emitted(stream_time.saturating_add(1))
+    }
 }

@@ -117,4 +117,10 @@ where
             |(start, key, vt)| (key, windows.window(start), vt.value, vt.timestamp),
         )
     }
+
+    fn seed_emitted_by_kafka_streams(&mut self, stream_time: i64) -> Result<(), ProcessError> {
+        // Kafka Streams emitted a window once end + grace <= stream time: our
+        // close, end + grace, is then at or below it.
+        self.out.seed_emitted(stream_time)
+    }
 }

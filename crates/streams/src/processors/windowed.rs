@@ -192,6 +192,16 @@ where
         )
     }
 
+    /// Under on-window-close, records every close at or below `close` as
+    /// emitted (a takeover from Kafka Streams, which emitted them); a no-op
+    /// under on-window-update, which keeps no emit frontier.
+    pub(crate) fn seed_emitted(&mut self, close: i64) -> Result<(), ProcessError> {
+        match &mut self.emit_frontier {
+            Some(ef) => ef.advance(Watermark::from_millis(close)),
+            None => Ok(()),
+        }
+    }
+
     /// The frontier moved: under on-window-close, the emission pass forwards
     /// once every window whose close lies in (emit frontier, frontier], in
     /// the order `due` lists them, and persists the new emit frontier; then
