@@ -7,6 +7,7 @@
 //! Streams emitted and what we emit.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -208,8 +209,31 @@ fn window(key: &str, start: i64, end: i64, counts: &[i64]) -> ((String, i64, i64
     ((key.into(), T0 + start, T0 + end), counts.to_vec())
 }
 
-#[test]
-fn a_takeover_from_kafka_streams_emits_each_final_result_once_across_both() {
+fn send_events(log: &EmbeddedLog, id: &str, events: &[(&str, i64)]) {
+    let mut producer = log.transactional_producer(id).unwrap();
+    producer.begin().unwrap();
+    for (k, t) in events {
+        producer
+            .send(&TopicPartition::new(EVENTS, 0), &event(k, T0 + t))
+            .unwrap();
+    }
+    producer.commit().unwrap();
+}
+
+/// Runs the app with migration asked for (on disk when `state` is given)
+/// until the input is consumed, then closes it.
+fn run(log: &Arc<EmbeddedLog>, state: Option<&Path>) {
+    let mut config = config(APP, 1);
+    config.migration_from_kafka_streams = true;
+    if let Some(dir) = state {
+        config = config.with_state_dir(dir);
+    }
+    let mut app = StreamsApp::with_log(topology(), config, log.clone()).unwrap();
+    start_and_finish(&mut app);
+}
+
+/// The takeover, then an ordinary restart with the flag still set.
+fn take_over_then_restart(state: Option<&Path>) {
     let log = Arc::new(EmbeddedLog::in_memory());
     for t in [EVENTS, COUNTS, SESSIONS] {
         log.create_topic(&TopicSpec::new(t, 1)).unwrap();
@@ -226,35 +250,29 @@ fn a_takeover_from_kafka_streams_emits_each_final_result_once_across_both() {
     // The rest of the input: a late record for the window Kafka Streams
     // closed, updates of the open windows and sessions, then a far record
     // that closes them all.
-    let mut rest = log.transactional_producer("rest-input").unwrap();
-    rest.begin().unwrap();
-    for (k, t) in [("a", 3_000), ("b", 16_000), ("a", 23_000), ("z", 100_000)] {
-        rest.send(&TopicPartition::new(EVENTS, 0), &event(k, T0 + t))
-            .unwrap();
-    }
-    rest.commit().unwrap();
-
-    let mut config = config(APP, 1);
-    config.migration_from_kafka_streams = true;
-    let mut app = StreamsApp::with_log(topology(), config, log.clone()).unwrap();
-    start_and_finish(&mut app);
+    send_events(
+        &log,
+        "rest-input",
+        &[("a", 3_000), ("b", 16_000), ("a", 23_000), ("z", 100_000)],
+    );
+    run(&log, state);
 
     let ours_counts = read_counts(&log);
     let ours_sessions = read_sessions(&log);
+    let mut expected_counts = Emitted::from([
+        window("b", 10_000, 20_000, &[2]),
+        window("a", 20_000, 30_000, &[2]),
+    ]);
+    let mut expected_sessions = Emitted::from([
+        window("b", 15_000, 16_000, &[2]),
+        window("a", 21_000, 23_000, &[2]),
+    ]);
     assert_eq!(
-        ours_counts,
-        Emitted::from([
-            window("b", 10_000, 20_000, &[2]),
-            window("a", 20_000, 30_000, &[2]),
-        ]),
+        ours_counts, expected_counts,
         "the windows Kafka Streams left open, each once, with their restored counts"
     );
     assert_eq!(
-        ours_sessions,
-        Emitted::from([
-            window("b", 15_000, 16_000, &[2]),
-            window("a", 21_000, 23_000, &[2]),
-        ]),
+        ours_sessions, expected_sessions,
         "the sessions Kafka Streams left open, merged with the new records, each once"
     );
     for (ks, ours) in [(&ks_counts, &ours_counts), (&ks_sessions, &ours_sessions)] {
@@ -262,4 +280,25 @@ fn a_takeover_from_kafka_streams_emits_each_final_result_once_across_both() {
             assert!(!ours.contains_key(w), "{w:?} emitted by both");
         }
     }
+
+    // A restart after the takeover is an ordinary one (a barrier has
+    // committed): our own changelogs and emit frontiers restore, nothing is
+    // emitted again, and new windows close as usual.
+    send_events(&log, "more-input", &[("b", 200_000), ("z", 300_000)]);
+    run(&log, state);
+    expected_counts.extend([window("b", 200_000, 210_000, &[1])]);
+    expected_sessions.extend([window("b", 200_000, 200_000, &[1])]);
+    assert_eq!(read_counts(&log), expected_counts);
+    assert_eq!(read_sessions(&log), expected_sessions);
+}
+
+#[test]
+fn a_takeover_from_kafka_streams_emits_each_final_result_once_across_both() {
+    take_over_then_restart(None);
+}
+
+#[test]
+fn a_takeover_restores_kafka_streams_changelogs_into_stores_on_disk() {
+    let state = tempfile::tempdir().unwrap();
+    take_over_then_restart(Some(state.path()));
 }
