@@ -106,8 +106,9 @@ pub(crate) struct LaneSetup<L: Log> {
     pub(crate) partition_times: Vec<(TaskId, Arc<str>, EventTime)>,
     /// Where it reports its tasks' counters at each barrier crossing.
     pub(crate) metrics: Arc<MetricsCells>,
-    /// This start takes over from Kafka Streams (`engine::takeover`).
-    pub(crate) takeover: bool,
+    /// When this start takes over from Kafka Streams (`engine::takeover`):
+    /// per task, the processor metadata committed with its offsets.
+    pub(crate) takeover: Option<Vec<(TaskId, String, i64)>>,
 }
 
 /// The lane thread's body: restore, report ready, then serve messages until
@@ -289,8 +290,8 @@ fn build_tasks<L: Log>(
         }
         let (floor, _frontier) = setup.seeds[id.subtopology];
         task.seed(floor, Watermark::MIN);
-        if setup.takeover {
-            takeover::take_over(id, task, &setup.partition_times)?;
+        if let Some(metadata) = &setup.takeover {
+            takeover::take_over(id, task, &setup.partition_times, metadata)?;
         }
         task.on_watermark(floor);
         // After the restore: timer indexes are built from restored stores.

@@ -478,6 +478,8 @@ impl<L: Log + 'static> Engine<L> {
         let group = app.clone();
         let tps: Vec<TopicPartition> = slots.iter().map(|s| s.tp.clone()).collect();
         let committed = log.committed_offsets(&group, &tps)?;
+        // Kafka Streams' processor metadata per task, for a takeover.
+        let mut processor_metadata = Vec::new();
         {
             let mut shared_committed = shared.committed.lock().expect("committed lock");
             for (tp, om) in committed {
@@ -499,6 +501,11 @@ impl<L: Log + 'static> Engine<L> {
                 ) {
                     cell.store(*w, Ordering::Release);
                 }
+                processor_metadata.extend(
+                    meta.processor
+                        .iter()
+                        .map(|(k, v)| (slot.task, k.clone(), *v)),
+                );
                 if let Some(t) = meta.partition_time {
                     let t = EventTime::new(t).map_err(|e| RuntimeError::OffsetMetadata {
                         partition: tp.to_string(),
@@ -554,7 +561,7 @@ impl<L: Log + 'static> Engine<L> {
                 default_store: config.default_dsl_store(),
                 partition_times: partition_times.clone(),
                 metrics: shared.metrics.clone(),
-                takeover,
+                takeover: takeover.then(|| processor_metadata.clone()),
             };
             let reply_tx = reply_tx.clone();
             let handle = std::thread::Builder::new()

@@ -62,18 +62,27 @@ pub(crate) fn stream_time(
 
 /// Seeds `task`, its stores already restored from Kafka Streams'
 /// changelogs, with what Kafka Streams emitted and dropped by its stream
-/// time.
+/// time, or, for an on-window-close aggregation whose store names an entry
+/// of the processor metadata (`processor_metadata`: per task, committed with
+/// its offsets; KIP-825 keeps the last emitted window close time under the
+/// store's name), by that.
 pub(crate) fn take_over(
     id: TaskId,
     task: &mut StreamTask,
     partition_times: &[(TaskId, std::sync::Arc<str>, EventTime)],
+    processor_metadata: &[(TaskId, String, i64)],
 ) -> Result<(), RuntimeError> {
     let Some(time) = stream_time(id, partition_times) else {
         tracing::info!(task = %id, "taken over from Kafka Streams: no partition time committed");
         return Ok(());
     };
-    tracing::info!(task = %id, stream_time = time.as_millis(), "taken over from Kafka Streams");
-    task.take_over_from_kafka_streams(time)
+    let emit_final: Vec<(String, i64)> = processor_metadata
+        .iter()
+        .filter(|(t, ..)| *t == id)
+        .map(|(_, k, v)| (k.clone(), *v))
+        .collect();
+    tracing::info!(task = %id, stream_time = time.as_millis(), ?emit_final, "taken over from Kafka Streams");
+    task.take_over_from_kafka_streams(time, &emit_final)
         .map_err(|source| RuntimeError::Process {
             task: id.to_string(),
             source,

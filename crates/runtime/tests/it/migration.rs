@@ -87,10 +87,20 @@ fn base64(bytes: &[u8]) -> String {
 }
 
 /// Kafka Streams' `TopicPartitionMetadata`: base64 of magic byte 2, the
-/// partition time as a big-endian long, and no processor metadata.
-fn kafka_streams_offset_metadata(partition_time: i64) -> String {
+/// partition time as a big-endian long, then its `ProcessorMetadata` (none
+/// at all when empty, else an int count and per entry an int key length,
+/// the UTF-8 key and a long value).
+fn kafka_streams_offset_metadata(partition_time: i64, processor: &[(&str, i64)]) -> String {
     let mut bytes = vec![2u8];
     bytes.extend_from_slice(&partition_time.to_be_bytes());
+    if !processor.is_empty() {
+        bytes.extend_from_slice(&(processor.len() as i32).to_be_bytes());
+        for (key, value) in processor {
+            bytes.extend_from_slice(&(key.len() as i32).to_be_bytes());
+            bytes.extend_from_slice(key.as_bytes());
+            bytes.extend_from_slice(&value.to_be_bytes());
+        }
+    }
     base64(&bytes)
 }
 
@@ -127,7 +137,8 @@ fn event(key: &str, ts: i64) -> Record {
 /// `a@[0,10)` (10 + 5 <= 21) and the session `a@[1,2]` (2 + 5 + 2 <= 21);
 /// `b@[10,20)`, `a@[20,30)` and the sessions `b@[15]`, `a@[21]` are still
 /// open, in its changelogs.
-fn write_kafka_streams_leftovers(log: &EmbeddedLog) {
+/// `processor` is the processor metadata committed with the offsets.
+fn write_kafka_streams_leftovers(log: &EmbeddedLog, processor: &[(&str, i64)]) {
     let tp = |t: &str| TopicPartition::new(t, 0);
     let mut input = log.transactional_producer("ks-input").unwrap();
     input.begin().unwrap();
@@ -167,7 +178,7 @@ fn write_kafka_streams_leftovers(log: &EmbeddedLog) {
             tp(EVENTS),
             OffsetAndMetadata {
                 offset: Offset(4),
-                metadata: kafka_streams_offset_metadata(T0 + 21_000),
+                metadata: kafka_streams_offset_metadata(T0 + 21_000, processor),
             },
         )],
     )
@@ -232,8 +243,8 @@ fn run(log: &Arc<EmbeddedLog>, state: Option<&Path>) {
     start_and_finish(&mut app);
 }
 
-/// The takeover, then an ordinary restart with the flag still set.
-fn take_over_then_restart(state: Option<&Path>) {
+/// A log with the topics and what Kafka Streams left.
+fn log_left_by_kafka_streams(processor: &[(&str, i64)]) -> Arc<EmbeddedLog> {
     let log = Arc::new(EmbeddedLog::in_memory());
     for t in [EVENTS, COUNTS, SESSIONS] {
         log.create_topic(&TopicSpec::new(t, 1)).unwrap();
@@ -242,7 +253,13 @@ fn take_over_then_restart(state: Option<&Path>) {
         log.create_topic(&TopicSpec::new(format!("{APP}-{store}-changelog"), 1).compacted())
             .unwrap();
     }
-    write_kafka_streams_leftovers(&log);
+    write_kafka_streams_leftovers(&log, processor);
+    log
+}
+
+/// The takeover, then an ordinary restart with the flag still set.
+fn take_over_then_restart(state: Option<&Path>) {
+    let log = log_left_by_kafka_streams(&[]);
     // What Kafka Streams emitted (by its suppress, on its stream time).
     let ks_counts = Emitted::from([window("a", 0, 10_000, &[2])]);
     let ks_sessions = Emitted::from([window("a", 1_000, 2_000, &[2])]);
@@ -301,4 +318,36 @@ fn a_takeover_from_kafka_streams_emits_each_final_result_once_across_both() {
 fn a_takeover_restores_kafka_streams_changelogs_into_stores_on_disk() {
     let state = tempfile::tempdir().unwrap();
     take_over_then_restart(Some(state.path()));
+}
+
+/// Kafka Streams' own on-window-close emission (KIP-825) is throttled and
+/// commits, per store, the window close time it emitted through: that, not
+/// the stream time, says what it emitted. Here it emitted no window (its
+/// last close time, 5 s, is before the first window's end) and no session
+/// (1.5 s, before the first session's end), so we emit them all, once.
+#[test]
+fn a_takeover_reads_what_kafka_streams_emit_final_emitted_from_the_offsets() {
+    let log = log_left_by_kafka_streams(&[("counts", T0 + 5_000), ("sessions", T0 + 1_500)]);
+    send_events(
+        &log,
+        "rest-input",
+        &[("a", 3_000), ("b", 16_000), ("a", 23_000), ("z", 100_000)],
+    );
+    run(&log, None);
+    assert_eq!(
+        read_counts(&log),
+        Emitted::from([
+            window("a", 0, 10_000, &[2]),
+            window("b", 10_000, 20_000, &[2]),
+            window("a", 20_000, 30_000, &[2]),
+        ])
+    );
+    assert_eq!(
+        read_sessions(&log),
+        Emitted::from([
+            window("a", 1_000, 2_000, &[2]),
+            window("b", 15_000, 16_000, &[2]),
+            window("a", 21_000, 23_000, &[2]),
+        ])
+    );
 }

@@ -151,9 +151,21 @@ where
         )
     }
 
-    fn seed_emitted_by_kafka_streams(&mut self, stream_time: i64) -> Result<(), ProcessError> {
-        // Kafka Streams emitted a session once end + gap + grace <= stream
-        // time; our close, end + gap + 1 + grace, is one more.
-        self.out.seed_emitted(stream_time.saturating_add(1))
+    fn seed_emitted_by_kafka_streams(
+        &mut self,
+        stream_time: i64,
+        emit_final: &dyn Fn(&str) -> Option<i64>,
+    ) -> Result<(), ProcessError> {
+        // Suppress emitted a session once end + gap + grace <= stream time;
+        // our close, end + gap + 1 + grace, is one more. Emit-final committed
+        // M = stream time - grace - gap and emitted the sessions ending
+        // before M: our closes up to M + gap + grace.
+        let close = match emit_final(&self.out.store_name) {
+            Some(m) => m
+                .saturating_add(self.windows.inactivity_gap_ms())
+                .saturating_add(self.windows.grace_ms()),
+            None => stream_time.saturating_add(1),
+        };
+        self.out.seed_emitted(close)
     }
 }

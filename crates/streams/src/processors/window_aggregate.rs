@@ -118,9 +118,18 @@ where
         )
     }
 
-    fn seed_emitted_by_kafka_streams(&mut self, stream_time: i64) -> Result<(), ProcessError> {
-        // Kafka Streams emitted a window once end + grace <= stream time: our
-        // close, end + grace, is then at or below it.
-        self.out.seed_emitted(stream_time)
+    fn seed_emitted_by_kafka_streams(
+        &mut self,
+        stream_time: i64,
+        emit_final: &dyn Fn(&str) -> Option<i64>,
+    ) -> Result<(), ProcessError> {
+        // Suppress emitted a window once end + grace <= stream time: our
+        // close, end + grace, is then at or below it. Emit-final committed
+        // M = the largest window end emitted: our closes up to M + grace.
+        let close = match emit_final(&self.out.store_name) {
+            Some(m) => m.saturating_add(self.windows.grace_ms()),
+            None => stream_time,
+        };
+        self.out.seed_emitted(close)
     }
 }

@@ -134,8 +134,14 @@ pub(crate) trait FrontierOperator {
 
     /// A takeover from Kafka Streams, whose stream time was `stream_time`:
     /// record as emitted every final result Kafka Streams emitted by then.
+    /// `emit_final(store)` is the last window close time Kafka Streams'
+    /// on-window-close emission (KIP-825) committed for `store`, if any.
     /// Only the on-window-close aggregations keep an emit frontier.
-    fn seed_emitted_by_kafka_streams(&mut self, _stream_time: i64) -> Result<(), ProcessError> {
+    fn seed_emitted_by_kafka_streams(
+        &mut self,
+        _stream_time: i64,
+        _emit_final: &dyn Fn(&str) -> Option<i64>,
+    ) -> Result<(), ProcessError> {
         Ok(())
     }
 }

@@ -385,18 +385,30 @@ impl StreamTask {
     /// on-window-close aggregation marks every window Kafka Streams emitted
     /// as emitted (its emit frontier), and the floor is raised to
     /// `stream_time`, so those windows never change or emit again while the
-    /// ones still open are emitted once, at their close.
+    /// ones still open are emitted once, at their close. `emit_final` is
+    /// Kafka Streams' processor metadata committed with the task's offsets:
+    /// its on-window-close emission (KIP-825) keeps, under the store's name,
+    /// the window close time it last emitted through, which is exact where
+    /// the stream time is not (that emission is throttled).
     ///
     /// # Errors
     /// An emit-frontier store that refuses the write.
     pub fn take_over_from_kafka_streams(
         &mut self,
         stream_time: EventTime,
+        emit_final: &[(String, i64)],
     ) -> Result<(), ProcessError> {
         self.set_floor(Watermark::from_millis(stream_time.as_millis()));
+        let lookup = |store: &str| {
+            emit_final
+                .iter()
+                .filter(|(k, _)| k == store)
+                .map(|(_, v)| *v)
+                .max()
+        };
         for op in &self.frontier_ops {
             op.borrow_mut()
-                .seed_emitted_by_kafka_streams(stream_time.as_millis())?;
+                .seed_emitted_by_kafka_streams(stream_time.as_millis(), &lookup)?;
         }
         Ok(())
     }
