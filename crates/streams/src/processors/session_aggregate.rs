@@ -160,12 +160,14 @@ where
         // our close, end + gap + 1 + grace, is one more. Emit-final committed
         // M = stream time - grace - gap and emitted the sessions ending
         // before M: our closes up to M + gap + grace.
-        let close = match emit_final(&self.out.store_name) {
-            Some(m) => m
-                .saturating_add(self.windows.inactivity_gap_ms())
-                .saturating_add(self.windows.grace_ms()),
-            None => stream_time.saturating_add(1),
-        };
-        self.out.seed_emitted(close)
+        let after = self
+            .windows
+            .inactivity_gap_ms()
+            .saturating_add(self.windows.grace_ms());
+        self.out.seed_from_kafka_streams(
+            emit_final,
+            |m| m.saturating_add(after),
+            stream_time.saturating_add(1),
+        )
     }
 }

@@ -126,10 +126,8 @@ where
         // Suppress emitted a window once end + grace <= stream time: our
         // close, end + grace, is then at or below it. Emit-final committed
         // M = the largest window end emitted: our closes up to M + grace.
-        let close = match emit_final(&self.out.store_name) {
-            Some(m) => m.saturating_add(self.windows.grace_ms()),
-            None => stream_time,
-        };
-        self.out.seed_emitted(close)
+        let grace = self.windows.grace_ms();
+        self.out
+            .seed_from_kafka_streams(emit_final, |m| m.saturating_add(grace), stream_time)
     }
 }
