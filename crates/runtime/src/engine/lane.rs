@@ -345,7 +345,7 @@ fn restore_stores<L: Log>(
         let state = tasks[id]
             .state_store(store)
             .expect("store_names lists only the task's stores");
-        let list = list
+        let mut list = list
             .into_iter()
             .collect::<Result<Vec<_>, _>>()
             .map_err(|entry| RuntimeError::State {
@@ -354,7 +354,6 @@ fn restore_stores<L: Log>(
             })?;
         // Kafka Streams' layout on the log, the store's in memory.
         let layout = tasks[id].changelog_value_layout(store);
-        let mut list = list;
         for entry in &mut list {
             layout.from_changelog(entry);
         }
