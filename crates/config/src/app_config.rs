@@ -238,6 +238,7 @@ impl Draft {
             POLL_WAIT => rt.poll_wait = millis(e, 1, 60_000)?,
             RESTORE_STALL => rt.restore_stall_timeout = millis(e, 1, 24 * HOUR_MS)?,
             PURGE_INTERVAL => rt.purge_interval = millis(e, 1, 24 * HOUR_MS)?,
+            FROM_KAFKA_STREAMS => rt.migration_from_kafka_streams = boolean(e)?,
             MAX_OOO => {
                 let ms = int(e, 0, YEAR_MS)?;
                 self.max_ooo_ms = ms as i64;

@@ -71,6 +71,8 @@ pub const INSTANCE_ID: &str = "stoatflow.processing.instance-id";
 pub const POLL_WAIT: &str = "stoatflow.processing.poll-wait-ms";
 /// `stoatflow.restore.stall-timeout-ms`.
 pub const RESTORE_STALL: &str = "stoatflow.restore.stall-timeout-ms";
+/// `stoatflow.migration.from-kafka-streams`.
+pub const FROM_KAFKA_STREAMS: &str = "stoatflow.migration.from-kafka-streams";
 /// `stoatflow.watermark.max-out-of-orderness-ms`.
 pub const MAX_OOO: &str = "stoatflow.watermark.max-out-of-orderness-ms";
 /// `stoatflow.watermark.idleness-timeout-ms`.
@@ -139,6 +141,7 @@ pub const KEYS: &[KeySpec] = &[
     k(POLL_WAIT, "1..=60000 ms", "5"),
     k(RESTORE_STALL, "1..=86400000 ms", "30000"),
     k(PURGE_INTERVAL, "1..=86400000 ms", "30000"),
+    k(FROM_KAFKA_STREAMS, "a boolean", "false"),
     k(MAX_OOO, "0..=31536000000 ms", "10000"),
     k(IDLENESS, "0..=31536000000 ms (0 disables)", "300000"),
     k(AUTO_INTERVAL, "1..=3600000 ms", "200"),

@@ -64,6 +64,12 @@ pub trait Codec<T>: Send + Sync + fmt::Debug {
         self.encode(value, &mut out)?;
         Ok(out)
     }
+
+    /// Where a store of these values puts their timestamp in its changelog
+    /// (Kafka Streams' layout): only a timestamped codec moves it.
+    fn changelog_value_layout(&self) -> crate::ChangelogValueLayout {
+        crate::ChangelogValueLayout::Plain
+    }
 }
 
 fn fixed<const N: usize>(bytes: &[u8], what: &str) -> Result<[u8; N], CodecError> {
@@ -209,6 +215,9 @@ impl<V, C: Codec<V>> Codec<ValueAndTimestamp<V>> for ValueAndTimestampCodec<V, C
             value: self.inner.decode(rest)?,
             timestamp,
         })
+    }
+    fn changelog_value_layout(&self) -> crate::ChangelogValueLayout {
+        crate::ChangelogValueLayout::TimestampInRecord
     }
 }
 

@@ -67,6 +67,7 @@ mod persistent;
 mod restore;
 mod segments;
 mod store;
+mod value_layout;
 mod windowed;
 
 pub use any::{AnyKeyValueStore, AnySessionStore, AnyWindowStore};
@@ -96,3 +97,4 @@ pub use store::{
     KeyValueStore, Segmented, SessionStore, SessionWindow, StateStore, StoreConfig,
     TimestampedKeyValueStore, WindowStore,
 };
+pub use value_layout::ChangelogValueLayout;

@@ -427,9 +427,17 @@ impl TopologyTestDriver {
                     .map_err(err)?;
                     continue;
                 }
-                let Some(s) = inner.tasks.iter().find_map(|t| t.state_store(store)) else {
+                let Some((s, layout)) = inner.tasks.iter().find_map(|t| {
+                    t.state_store(store)
+                        .map(|s| (s, t.changelog_value_layout(store)))
+                }) else {
                     continue;
                 };
+                // The changelog holds Kafka Streams' layout, the store its own.
+                let entries = entries.map(|mut e| {
+                    layout.from_changelog(&mut e);
+                    e
+                });
                 restore(
                     &mut *s.borrow_mut(),
                     entries,

@@ -104,6 +104,9 @@ fn table() -> Vec<(&'static str, &'static str, Check)> {
         ("repartition.purge.interval.ms", "5000", |c| {
             c.runtime.purge_interval == Duration::from_secs(5)
         }),
+        ("stoatflow.migration.from-kafka-streams", "true", |c| {
+            c.runtime.migration_from_kafka_streams
+        }),
         ("stoatflow.watermark.max-out-of-orderness-ms", "2500", |c| {
             c.runtime.streams.max_out_of_orderness == Duration::from_millis(2_500)
                 && matches!(

@@ -127,6 +127,11 @@ pub struct RuntimeConfig {
     /// at most this often, after a commit, repartition topics are purged below
     /// their committed offsets and the log is asked for its upkeep.
     pub purge_interval: Duration,
+    /// `stoatflow.migration.from-kafka-streams`: on a first start (no
+    /// watermark stamp committed yet) take over what a Kafka Streams
+    /// application of the same id left: its stores from their changelogs,
+    /// its partition times, and the emit frontiers its stream time implies.
+    pub migration_from_kafka_streams: bool,
     /// `state.dir`: where persistent stores live, `<state dir>/<task>/<store>`. `None`:
     /// `<dir>/state` on the embedded log in a directory; on other backends persistent
     /// stores then need it set.
@@ -154,6 +159,7 @@ impl RuntimeConfig {
             poll_wait: Duration::from_millis(5),
             restore_stall_timeout: Duration::from_secs(30),
             purge_interval: Duration::from_secs(30),
+            migration_from_kafka_streams: false,
             state_dir: None,
         }
     }

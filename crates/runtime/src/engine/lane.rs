@@ -26,6 +26,7 @@ use stoatflow_streams::{
 use stoatflow_time::{EventTime, WallTime, Watermark};
 
 use crate::engine::changelog_read::read_to_end;
+use crate::engine::takeover;
 use crate::error::RuntimeError;
 use crate::observe::metrics::MetricsCells;
 use crate::task_id::TaskId;
@@ -106,6 +107,9 @@ pub(crate) struct LaneSetup<L: Log> {
     pub(crate) partition_times: Vec<(TaskId, Arc<str>, EventTime)>,
     /// Where it reports its tasks' counters at each barrier crossing.
     pub(crate) metrics: Arc<MetricsCells>,
+    /// When this start takes over from Kafka Streams (`engine::takeover`):
+    /// per task, the processor metadata committed with its offsets.
+    pub(crate) takeover: Option<Vec<(TaskId, String, i64)>>,
 }
 
 /// The lane thread's body: restore, report ready, then serve messages until
@@ -286,6 +290,9 @@ fn build_tasks<L: Log>(
         }
         let (floor, _frontier) = setup.seeds[id.subtopology];
         task.seed(floor, Watermark::MIN);
+        if let Some(metadata) = &setup.takeover {
+            takeover::take_over(id, task, &setup.partition_times, metadata)?;
+        }
         task.on_watermark(floor);
         // After the restore: timer indexes are built from restored stores.
         task.on_wall_clock(setup.wall_clock)
@@ -338,13 +345,18 @@ fn restore_stores<L: Log>(
         let state = tasks[id]
             .state_store(store)
             .expect("store_names lists only the task's stores");
-        let list = list
+        let mut list = list
             .into_iter()
             .collect::<Result<Vec<_>, _>>()
             .map_err(|entry| RuntimeError::State {
                 store: store.clone(),
                 source: Box::new(entry.corrupt(store, "changelog record has no key")),
             })?;
+        // Kafka Streams' layout on the log, the store's in memory.
+        let layout = tasks[id].changelog_value_layout(store);
+        for entry in &mut list {
+            layout.from_changelog(entry);
+        }
         let total = list.len() as u64;
         setup.metrics.restore_expected(total);
         let mut state = state.borrow_mut();

@@ -27,6 +27,7 @@ pub(crate) mod changelog_read;
 pub(crate) mod error_response;
 pub(crate) mod lane;
 pub(crate) mod partitioner;
+pub(crate) mod takeover;
 pub(crate) mod upkeep;
 
 use std::collections::{HashMap, VecDeque};
@@ -481,6 +482,8 @@ impl<L: Log + 'static> Engine<L> {
         let group = app.clone();
         let tps: Vec<TopicPartition> = slots.iter().map(|s| s.tp.clone()).collect();
         let committed = log.committed_offsets(&group, &tps)?;
+        // Kafka Streams' processor metadata per task, for a takeover.
+        let mut processor_metadata = Vec::new();
         {
             let mut shared_committed = shared.committed.lock().expect("committed lock");
             for (tp, om) in committed {
@@ -502,6 +505,11 @@ impl<L: Log + 'static> Engine<L> {
                 ) {
                     cell.store(*w, Ordering::Release);
                 }
+                processor_metadata.extend(
+                    meta.processor
+                        .iter()
+                        .map(|(k, v)| (slot.task, k.clone(), *v)),
+                );
                 if let Some(t) = meta.partition_time {
                     let t = EventTime::new(t).map_err(|e| RuntimeError::OffsetMetadata {
                         partition: tp.to_string(),
@@ -535,6 +543,7 @@ impl<L: Log + 'static> Engine<L> {
             .iter()
             .filter_map(|s| Some((s.task, s.topic.clone(), s.partition_time?)))
             .collect();
+        let takeover = takeover::is_takeover(config, last_barrier);
         let streams_config = Arc::new(config.streams.clone());
         let pending_output = Arc::new(AtomicBool::new(false));
         let (reply_tx, replies) = sync_channel(lanes_n * 2 + 4);
@@ -556,6 +565,7 @@ impl<L: Log + 'static> Engine<L> {
                 default_store: config.default_dsl_store(),
                 partition_times: partition_times.clone(),
                 metrics: shared.metrics.clone(),
+                takeover: takeover.then(|| processor_metadata.clone()),
             };
             let reply_tx = reply_tx.clone();
             let handle = std::thread::Builder::new()

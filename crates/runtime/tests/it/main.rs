@@ -8,6 +8,7 @@ mod faulty_log;
 mod fence_first;
 mod hooked_log;
 mod kill;
+mod migration;
 mod partition_time;
 mod persistent_stores;
 mod recovery;

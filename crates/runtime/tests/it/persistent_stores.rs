@@ -143,9 +143,13 @@ fn a_graceful_restart_restores_only_the_changelog_tail_past_the_checkpoint() {
     let mut producer = log.transactional_producer("another-instance").unwrap();
     producer.begin().unwrap();
     for total in [1_000i64, 2_000] {
-        let mut value = 7i64.to_be_bytes().to_vec();
-        value.extend_from_slice(&total.to_be_bytes());
-        let record = Record::new(Some(key.as_bytes()), Some(&value), Timestamp(7));
+        // Kafka Streams' timestamped layout: the plain value, its timestamp
+        // in the record's.
+        let record = Record::new(
+            Some(key.as_bytes()),
+            Some(&total.to_be_bytes()),
+            Timestamp(7),
+        );
         producer.send(&changelog, &record).unwrap();
     }
     producer.commit().unwrap();

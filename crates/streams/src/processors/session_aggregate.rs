@@ -150,4 +150,24 @@ where
             |(w, key, value)| (key, window_of(w), value, w.end),
         )
     }
+
+    fn seed_emitted_by_kafka_streams(
+        &mut self,
+        stream_time: i64,
+        emit_final: &dyn Fn(&str) -> Option<i64>,
+    ) -> Result<(), ProcessError> {
+        // Suppress emitted a session once end + gap + grace <= stream time;
+        // our close, end + gap + 1 + grace, is one more. Emit-final committed
+        // M = stream time - grace - gap and emitted the sessions ending
+        // before M: our closes up to M + gap + grace.
+        let after = self
+            .windows
+            .inactivity_gap_ms()
+            .saturating_add(self.windows.grace_ms());
+        self.out.seed_from_kafka_streams(
+            emit_final,
+            |m| m.saturating_add(after),
+            stream_time.saturating_add(1),
+        )
+    }
 }

@@ -427,4 +427,14 @@ where
             |(start, key, vt)| (key, windows.window(start), vt.value, vt.timestamp),
         )
     }
+
+    fn seed_emitted_by_kafka_streams(
+        &mut self,
+        stream_time: i64,
+        _emit_final: &dyn Fn(&str) -> Option<i64>,
+    ) -> Result<(), ProcessError> {
+        // Kafka Streams emitted a window [start, start + D] once start + D +
+        // grace <= stream time; our close is one more (both ends inclusive).
+        self.out.seed_emitted(stream_time.saturating_add(1))
+    }
 }

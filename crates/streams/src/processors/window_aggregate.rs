@@ -117,4 +117,17 @@ where
             |(start, key, vt)| (key, windows.window(start), vt.value, vt.timestamp),
         )
     }
+
+    fn seed_emitted_by_kafka_streams(
+        &mut self,
+        stream_time: i64,
+        emit_final: &dyn Fn(&str) -> Option<i64>,
+    ) -> Result<(), ProcessError> {
+        // Suppress emitted a window once end + grace <= stream time: our
+        // close, end + grace, is then at or below it. Emit-final committed
+        // M = the largest window end emitted: our closes up to M + grace.
+        let grace = self.windows.grace_ms();
+        self.out
+            .seed_from_kafka_streams(emit_final, |m| m.saturating_add(grace), stream_time)
+    }
 }

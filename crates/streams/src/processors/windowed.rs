@@ -192,6 +192,29 @@ where
         )
     }
 
+    /// Under on-window-close, records every close at or below `close` as
+    /// emitted (a takeover from Kafka Streams, which emitted them); a no-op
+    /// under on-window-update, which keeps no emit frontier.
+    pub(crate) fn seed_emitted(&mut self, close: i64) -> Result<(), ProcessError> {
+        match &mut self.emit_frontier {
+            Some(ef) => ef.advance(Watermark::from_millis(close)),
+            None => Ok(()),
+        }
+    }
+
+    /// A takeover from Kafka Streams: records as emitted the closes up to
+    /// `after_emit_final(M)` when Kafka Streams' emit-final metadata names
+    /// this store with M, else up to `by_stream_time`.
+    pub(crate) fn seed_from_kafka_streams(
+        &mut self,
+        emit_final: &dyn Fn(&str) -> Option<i64>,
+        after_emit_final: impl FnOnce(i64) -> i64,
+        by_stream_time: i64,
+    ) -> Result<(), ProcessError> {
+        let close = emit_final(&self.store_name).map_or(by_stream_time, after_emit_final);
+        self.seed_emitted(close)
+    }
+
     /// The frontier moved: under on-window-close, the emission pass forwards
     /// once every window whose close lies in (emit frontier, frontier], in
     /// the order `due` lists them, and persists the new emit frontier; then

@@ -42,6 +42,9 @@ impl<T> Codec<T> for BoxedCodec<T> {
     fn decode(&self, b: &[u8]) -> Result<T, CodecError> {
         self.0.decode(b)
     }
+    fn changelog_value_layout(&self) -> stoatflow_state::ChangelogValueLayout {
+        self.0.changelog_value_layout()
+    }
 }
 
 impl<T> std::fmt::Debug for BoxedCodec<T> {

@@ -131,6 +131,19 @@ pub(crate) trait FrontierOperator {
     fn on_barrier(&mut self, _cx: &mut TaskContext) -> Result<(), ProcessError> {
         Ok(())
     }
+
+    /// A takeover from Kafka Streams, whose stream time was `stream_time`:
+    /// record as emitted every final result Kafka Streams emitted by then.
+    /// `emit_final(store)` is the last window close time Kafka Streams'
+    /// on-window-close emission (KIP-825) committed for `store`, if any.
+    /// Only the on-window-close aggregations keep an emit frontier.
+    fn seed_emitted_by_kafka_streams(
+        &mut self,
+        _stream_time: i64,
+        _emit_final: &dyn Fn(&str) -> Option<i64>,
+    ) -> Result<(), ProcessError> {
+        Ok(())
+    }
 }
 
 /// An operator that acts on time events rather than records: event-time
@@ -184,6 +197,8 @@ pub(crate) struct StoreHandle {
     pub(crate) type_name: &'static str,
     /// The same store as a [`StateStore`], for changelog flushes.
     pub(crate) state: Rc<RefCell<dyn StateStore>>,
+    /// Where its value timestamps go in the changelog (Kafka Streams' layout).
+    pub(crate) value_layout: stoatflow_state::ChangelogValueLayout,
 }
 
 /// What instantiating a sub-topology collects.
@@ -229,6 +244,7 @@ impl Instantiation {
                 typed: store,
                 type_name: std::any::type_name::<S>(),
                 state,
+                value_layout: stoatflow_state::ChangelogValueLayout::Plain,
             },
         );
     }

@@ -230,6 +230,7 @@ impl Instantiation {
             return s;
         }
         let config = self.store_config(request);
+        let value_layout = value.changelog_value_layout();
         let (key, value) = (BoxedCodec(Box::new(key)), BoxedCodec(Box::new(value)));
         let store = match self.placement_of(request) {
             Placement::InMemory => in_memory(config, key, value),
@@ -256,6 +257,9 @@ impl Instantiation {
         };
         let store = Rc::new(RefCell::new(store));
         self.add_store(&request.name, store.clone());
+        if let Some(handle) = self.stores.get_mut(&request.name) {
+            handle.value_layout = value_layout;
+        }
         store
     }
 

@@ -13,7 +13,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::rc::Rc;
 
-use stoatflow_state::{ChangelogRecord, StateStore};
+use stoatflow_state::{ChangelogRecord, ChangelogValueLayout, StateStore};
 use stoatflow_time::{EventTime, Watermark};
 
 use crate::error::ProcessError;
@@ -287,6 +287,11 @@ impl StreamTask {
                         store: name.clone(),
                         source: Box::new(source),
                     })?;
+                if store.value_layout != ChangelogValueLayout::Plain {
+                    for r in &mut records {
+                        store.value_layout.to_changelog(r);
+                    }
+                }
                 changelogs.push((name.clone(), records));
             }
         }
@@ -384,6 +389,54 @@ impl StreamTask {
     /// A store as a [`StateStore`] (for restore).
     pub fn state_store(&self, name: &str) -> Option<Rc<RefCell<dyn StateStore>>> {
         self.stores.get(name).map(|s| s.state.clone())
+    }
+
+    /// How the store `name` lays its values out in its changelog (Kafka
+    /// Streams' layout): what the epoch's changelog records were turned into,
+    /// and what a restore must turn them back from
+    /// ([`ChangelogValueLayout::from_changelog`]) before
+    /// [`StateStore::apply_changelog`].
+    pub fn changelog_value_layout(&self, name: &str) -> ChangelogValueLayout {
+        self.stores
+            .get(name)
+            .map_or(ChangelogValueLayout::Plain, |s| s.value_layout)
+    }
+
+    /// Takes over the state a Kafka Streams application left (its stores
+    /// restored from its changelogs), whose stream time for this task was
+    /// `stream_time` (the largest partition time committed with the task's
+    /// offsets). Kafka Streams emitted a window's final result once its
+    /// stream time reached the window's end plus grace (plus the gap for a
+    /// session), and dropped records for it from then on: each
+    /// on-window-close aggregation marks every window Kafka Streams emitted
+    /// as emitted (its emit frontier), and the floor is raised to
+    /// `stream_time`, so those windows never change or emit again while the
+    /// ones still open are emitted once, at their close. `emit_final` is
+    /// Kafka Streams' processor metadata committed with the task's offsets:
+    /// its on-window-close emission (KIP-825) keeps, under the store's name,
+    /// the window close time it last emitted through, which is exact where
+    /// the stream time is not (that emission is throttled).
+    ///
+    /// # Errors
+    /// An emit-frontier store that refuses the write.
+    pub fn take_over_from_kafka_streams(
+        &mut self,
+        stream_time: EventTime,
+        emit_final: &[(String, i64)],
+    ) -> Result<(), ProcessError> {
+        self.set_floor(Watermark::from_millis(stream_time.as_millis()));
+        let lookup = |store: &str| {
+            emit_final
+                .iter()
+                .filter(|(k, _)| k == store)
+                .map(|(_, v)| *v)
+                .max()
+        };
+        for op in &self.frontier_ops {
+            op.borrow_mut()
+                .seed_emitted_by_kafka_streams(stream_time.as_millis(), &lookup)?;
+        }
+        Ok(())
     }
 }
 
