@@ -13,7 +13,8 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
 use rdkafka::error::RDKafkaErrorCode;
 use stoatflow_log::{
-    CleanupPolicy, Log, LogError, OffsetAndMetadata, TopicPartition, TopicShape, TopicSpec,
+    CleanupPolicy, GroupMember, Log, LogError, OffsetAndMetadata, TopicPartition, TopicShape,
+    TopicSpec,
 };
 
 use crate::block_on::block_on;
@@ -21,6 +22,7 @@ use crate::committed::committed;
 use crate::config::KafkaConfig;
 use crate::consumer::KafkaConsumer;
 use crate::errors::map;
+use crate::member::KafkaMember;
 use crate::producer::KafkaProducer;
 
 /// A Kafka cluster seen through the broker interface.
@@ -191,6 +193,10 @@ impl Log for KafkaLog {
 
     fn consumer(&self, group: &str) -> Result<KafkaConsumer, LogError> {
         KafkaConsumer::new(&self.config, group)
+    }
+
+    fn join_group(&self, group: &str, topics: &[String]) -> Result<Box<dyn GroupMember>, LogError> {
+        Ok(Box::new(KafkaMember::join(&self.config, group, topics)?))
     }
 
     fn transactional_producer(&self, transactional_id: &str) -> Result<KafkaProducer, LogError> {
