@@ -15,6 +15,7 @@ use stoatflow_streams::Topology;
 
 use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
+use crate::task_id::TaskId;
 
 /// The header that marks a record of a repartition topic as a watermark
 /// marker: its value is the writer's barrier stamp, an `i64` big-endian.
@@ -185,18 +186,33 @@ impl Layout {
                     log.ensure_topic(&TopicSpec::new(changelog_topic(app, name), *n).compacted())?;
                 }
             }
-            // One partition per sub-topology: each keeps its own stamps
-            // (one partition for a topology without repartition topics).
-            let subtopologies = u32::try_from(topology.subtopology_count()).unwrap_or(u32::MAX);
-            log.ensure_topic(
-                &TopicSpec::new(changelog_topic(app, WATERMARK_STORE_NAME), subtopologies)
-                    .compacted(),
-            )?;
         }
-        Ok(Layout {
+        let layout = Layout {
             partitions: partitions.into_iter().map(|(st, (_, n))| (st, n)).collect(),
             sinks,
-        })
+        };
+        if config.streams.changelog_enabled {
+            // One partition per task: each task's stamp ring moves with it
+            // between instances (engine/task_stamps.rs).
+            log.ensure_topic(
+                &TopicSpec::new(
+                    changelog_topic(app, WATERMARK_STORE_NAME),
+                    layout.partitions.values().sum(),
+                )
+                .compacted(),
+            )?;
+        }
+        Ok(layout)
+    }
+
+    /// The partition of the watermark changelog holding `task`'s stamp
+    /// ring: the tasks of sub-topology 0 first, then those of 1, and so on.
+    pub(crate) fn watermark_partition(&self, task: TaskId) -> u32 {
+        self.partitions
+            .range(..task.subtopology)
+            .map(|(_, n)| n)
+            .sum::<u32>()
+            + task.partition
     }
 }
 
