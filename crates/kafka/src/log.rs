@@ -195,8 +195,18 @@ impl Log for KafkaLog {
         KafkaConsumer::new(&self.config, group)
     }
 
-    fn join_group(&self, group: &str, topics: &[String]) -> Result<Box<dyn GroupMember>, LogError> {
-        Ok(Box::new(KafkaMember::join(&self.config, group, topics)?))
+    fn join_group(
+        &self,
+        group: &str,
+        member: &str,
+        topics: &[String],
+    ) -> Result<Box<dyn GroupMember>, LogError> {
+        Ok(Box::new(KafkaMember::join(
+            &self.config,
+            group,
+            member,
+            topics,
+        )?))
     }
 
     fn transactional_producer(&self, transactional_id: &str) -> Result<KafkaProducer, LogError> {

@@ -75,16 +75,23 @@ pub trait Log: Send + Sync + Debug {
     /// Backend failures.
     fn consumer(&self, group: &str) -> Result<Self::Consumer, LogError>;
 
-    /// Joins consumer group `group`, subscribed to `topics`, as a member
-    /// that owns a share of their partitions and hears when that changes.
+    /// Joins consumer group `group`, subscribed to `topics`, as member
+    /// `member` (a stable id: a member restarted under the same id takes
+    /// its predecessor's place, Kafka's static membership), owning a share
+    /// of their partitions and hearing when that changes.
     /// The default is a log without group coordination: the member owns
     /// every partition ([`SoleMember`]); the embedded log keeps it, since one
     /// process owns its directory.
     ///
     /// # Errors
     /// [`LogError::UnknownTopic`], backend failures.
-    fn join_group(&self, group: &str, topics: &[String]) -> Result<Box<dyn GroupMember>, LogError> {
-        let _ = group;
+    fn join_group(
+        &self,
+        group: &str,
+        member: &str,
+        topics: &[String],
+    ) -> Result<Box<dyn GroupMember>, LogError> {
+        let _ = (group, member);
         Ok(Box::new(SoleMember::of_all(self, topics)?))
     }
 

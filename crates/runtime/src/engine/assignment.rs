@@ -89,11 +89,12 @@ impl Membership {
         log: &L,
         topology: &Topology,
         app: &str,
+        member: &str,
         stopping: impl Fn() -> bool,
     ) -> Result<BTreeSet<TaskId>, RuntimeError> {
         if self.member.is_none() {
             self.leading = leading_topics(topology, app);
-            self.member = Some(log.join_group(app, &self.leading)?);
+            self.member = Some(log.join_group(app, member, &self.leading)?);
         } else if self.next.is_none() && !self.revoked {
             self.next = Some(self.current.clone());
         }

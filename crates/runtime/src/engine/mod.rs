@@ -413,7 +413,7 @@ impl<L: Log + 'static> Engine<L> {
         // The tasks this instance owns (after the fence: the previous owner
         // has committed and released them), then their stamp rings: their
         // seeds are the tasks' floors and frontiers.
-        let owned = membership.tasks(&**log, topology, &app, || {
+        let owned = membership.tasks(&**log, topology, &app, &config.transactional_id(), || {
             shared.stop.load(Ordering::Acquire) || shared.halt.load(Ordering::Acquire)
         })?;
         let subtopologies = topology.subtopology_count();
@@ -666,14 +666,14 @@ impl<L: Log + 'static> Engine<L> {
             }
             let fetched = self.consumer.fetch_batches(self.config.poll_wait)?;
             let now = self.clock.now();
-            let any = !fetched.is_empty();
             for batch in fetched {
                 self.buffer(batch, now)?;
             }
             self.drain_dispatch()?;
-            if any {
-                self.advance_idle_positions()?;
-            }
+            // Also after an empty fetch: a consumer that starts exactly at
+            // a transaction marker (an engine rebuilt at the end of its
+            // input) passes it without fetching a record.
+            self.advance_idle_positions()?;
             for st in 0..self.times.len() {
                 if let Some(w) = self.times[st].tracker.poll_watermark(now) {
                     self.timeline.watermark_reached(st, w, Instant::now());
@@ -857,6 +857,8 @@ impl<L: Log + 'static> Engine<L> {
             let next = self.consumer.position(&s.tp)?.0;
             if next > at {
                 s.position = Some(next);
+                // The position moved: a barrier commits it.
+                self.markers_since_barrier = true;
             }
         }
         Ok(())
