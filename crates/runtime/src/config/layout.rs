@@ -1,7 +1,8 @@
 //! [`Layout`]: what the topology needs on the log, worked out at start —
 //! each sub-topology's partition count, the sink topics and their
 //! partitions, the repartition topics (named `<application.id>-<topic>` on
-//! the log, as Kafka Streams names internal topics) and the changelogs —
+//! the log, as Kafka Streams names internal topics) and the changelogs (the
+//! watermark changelog with one partition per task) —
 //! and the watermark marker that crosses a repartition topic (DESIGN 3.3).
 //!
 //! Owns topic naming and shape checks; knows nothing of tasks or threads.
