@@ -177,3 +177,85 @@ impl TaskStamps {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, HashMap};
+
+    use stoatflow_log::{EmbeddedLog, Record, Timestamp, TopicSpec, TransactionalProducer};
+
+    use super::*;
+    use crate::config::Backend;
+
+    fn task(subtopology: usize, partition: u32) -> TaskId {
+        TaskId {
+            subtopology,
+            partition,
+        }
+    }
+
+    #[test]
+    fn each_task_has_its_own_partition_subtopology_by_subtopology() {
+        let plan = Layout {
+            partitions: BTreeMap::from([(0, 3), (1, 2)]),
+            sinks: HashMap::new(),
+        };
+        let got: Vec<u32> = [task(0, 0), task(0, 2), task(1, 0), task(1, 1)]
+            .into_iter()
+            .map(|t| plan.watermark_partition(t))
+            .collect();
+        assert_eq!(got, [0, 2, 3, 4]);
+    }
+
+    /// A task taken over by an instance whose watermark is behind the
+    /// previous owner's keeps the floor it had: its ring never records less.
+    #[test]
+    fn a_task_moved_to_an_instance_behind_keeps_its_floor() {
+        let config = RuntimeConfig::new("app", Backend::InMemory);
+        let plan = Layout {
+            partitions: BTreeMap::from([(0, 2)]),
+            sinks: HashMap::new(),
+        };
+        let log = EmbeddedLog::in_memory();
+        let topic = changelog_topic("app", WATERMARK_STORE_NAME);
+        log.create_topic(&TopicSpec::new(topic.as_str(), 2).compacted())
+            .unwrap();
+        let commit = |records: Vec<(TopicPartition, Vec<ChangelogRecord>)>| {
+            let mut p = log.transactional_producer("writer").unwrap();
+            p.begin().unwrap();
+            for (tp, rs) in records {
+                for r in rs {
+                    let rec = Record::new(Some(&r.key), r.value.as_deref(), Timestamp(1));
+                    p.send(&tp, &rec).unwrap();
+                }
+            }
+            p.commit().unwrap();
+        };
+        // The first owner of both tasks stamps barrier 7 at 1 000.
+        let mut first =
+            TaskStamps::restore(&config, &log, &plan, [task(0, 0), task(0, 1)]).unwrap();
+        first.seeds(1).unwrap();
+        commit(
+            first
+                .record(7, &[Watermark::from_millis(1_000)], false, 1)
+                .unwrap(),
+        );
+        // Task 0_1 moves to an instance whose own watermark is only 400.
+        let mut second = TaskStamps::restore(&config, &log, &plan, [task(0, 1)]).unwrap();
+        let seeds = second.seeds(1).unwrap();
+        assert_eq!(seeds.tasks[&task(0, 1)].0, Watermark::from_millis(1_000));
+        assert_eq!(seeds.last_barrier, 7);
+        commit(
+            second
+                .record(8, &[Watermark::from_millis(400)], false, 1)
+                .unwrap(),
+        );
+        let mut third = TaskStamps::restore(&config, &log, &plan, [task(0, 1)]).unwrap();
+        let seeds = third.seeds(1).unwrap();
+        assert_eq!(seeds.tasks[&task(0, 1)].0, Watermark::from_millis(1_000));
+        assert_eq!(seeds.last_barrier, 8);
+        // Task 0_0 was never stamped by the second instance.
+        let mut rest = TaskStamps::restore(&config, &log, &plan, [task(0, 0)]).unwrap();
+        assert_eq!(rest.seeds(1).unwrap().last_barrier, 7);
+    }
+}
