@@ -74,6 +74,12 @@ pub struct KafkaConfig {
     pub max_record_bytes: usize,
     /// Everything else, passed through.
     pub properties: ClientProperties,
+    /// Group members join with `group.instance.id` (Kafka's static
+    /// membership, on by default): an instance restarted after a kill takes
+    /// its own place back at once. Off: a restarted instance is a new
+    /// member, and its dead predecessor holds its partitions until the
+    /// broker expires its session.
+    pub static_membership: bool,
 }
 
 impl KafkaConfig {
@@ -88,7 +94,15 @@ impl KafkaConfig {
             replication_factor: None,
             max_record_bytes: 1_000_000,
             properties: ClientProperties::default(),
+            static_membership: true,
         }
+    }
+
+    /// Sets [`KafkaConfig::static_membership`].
+    #[must_use]
+    pub fn with_static_membership(mut self, on: bool) -> Self {
+        self.static_membership = on;
+        self
     }
 
     /// Sets `client.id`.

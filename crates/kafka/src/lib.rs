@@ -8,6 +8,9 @@
 //! - [`KafkaConsumer`]: read-committed, never auto-commits.
 //! - [`KafkaProducer`]: one Kafka transaction per epoch, with source
 //!   offsets (and their metadata) added to it.
+//! - [`KafkaMember`]: a consumer-group member ([`stoatflow_log::Log::join_group`]):
+//!   librdkafka's group protocol, eager, a revocation released only once
+//!   the caller committed its work.
 //! - [`KafkaConfig`]: typed configuration; the properties stoatflow's
 //!   semantics depend on cannot be overridden, and pass-through
 //!   [`ClientProperties`] never show their values.
@@ -30,9 +33,11 @@ mod config;
 mod consumer;
 mod errors;
 mod log;
+mod member;
 mod producer;
 
 pub use config::{ClientProperties, KafkaConfig, PROTECTED_KEYS};
 pub use consumer::KafkaConsumer;
 pub use log::KafkaLog;
+pub use member::KafkaMember;
 pub use producer::KafkaProducer;

@@ -14,8 +14,8 @@ use rdkafka::consumer::{BaseConsumer, Consumer as _};
 use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::{Offset as KOffset, TopicPartitionList};
 use stoatflow_log::{
-    CleanupPolicy, Log, LogError, Offset, OffsetAndMetadata, Timestamp, TopicPartition, TopicShape,
-    TopicSpec,
+    CleanupPolicy, GroupMember, Log, LogError, Offset, OffsetAndMetadata, Timestamp,
+    TopicPartition, TopicShape, TopicSpec,
 };
 
 use crate::block_on::block_on;
@@ -23,6 +23,7 @@ use crate::committed::committed;
 use crate::config::KafkaConfig;
 use crate::consumer::KafkaConsumer;
 use crate::errors::map;
+use crate::member::KafkaMember;
 use crate::producer::KafkaProducer;
 
 /// A Kafka cluster seen through the broker interface.
@@ -193,6 +194,20 @@ impl Log for KafkaLog {
 
     fn consumer(&self, group: &str) -> Result<KafkaConsumer, LogError> {
         KafkaConsumer::new(&self.config, group)
+    }
+
+    fn join_group(
+        &self,
+        group: &str,
+        member: &str,
+        topics: &[String],
+    ) -> Result<Box<dyn GroupMember>, LogError> {
+        Ok(Box::new(KafkaMember::join(
+            &self.config,
+            group,
+            member,
+            topics,
+        )?))
     }
 
     fn transactional_producer(&self, transactional_id: &str) -> Result<KafkaProducer, LogError> {

@@ -3,7 +3,8 @@
 //!
 //! Owns: the traits [`Log`] (topics, clients, committed offsets),
 //! [`Consumer`] (read-committed fetch, seek, end offsets) and
-//! [`TransactionalProducer`] (one atomic unit per epoch). Both backends, the
+//! [`TransactionalProducer`] (one atomic unit per epoch), and
+//! [`Log::join_group`] (consumer-group membership). Both backends, the
 //! embedded log and Kafka, implement them and pass one contract test suite,
 //! so nothing above this layer can tell them apart. Must never know streams,
 //! windows, watermarks, or which backend is behind it.
@@ -12,6 +13,7 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 use crate::error::LogError;
+use crate::membership::{GroupMember, SoleMember};
 use crate::types::{
     FetchedBatch, FetchedRecord, Offset, OffsetAndMetadata, Record, RecordRef, SeekTo, Timestamp,
     TopicPartition, TopicShape, TopicSpec,
@@ -72,6 +74,26 @@ pub trait Log: Send + Sync + Debug {
     /// # Errors
     /// Backend failures.
     fn consumer(&self, group: &str) -> Result<Self::Consumer, LogError>;
+
+    /// Joins consumer group `group`, subscribed to `topics`, as member
+    /// `member` (a stable id: a member restarted under the same id takes
+    /// its predecessor's place, Kafka's static membership), owning a share
+    /// of their partitions and hearing when that changes.
+    /// The default is a log without group coordination: the member owns
+    /// every partition ([`SoleMember`]); the embedded log keeps it, since one
+    /// process owns its directory.
+    ///
+    /// # Errors
+    /// [`LogError::UnknownTopic`], backend failures.
+    fn join_group(
+        &self,
+        group: &str,
+        member: &str,
+        topics: &[String],
+    ) -> Result<Box<dyn GroupMember>, LogError> {
+        let _ = (group, member);
+        Ok(Box::new(SoleMember::of_all(self, topics)?))
+    }
 
     /// A transactional producer for `transactional_id`. Creating it fences
     /// every earlier producer with the same id: their next transactional call

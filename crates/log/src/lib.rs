@@ -10,6 +10,9 @@
 //!   carrying records *and* consumer-group offsets ([`OffsetAndMetadata`]);
 //!   fencing of zombie producers by transactional id. [`restore`] reads a
 //!   partition from its beginning to its end (changelog restore).
+//! - [`GroupMember`]: consumer-group membership ([`Log::join_group`]):
+//!   which partitions this member owns, and [`GroupEvent`]s when a
+//!   rebalance changes that; [`SoleMember`] owns everything (the embedded log).
 //! - [`LogError`] and [`ErrorKind`]: every failure, classified as retriable,
 //!   abort-the-transaction or fatal.
 //! - [`EmbeddedLog`]: segment files under a data directory, atomic and
@@ -49,6 +52,7 @@ mod broker;
 pub mod contract;
 mod embedded;
 mod error;
+mod membership;
 pub mod offset_metadata;
 mod types;
 
@@ -68,6 +72,7 @@ pub use embedded::{
     EmbeddedConfig, EmbeddedConsumer, EmbeddedLog, EmbeddedProducer, MaintenanceReport,
 };
 pub use error::{ErrorKind, LogError};
+pub use membership::{GroupEvent, GroupMember, SoleMember};
 pub use types::{
     CleanupPolicy, FetchedBatch, FetchedRecord, Header, Offset, OffsetAndMetadata, Partition,
     Record, RecordRef, RecordView, Retention, SeekTo, Timestamp, TopicPartition, TopicShape,

@@ -4,5 +4,6 @@
 mod bad_input;
 mod broker;
 mod contract;
+mod groups;
 mod kill;
 mod runtime_eos;

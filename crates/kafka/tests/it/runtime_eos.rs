@@ -28,7 +28,7 @@ pub(crate) const INPUT: &str = "orders";
 pub(crate) const OUTPUT: &str = "order-counts";
 pub(crate) const PARTITIONS: u32 = 3;
 const WINDOW_MS: i64 = 10_000;
-const START: i64 = 1_790_000_000_000;
+pub(crate) const START: i64 = 1_790_000_000_000;
 
 pub(crate) fn topology() -> Topology {
     let mut b = StreamsBuilder::new();
@@ -78,11 +78,16 @@ pub(crate) fn records(n: i64) -> Vec<(String, i64)> {
 
 /// One far-future record per partition: every earlier window closes.
 pub(crate) fn sentinels() -> Vec<(String, i64)> {
-    (0..PARTITIONS)
+    sentinels_of(PARTITIONS)
+}
+
+/// [`sentinels`] for an input of `partitions` partitions.
+pub(crate) fn sentinels_of(partitions: u32) -> Vec<(String, i64)> {
+    (0..partitions)
         .map(|p| {
             let key = (0..)
                 .map(|i| format!("end{i}"))
-                .find(|k| partition_for_key(k.as_bytes(), PARTITIONS) == p)
+                .find(|k| partition_for_key(k.as_bytes(), partitions) == p)
                 .unwrap();
             (key, START + 100_000_000)
         })
@@ -101,11 +106,16 @@ pub(crate) fn expected(input: &[(String, i64)]) -> BTreeMap<(String, i64), Vec<i
 }
 
 pub(crate) fn produce(log: &KafkaLog, records: &[(String, i64)]) {
+    produce_of(log, records, PARTITIONS);
+}
+
+/// [`produce`] to an input of `partitions` partitions.
+pub(crate) fn produce_of(log: &KafkaLog, records: &[(String, i64)], partitions: u32) {
     let mut producer = log.transactional_producer("input-writer").unwrap();
     for chunk in records.chunks(100) {
         producer.begin().unwrap();
         for (k, ts) in chunk {
-            let p = partition_for_key(k.as_bytes(), PARTITIONS);
+            let p = partition_for_key(k.as_bytes(), partitions);
             let r = Record::new(
                 Some(k.as_bytes()),
                 Some(&1i64.to_be_bytes()),
@@ -121,9 +131,17 @@ pub(crate) fn produce(log: &KafkaLog, records: &[(String, i64)]) {
 /// seconds (a fresh consumer can see end offsets of 0 until the broker's
 /// metadata reaches it), so an empty result is a real one.
 pub(crate) fn read_committed(log: &KafkaLog) -> BTreeMap<(String, i64), Vec<i64>> {
+    read_committed_of(log, PARTITIONS)
+}
+
+/// [`read_committed`] of an output topic of `partitions` partitions.
+pub(crate) fn read_committed_of(
+    log: &KafkaLog,
+    partitions: u32,
+) -> BTreeMap<(String, i64), Vec<i64>> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let out = read_committed_once(log);
+        let out = read_committed_once(log, partitions);
         if !out.is_empty() || Instant::now() > deadline {
             return out;
         }
@@ -131,10 +149,10 @@ pub(crate) fn read_committed(log: &KafkaLog) -> BTreeMap<(String, i64), Vec<i64>
     }
 }
 
-fn read_committed_once(log: &KafkaLog) -> BTreeMap<(String, i64), Vec<i64>> {
+fn read_committed_once(log: &KafkaLog, partitions: u32) -> BTreeMap<(String, i64), Vec<i64>> {
     let serde = Serdes::time_windowed(Serdes::string(), WINDOW_MS);
     let mut out: BTreeMap<(String, i64), Vec<i64>> = BTreeMap::new();
-    for r in read_topic(log, OUTPUT) {
+    for r in read_topic_of(log, OUTPUT, partitions) {
         let w: Windowed<String> = serde.deserialize(OUTPUT, &r.record.key.unwrap()).unwrap();
         let v = i64::from_be_bytes(r.record.value.unwrap().try_into().unwrap());
         out.entry((w.key, w.window.start)).or_default().push(v);
@@ -145,8 +163,13 @@ fn read_committed_once(log: &KafkaLog) -> BTreeMap<(String, i64), Vec<i64>> {
 
 /// Every committed record of `topic`, in offset order per partition.
 pub(crate) fn read_topic(log: &KafkaLog, topic: &str) -> Vec<FetchedRecord> {
+    read_topic_of(log, topic, PARTITIONS)
+}
+
+/// [`read_topic`] of a topic of `partitions` partitions.
+pub(crate) fn read_topic_of(log: &KafkaLog, topic: &str, partitions: u32) -> Vec<FetchedRecord> {
     let mut consumer = log.consumer("verifier").unwrap();
-    let tps: Vec<_> = (0..PARTITIONS)
+    let tps: Vec<_> = (0..partitions)
         .map(|p| TopicPartition::new(topic, p))
         .collect();
     consumer.assign(&tps).unwrap();

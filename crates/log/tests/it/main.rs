@@ -9,6 +9,7 @@ mod damage_sweep;
 mod decoders;
 mod files;
 mod holes;
+mod membership;
 mod observe;
 mod persistence;
 mod small_log;

@@ -1,7 +1,8 @@
 //! [`Layout`]: what the topology needs on the log, worked out at start —
 //! each sub-topology's partition count, the sink topics and their
 //! partitions, the repartition topics (named `<application.id>-<topic>` on
-//! the log, as Kafka Streams names internal topics) and the changelogs —
+//! the log, as Kafka Streams names internal topics) and the changelogs (the
+//! watermark changelog with one partition per task) —
 //! and the watermark marker that crosses a repartition topic (DESIGN 3.3).
 //!
 //! Owns topic naming and shape checks; knows nothing of tasks or threads.
@@ -15,6 +16,7 @@ use stoatflow_streams::Topology;
 
 use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
+use crate::task_id::TaskId;
 
 /// The header that marks a record of a repartition topic as a watermark
 /// marker: its value is the writer's barrier stamp, an `i64` big-endian.
@@ -185,18 +187,33 @@ impl Layout {
                     log.ensure_topic(&TopicSpec::new(changelog_topic(app, name), *n).compacted())?;
                 }
             }
-            // One partition per sub-topology: each keeps its own stamps
-            // (one partition for a topology without repartition topics).
-            let subtopologies = u32::try_from(topology.subtopology_count()).unwrap_or(u32::MAX);
-            log.ensure_topic(
-                &TopicSpec::new(changelog_topic(app, WATERMARK_STORE_NAME), subtopologies)
-                    .compacted(),
-            )?;
         }
-        Ok(Layout {
+        let layout = Layout {
             partitions: partitions.into_iter().map(|(st, (_, n))| (st, n)).collect(),
             sinks,
-        })
+        };
+        if config.streams.changelog_enabled {
+            // One partition per task: each task's stamp ring moves with it
+            // between instances (engine/task_stamps.rs).
+            log.ensure_topic(
+                &TopicSpec::new(
+                    changelog_topic(app, WATERMARK_STORE_NAME),
+                    layout.partitions.values().sum(),
+                )
+                .compacted(),
+            )?;
+        }
+        Ok(layout)
+    }
+
+    /// The partition of the watermark changelog holding `task`'s stamp
+    /// ring: the tasks of sub-topology 0 first, then those of 1, and so on.
+    pub(crate) fn watermark_partition(&self, task: TaskId) -> u32 {
+        self.partitions
+            .range(..task.subtopology)
+            .map(|(_, n)| n)
+            .sum::<u32>()
+            + task.partition
     }
 }
 

@@ -91,8 +91,8 @@ pub(crate) struct LaneSetup<L: Log> {
     pub(crate) topology: Arc<Topology>,
     pub(crate) config: Arc<StreamsConfig>,
     pub(crate) log: Arc<L>,
-    /// Per sub-topology, the (floor, frontier) seeded from its stamps.
-    pub(crate) seeds: Vec<(Watermark, Watermark)>,
+    /// Per task, the (floor, frontier) seeded from its stamp ring.
+    pub(crate) seeds: Arc<BTreeMap<TaskId, (Watermark, Watermark)>>,
     pub(crate) restore_stall_timeout: std::time::Duration,
     pub(crate) wall_clock: WallTime,
     /// Set when a task holds output that only the next barrier commits
@@ -288,7 +288,7 @@ fn build_tasks<L: Log>(
         for (_, topic, time) in setup.partition_times.iter().filter(|(t, ..)| *t == id) {
             task.seed_partition_time(topic, *time);
         }
-        let (floor, _frontier) = setup.seeds[id.subtopology];
+        let (floor, _frontier) = setup.seeds[&id];
         task.seed(floor, Watermark::MIN);
         if let Some(metadata) = &setup.takeover {
             takeover::take_over(id, task, &setup.partition_times, metadata)?;

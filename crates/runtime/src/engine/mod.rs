@@ -23,11 +23,13 @@
 //! answer may replace the engine in place: [`run_engine`] then builds a fresh
 //! one, which resumes from the last commit exactly as a restart would.
 
+pub(crate) mod assignment;
 pub(crate) mod changelog_read;
 pub(crate) mod error_response;
 pub(crate) mod lane;
 pub(crate) mod partitioner;
 pub(crate) mod takeover;
+pub(crate) mod task_stamps;
 pub(crate) mod upkeep;
 
 use std::collections::{HashMap, VecDeque};
@@ -42,10 +44,7 @@ use stoatflow_log::{
     Consumer, ErrorKind, FetchedBatch, Log, LogError, Offset, OffsetAndMetadata, Record, RecordRef,
     RecordView, Timestamp, TopicPartition, TransactionalProducer,
 };
-use stoatflow_state::{
-    BarrierStamp, ChangelogRecord, InMemoryKeyValueStore, StateStore, WATERMARK_STORE_NAME,
-    WatermarkKey, WatermarkStore, changelog_topic, in_memory_watermark_store,
-};
+use stoatflow_state::{ChangelogRecord, changelog_topic};
 use stoatflow_streams::{CoordinationMode, EventTimeReader, OutputRecord, Topology};
 use stoatflow_time::{
     Clock, Dispatched, EventTime, OrderedDispatch, PartitionIndex, SourcePartition,
@@ -57,12 +56,13 @@ use crate::app_state::AppState;
 use crate::config::cadence::BarrierCadence;
 use crate::config::layout::{Layout, log_topic_name, marker, marker_watermark};
 use crate::config::{ProcessingGuarantee, RuntimeConfig};
-use crate::engine::changelog_read::read_to_end;
+use crate::engine::assignment::{Membership, Rebalance};
 use crate::engine::error_response::{
     StreamThreadExceptionResponse, default_response, fenced, replacement_backoff,
 };
 use crate::engine::lane::{LaneMsg, LaneReply, LaneRun, LaneSetup, run_lane};
 use crate::engine::partitioner::partition_for_key;
+use crate::engine::task_stamps::TaskStamps;
 use crate::engine::upkeep::Upkeep;
 use crate::error::RuntimeError;
 use crate::observe::metrics::{MetricsCells, combine};
@@ -263,16 +263,20 @@ pub(crate) fn run_engine<L: Log + 'static>(
     shared: Arc<Shared>,
 ) {
     let mut in_a_row = 0u32;
+    // The group membership outlives each engine: a rebuild is not a rejoin.
+    let mut membership = Membership::default();
     loop {
         let barriers_before = shared.barriers.load(Ordering::Acquire);
-        let result = Engine::start(&topology, &config, &log, &clock, &shared)
-            .and_then(|mut engine| engine.run());
+        let result = Engine::start(&topology, &config, &log, &clock, &shared, &mut membership)
+            .and_then(|mut engine| engine.run(&mut membership));
         let error = match result {
-            Ok(()) => {
+            Ok(Exit::Stopped) => {
                 shared.transition(AppState::PendingShutdown);
                 shared.transition(AppState::NotRunning);
                 return;
             }
+            // Eager rebalancing: the next engine runs the new assignment.
+            Ok(Exit::Rebalance) => continue,
             Err(e) => e,
         };
         if shared.halt.load(Ordering::Acquire) {
@@ -319,6 +323,15 @@ pub(crate) fn run_engine<L: Log + 'static>(
     }
 }
 
+/// Why an engine's poll loop ended without an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Exit {
+    /// The application stops.
+    Stopped,
+    /// The group's assignment changed: build the engine again.
+    Rebalance,
+}
+
 /// One sub-topology's event time. A sub-topology fed by a repartition topic
 /// takes its watermark from the markers in it and runs barriers on its own
 /// stamps (DESIGN 3.3), so each has its own tracker, dispatcher and stamp
@@ -326,8 +339,6 @@ pub(crate) fn run_engine<L: Log + 'static>(
 struct SubtopologyTime {
     tracker: WatermarkTracker,
     dispatch: OrderedDispatch<Pending>,
-    /// Its stamps, in partition `subtopology` of the watermark changelog.
-    stamps: WatermarkStore<InMemoryKeyValueStore<WatermarkKey, i64>>,
     /// The last two stamps, newest last.
     recent: [Watermark; 2],
     /// The stamp of the last markers it wrote to its repartition topics.
@@ -346,8 +357,10 @@ struct Engine<L: Log> {
     shared: Arc<Shared>,
     consumer: L::Consumer,
     producer: L::Producer,
-    /// Per sub-topology: its tracker, dispatcher and stamps.
+    /// Per sub-topology: its tracker, dispatcher and last stamps.
     times: Vec<SubtopologyTime>,
+    /// Per owned task, its stamp ring.
+    stamps: TaskStamps,
     slots: Vec<SourceSlot>,
     slot_of: HashMap<TopicPartition, usize>,
     plan: Layout,
@@ -386,6 +399,7 @@ impl<L: Log + 'static> Engine<L> {
         log: &Arc<L>,
         clock: &Arc<dyn Clock>,
         shared: &Arc<Shared>,
+        membership: &mut Membership,
     ) -> Result<Self, RuntimeError> {
         shared.transition(AppState::Rebalancing);
         let app = config.application_id().to_owned();
@@ -401,37 +415,27 @@ impl<L: Log + 'static> Engine<L> {
         // offsets would let us start past input whose output is then aborted.
         let producer = log.transactional_producer(&config.transactional_id())?;
 
-        // The watermark stores first: their seeds are the tasks' floors and frontiers.
+        // The tasks this instance owns (after the fence: the previous owner
+        // has committed and released them), then their stamp rings: their
+        // seeds are the tasks' floors and frontiers.
+        let owned = membership.tasks(&**log, topology, &app, &config.transactional_id(), || {
+            shared.stop.load(Ordering::Acquire) || shared.halt.load(Ordering::Acquire)
+        })?;
         let subtopologies = topology.subtopology_count();
-        let mut times = Vec::with_capacity(subtopologies);
-        let mut seeds = Vec::with_capacity(subtopologies);
-        let mut last_barrier = 0u64;
-        for st in 0..subtopologies {
-            let stamps = restore_stamps(config, &**log, st)?;
-            let seed = stamps.seed().map_err(|source| RuntimeError::State {
-                store: WATERMARK_STORE_NAME.into(),
-                source: Box::new(source),
-            })?;
-            let floor = Watermark::from_millis(seed.floor);
-            let frontier = Watermark::from_millis(seed.frontier);
-            tracing::info!(
-                subtopology = st,
-                graceful = seed.graceful,
-                floor = %floor,
-                frontier = %frontier,
-                last_barrier = ?seed.last_barrier,
-                "seeded from the watermark store"
-            );
-            last_barrier = last_barrier.max(seed.last_barrier.unwrap_or(0));
-            seeds.push((floor, frontier));
-            times.push(SubtopologyTime {
+        let mut stamps = TaskStamps::restore(config, &**log, &plan, owned.iter().copied())?;
+        let seeds = stamps.seeds(subtopologies)?;
+        let last_barrier = seeds.last_barrier;
+        let mut times: Vec<SubtopologyTime> = seeds
+            .recent
+            .iter()
+            .map(|&recent| SubtopologyTime {
                 tracker: WatermarkTracker::new(config.tracker.clone()),
                 dispatch: OrderedDispatch::new(),
-                stamps,
-                recent: [frontier, floor],
+                recent,
                 last_marker_sent: Watermark::MIN,
-            });
-        }
+            })
+            .collect();
+        let seeds = Arc::new(seeds.tasks);
 
         // Source partitions: tracker registration, committed offsets, partition times.
         let lanes_n = config.lanes;
@@ -442,7 +446,12 @@ impl<L: Log + 'static> Engine<L> {
             let partitions = plan.partitions[&source.subtopology];
             let reader = topology.event_time_reader(&source.topic);
             let log_name = log_topic_name(&app, &source.topic, source.internal);
-            for p in 0..partitions {
+            for p in (0..partitions).filter(|&p| {
+                owned.contains(&TaskId {
+                    subtopology: source.subtopology,
+                    partition: p,
+                })
+            }) {
                 let sp = SourcePartition::new(log_name.as_str(), p as i32);
                 let last_marker = source.internal.then(|| Arc::new(AtomicI64::new(i64::MIN)));
                 let tracker = &mut times[source.subtopology].tracker;
@@ -529,13 +538,8 @@ impl<L: Log + 'static> Engine<L> {
 
         // Lanes: each builds, restores and seeds its own tasks.
         let mut by_lane: Vec<Vec<TaskId>> = vec![Vec::new(); lanes_n];
-        for (&st, &partitions) in &plan.partitions {
-            for p in 0..partitions {
-                by_lane[p as usize % lanes_n].push(TaskId {
-                    subtopology: st,
-                    partition: p,
-                });
-            }
+        for &id in &owned {
+            by_lane[id.partition as usize % lanes_n].push(id);
         }
         // Each task's sources start from their partition's committed time, as
         // the poll loop's readers do: both assign the same event times.
@@ -623,6 +627,7 @@ impl<L: Log + 'static> Engine<L> {
             consumer,
             producer,
             times,
+            stamps,
             slots,
             slot_of,
             plan,
@@ -655,8 +660,8 @@ impl<L: Log + 'static> Engine<L> {
         Ok(engine)
     }
 
-    fn run(&mut self) -> Result<(), RuntimeError> {
-        let result = self.poll_loop();
+    fn run(&mut self, membership: &mut Membership) -> Result<Exit, RuntimeError> {
+        let result = self.poll_loop(membership);
         // Hang up on the lanes and wait for them.
         self.lanes.clear();
         for h in self.lane_threads.drain(..) {
@@ -665,10 +670,13 @@ impl<L: Log + 'static> Engine<L> {
         result
     }
 
-    fn poll_loop(&mut self) -> Result<(), RuntimeError> {
+    fn poll_loop(&mut self, membership: &mut Membership) -> Result<Exit, RuntimeError> {
         loop {
             if self.shared.halt.load(Ordering::Acquire) {
-                return Ok(());
+                return Ok(Exit::Stopped);
+            }
+            if let Some(rebalance) = membership.poll()? {
+                return self.rebalance(rebalance, membership);
             }
             if self.shared.stop.load(Ordering::Acquire) {
                 self.shared.transition(AppState::PendingShutdown);
@@ -679,7 +687,7 @@ impl<L: Log + 'static> Engine<L> {
                 for lane in &self.lanes {
                     send(lane, LaneMsg::Checkpoint)?;
                 }
-                return Ok(());
+                return Ok(Exit::Stopped);
             }
             let fetched = self.consumer.fetch_batches(self.config.poll_wait)?;
             let now = self.clock.now();
@@ -689,7 +697,8 @@ impl<L: Log + 'static> Engine<L> {
             self.drain_dispatch()?;
             // Also after an empty fetch: Kafka can hand over a transaction's
             // commit marker in a fetch that returns no record (a fetch
-            // response cut before it, a broker that just restarted).
+            // response cut before it, a broker that just restarted, an
+            // engine rebuilt exactly at the end of its input).
             self.advance_idle_positions()?;
             for st in 0..self.times.len() {
                 if let Some(w) = self.times[st].tracker.poll_watermark(now) {
@@ -725,6 +734,26 @@ impl<L: Log + 'static> Engine<L> {
             }
             self.check_replies()?;
         }
+    }
+
+    /// A rebalance (eager): commit the epoch at a barrier (unless the tasks
+    /// were lost), checkpoint the persistent stores as a graceful close
+    /// does, release the revoked partitions, and end this engine.
+    fn rebalance(
+        &mut self,
+        rebalance: Rebalance,
+        membership: &mut Membership,
+    ) -> Result<Exit, RuntimeError> {
+        self.shared.transition(AppState::Rebalancing);
+        if rebalance == Rebalance::CommitAndRebuild {
+            self.drain_dispatch()?;
+            self.barrier(false)?;
+            for lane in &self.lanes {
+                send(lane, LaneMsg::Checkpoint)?;
+            }
+        }
+        membership.release()?;
+        Ok(Exit::Rebalance)
     }
 
     /// Whether the epoch since the last barrier did anything, or a later
@@ -1039,34 +1068,7 @@ impl<L: Log + 'static> Engine<L> {
         }
         // Task order, whatever the lane count: the same output sequence.
         commits.sort_by_key(|(id, _)| *id);
-        let ts = now.as_millis();
-        let state_err = |source| RuntimeError::State {
-            store: WATERMARK_STORE_NAME.into(),
-            source: Box::new(source),
-        };
-        let mut stamp_records = Vec::new();
-        for (st, time) in self.times.iter_mut().enumerate() {
-            time.stamps
-                .record_stamp(
-                    BarrierStamp {
-                        barrier: n,
-                        watermark: stamps[st].as_millis(),
-                    },
-                    ts,
-                )
-                .map_err(state_err)?;
-            if flush {
-                time.stamps.mark_graceful_flush(n, ts).map_err(state_err)?;
-            }
-            let mut records = Vec::new();
-            if time.stamps.store().changelog_enabled() {
-                time.stamps
-                    .store_mut()
-                    .flush_changelog(&mut records)
-                    .map_err(state_err)?;
-            }
-            stamp_records.push(records);
-        }
+        let stamp_records = self.stamps.record(n, &stamps, flush, now.as_millis())?;
         let started = Instant::now();
         self.commit_epoch(&commits, &stamp_records, &offsets, &stamps)?;
         self.cadence.on_commit(started.elapsed());
@@ -1110,7 +1112,7 @@ impl<L: Log + 'static> Engine<L> {
     fn commit_epoch(
         &mut self,
         commits: &[(TaskId, stoatflow_streams::EpochCommit)],
-        stamp_records: &[Vec<ChangelogRecord>],
+        stamp_records: &[(TopicPartition, Vec<ChangelogRecord>)],
         offsets: &[(TopicPartition, OffsetAndMetadata)],
         stamps: &[Watermark],
     ) -> Result<(), RuntimeError> {
@@ -1152,11 +1154,9 @@ impl<L: Log + 'static> Engine<L> {
                         .send(&TopicPartition::new(&*sink.log_name, p), &marker)?;
                 }
             }
-            let topic = changelog_topic(&app, WATERMARK_STORE_NAME);
-            for (st, records) in stamp_records.iter().enumerate() {
-                let tp = TopicPartition::new(topic.as_str(), st as u32);
+            for (tp, records) in stamp_records {
                 for r in records {
-                    self.producer.send_ref(&tp, changelog_ref(r))?;
+                    self.producer.send_ref(tp, changelog_ref(r))?;
                 }
             }
             if !offsets.is_empty() && !at_least_once {
@@ -1288,39 +1288,4 @@ fn changelog_ref(r: &ChangelogRecord) -> RecordRef<'_> {
         headers: &[],
         timestamp: Timestamp(r.timestamp),
     }
-}
-
-/// The stamp ring of sub-topology `st`, restored from partition `st` of the
-/// watermark changelog.
-fn restore_stamps<L: Log>(
-    config: &RuntimeConfig,
-    log: &L,
-    st: usize,
-) -> Result<WatermarkStore<InMemoryKeyValueStore<WatermarkKey, i64>>, RuntimeError> {
-    let mut stamps = in_memory_watermark_store(config.streams.changelog_enabled);
-    if !config.streams.changelog_enabled {
-        return Ok(stamps);
-    }
-    let app = config.application_id();
-    let mut consumer = log.consumer(&format!("{app}-restore-watermarks"))?;
-    let tp = TopicPartition::new(changelog_topic(app, WATERMARK_STORE_NAME), st as u32);
-    let mut read = read_to_end(
-        &mut consumer,
-        [(tp.clone(), 0)],
-        config.restore_stall_timeout,
-        WATERMARK_STORE_NAME,
-    )?;
-    let state_err = |source| RuntimeError::State {
-        store: WATERMARK_STORE_NAME.into(),
-        source: Box::new(source),
-    };
-    let entries = read
-        .remove(&tp)
-        .unwrap_or_default()
-        .into_iter()
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| state_err(e.corrupt(WATERMARK_STORE_NAME, "record has no key")))?;
-    let total = entries.len() as u64;
-    stoatflow_state::restore(stamps.store_mut(), entries, total, &mut |_| {}).map_err(state_err)?;
-    Ok(stamps)
 }

@@ -118,3 +118,35 @@ fn a_poisoned_record_under_log_and_fail_stops_the_app_naming_it() {
         .unwrap();
     assert_eq!(committed[0].1, None);
 }
+
+#[test]
+fn sources_of_one_subtopology_with_different_partition_counts_are_refused_naming_both() {
+    use stoatflow_streams::{Consumed, Produced, Serdes, StreamsBuilder};
+    let log = Arc::new(EmbeddedLog::in_memory());
+    log.create_topic(&TopicSpec::new("clicks", 2)).unwrap();
+    log.create_topic(&TopicSpec::new("views", 3)).unwrap();
+    log.create_topic(&TopicSpec::new(OUTPUT, PARTITIONS))
+        .unwrap();
+    let mut b = StreamsBuilder::new();
+    let clicks = b.stream("clicks", Consumed::with(Serdes::string(), Serdes::i64()));
+    let views = b.stream("views", Consumed::with(Serdes::string(), Serdes::i64()));
+    clicks
+        .merge(&views)
+        .to(OUTPUT, Produced::with(Serdes::string(), Serdes::i64()));
+    let mut app =
+        StreamsApp::with_log(b.build().unwrap(), config("copart", 1), log.clone()).unwrap();
+    app.start().unwrap();
+    assert_eq!(
+        app.wait_for_state(AppState::Error, Duration::from_secs(10)),
+        AppState::Error
+    );
+    let message = app.error().unwrap().to_string();
+    for part in ["clicks (2 partitions)", "views (3 partitions)"] {
+        assert!(message.contains(part), "{message}");
+    }
+    // Nothing was started on either topic: no offsets committed.
+    let committed = log
+        .committed_offsets("copart", &[stoatflow_log::TopicPartition::new("clicks", 0)])
+        .unwrap();
+    assert_eq!(committed[0].1, None);
+}

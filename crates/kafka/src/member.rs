@@ -1,0 +1,247 @@
+//! [`KafkaMember`]: a member of a Kafka consumer group, through librdkafka's
+//! group protocol.
+//!
+//! Owns: the subscription, the rebalance callback and the timing of
+//! `unassign`. The callback only records what happened; a revocation is
+//! released (unassigned) when the caller says its work is committed, and
+//! librdkafka holds the rebalance until then (it keeps heartbeating while it
+//! waits for the unassign call). The member never reads records: what it is
+//! assigned it pauses at once; an ordinary consumer reads those partitions.
+//! Static membership (`group.instance.id` = the caller's member id): an
+//! instance restarted after a kill takes its own place back at once instead
+//! of waiting for the dead member to leave the group. Eager rebalancing (librdkafka's default `range,roundrobin` assignors):
+//! the engine above rebuilds itself on every change of assignment, so the
+//! cooperative protocol would buy nothing yet. Knows nothing of streams,
+//! tasks or watermarks.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, Consumer as _, ConsumerContext};
+use rdkafka::error::RDKafkaErrorCode;
+use rdkafka::types::RDKafkaRespErr;
+use rdkafka::{ClientContext, TopicPartitionList};
+use stoatflow_log::{ErrorKind, GroupEvent, GroupMember, LogError, TopicPartition};
+
+use crate::config::KafkaConfig;
+use crate::errors::map;
+
+/// What the rebalance callback saw, in order.
+#[derive(Debug)]
+enum Seen {
+    Assign(Vec<TopicPartition>),
+    Revoke {
+        partitions: Vec<TopicPartition>,
+        lost: bool,
+    },
+    Failed(String),
+}
+
+/// The consumer's context: records rebalances for [`KafkaMember::poll`].
+#[derive(Default)]
+struct MemberContext {
+    seen: Mutex<VecDeque<Seen>>,
+    /// The member is being dropped: a revocation is released at once (the
+    /// close waits for it).
+    closing: AtomicBool,
+}
+
+impl ClientContext for MemberContext {}
+
+fn partitions(tpl: &TopicPartitionList) -> Vec<TopicPartition> {
+    let mut out: Vec<TopicPartition> = tpl
+        .elements()
+        .iter()
+        .map(|e| TopicPartition::new(e.topic(), e.partition().max(0) as u32))
+        .collect();
+    out.sort();
+    out
+}
+
+impl ConsumerContext for MemberContext {
+    fn rebalance(
+        &self,
+        consumer: &BaseConsumer<Self>,
+        err: RDKafkaRespErr,
+        tpl: &mut TopicPartitionList,
+    ) {
+        let seen = match err {
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => Seen::Assign(partitions(tpl)),
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
+                if self.closing.load(Ordering::Acquire) {
+                    let _ = consumer.unassign();
+                    return;
+                }
+                Seen::Revoke {
+                    partitions: partitions(tpl),
+                    lost: consumer.assignment_lost(),
+                }
+            }
+            other => {
+                let code: RDKafkaErrorCode = other.into();
+                // Assign nothing so the group can go on; the caller hears of it.
+                let _ = consumer.unassign();
+                Seen::Failed(code.to_string())
+            }
+        };
+        self.seen.lock().expect("rebalance queue").push_back(seen);
+    }
+}
+
+/// A member of a Kafka consumer group. Dropping it leaves the group.
+pub struct KafkaMember {
+    consumer: BaseConsumer<MemberContext>,
+    group: String,
+}
+
+impl std::fmt::Debug for KafkaMember {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaMember")
+            .field("group", &self.group)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KafkaMember {
+    pub(crate) fn join(
+        config: &KafkaConfig,
+        group: &str,
+        member: &str,
+        topics: &[String],
+    ) -> Result<Self, LogError> {
+        let mut client = config.client_config("member");
+        // A member that died (kill -9) holds its partitions until its
+        // session expires: librdkafka's 45 s default would stall every
+        // takeover that long. 10 s unless the properties say otherwise.
+        for (key, value) in [
+            ("session.timeout.ms", "10000"),
+            ("heartbeat.interval.ms", "3000"),
+        ] {
+            if !config.properties.iter().any(|(k, _)| k == key) {
+                client.set(key, value);
+            }
+        }
+        if config.static_membership {
+            client.set("group.instance.id", member);
+        }
+        let consumer: BaseConsumer<MemberContext> = client
+            .set("group.id", group)
+            .set("isolation.level", "read_committed")
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .create_with_context(MemberContext::default())
+            .map_err(|e| map(&e, format!("joining consumer group {group:?}"), None))?;
+        let names: Vec<&str> = topics.iter().map(String::as_str).collect();
+        consumer.subscribe(&names).map_err(|e| {
+            map(
+                &e,
+                format!("subscribing group {group:?} to {topics:?}"),
+                None,
+            )
+        })?;
+        Ok(KafkaMember {
+            consumer,
+            group: group.to_owned(),
+        })
+    }
+
+    fn assign_paused(&self, partitions: &[TopicPartition]) -> Result<(), LogError> {
+        let mut tpl = TopicPartitionList::new();
+        for tp in partitions {
+            tpl.add_partition(&tp.topic, tp.partition.0 as i32);
+        }
+        let op = || format!("taking the assignment of group {:?}", self.group);
+        self.consumer
+            .assign(&tpl)
+            .map_err(|e| map(&e, op(), None))?;
+        if !partitions.is_empty() {
+            self.consumer.pause(&tpl).map_err(|e| map(&e, op(), None))?;
+        }
+        Ok(())
+    }
+}
+
+impl GroupMember for KafkaMember {
+    fn poll(&mut self, max_wait: Duration) -> Result<Option<GroupEvent>, LogError> {
+        // Serves the group protocol and the rebalance callback; a record
+        // fetched before the pause took effect is dropped (the engine's
+        // consumer reads it).
+        if let Some(Err(e)) = self.consumer.poll(max_wait) {
+            return Err(map(
+                &e,
+                format!("serving consumer group {:?}", self.group),
+                None,
+            ));
+        }
+        let next = self
+            .consumer
+            .context()
+            .seen
+            .lock()
+            .expect("rebalance queue")
+            .pop_front();
+        match next {
+            None => Ok(None),
+            Some(Seen::Assign(partitions)) => {
+                self.assign_paused(&partitions)?;
+                Ok(Some(GroupEvent::Assigned(partitions)))
+            }
+            Some(Seen::Revoke { partitions, lost }) if lost => {
+                self.release()?;
+                Ok(Some(GroupEvent::Lost(partitions)))
+            }
+            Some(Seen::Revoke { partitions, .. }) => Ok(Some(GroupEvent::Revoked(partitions))),
+            Some(Seen::Failed(message)) => Err(LogError::Broker {
+                op: format!("rebalancing consumer group {:?}", self.group),
+                message,
+                kind: ErrorKind::Retriable,
+            }),
+        }
+    }
+
+    fn release(&mut self) -> Result<(), LogError> {
+        self.consumer.unassign().map_err(|e| {
+            map(
+                &e,
+                format!("releasing the partitions of group {:?}", self.group),
+                None,
+            )
+        })
+    }
+}
+
+impl Drop for KafkaMember {
+    fn drop(&mut self) {
+        // Revocations are released at once from here on.
+        self.consumer
+            .context()
+            .closing
+            .store(true, Ordering::Release);
+        // A static member does not leave the group when it is closed
+        // (KIP-345), only when it unsubscribes: leave, so the others take
+        // its partitions now rather than when its session expires. Bounded:
+        // serve the group until the assignment is given up, then a little
+        // longer for the leave request to go out.
+        self.consumer.unsubscribe();
+        let deadline = Instant::now() + LEAVE_WITHIN;
+        let mut released_at = None;
+        while Instant::now() < deadline {
+            let _ = self.consumer.poll(Duration::from_millis(20));
+            let empty = self.consumer.assignment().is_ok_and(|a| a.count() == 0);
+            match (empty, released_at) {
+                (true, None) => released_at = Some(Instant::now()),
+                (true, Some(t)) if t.elapsed() >= LEAVE_GRACE => break,
+                _ => {}
+            }
+        }
+        // The consumer's own drop closes it.
+    }
+}
+
+/// How long dropping a member serves the group while it leaves.
+const LEAVE_WITHIN: Duration = Duration::from_secs(3);
+/// How long it keeps serving after giving up its assignment (the leave
+/// request goes out once the unassign is done).
+const LEAVE_GRACE: Duration = Duration::from_millis(200);

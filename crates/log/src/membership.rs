@@ -1,0 +1,90 @@
+//! Consumer-group membership: which partitions of a set of topics this
+//! member owns, and when that changes.
+//!
+//! Owns: [`GroupMember`] (poll for [`GroupEvent`]s, release what a
+//! rebalance revokes), [`GroupEvent`], and [`SoleMember`], the member of a
+//! log that has no group coordination (the embedded log): it owns every
+//! partition of its topics from the start, and nothing ever changes. A
+//! member never reads records: the partitions it owns are read by an
+//! ordinary [`crate::Consumer`], so membership and fetching stay apart.
+//! Must never know streams, tasks, watermarks or which backend is behind it.
+
+use std::fmt::Debug;
+use std::time::Duration;
+
+use crate::broker::Log;
+use crate::error::LogError;
+use crate::types::TopicPartition;
+
+/// A change of what a member owns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GroupEvent {
+    /// The group gave this member these partitions (its whole assignment).
+    Assigned(Vec<TopicPartition>),
+    /// The group takes these partitions back. The member finishes their work
+    /// (commits it), then calls [`GroupMember::release`]; the rebalance waits
+    /// for that call, so no other member reads them before it.
+    Revoked(Vec<TopicPartition>),
+    /// The member lost these partitions without a revocation (it was out of
+    /// the group too long): another member may own them already, so their
+    /// open work must not commit. No release is needed.
+    Lost(Vec<TopicPartition>),
+}
+
+/// A member of a consumer group subscribed to a fixed set of topics.
+/// Dropping it leaves the group.
+pub trait GroupMember: Send + Debug {
+    /// Serves the group protocol for at most `max_wait`, returning the next
+    /// change of assignment if there is one. The first event after joining
+    /// is an [`GroupEvent::Assigned`].
+    ///
+    /// # Errors
+    /// Backend failures, a rebalance the coordinator reported as failed.
+    fn poll(&mut self, max_wait: Duration) -> Result<Option<GroupEvent>, LogError>;
+
+    /// Gives back what the last [`GroupEvent::Revoked`] named, letting the
+    /// rebalance go on.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn release(&mut self) -> Result<(), LogError>;
+}
+
+/// The only member of its group: owns every partition of its topics, for
+/// good. The member of a log without group coordination (the embedded log,
+/// which one process owns: its directory lock refuses a second one).
+#[derive(Debug)]
+pub struct SoleMember {
+    pending: Option<Vec<TopicPartition>>,
+}
+
+impl SoleMember {
+    /// A member owning every partition of `topics` in `log`.
+    ///
+    /// # Errors
+    /// [`LogError::UnknownTopic`] naming a topic that does not exist, backend failures.
+    pub fn of_all<L: Log + ?Sized>(log: &L, topics: &[String]) -> Result<Self, LogError> {
+        let mut all = Vec::new();
+        for topic in topics {
+            let shape = log
+                .describe_topic(topic)?
+                .ok_or_else(|| LogError::UnknownTopic {
+                    topic: topic.clone(),
+                })?;
+            all.extend((0..shape.partitions).map(|p| TopicPartition::new(topic.as_str(), p)));
+        }
+        Ok(SoleMember { pending: Some(all) })
+    }
+}
+
+impl GroupMember for SoleMember {
+    /// Returns at once: the assignment first, then never anything else.
+    fn poll(&mut self, _max_wait: Duration) -> Result<Option<GroupEvent>, LogError> {
+        Ok(self.pending.take().map(GroupEvent::Assigned))
+    }
+
+    fn release(&mut self) -> Result<(), LogError> {
+        Ok(())
+    }
+}

@@ -1,0 +1,192 @@
+//! Which tasks this instance runs: its consumer-group membership, seen as
+//! tasks (DESIGN 5).
+//!
+//! A task is one sub-topology on one partition number of all its sources
+//! (Kafka Streams' rule). The instance joins the group named by the
+//! application id subscribed to one *leading* source per sub-topology (its
+//! first source); owning partition `p` of it means owning task `(st, p)`,
+//! and with it partition `p` of every other source of `st` (co-partitioned:
+//! checked at start) and of its changelogs. So the assignment is
+//! task-aligned whatever assignor the group uses, where subscribing to
+//! every source would need an assignor that pairs equal partition numbers
+//! (Kafka's range assignor does, only as long as every member subscribes
+//! to the same topics, and it piles the extra partitions of every topic on
+//! the same members).
+//!
+//! Rebalancing is eager and rebuilds the engine: on a revocation the engine
+//! commits its epoch at a barrier, releases, and is built again from the next
+//! assignment, restoring state, floors, frontiers and partition times as a
+//! restart does. Owns the member across engine rebuilds; knows nothing of
+//! lanes, stores or the tracker.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use stoatflow_log::{GroupEvent, GroupMember, Log, TopicPartition};
+use stoatflow_streams::Topology;
+
+use crate::config::layout::log_topic_name;
+use crate::error::RuntimeError;
+use crate::task_id::TaskId;
+
+/// How often the poll loop serves the group protocol.
+const POLL_EVERY: Duration = Duration::from_millis(20);
+
+/// Per sub-topology, the log name of its leading source.
+pub(crate) fn leading_topics(topology: &Topology, app: &str) -> Vec<String> {
+    let mut leading: Vec<Option<String>> = vec![None; topology.subtopology_count()];
+    for s in topology.sources() {
+        leading[s.subtopology].get_or_insert_with(|| log_topic_name(app, &s.topic, s.internal));
+    }
+    leading.into_iter().flatten().collect()
+}
+
+/// The tasks that owning `partitions` of the leading topics stands for.
+pub(crate) fn tasks_of(leading: &[String], partitions: &[TopicPartition]) -> BTreeSet<TaskId> {
+    partitions
+        .iter()
+        .filter_map(|tp| {
+            let st = leading.iter().position(|t| *t == tp.topic)?;
+            Some(TaskId {
+                subtopology: st,
+                partition: tp.partition.0,
+            })
+        })
+        .collect()
+}
+
+/// What the poll loop must do after serving the group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rebalance {
+    /// Commit the epoch at a barrier, release, rebuild.
+    CommitAndRebuild,
+    /// Rebuild without committing: the tasks may belong to another
+    /// instance already.
+    Abandon,
+}
+
+/// The instance's group membership, kept across engine rebuilds.
+#[derive(Debug, Default)]
+pub(crate) struct Membership {
+    member: Option<Box<dyn GroupMember>>,
+    leading: Vec<String>,
+    /// The latest assignment not yet built.
+    next: Option<BTreeSet<TaskId>>,
+    /// The tasks the running engine was built with.
+    current: BTreeSet<TaskId>,
+    /// The group took `current` back: the next engine waits for an assignment
+    /// (an engine replaced after an error keeps `current`).
+    revoked: bool,
+    last_poll: Option<Instant>,
+}
+
+impl Membership {
+    /// The tasks to build: the group is joined on first use, then this
+    /// waits for an assignment (serving the group) until `stopping` says to
+    /// give up, which builds nothing.
+    pub(crate) fn tasks<L: Log>(
+        &mut self,
+        log: &L,
+        topology: &Topology,
+        app: &str,
+        member: &str,
+        stopping: impl Fn() -> bool,
+    ) -> Result<BTreeSet<TaskId>, RuntimeError> {
+        if self.member.is_none() {
+            self.leading = leading_topics(topology, app);
+            self.member = Some(log.join_group(app, member, &self.leading)?);
+        } else if self.next.is_none() && !self.revoked {
+            self.next = Some(self.current.clone());
+        }
+        let member = self.member.as_mut().expect("joined above");
+        while self.next.is_none() {
+            if stopping() {
+                self.next = Some(BTreeSet::new());
+                break;
+            }
+            match member.poll(Duration::from_millis(100))? {
+                Some(GroupEvent::Assigned(p)) => self.next = Some(tasks_of(&self.leading, &p)),
+                // Nothing is built yet: nothing to commit.
+                Some(GroupEvent::Revoked(_)) => member.release()?,
+                Some(_) | None => {}
+            }
+        }
+        self.current = self.next.take().unwrap_or_default();
+        self.revoked = false;
+        tracing::info!(tasks = ?self.current, "assigned tasks");
+        Ok(self.current.clone())
+    }
+
+    /// Serves the group (at most every [`POLL_EVERY`]); says whether the
+    /// running engine must stop for a rebalance.
+    pub(crate) fn poll(&mut self) -> Result<Option<Rebalance>, RuntimeError> {
+        let Some(member) = self.member.as_mut() else {
+            return Ok(None);
+        };
+        if self.last_poll.is_some_and(|t| t.elapsed() < POLL_EVERY) {
+            return Ok(None);
+        }
+        self.last_poll = Some(Instant::now());
+        Ok(match member.poll(Duration::ZERO)? {
+            None => None,
+            Some(GroupEvent::Assigned(p)) => {
+                let tasks = tasks_of(&self.leading, &p);
+                let changed = tasks != self.current;
+                self.next = Some(tasks);
+                changed.then_some(Rebalance::CommitAndRebuild)
+            }
+            Some(GroupEvent::Revoked(p)) => {
+                self.revoked = true;
+                tracing::info!(revoked = ?tasks_of(&self.leading, &p), "rebalance: committing, then releasing");
+                Some(Rebalance::CommitAndRebuild)
+            }
+            Some(GroupEvent::Lost(p)) => {
+                self.revoked = true;
+                tracing::warn!(lost = ?tasks_of(&self.leading, &p), "rebalance: tasks lost, their open epoch is dropped");
+                Some(Rebalance::Abandon)
+            }
+            Some(other) => {
+                self.revoked = true;
+                tracing::warn!(event = ?other, "unknown group event; rebuilding");
+                Some(Rebalance::Abandon)
+            }
+        })
+    }
+
+    /// After the epoch committed: lets the rebalance go on.
+    pub(crate) fn release(&mut self) -> Result<(), RuntimeError> {
+        if let Some(m) = self.member.as_mut() {
+            m.release()?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owning_a_leading_partition_is_owning_that_task_only() {
+        let leading = vec!["orders".to_owned(), "app-rekeyed".to_owned()];
+        let assigned = [
+            TopicPartition::new("orders", 4),
+            TopicPartition::new("app-rekeyed", 1),
+            TopicPartition::new("unrelated", 0),
+        ];
+        let tasks: Vec<TaskId> = tasks_of(&leading, &assigned).into_iter().collect();
+        assert_eq!(
+            tasks,
+            [
+                TaskId {
+                    subtopology: 0,
+                    partition: 4
+                },
+                TaskId {
+                    subtopology: 1,
+                    partition: 1
+                }
+            ]
+        );
+    }
+}
