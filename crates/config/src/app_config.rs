@@ -63,6 +63,18 @@ pub struct EndpointsSettings {
     pub allow_non_loopback: bool,
     /// `runtime.endpoints.info.show-watermarks` (true).
     pub info_show_watermarks: bool,
+    /// `runtime.endpoints.max-connections` (32): more wait in the kernel's
+    /// listen backlog; the listener stays one thread.
+    pub max_connections: usize,
+    /// `runtime.endpoints.request-timeout-ms` (5000): a connection not
+    /// answered by then is closed.
+    pub request_timeout: Duration,
+    /// `runtime.endpoints.max-requests-per-second` (200; 0: no limit):
+    /// answers past it wait.
+    pub max_requests_per_second: u32,
+    /// `runtime.endpoints.refresh-ms` (100): how long a response that reads
+    /// the application is served before it is read again.
+    pub refresh: Duration,
 }
 
 impl Default for EndpointsSettings {
@@ -72,6 +84,10 @@ impl Default for EndpointsSettings {
             listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 8080)),
             allow_non_loopback: false,
             info_show_watermarks: true,
+            max_connections: 32,
+            request_timeout: Duration::from_secs(5),
+            max_requests_per_second: 200,
+            refresh: Duration::from_millis(100),
         }
     }
 }
@@ -196,6 +212,10 @@ impl Draft {
             LISTEN => self.endpoints.listen = address(e)?,
             ALLOW_NON_LOOPBACK => self.endpoints.allow_non_loopback = boolean(e)?,
             SHOW_WATERMARKS => self.endpoints.info_show_watermarks = boolean(e)?,
+            MAX_CONNECTIONS => self.endpoints.max_connections = int(e, 1, 65_536)? as usize,
+            REQUEST_TIMEOUT => self.endpoints.request_timeout = millis(e, 1, 600_000)?,
+            MAX_REQUESTS => self.endpoints.max_requests_per_second = int(e, 0, 1_000_000)? as u32,
+            REFRESH => self.endpoints.refresh = millis(e, 0, 60_000)?,
             BACKEND => {
                 let name: &str = choice(
                     e,

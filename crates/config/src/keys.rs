@@ -45,6 +45,14 @@ pub const LISTEN: &str = "runtime.endpoints.listen";
 pub const ALLOW_NON_LOOPBACK: &str = "runtime.endpoints.allow-non-loopback";
 /// `runtime.endpoints.info.show-watermarks`.
 pub const SHOW_WATERMARKS: &str = "runtime.endpoints.info.show-watermarks";
+/// `runtime.endpoints.max-connections`.
+pub const MAX_CONNECTIONS: &str = "runtime.endpoints.max-connections";
+/// `runtime.endpoints.request-timeout-ms`.
+pub const REQUEST_TIMEOUT: &str = "runtime.endpoints.request-timeout-ms";
+/// `runtime.endpoints.max-requests-per-second`.
+pub const MAX_REQUESTS: &str = "runtime.endpoints.max-requests-per-second";
+/// `runtime.endpoints.refresh-ms`.
+pub const REFRESH: &str = "runtime.endpoints.refresh-ms";
 /// `stoatflow.backend`.
 pub const BACKEND: &str = "stoatflow.backend";
 /// `stoatflow.embedded.dir`.
@@ -123,6 +131,14 @@ pub const KEYS: &[KeySpec] = &[
     k(LISTEN, "ip:port (localhost:port allowed)", "127.0.0.1:8080"),
     k(ALLOW_NON_LOOPBACK, "a boolean", "false"),
     k(SHOW_WATERMARKS, "a boolean", "true"),
+    k(MAX_CONNECTIONS, "1..=65536", "32"),
+    k(REQUEST_TIMEOUT, "1..=600000 ms", "5000"),
+    k(MAX_REQUESTS, "0..=1000000 (0: no limit)", "200"),
+    k(
+        REFRESH,
+        "0..=60000 ms (0 reads the app for every request)",
+        "100",
+    ),
     k(BACKEND, "embedded | memory | kafka", "embedded"),
     k(
         EMBEDDED_DIR,

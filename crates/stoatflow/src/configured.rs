@@ -168,6 +168,10 @@ impl App {
             .info_show_watermarks(settings.info_show_watermarks)
             .allow_non_loopback(settings.allow_non_loopback)
             .recording_level(level)
+            .max_connections(settings.max_connections)
+            .request_timeout(settings.request_timeout)
+            .max_requests_per_second(settings.max_requests_per_second)
+            .refresh(settings.refresh)
             .start(Arc::new(self.handle()))
             .map(Some)
     }

@@ -59,6 +59,18 @@ fn table() -> Vec<(&'static str, &'static str, Check)> {
         ("runtime.endpoints.info.show-watermarks", "false", |c| {
             !c.endpoints.info_show_watermarks
         }),
+        ("runtime.endpoints.max-connections", "4", |c| {
+            c.endpoints.max_connections == 4
+        }),
+        ("runtime.endpoints.request-timeout-ms", "250", |c| {
+            c.endpoints.request_timeout == Duration::from_millis(250)
+        }),
+        ("runtime.endpoints.max-requests-per-second", "50", |c| {
+            c.endpoints.max_requests_per_second == 50
+        }),
+        ("runtime.endpoints.refresh-ms", "0", |c| {
+            c.endpoints.refresh == Duration::ZERO
+        }),
         ("stoatflow.backend", "memory", |c| {
             c.backend == BackendSettings::Memory
         }),

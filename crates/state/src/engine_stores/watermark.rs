@@ -8,8 +8,9 @@ use crate::error::StateError;
 use crate::memory::InMemoryKeyValueStore;
 use crate::store::{KeyValueStore, StoreConfig};
 
-/// The store's name; its changelog is `<application.id>-stoatflow-watermark-changelog`, one
-/// compacted partition.
+/// The store's name; its changelog is `<application.id>-stoatflow-watermark-changelog`,
+/// compacted, one partition per task (the runtime keeps one stamp ring per task, so the
+/// ring moves with the task between instances).
 pub const WATERMARK_STORE_NAME: &str = "stoatflow-watermark";
 
 /// How many of the newest stamps the store keeps (the crash rule needs the newest three).

@@ -115,3 +115,43 @@ fn the_endpoints_start_from_the_settings() {
         .unwrap();
     assert!(app.start_endpoints(&off).unwrap().is_none());
 }
+
+/// The server's limits come from the YAML keys: a silent connection is
+/// closed at `runtime.endpoints.request-timeout-ms` (250 ms here, where the
+/// default would hold it for 5 s).
+#[test]
+fn the_endpoints_limits_come_from_the_settings() {
+    use std::io::Read as _;
+    use std::time::{Duration, Instant};
+
+    let config = ConfigLoader::new()
+        .map([
+            ("stoatflow.backend", "memory"),
+            ("runtime.endpoints.listen", "127.0.0.1:0"),
+            ("runtime.endpoints.request-timeout-ms", "250"),
+        ])
+        .build()
+        .unwrap();
+    let app = App::from_config(topology(), &config).unwrap();
+    let server = app.start_endpoints(&config).unwrap().expect("enabled");
+    let mut silent = std::net::TcpStream::connect(server.local_addr()).unwrap();
+    silent
+        .set_read_timeout(Some(Duration::from_secs(3)))
+        .unwrap();
+    let started = Instant::now();
+    let mut buf = [0u8; 64];
+    let read = silent.read(&mut buf);
+    assert!(
+        matches!(read, Ok(0))
+            || read
+                .as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+        "the silent connection was not closed: {read:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(2_500),
+        "closed only after {:?}",
+        started.elapsed()
+    );
+    server.shutdown();
+}
