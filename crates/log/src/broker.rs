@@ -92,7 +92,16 @@ pub trait Log: Send + Sync + Debug {
         topics: &[String],
     ) -> Result<Box<dyn GroupMember>, LogError> {
         let _ = (group, member);
-        Ok(Box::new(SoleMember::of_all(self, topics)?))
+        let mut all = Vec::new();
+        for topic in topics {
+            let shape = self
+                .describe_topic(topic)?
+                .ok_or_else(|| LogError::UnknownTopic {
+                    topic: topic.clone(),
+                })?;
+            all.extend((0..shape.partitions).map(|p| TopicPartition::new(topic.as_str(), p)));
+        }
+        Ok(Box::new(SoleMember::owning(all)))
     }
 
     /// A transactional producer for `transactional_id`. Creating it fences

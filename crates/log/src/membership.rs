@@ -12,7 +12,6 @@
 use std::fmt::Debug;
 use std::time::Duration;
 
-use crate::broker::Log;
 use crate::error::LogError;
 use crate::types::TopicPartition;
 
@@ -60,21 +59,13 @@ pub struct SoleMember {
 }
 
 impl SoleMember {
-    /// A member owning every partition of `topics` in `log`.
-    ///
-    /// # Errors
-    /// [`LogError::UnknownTopic`] naming a topic that does not exist, backend failures.
-    pub fn of_all<L: Log + ?Sized>(log: &L, topics: &[String]) -> Result<Self, LogError> {
-        let mut all = Vec::new();
-        for topic in topics {
-            let shape = log
-                .describe_topic(topic)?
-                .ok_or_else(|| LogError::UnknownTopic {
-                    topic: topic.clone(),
-                })?;
-            all.extend((0..shape.partitions).map(|p| TopicPartition::new(topic.as_str(), p)));
+    /// A member owning `partitions` (every partition of its topics: the
+    /// default [`crate::Log::join_group`] lists them).
+    #[must_use]
+    pub fn owning(partitions: Vec<TopicPartition>) -> Self {
+        SoleMember {
+            pending: Some(partitions),
         }
-        Ok(SoleMember { pending: Some(all) })
     }
 }
 
