@@ -259,6 +259,7 @@ impl Draft {
             RESTORE_STALL => rt.restore_stall_timeout = millis(e, 1, 24 * HOUR_MS)?,
             PURGE_INTERVAL => rt.purge_interval = millis(e, 1, 24 * HOUR_MS)?,
             FROM_KAFKA_STREAMS => rt.migration_from_kafka_streams = boolean(e)?,
+            STANDBY_REPLICAS => rt.standby_replicas = int(e, 0, 16)? as u32,
             MAX_OOO => {
                 let ms = int(e, 0, YEAR_MS)?;
                 self.max_ooo_ms = ms as i64;

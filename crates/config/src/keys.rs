@@ -93,6 +93,8 @@ pub const PREVIEW_AFTER: &str = "stoatflow.watermark.preview-after-ms";
 pub const STATE_DIR: &str = "state.dir";
 /// `repartition.purge.interval.ms`.
 pub const PURGE_INTERVAL: &str = "repartition.purge.interval.ms";
+/// `num.standby.replicas`.
+pub const STANDBY_REPLICAS: &str = "num.standby.replicas";
 /// `default.dsl.store`.
 pub const DEFAULT_DSL_STORE: &str = "default.dsl.store";
 /// The prefix of pass-through librdkafka properties (`kafka.sasl.password`).
@@ -158,6 +160,11 @@ pub const KEYS: &[KeySpec] = &[
     k(RESTORE_STALL, "1..=86400000 ms", "30000"),
     k(PURGE_INTERVAL, "1..=86400000 ms", "30000"),
     k(FROM_KAFKA_STREAMS, "a boolean", "false"),
+    k(
+        STANDBY_REPLICAS,
+        "0..=16 (above 0: warm copies of the tasks other instances own; needs state.dir)",
+        "0",
+    ),
     k(MAX_OOO, "0..=31536000000 ms", "10000"),
     k(IDLENESS, "0..=31536000000 ms (0 disables)", "300000"),
     k(AUTO_INTERVAL, "1..=3600000 ms", "200"),

@@ -18,7 +18,7 @@ use crate::app_state::AppState;
 use crate::config::layout::log_topic_name;
 use crate::config::{Backend, RuntimeConfig};
 use crate::engine::error_response::HandlerOutcome;
-use crate::engine::{Shared, run_engine};
+use crate::engine::{Assignment, Shared, run_engine};
 use crate::error::RuntimeError;
 use crate::observe::metrics::{MetricsSnapshot, lag_at};
 
@@ -299,6 +299,17 @@ impl<L: Log + 'static> StreamsApp<L> {
         self.shared.restored.load(Ordering::Acquire)
     }
 
+    /// The tasks the running engine owns and those it keeps standby copies
+    /// of (`num.standby.replicas`); empty before the first assignment.
+    pub fn assignment(&self) -> Assignment {
+        self.shared.assignment()
+    }
+
+    /// Changelog records the standby copies applied since start.
+    pub fn standby_records(&self) -> u64 {
+        self.shared.standby_applied.load(Ordering::Acquire)
+    }
+
     /// Barriers committed since start.
     pub fn committed_barriers(&self) -> u64 {
         self.shared.barriers.load(Ordering::Acquire)
@@ -347,6 +358,11 @@ impl AppHandle {
     /// published one.
     pub fn watermarks(&self) -> Option<WatermarksSnapshot> {
         self.shared.snapshot.lock().expect("snapshot lock").clone()
+    }
+
+    /// The tasks the instance owns and keeps standby copies of.
+    pub fn assignment(&self) -> Assignment {
+        self.shared.assignment()
     }
 
     /// The application id.

@@ -52,7 +52,7 @@ pub use config::layout::WATERMARK_MARKER_HEADER;
 pub use config::{Backend, CommitBarrierConfig, ProcessingGuarantee, RuntimeConfig};
 pub use engine::error_response::{HandlerOutcome, StreamThreadExceptionResponse};
 pub use engine::partitioner::{murmur2, partition_for_key};
-pub use engine::{ErrorHandler, StateListener};
+pub use engine::{Assignment, ErrorHandler, StateListener};
 pub use error::RuntimeError;
 pub use observe::metrics::{
     BARRIER_BUCKETS_MS, BarrierFigures, DurationHistogram, MetricsSnapshot, RestoreFigures,

@@ -13,6 +13,17 @@ pub struct TaskId {
     pub partition: u32,
 }
 
+impl TaskId {
+    /// Sub-topology `subtopology` on partition `partition`.
+    #[must_use]
+    pub const fn new(subtopology: usize, partition: u32) -> Self {
+        TaskId {
+            subtopology,
+            partition,
+        }
+    }
+}
+
 impl fmt::Display for TaskId {
     /// Kafka Streams' form, `0_3`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -17,6 +17,11 @@ pub trait Endpoints: Send + Sync + 'static {
     fn metrics(&self) -> Option<MetricsSnapshot> {
         None
     }
+    /// The tasks the instance runs and those it keeps standby copies of
+    /// (Kafka Streams' `0_3` form); `None` leaves them out of `/info`.
+    fn tasks(&self) -> Option<(Vec<String>, Vec<String>)> {
+        None
+    }
 }
 
 impl Endpoints for stoatflow_runtime::AppHandle {
@@ -32,5 +37,10 @@ impl Endpoints for stoatflow_runtime::AppHandle {
     }
     fn metrics(&self) -> Option<MetricsSnapshot> {
         Some(stoatflow_runtime::AppHandle::metrics(self))
+    }
+    fn tasks(&self) -> Option<(Vec<String>, Vec<String>)> {
+        let a = self.assignment();
+        let names = |ts: &[stoatflow_runtime::TaskId]| ts.iter().map(ToString::to_string).collect();
+        Some((names(&a.active), names(&a.standby)))
     }
 }

@@ -207,6 +207,12 @@ fn build(read: Read, app: &dyn Endpoints, metrics: &MetricsRegistry, show: bool)
             if let (Value::Object(o), Value::Object(w)) = (&mut info, info_json(global, show)) {
                 o.extend(w);
             }
+            if let (Value::Object(o), Some((active, standby))) = (&mut info, app.tasks()) {
+                o.insert(
+                    "tasks".into(),
+                    json!({ "active": active, "standby": standby }),
+                );
+            }
             Response::json(200, &info)
         }
         Read::Liveness => {

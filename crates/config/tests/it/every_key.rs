@@ -119,6 +119,9 @@ fn table() -> Vec<(&'static str, &'static str, Check)> {
         ("stoatflow.migration.from-kafka-streams", "true", |c| {
             c.runtime.migration_from_kafka_streams
         }),
+        ("num.standby.replicas", "1", |c| {
+            c.runtime.standby_replicas == 1
+        }),
         ("stoatflow.watermark.max-out-of-orderness-ms", "2500", |c| {
             c.runtime.streams.max_out_of_orderness == Duration::from_millis(2_500)
                 && matches!(

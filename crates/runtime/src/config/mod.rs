@@ -136,6 +136,11 @@ pub struct RuntimeConfig {
     /// `<dir>/state` on the embedded log in a directory; on other backends persistent
     /// stores then need it set.
     pub state_dir: Option<PathBuf>,
+    /// `num.standby.replicas` (Kafka Streams' name, default 0): above 0, an
+    /// instance in a consumer group keeps warm copies of the stateful tasks
+    /// it does not own in `state.dir` (`engine::standby`), so a task moved
+    /// to it restores only the changelog tail since the copy's checkpoint.
+    pub standby_replicas: u32,
 }
 
 impl RuntimeConfig {
@@ -161,7 +166,15 @@ impl RuntimeConfig {
             purge_interval: Duration::from_secs(30),
             migration_from_kafka_streams: false,
             state_dir: None,
+            standby_replicas: 0,
         }
+    }
+
+    /// Sets `num.standby.replicas`.
+    #[must_use]
+    pub fn with_standby_replicas(mut self, replicas: u32) -> Self {
+        self.standby_replicas = replicas;
+        self
     }
 
     /// Sets `state.dir`.
@@ -271,6 +284,13 @@ impl RuntimeConfig {
                     .into(),
             });
         }
+        if self.standby_replicas > 0 && self.effective_state_dir().is_none() {
+            return Err(RuntimeError::Config {
+                key: "num.standby.replicas".into(),
+                value: self.standby_replicas.to_string(),
+                reason: "standby replicas are kept on disk: set state.dir".into(),
+            });
+        }
         self.barrier.validate()
     }
 }
@@ -305,6 +325,23 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("application.id"), "{err}");
         assert!(base.validate().is_ok());
+        let err = base
+            .clone()
+            .with_standby_replicas(1)
+            .validate()
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("num.standby.replicas")
+                && err.to_string().contains("state.dir"),
+            "{err}"
+        );
+        assert!(
+            base.clone()
+                .with_standby_replicas(1)
+                .with_state_dir("/tmp/standby-state")
+                .validate()
+                .is_ok()
+        );
         let err = RuntimeConfig::new("app", Backend::InMemory)
             .with_streams(StreamsConfig::new("app").with_default_dsl_store(StoreType::Persistent))
             .validate()

@@ -86,7 +86,9 @@ pub(crate) fn read_to_end<C: Consumer>(
 /// A committed changelog record as the state crate reads it back; a record
 /// with no key is not a changelog record (the entry, keyless, is returned
 /// so the caller can name its position).
-fn changelog_entry(r: stoatflow_log::FetchedRecord) -> Result<ChangelogEntry, ChangelogEntry> {
+pub(crate) fn changelog_entry(
+    r: stoatflow_log::FetchedRecord,
+) -> Result<ChangelogEntry, ChangelogEntry> {
     let entry = ChangelogEntry {
         partition: ChangelogPartition(r.partition.partition.0),
         offset: ChangelogOffset(r.offset.0),

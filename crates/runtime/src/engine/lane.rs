@@ -17,15 +17,14 @@ use std::sync::mpsc::{Receiver, SyncSender};
 
 use std::path::PathBuf;
 
-use stoatflow_log::{Consumer, FetchedBatch, Header, Log, TopicPartition};
-use stoatflow_state::{ChangelogOffset, ChangelogPartition, changelog_topic};
+use stoatflow_log::{Consumer, FetchedBatch, Header, Log};
 use stoatflow_streams::{
     BarrierKind, BarrierSchedule, EpochCommit, Headers, StoreType, StreamTask, StreamsConfig,
     TaskStores, Topology,
 };
 use stoatflow_time::{EventTime, WallTime, Watermark};
 
-use crate::engine::changelog_read::read_to_end;
+use crate::engine::store_restore::{StoreReader, close_and_checkpoint};
 use crate::engine::takeover;
 use crate::error::RuntimeError;
 use crate::observe::metrics::MetricsCells;
@@ -134,7 +133,7 @@ pub(crate) fn run_lane<L: Log + 'static>(
     };
     while let Ok(msg) = inbox.recv() {
         if let LaneMsg::Checkpoint = msg {
-            checkpoint(tasks, &setup);
+            checkpoint_at_ends(tasks, &setup);
             return;
         }
         let reply = match apply(&mut tasks, msg, &setup.pending_output) {
@@ -274,7 +273,16 @@ fn build_tasks<L: Log>(
         tasks.insert(id, task);
     }
     let restored = if setup.config.changelog_enabled {
-        restore_stores(setup, &tasks)?
+        let reader = StoreReader {
+            log: &*setup.log,
+            app: &setup.config.application_id,
+            consumer: format!(
+                "{}-restore-lane-{}",
+                setup.config.application_id, setup.lane
+            ),
+            stall: setup.restore_stall_timeout,
+        };
+        reader.restore(&tasks, Some(&setup.metrics))?
     } else {
         0
     };
@@ -301,97 +309,14 @@ fn build_tasks<L: Log>(
     Ok((tasks, restored))
 }
 
-/// Reads every changelog partition of this lane's stores with one consumer,
-/// assigned once (reassigning a consumer partition by partition is slower,
-/// and librdkafka can trip over a quick succession of assignments), each
-/// from where its restore starts to its read-committed end as of the start,
-/// and applies them in offset order. An in-memory store, or a persistent one
-/// whose local copy was rebuilt, starts at the beginning; a persistent one
-/// trusted from its checkpoint reads only the tail past it.
-fn restore_stores<L: Log>(
-    setup: &LaneSetup<L>,
-    tasks: &BTreeMap<TaskId, StreamTask>,
-) -> Result<u64, RuntimeError> {
-    let app = &setup.config.application_id;
-    let mut wanted: BTreeMap<TopicPartition, (TaskId, String, u64)> = BTreeMap::new();
-    for (&id, task) in tasks {
-        for store in task.store_names() {
-            let tp = TopicPartition::new(changelog_topic(app, store), id.partition);
-            let from = task
-                .persistent_stores()
-                .iter()
-                .find(|p| p.name == store)
-                .map_or(0, |p| {
-                    p.recovery.restore_from(ChangelogPartition(id.partition)).0
-                });
-            wanted.insert(tp, (id, store.to_owned(), from));
-        }
-    }
-    if wanted.is_empty() {
-        return Ok(0);
-    }
-    let mut consumer = setup
-        .log
-        .consumer(&format!("{app}-restore-lane-{}", setup.lane))?;
-    let entries = read_to_end(
-        &mut consumer,
-        wanted.iter().map(|(tp, (_, _, from))| (tp.clone(), *from)),
-        setup.restore_stall_timeout,
-        &format!("the stores of lane {}", setup.lane),
-    )?;
-    let mut restored = 0;
-    for (tp, list) in entries {
-        let (id, store, _) = &wanted[&tp];
-        let state = tasks[id]
-            .state_store(store)
-            .expect("store_names lists only the task's stores");
-        let mut list = list
-            .into_iter()
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|entry| RuntimeError::State {
-                store: store.clone(),
-                source: Box::new(entry.corrupt(store, "changelog record has no key")),
-            })?;
-        // Kafka Streams' layout on the log, the store's in memory.
-        let layout = tasks[id].changelog_value_layout(store);
-        for entry in &mut list {
-            layout.from_changelog(entry);
-        }
-        let total = list.len() as u64;
-        setup.metrics.restore_expected(total);
-        let mut state = state.borrow_mut();
-        let n = stoatflow_state::restore(&mut *state, list, total, &mut |p| {
-            tracing::debug!(store = store.as_str(), task = %id, restored = p.restored, total = p.total, "restoring");
-        })
-        .map_err(|source| RuntimeError::State {
-            store: store.clone(),
-            source: Box::new(source),
-        })?;
-        setup.metrics.restored(n);
-        restored += n;
-    }
-    Ok(restored)
-}
-
-/// A graceful close: every persistent store of this lane is closed (its task
-/// dropped), then checkpointed at its changelog partition's end, which the
-/// final transaction made the offset every one of its writes is before. A
-/// checkpoint that cannot be written costs a full restore at the next start,
-/// nothing else, so it is a warning.
-fn checkpoint<L: Log>(tasks: BTreeMap<TaskId, StreamTask>, setup: &LaneSetup<L>) {
-    let app = &setup.config.application_id;
-    let mut closed = Vec::new();
-    for (id, task) in tasks {
-        closed.extend(
-            task.persistent_stores()
-                .iter()
-                .map(|p| (id, p.name.clone(), p.directory.clone())),
-        );
-        drop(task);
-    }
-    if closed.is_empty() {
+/// A graceful close: every persistent store of this lane is closed and
+/// checkpointed at its changelog partition's end, which the final
+/// transaction made the offset every one of its writes is before.
+fn checkpoint_at_ends<L: Log>(tasks: BTreeMap<TaskId, StreamTask>, setup: &LaneSetup<L>) {
+    if tasks.values().all(|t| t.persistent_stores().is_empty()) {
         return;
     }
+    let app = &setup.config.application_id;
     let consumer = setup
         .log
         .consumer(&format!("{app}-checkpoint-lane-{}", setup.lane));
@@ -402,18 +327,10 @@ fn checkpoint<L: Log>(tasks: BTreeMap<TaskId, StreamTask>, setup: &LaneSetup<L>)
             return;
         }
     };
-    for (id, store, directory) in closed {
-        let tp = TopicPartition::new(changelog_topic(app, &store), id.partition);
-        let written = consumer
-            .end_offset(&tp)
+    close_and_checkpoint(tasks, app, |tp| {
+        consumer
+            .end_offset(tp)
+            .map(|o| o.0)
             .map_err(|e| e.to_string())
-            .and_then(|end| {
-                directory
-                    .write_checkpoint(&[(ChangelogPartition(id.partition), ChangelogOffset(end.0))])
-                    .map_err(|e| e.to_string())
-            });
-        if let Err(error) = written {
-            tracing::warn!(store = store.as_str(), task = %id, error, "checkpoint not written: the next start restores the store in full");
-        }
-    }
+    });
 }

@@ -28,11 +28,13 @@ pub(crate) mod changelog_read;
 pub(crate) mod error_response;
 pub(crate) mod lane;
 pub(crate) mod partitioner;
+pub(crate) mod standby;
+pub(crate) mod store_restore;
 pub(crate) mod takeover;
 pub(crate) mod task_stamps;
 pub(crate) mod upkeep;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
@@ -62,6 +64,7 @@ use crate::engine::error_response::{
 };
 use crate::engine::lane::{LaneMsg, LaneReply, LaneRun, LaneSetup, run_lane};
 use crate::engine::partitioner::partition_for_key;
+use crate::engine::standby::{Standby, StandbySetup};
 use crate::engine::task_stamps::TaskStamps;
 use crate::engine::upkeep::Upkeep;
 use crate::error::RuntimeError;
@@ -110,6 +113,20 @@ pub(crate) struct Shared {
     pub(crate) metrics: Arc<MetricsCells>,
     /// Barrier and watermark times (final-result latency), updated per barrier.
     pub(crate) timeline: Mutex<Timeline>,
+    /// The tasks the running engine owns, and those it keeps standby copies of.
+    pub(crate) assignment: Mutex<Assignment>,
+    /// Changelog records the standby copies applied since start.
+    pub(crate) standby_applied: Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// Which tasks an instance runs, and which it keeps warm copies of.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Assignment {
+    /// The tasks it owns (processes, commits).
+    pub active: Vec<TaskId>,
+    /// The tasks whose stores it keeps warm from their changelogs
+    /// (`num.standby.replicas`).
+    pub standby: Vec<TaskId>,
 }
 
 /// Called on every state change with (new, old).
@@ -120,6 +137,11 @@ pub type ErrorHandler =
     Box<dyn Fn(&RuntimeError) -> Option<StreamThreadExceptionResponse> + Send + Sync>;
 
 impl Shared {
+    /// The running engine's active and standby tasks.
+    pub(crate) fn assignment(&self) -> Assignment {
+        self.assignment.lock().expect("assignment lock").clone()
+    }
+
     pub(crate) fn new() -> Self {
         Shared {
             state: Mutex::new(AppState::Created),
@@ -135,6 +157,8 @@ impl Shared {
             replacements: std::sync::atomic::AtomicU64::new(0),
             metrics: Arc::default(),
             timeline: Mutex::new(Timeline::default()),
+            assignment: Mutex::new(Assignment::default()),
+            standby_applied: Arc::default(),
         }
     }
 
@@ -390,6 +414,8 @@ struct Engine<L: Log> {
     /// Watermark moves since the last barrier, published with it.
     timeline: Timeline,
     upkeep: Upkeep<L>,
+    /// The standby copies' thread, if this instance keeps any.
+    standby: Option<Standby>,
 }
 
 impl<L: Log + 'static> Engine<L> {
@@ -599,6 +625,39 @@ impl<L: Log + 'static> Engine<L> {
         }
         tracing::info!(restored, lanes = lanes_n, "stores restored");
         shared.restored.store(restored, Ordering::Release);
+
+        // Standby copies of the tasks owned elsewhere, once this instance's
+        // own tasks are restored.
+        let all_tasks = (0..subtopologies).flat_map(|st| {
+            let partitions = plan.partitions.get(&st).copied().unwrap_or(0);
+            (0..partitions).map(move |partition| TaskId {
+                subtopology: st,
+                partition,
+            })
+        });
+        let standby_tasks = match (
+            config.streams.changelog_enabled,
+            config.effective_state_dir(),
+        ) {
+            (true, Some(state_dir)) => {
+                let tasks = standby::standby_tasks(config.standby_replicas, all_tasks, &owned);
+                let setup = StandbySetup {
+                    tasks: tasks.clone(),
+                    topology: topology.clone(),
+                    config: streams_config.clone(),
+                    log: log.clone(),
+                    state_dir,
+                    applied: shared.standby_applied.clone(),
+                };
+                (Standby::start(setup)?, tasks)
+            }
+            _ => (None, BTreeSet::new()),
+        };
+        let (standby, standby_tasks) = standby_tasks;
+        *shared.assignment.lock().expect("assignment lock") = Assignment {
+            active: owned.iter().copied().collect(),
+            standby: standby_tasks.into_iter().collect(),
+        };
         let barrier = last_barrier;
         let sink_tps = plan
             .sinks
@@ -655,6 +714,7 @@ impl<L: Log + 'static> Engine<L> {
             last_snapshot: Instant::now() - SNAPSHOT_EVERY,
             timeline: Timeline::default(),
             upkeep,
+            standby,
         };
         shared.transition(AppState::Running);
         Ok(engine)
@@ -666,6 +726,12 @@ impl<L: Log + 'static> Engine<L> {
         self.lanes.clear();
         for h in self.lane_threads.drain(..) {
             let _ = h.join();
+        }
+        // The standby copies close and checkpoint where they got to, before
+        // the next engine may open the same stores as its own (a
+        // promotion); after a crash (halt) they leave nothing behind.
+        if let Some(standby) = self.standby.take() {
+            standby.stop(!self.shared.halt.load(Ordering::Acquire));
         }
         result
     }

@@ -188,10 +188,7 @@ mod tests {
     use crate::config::Backend;
 
     fn task(subtopology: usize, partition: u32) -> TaskId {
-        TaskId {
-            subtopology,
-            partition,
-        }
+        TaskId::new(subtopology, partition)
     }
 
     #[test]

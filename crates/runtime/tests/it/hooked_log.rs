@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use stoatflow_log::{
-    Consumer, EmbeddedLog, FetchedRecord, Log, LogError, Offset, OffsetAndMetadata, Record, SeekTo,
-    Timestamp, TopicPartition, TopicShape, TopicSpec, TransactionalProducer,
+    Consumer, EmbeddedLog, FetchedRecord, GroupMember, Log, LogError, Offset, OffsetAndMetadata,
+    Record, SeekTo, Timestamp, TopicPartition, TopicShape, TopicSpec, TransactionalProducer,
 };
 
 /// An operation that changes durable state.
@@ -32,6 +32,13 @@ pub trait Hooks: Send + Sync + std::fmt::Debug + 'static {
         op: Durable,
         run: impl FnOnce() -> Result<T, LogError>,
     ) -> Result<T, LogError>;
+
+    /// The member `member` of `group` gets, if not the embedded log's own
+    /// (which owns every partition).
+    fn join_group(&self, group: &str, member: &str) -> Option<Box<dyn GroupMember>> {
+        let _ = (group, member);
+        None
+    }
 }
 
 /// The embedded log behind `H`.
@@ -92,6 +99,18 @@ impl<H: Hooks> Log for HookedLog<H> {
     fn purge_below(&self, partition: &TopicPartition, before: Offset) -> Result<(), LogError> {
         self.hooks.alive()?;
         self.inner.purge_below(partition, before)
+    }
+    fn join_group(
+        &self,
+        group: &str,
+        member: &str,
+        topics: &[String],
+    ) -> Result<Box<dyn GroupMember>, LogError> {
+        self.hooks.alive()?;
+        match self.hooks.join_group(group, member) {
+            Some(m) => Ok(m),
+            None => self.inner.join_group(group, member, topics),
+        }
     }
     fn upkeep(&self, now: Timestamp) -> Result<(), LogError> {
         self.hooks.alive()?;

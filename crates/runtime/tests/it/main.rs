@@ -13,6 +13,7 @@ mod partition_time;
 mod persistent_stores;
 mod recovery;
 mod refusals;
+mod standby;
 mod support;
 mod timed;
 mod trailing_markers;

@@ -73,7 +73,19 @@ fn endpoints_follow_a_running_application() {
     assert_eq!(info["applicationId"], "served");
     assert_eq!(info["state"], "RUNNING");
     assert_eq!(info["stateCode"], 4);
-    assert_eq!(get(addr, "/health/readiness").0, 200);
+    // One instance owns both tasks of its one sub-topology, keeps no copies.
+    assert_eq!(
+        info["tasks"],
+        serde_json::json!({ "active": ["0_0", "0_1"], "standby": [] }),
+        "{info}"
+    );
+    // Answers are read from the application at most every 100 ms: the
+    // readiness answered before the start may still be served that long.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while get(addr, "/health/readiness").0 != 200 {
+        assert!(Instant::now() < deadline, "RUNNING never became ready");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert!(app.close(Duration::from_secs(10)));
     // Answers are read from the application at most every 100 ms.
     std::thread::sleep(Duration::from_millis(150));

@@ -1,0 +1,267 @@
+//! Standby replicas (`num.standby.replicas`, DESIGN 5): warm copies of
+//! tasks this instance does not own, kept by tailing their changelogs into
+//! persistent stores in the state directory, so that when the group moves
+//! such a task here its restore starts from the standby's checkpoint (the
+//! tail written since), not from the changelog's beginning.
+//!
+//! Which tasks: every stateful task this instance does not own. The group's
+//! assignor (librdkafka's) decides where a task goes when its owner dies and
+//! cannot be told where the warm copies are, as Kafka Streams' own assignor
+//! is; a copy of every other task is the one placement that makes every
+//! promotion warm. (With two instances that is exactly one replica.)
+//!
+//! A standby task is the task's stores only: no processor runs, nothing is
+//! written to the log. It reads read-committed, so its stores hold exactly
+//! what committed transactions wrote, as a restore would. At a rebuild of
+//! the engine (a rebalance, a close, an error) it closes its stores cleanly
+//! and checkpoints each at the offset after the last record it applied;
+//! dropped without that (a crash), it writes nothing and the next open
+//! rebuilds. Owns the standby thread, its tasks' stores and its consumer;
+//! knows nothing of the poll loop, lanes, barriers or the producer. An
+//! error here never stops the application: the copy is abandoned (no
+//! checkpoint), and a promotion restores in full.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use stoatflow_log::{Consumer, ErrorKind, Log, Offset, SeekTo, TopicPartition};
+use stoatflow_streams::{StoreType, StreamTask, StreamsConfig, TaskStores, Topology};
+
+use crate::engine::changelog_read::changelog_entry;
+use crate::engine::store_restore::{
+    ChangelogPartitions, apply_entries, changelog_partitions, close_and_checkpoint,
+};
+use crate::error::RuntimeError;
+use crate::task_id::TaskId;
+
+/// How long one fetch of the changelogs waits.
+const FETCH_WAIT: Duration = Duration::from_millis(100);
+/// The pause after a retriable error of the log.
+const RETRY_AFTER: Duration = Duration::from_millis(200);
+
+/// The standby tasks of an instance owning `owned` among `all`.
+pub(crate) fn standby_tasks(
+    replicas: u32,
+    all: impl IntoIterator<Item = TaskId>,
+    owned: &BTreeSet<TaskId>,
+) -> BTreeSet<TaskId> {
+    if replicas == 0 {
+        return BTreeSet::new();
+    }
+    all.into_iter().filter(|t| !owned.contains(t)).collect()
+}
+
+/// What the standby thread starts with.
+pub(crate) struct StandbySetup<L: Log> {
+    pub(crate) tasks: BTreeSet<TaskId>,
+    pub(crate) topology: Arc<Topology>,
+    pub(crate) config: Arc<StreamsConfig>,
+    pub(crate) log: Arc<L>,
+    pub(crate) state_dir: PathBuf,
+    /// Changelog records applied, across the standby's life (shared with
+    /// the application's view).
+    pub(crate) applied: Arc<AtomicU64>,
+}
+
+/// How the standby thread is told to end.
+#[derive(Debug, Default)]
+struct Stop {
+    requested: AtomicBool,
+    /// Close the stores and write their checkpoints (not after a crash).
+    checkpoint: AtomicBool,
+}
+
+/// The running standby thread.
+pub(crate) struct Standby {
+    stop: Arc<Stop>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Standby {
+    /// Starts the thread keeping `setup.tasks` warm (none: no thread).
+    ///
+    /// # Errors
+    /// The thread could not be spawned.
+    pub(crate) fn start<L: Log + 'static>(
+        setup: StandbySetup<L>,
+    ) -> Result<Option<Self>, RuntimeError> {
+        if setup.tasks.is_empty() {
+            return Ok(None);
+        }
+        let stop = Arc::new(Stop::default());
+        let thread_stop = stop.clone();
+        let name = format!("{}-standby", setup.config.application_id);
+        let thread = std::thread::Builder::new()
+            .name(name)
+            .spawn(move || run(&setup, &thread_stop))
+            .map_err(|e| RuntimeError::ThreadDied {
+                thread: "standby".into(),
+                reason: e.to_string(),
+            })?;
+        Ok(Some(Standby {
+            stop,
+            thread: Some(thread),
+        }))
+    }
+
+    /// Ends the thread: with `checkpoint`, its stores are closed and
+    /// checkpointed where it got to (a rebuild, a close); without, they are
+    /// dropped as a crash leaves them.
+    pub(crate) fn stop(mut self, checkpoint: bool) {
+        self.stop.checkpoint.store(checkpoint, Ordering::Release);
+        self.stop.requested.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Standby {
+    fn drop(&mut self) {
+        self.stop.requested.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The thread's body: build the standby tasks' stores, tail their
+/// changelogs until told to stop, then checkpoint (or not).
+fn run<L: Log>(setup: &StandbySetup<L>, stop: &Stop) {
+    let app = setup.config.application_id.clone();
+    let mut copy = match WarmCopy::open(setup) {
+        Ok(copy) => copy,
+        Err(error) => {
+            tracing::warn!(%error, "standby replicas not kept: a promotion restores in full");
+            return;
+        }
+    };
+    tracing::info!(tasks = ?copy.tasks.keys().collect::<Vec<_>>(), "standby tasks");
+    while !stop.requested.load(Ordering::Acquire) {
+        match copy.poll(setup) {
+            Ok(()) => {}
+            Err(RuntimeError::Log(e)) if e.kind() == ErrorKind::Retriable => {
+                tracing::debug!(error = %e, "standby: retrying");
+                std::thread::sleep(RETRY_AFTER);
+            }
+            Err(error) => {
+                tracing::warn!(%error, "standby copy abandoned: a promotion restores these tasks in full");
+                return;
+            }
+        }
+    }
+    if stop.checkpoint.load(Ordering::Acquire) {
+        let next = copy.next;
+        close_and_checkpoint(copy.tasks, &app, |tp| {
+            next.get(tp)
+                .copied()
+                .ok_or_else(|| format!("no position for {tp}"))
+        });
+    }
+}
+
+/// The standby's stores and where it is in each changelog partition.
+struct WarmCopy<C> {
+    tasks: BTreeMap<TaskId, StreamTask>,
+    partitions: ChangelogPartitions,
+    consumer: C,
+    /// Per changelog partition, the offset after the last record applied.
+    next: BTreeMap<TopicPartition, u64>,
+}
+
+impl<C: Consumer> WarmCopy<C> {
+    fn open<L: Log<Consumer = C>>(setup: &StandbySetup<L>) -> Result<Self, RuntimeError> {
+        let app = &setup.config.application_id;
+        let mut tasks = BTreeMap::new();
+        for &id in &setup.tasks {
+            let stores = TaskStores {
+                dir: Some(setup.state_dir.join(id.to_string())),
+                default: StoreType::Persistent,
+            };
+            let task = setup
+                .topology
+                .instantiate_in(id.subtopology, &setup.config, stores)
+                .map_err(|source| RuntimeError::Process {
+                    task: id.to_string(),
+                    source,
+                })?;
+            if task.store_names().next().is_some() {
+                tasks.insert(id, task);
+            }
+        }
+        let partitions = changelog_partitions(app, &tasks);
+        let mut consumer = setup.log.consumer(&format!("{app}-standby"))?;
+        let mut next = BTreeMap::new();
+        let assigned: Vec<TopicPartition> = partitions.keys().cloned().collect();
+        consumer.assign(&assigned)?;
+        for (tp, (_, _, from)) in &partitions {
+            let start = consumer.beginning_offset(tp)?.0.max(*from);
+            if start > 0 {
+                consumer.seek(tp, SeekTo::Offset(Offset(start)))?;
+            }
+            next.insert(tp.clone(), start);
+        }
+        Ok(WarmCopy {
+            tasks,
+            partitions,
+            consumer,
+            next,
+        })
+    }
+
+    /// Applies what one fetch brings.
+    fn poll<L: Log>(&mut self, setup: &StandbySetup<L>) -> Result<(), RuntimeError> {
+        let fetched = self.consumer.fetch(FETCH_WAIT)?;
+        if fetched.is_empty() {
+            return Ok(());
+        }
+        // In offset order per partition, as fetched.
+        let mut by_partition: BTreeMap<TopicPartition, Vec<_>> = BTreeMap::new();
+        for r in fetched {
+            let Some(next) = self.next.get_mut(&r.partition) else {
+                continue;
+            };
+            if r.offset.0 < *next {
+                continue;
+            }
+            *next = r.offset.0 + 1;
+            by_partition
+                .entry(r.partition.clone())
+                .or_default()
+                .push(changelog_entry(r));
+        }
+        for (tp, entries) in by_partition {
+            let (id, store, _) = &self.partitions[&tp];
+            let n = apply_entries(&self.tasks, *id, store, entries, None)?;
+            setup.applied.fetch_add(n, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(subtopology: usize, partition: u32) -> TaskId {
+        TaskId::new(subtopology, partition)
+    }
+
+    #[test]
+    fn a_standby_keeps_every_task_it_does_not_own_and_none_without_replicas() {
+        let all: Vec<TaskId> = (0..2)
+            .flat_map(|st| (0..3).map(move |p| task(st, p)))
+            .collect();
+        let owned: BTreeSet<TaskId> = [task(0, 1), task(1, 1)].into();
+        let standby = standby_tasks(1, all.iter().copied(), &owned);
+        assert_eq!(
+            standby,
+            [task(0, 0), task(0, 2), task(1, 0), task(1, 2)].into()
+        );
+        assert!(standby_tasks(0, all.iter().copied(), &owned).is_empty());
+    }
+}

@@ -1,0 +1,172 @@
+//! A task's stores and their changelogs: reading the changelog partitions
+//! back into the stores, each from where its restore starts (its beginning,
+//! or a persistent store's checkpoint), turning entries back into the
+//! store's layout, and the checkpoints of a clean close.
+//!
+//! Shared by the lanes (active tasks, restored before they process) and
+//! the standby thread (warm copies that tail the changelogs). Owns no
+//! thread and no task; knows nothing of barriers, the poll loop or the
+//! producer.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use stoatflow_log::{Log, TopicPartition};
+use stoatflow_state::{ChangelogEntry, ChangelogOffset, ChangelogPartition, changelog_topic};
+use stoatflow_streams::StreamTask;
+
+use crate::engine::changelog_read::read_to_end;
+use crate::error::RuntimeError;
+use crate::observe::metrics::MetricsCells;
+use crate::task_id::TaskId;
+
+/// Per changelog partition of a set of tasks: the task, the store and the
+/// offset its restore starts from.
+pub(crate) type ChangelogPartitions = BTreeMap<TopicPartition, (TaskId, String, u64)>;
+
+/// Every changelog partition of `tasks`' stores (partition = the task's
+/// partition), with where each one's restore starts: an in-memory store, or
+/// a persistent one whose local copy was rebuilt, at the beginning; a
+/// persistent one trusted from its checkpoint past it.
+pub(crate) fn changelog_partitions(
+    app: &str,
+    tasks: &BTreeMap<TaskId, StreamTask>,
+) -> ChangelogPartitions {
+    let mut wanted = ChangelogPartitions::new();
+    for (&id, task) in tasks {
+        for store in task.store_names() {
+            let tp = TopicPartition::new(changelog_topic(app, store), id.partition);
+            let from = task
+                .persistent_stores()
+                .iter()
+                .find(|p| p.name == store)
+                .map_or(0, |p| {
+                    p.recovery.restore_from(ChangelogPartition(id.partition)).0
+                });
+            wanted.insert(tp, (id, store.to_owned(), from));
+        }
+    }
+    wanted
+}
+
+/// Applies committed changelog `entries` of `store` (in offset order) to
+/// task `id`'s copy of it, in the store's layout; returns how many.
+///
+/// # Errors
+/// A record without a key, or one the store refuses, naming the store.
+pub(crate) fn apply_entries(
+    tasks: &BTreeMap<TaskId, StreamTask>,
+    id: TaskId,
+    store: &str,
+    entries: Vec<Result<ChangelogEntry, ChangelogEntry>>,
+    metrics: Option<&MetricsCells>,
+) -> Result<u64, RuntimeError> {
+    let state = tasks[&id]
+        .state_store(store)
+        .expect("changelog partitions name only the task's stores");
+    let mut list = entries
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|entry| RuntimeError::State {
+            store: store.to_owned(),
+            source: Box::new(entry.corrupt(store, "changelog record has no key")),
+        })?;
+    // Kafka Streams' layout on the log, the store's in memory.
+    let layout = tasks[&id].changelog_value_layout(store);
+    for entry in &mut list {
+        layout.from_changelog(entry);
+    }
+    let total = list.len() as u64;
+    if let Some(m) = metrics {
+        m.restore_expected(total);
+    }
+    let mut state = state.borrow_mut();
+    let n = stoatflow_state::restore(&mut *state, list, total, &mut |p| {
+        tracing::debug!(store, task = %id, restored = p.restored, total = p.total, "restoring");
+    })
+    .map_err(|source| RuntimeError::State {
+        store: store.to_owned(),
+        source: Box::new(source),
+    })?;
+    if let Some(m) = metrics {
+        m.restored(n);
+    }
+    Ok(n)
+}
+
+/// How a set of tasks' stores are read back from the log.
+pub(crate) struct StoreReader<'a, L: Log> {
+    pub(crate) log: &'a L,
+    pub(crate) app: &'a str,
+    /// The reading consumer's group (one nobody commits to).
+    pub(crate) consumer: String,
+    /// Give up after this long without progress.
+    pub(crate) stall: Duration,
+}
+
+impl<L: Log> StoreReader<'_, L> {
+    /// Reads every changelog partition of `tasks`' stores with one consumer,
+    /// assigned once (reassigning a consumer partition by partition is
+    /// slower, and librdkafka can trip over a quick succession of
+    /// assignments), each from where its restore starts to its
+    /// read-committed end as of the call, and applies them in offset order.
+    /// Returns the records restored.
+    ///
+    /// # Errors
+    /// The log's (a stall names the stores' consumer), or a bad record.
+    pub(crate) fn restore(
+        &self,
+        tasks: &BTreeMap<TaskId, StreamTask>,
+        metrics: Option<&MetricsCells>,
+    ) -> Result<u64, RuntimeError> {
+        let wanted = changelog_partitions(self.app, tasks);
+        if wanted.is_empty() {
+            return Ok(0);
+        }
+        let mut consumer = self.log.consumer(&self.consumer)?;
+        let entries = read_to_end(
+            &mut consumer,
+            wanted.iter().map(|(tp, (_, _, from))| (tp.clone(), *from)),
+            self.stall,
+            &format!("the stores read by {}", self.consumer),
+        )?;
+        let mut restored = 0;
+        for (tp, list) in entries {
+            let (id, store, _) = &wanted[&tp];
+            restored += apply_entries(tasks, *id, store, list, metrics)?;
+        }
+        Ok(restored)
+    }
+}
+
+/// A clean close: every persistent store of `tasks` is closed (its task
+/// dropped), then checkpointed at the offset `next_offset` gives for its
+/// changelog partition: every write before it is in the store's files. A
+/// checkpoint that cannot be written costs a full restore at the next
+/// start, nothing else, so it is a warning.
+pub(crate) fn close_and_checkpoint(
+    tasks: BTreeMap<TaskId, StreamTask>,
+    app: &str,
+    mut next_offset: impl FnMut(&TopicPartition) -> Result<u64, String>,
+) {
+    let mut closed = Vec::new();
+    for (id, task) in tasks {
+        closed.extend(
+            task.persistent_stores()
+                .iter()
+                .map(|p| (id, p.name.clone(), p.directory.clone())),
+        );
+        drop(task);
+    }
+    for (id, store, directory) in closed {
+        let tp = TopicPartition::new(changelog_topic(app, &store), id.partition);
+        let written = next_offset(&tp).and_then(|next| {
+            directory
+                .write_checkpoint(&[(ChangelogPartition(id.partition), ChangelogOffset(next))])
+                .map_err(|e| e.to_string())
+        });
+        if let Err(error) = written {
+            tracing::warn!(store = store.as_str(), task = %id, error, "checkpoint not written: the next start restores the store in full");
+        }
+    }
+}

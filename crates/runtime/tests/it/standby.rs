@@ -1,0 +1,251 @@
+//! Standby replicas (`num.standby.replicas`) through a scripted consumer
+//! group: two instances on one log share the input's three partitions; each
+//! keeps a warm copy of the other's tasks. One crashes (dropped without
+//! `close`), the group hands its task to the survivor, and the survivor's
+//! promotion restores only what its copy had not applied yet, against the
+//! whole changelog a cold restore reads (the same scenario without standby
+//! replicas reads exactly that). The committed output is the uninterrupted
+//! run's, each final result once.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use stoatflow_log::{
+    Consumer, EmbeddedLog, GroupEvent, GroupMember, Log, LogError, TopicPartition,
+};
+use stoatflow_runtime::{AppState, RuntimeConfig, StreamsApp, TaskId};
+
+use crate::hooked_log::{Durable, HookedLog, Hooks};
+use crate::support::*;
+
+/// A consumer group whose rebalances the test scripts: each member's
+/// events, in order.
+#[derive(Debug, Default)]
+struct ScriptedGroup {
+    events: Mutex<HashMap<String, VecDeque<GroupEvent>>>,
+}
+
+impl ScriptedGroup {
+    fn push(&self, member: &str, event: GroupEvent) {
+        self.events
+            .lock()
+            .unwrap()
+            .entry(member.to_owned())
+            .or_default()
+            .push_back(event);
+    }
+}
+
+#[derive(Debug)]
+struct ScriptedMember {
+    group: Arc<ScriptedGroup>,
+    name: String,
+}
+
+impl GroupMember for ScriptedMember {
+    fn poll(&mut self, max_wait: Duration) -> Result<Option<GroupEvent>, LogError> {
+        let next = self
+            .group
+            .events
+            .lock()
+            .unwrap()
+            .get_mut(&self.name)
+            .and_then(VecDeque::pop_front);
+        if next.is_none() {
+            std::thread::sleep(max_wait.min(Duration::from_millis(5)));
+        }
+        Ok(next)
+    }
+
+    fn release(&mut self) -> Result<(), LogError> {
+        Ok(())
+    }
+}
+
+/// The hooks handed to the log: the shared script behind an `Arc`.
+#[derive(Debug)]
+struct Script(Arc<ScriptedGroup>);
+
+impl Hooks for Script {
+    fn alive(&self) -> Result<(), LogError> {
+        Ok(())
+    }
+
+    fn durable<T>(
+        &self,
+        _op: Durable,
+        run: impl FnOnce() -> Result<T, LogError>,
+    ) -> Result<T, LogError> {
+        run()
+    }
+
+    fn join_group(&self, _group: &str, member: &str) -> Option<Box<dyn GroupMember>> {
+        Some(Box::new(ScriptedMember {
+            group: self.0.clone(),
+            name: member.to_owned(),
+        }))
+    }
+}
+
+const APP: &str = "standby-app";
+
+fn input_partitions(ps: &[u32]) -> Vec<TopicPartition> {
+    ps.iter().map(|&p| TopicPartition::new(INPUT, p)).collect()
+}
+
+fn instance(
+    log: &Arc<HookedLog<Script>>,
+    id: &str,
+    state: &std::path::Path,
+    replicas: u32,
+) -> StreamsApp<HookedLog<Script>> {
+    let mut config: RuntimeConfig = config(APP, 2)
+        .with_state_dir(state)
+        .with_standby_replicas(replicas);
+    config.instance_id = id.into();
+    let mut app = StreamsApp::with_log(tumbling_count(), config, log.clone()).unwrap();
+    app.start().unwrap();
+    app
+}
+
+fn task(partition: u32) -> TaskId {
+    TaskId {
+        subtopology: 0,
+        partition,
+    }
+}
+
+/// Waits until `app` runs exactly `active` (and, if any, keeps `standby`).
+fn until_assigned(app: &StreamsApp<HookedLog<Script>>, active: &[u32], standby: &[u32]) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let want: (Vec<TaskId>, Vec<TaskId>) = (
+        active.iter().map(|&p| task(p)).collect(),
+        standby.iter().map(|&p| task(p)).collect(),
+    );
+    loop {
+        let a = app.assignment();
+        if app.state() == AppState::Running && (a.active.clone(), a.standby.clone()) == want {
+            return;
+        }
+        assert_ne!(app.state(), AppState::Error, "{:?}", app.error());
+        assert!(Instant::now() < deadline, "assignment {a:?}, want {want:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Waits until the group's committed offsets reach every input partition's end.
+fn until_committed<L: Log>(log: &L) {
+    let tps = input_partitions(&[0, 1, 2]);
+    let mut consumer = log.consumer("standby-ends").unwrap();
+    let ends: Vec<u64> = tps
+        .iter()
+        .map(|tp| consumer.end_offset(tp).unwrap().0)
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let committed = log.committed_offsets(APP, &tps).unwrap();
+        if committed
+            .iter()
+            .zip(&ends)
+            .all(|((_, om), end)| om.as_ref().is_some_and(|om| om.offset.0 >= *end))
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not committed: {committed:?} < {ends:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The committed records of every store changelog partition of task `p`:
+/// what a cold restore of that task reads.
+fn changelog_records(log: &EmbeddedLog, p: u32) -> u64 {
+    let mut consumer = log.consumer("standby-cold").unwrap();
+    log.topics()
+        .iter()
+        .filter(|t| t.name.starts_with(APP) && t.name.ends_with("-changelog"))
+        .filter(|t| !t.name.contains("stoatflow-watermark"))
+        .map(|t| {
+            let tp = TopicPartition::new(t.name.as_str(), p);
+            consumer.end_offset(&tp).unwrap().0 - consumer.beginning_offset(&tp).unwrap().0
+        })
+        .sum()
+}
+
+/// Runs the scenario with `replicas` standby replicas; returns (what the
+/// promotion restored, what a cold restore of the moved task reads).
+fn crash_and_promote(replicas: u32) -> (u64, u64) {
+    let inner = Arc::new(EmbeddedLog::in_memory());
+    let group = Arc::new(ScriptedGroup::default());
+    let log = Arc::new(HookedLog {
+        inner: inner.clone(),
+        hooks: Arc::new(Script(group.clone())),
+    });
+    create_topics(&*log);
+    let all = input(3_000, 60, 7);
+    let (first, rest) = all.split_at(2_000);
+    let (middle, last) = rest.split_at(500);
+    produce(&*log, first, 100);
+
+    let (a_id, b_id) = (format!("{APP}-a"), format!("{APP}-b"));
+    group.push(&a_id, GroupEvent::Assigned(input_partitions(&[0, 1])));
+    group.push(&b_id, GroupEvent::Assigned(input_partitions(&[2])));
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = instance(&log, "a", dir_a.path(), replicas);
+    let b = instance(&log, "b", dir_b.path(), replicas);
+    let (standby_a, standby_b): (&[u32], &[u32]) = if replicas > 0 {
+        (&[2], &[0, 1])
+    } else {
+        (&[], &[])
+    };
+    until_assigned(&a, &[0, 1], standby_a);
+    until_assigned(&b, &[2], standby_b);
+    until_committed(&*log);
+    if replicas > 0 {
+        // A's copy of task 2 catches up with what B committed.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while a.standby_records() < changelog_records(&inner, 2) {
+            assert!(Instant::now() < deadline, "standby never caught up");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    // More input; B commits part of it, then crashes.
+    produce(&*log, middle, 100);
+    until_committed(&*log);
+    drop(b);
+
+    // The group moves task 2 to A.
+    group.push(&a_id, GroupEvent::Revoked(input_partitions(&[0, 1])));
+    group.push(&a_id, GroupEvent::Assigned(input_partitions(&[0, 1, 2])));
+    until_assigned(&a, &[0, 1, 2], &[]);
+    let promoted = a.restored_records();
+    let cold = changelog_records(&inner, 2);
+
+    produce(&*log, last, 100);
+    until_committed(&*log);
+    let mut a = a;
+    assert!(a.close(Duration::from_secs(30)), "{:?}", a.error());
+    let finals = regular(read_output(&*inner));
+    assert_each_once(&finals);
+    assert_eq!(finals, regular(driver_finals(tumbling_count(), &all)));
+    (promoted, cold)
+}
+
+#[test]
+fn a_promoted_standby_restores_only_the_tail_and_each_final_result_is_committed_once() {
+    let (warm, cold) = crash_and_promote(1);
+    let (without, cold_without) = crash_and_promote(0);
+    println!(
+        "promotion restored {warm} of {cold} changelog records with one standby replica, \
+         {without} of {cold_without} without"
+    );
+    assert!(cold > 200, "the moved task has state to restore: {cold}");
+    assert!(warm * 10 < cold, "with a standby: {warm} of {cold}");
+    // Without a copy the promotion reads the moved task's whole changelog
+    // (the survivor's own window stores resume from their checkpoints; its
+    // in-memory emit-frontier stores, a few records each, restore in full).
+    assert!(without >= cold_without, "{without} of {cold_without}");
+}
