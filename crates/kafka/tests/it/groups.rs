@@ -18,12 +18,12 @@ use crate::runtime_eos::{
     topology,
 };
 
-const APP: &str = "group-app";
-const SIX: u32 = 6;
+pub(crate) const APP: &str = "group-app";
+pub(crate) const SIX: u32 = 6;
 
 /// `n` (key, time) pairs from record `from` on, over 24 keys (every
 /// partition gets some), 100 ms apart, up to 600 ms out of order.
-fn records(from: i64, n: i64) -> Vec<(String, i64)> {
+pub(crate) fn records(from: i64, n: i64) -> Vec<(String, i64)> {
     (from..from + n)
         .map(|i| {
             (
@@ -43,7 +43,7 @@ fn instance(log: &Arc<KafkaLog>, id: &str) -> StreamsApp<KafkaLog> {
 }
 
 /// The input partitions `app` reads now (its `/watermarks` partitions).
-fn owned(app: &StreamsApp<KafkaLog>) -> BTreeSet<String> {
+pub(crate) fn owned(app: &StreamsApp<KafkaLog>) -> BTreeSet<String> {
     if app.state() != AppState::Running {
         return BTreeSet::new();
     }
@@ -54,7 +54,7 @@ fn owned(app: &StreamsApp<KafkaLog>) -> BTreeSet<String> {
 
 /// Waits until the instances own every input partition between them, each
 /// one once, and each owns `counts[i]` of them.
-fn until_shared(apps: &[&StreamsApp<KafkaLog>], counts: &[usize]) {
+pub(crate) fn until_shared(apps: &[&StreamsApp<KafkaLog>], counts: &[usize]) {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let sets: Vec<BTreeSet<String>> = apps.iter().map(|a| owned(a)).collect();
@@ -73,14 +73,14 @@ fn until_shared(apps: &[&StreamsApp<KafkaLog>], counts: &[usize]) {
     }
 }
 
-fn assert_no_error(apps: &[&StreamsApp<KafkaLog>]) {
+pub(crate) fn assert_no_error(apps: &[&StreamsApp<KafkaLog>]) {
     for a in apps {
         assert_ne!(a.state(), AppState::Error, "{:?}", a.error());
     }
 }
 
 /// Waits until the group's committed offsets reach every input partition's end.
-fn until_group_caught_up(log: &KafkaLog, apps: &[&StreamsApp<KafkaLog>]) {
+pub(crate) fn until_group_caught_up(log: &KafkaLog, apps: &[&StreamsApp<KafkaLog>]) {
     let tps: Vec<TopicPartition> = (0..SIX).map(|p| TopicPartition::new(INPUT, p)).collect();
     let mut consumer = log.consumer("group-ends").unwrap();
     let ends: Vec<u64> = tps

@@ -7,3 +7,4 @@ mod contract;
 mod groups;
 mod kill;
 mod runtime_eos;
+mod standby;

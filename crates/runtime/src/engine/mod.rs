@@ -647,6 +647,7 @@ impl<L: Log + 'static> Engine<L> {
                     config: streams_config.clone(),
                     log: log.clone(),
                     state_dir,
+                    reader: format!("{}-standby", config.transactional_id()),
                     applied: shared.standby_applied.clone(),
                 };
                 (Standby::start(setup)?, tasks)

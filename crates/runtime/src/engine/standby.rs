@@ -62,6 +62,9 @@ pub(crate) struct StandbySetup<L: Log> {
     pub(crate) config: Arc<StreamsConfig>,
     pub(crate) log: Arc<L>,
     pub(crate) state_dir: PathBuf,
+    /// The group of its changelog consumer (the instance's own: nobody
+    /// commits to it).
+    pub(crate) reader: String,
     /// Changelog records applied, across the standby's life (shared with
     /// the application's view).
     pub(crate) applied: Arc<AtomicU64>,
@@ -194,7 +197,7 @@ impl<C: Consumer> WarmCopy<C> {
             }
         }
         let partitions = changelog_partitions(app, &tasks);
-        let mut consumer = setup.log.consumer(&format!("{app}-standby"))?;
+        let mut consumer = setup.log.consumer(&setup.reader)?;
         let mut next = BTreeMap::new();
         let assigned: Vec<TopicPartition> = partitions.keys().cloned().collect();
         consumer.assign(&assigned)?;

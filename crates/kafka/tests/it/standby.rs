@@ -1,0 +1,121 @@
+//! Standby replicas on a real broker (issue 14): three instances of one
+//! application share a 6-partition input through the consumer group, each
+//! with `num.standby.replicas` = 1 and its stores on disk, so each keeps
+//! warm copies of the tasks the others own. One instance leaves; the group
+//! moves its two tasks to the other two, whose promotion restores only what
+//! their copies had not applied, against the whole changelog a cold
+//! restore of those tasks reads. Read committed, each final result is in
+//! the output exactly once.
+//!
+//! (The broker the tests start, noida-db, never hands a killed member's
+//! partitions to the others: the promotion is driven by a leave. A kill and
+//! restart of an instance is `kill.rs`.)
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use stoatflow_kafka::KafkaLog;
+use stoatflow_log::{Log, TopicSpec};
+use stoatflow_runtime::{StreamsApp, TaskId};
+
+use crate::broker::TestBroker;
+use crate::groups::{APP, SIX, assert_no_error, records, until_group_caught_up, until_shared};
+use crate::runtime_eos::{
+    INPUT, OUTPUT, config_for, expected, produce_of, read_committed_of, read_topic_of,
+    sentinels_of, topology,
+};
+
+/// The changelog of the topology's one window store (on disk).
+const WINDOW_CHANGELOG: &str = "group-app-KSTREAM-AGGREGATE-STATE-STORE-0000000001-changelog";
+
+fn instance(log: &Arc<KafkaLog>, id: &str, state: &Path) -> StreamsApp<KafkaLog> {
+    let mut config = config_for(APP)
+        .with_state_dir(state)
+        .with_standby_replicas(1);
+    config.instance_id = id.into();
+    let mut app = StreamsApp::with_log(topology(), config, log.clone()).unwrap();
+    app.start().unwrap();
+    app
+}
+
+/// The committed records of the window store's changelog in `tasks`'
+/// partitions: what a cold restore of them reads.
+fn cold_restore(log: &KafkaLog, tasks: &BTreeSet<TaskId>) -> u64 {
+    read_topic_of(log, WINDOW_CHANGELOG, SIX)
+        .iter()
+        .filter(|r| tasks.iter().any(|t| t.partition == r.partition.partition.0))
+        .count() as u64
+}
+
+/// Waits until every copy `app` keeps has applied what is committed.
+fn until_copies_caught_up(log: &KafkaLog, app: &StreamsApp<KafkaLog>) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let standby: BTreeSet<TaskId> = app.assignment().standby.into_iter().collect();
+        let applied = app.standby_records();
+        if !standby.is_empty() && applied >= cold_restore(log, &standby) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "copies of {standby:?} applied {applied} records"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_leaving_instances_tasks_are_promoted_from_standby_copies_each_final_result_once() {
+    let Some(broker) = TestBroker::start(
+        "a_leaving_instances_tasks_are_promoted_from_standby_copies_each_final_result_once",
+    ) else {
+        return;
+    };
+    // Dynamic membership: a closing instance leaves the group at once (see groups.rs).
+    let connect =
+        || Arc::new(KafkaLog::connect(broker.config().with_static_membership(false)).unwrap());
+    let (log_a, log_b, log_c) = (connect(), connect(), connect());
+    log_a.create_topic(&TopicSpec::new(INPUT, SIX)).unwrap();
+    log_a.create_topic(&TopicSpec::new(OUTPUT, SIX)).unwrap();
+    let mut all = records(0, 3_000);
+    produce_of(&log_a, &all, SIX);
+
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut a = instance(&log_a, "a", dirs[0].path());
+    let mut b = instance(&log_b, "b", dirs[1].path());
+    let mut c = instance(&log_c, "c", dirs[2].path());
+    until_shared(&[&a, &b, &c], &[2, 2, 2]);
+    until_group_caught_up(&log_a, &[&a, &b, &c]);
+    let moved: BTreeSet<TaskId> = b.assignment().active.into_iter().collect();
+    for survivor in [&a, &c] {
+        until_copies_caught_up(&log_a, survivor);
+    }
+
+    // B leaves; A and C take its tasks over from their copies.
+    assert!(b.close(Duration::from_secs(60)), "{:?}", b.error());
+    until_shared(&[&a, &c], &[3, 3]);
+    let promoted = a.restored_records() + c.restored_records();
+    let cold = cold_restore(&log_a, &moved);
+    eprintln!(
+        "promotion of {moved:?} restored {promoted} changelog records; a cold restore reads {cold}"
+    );
+    assert!(cold > 100, "the moved tasks have state: {cold}");
+    assert!(
+        promoted * 10 < cold,
+        "a promotion from standby copies restored {promoted} of {cold}"
+    );
+
+    let rest: Vec<_> = records(3_000, 300)
+        .into_iter()
+        .chain(sentinels_of(SIX))
+        .collect();
+    produce_of(&log_a, &rest, SIX);
+    all.extend(rest);
+    until_group_caught_up(&log_a, &[&a, &c]);
+    assert_no_error(&[&a, &c]);
+    assert!(a.close(Duration::from_secs(60)), "{:?}", a.error());
+    assert!(c.close(Duration::from_secs(60)), "{:?}", c.error());
+    assert_eq!(read_committed_of(&log_a, SIX), expected(&all));
+}
