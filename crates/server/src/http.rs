@@ -8,7 +8,8 @@
 //! slot, never the thread. Application-dependent responses come from the
 //! [`ServerState`]'s cache, so requests do not take the engine's locks
 //! (the request-flood bench, `benches/flood.rs`, measures what a flood
-//! costs a running application's barriers).
+//! costs a running application's barriers), and the thread runs at a lower
+//! priority than the engine's ([`crate::priority`]).
 //!
 //! Owns the listener's settings, the loopback rule, the accept loop and
 //! its pacing. Knows the application only through [`Endpoints`]: it never
@@ -247,7 +248,10 @@ impl HttpServerBuilder {
         };
         let thread = std::thread::Builder::new()
             .name("stoatflow-http".into())
-            .spawn(move || serving.run(&stopping))
+            .spawn(move || {
+                crate::priority::yield_to_engine();
+                serving.run(&stopping)
+            })
             .map_err(bind_err)?;
         Ok(HttpServer {
             addr,

@@ -30,6 +30,7 @@ mod endpoints;
 mod history;
 mod http;
 mod metrics;
+mod priority;
 mod response;
 mod routing;
 mod watermarks;
@@ -40,4 +41,5 @@ pub use http::{EndpointsConfig, HttpServer, HttpServerBuilder, OPENAPI, ServerEr
 pub use metrics::{
     BadRecordingLevel, METRICS_CONTENT_TYPE, Metric, MetricKind, MetricsRegistry, RecordingLevel,
 };
+pub use priority::LISTENER_NICE;
 pub use watermarks::{info_json, watermarks_json, watermarks_response};

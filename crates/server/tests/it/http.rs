@@ -406,3 +406,49 @@ fn a_silent_client_is_dropped_at_the_request_timeout_and_blocks_no_one() {
     );
     assert!(started.elapsed() >= Duration::from_millis(300));
 }
+
+/// The nice value (field 19 of `/proc/.../stat`) of the process or a thread.
+fn nice_of(stat_path: &std::path::Path) -> i32 {
+    let stat = std::fs::read_to_string(stat_path).unwrap();
+    // The command name, in parentheses, may hold spaces: count after it.
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    after.split(' ').nth(16).unwrap().parse().unwrap()
+}
+
+#[test]
+fn the_listener_thread_yields_to_the_engine() {
+    let server = HttpServer::start(
+        EndpointsConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            ..EndpointsConfig::default()
+        },
+        Arc::new(Idle),
+    )
+    .unwrap();
+    let process = nice_of(std::path::Path::new("/proc/self/stat"));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let listener = loop {
+        let found = std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|t| t.path())
+            .filter(|t| {
+                std::fs::read_to_string(t.join("comm")).is_ok_and(|c| c.trim() == "stoatflow-http")
+            })
+            .map(|t| nice_of(&t.join("stat")))
+            .find(|&n| n != process);
+        if let Some(n) = found {
+            break n;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no lowered stoatflow-http thread"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(
+        listener,
+        (process + stoatflow_server::LISTENER_NICE).min(19)
+    );
+    server.shutdown();
+}
