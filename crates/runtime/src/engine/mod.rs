@@ -647,6 +647,7 @@ impl<L: Log + 'static> Engine<L> {
                     config: streams_config.clone(),
                     log: log.clone(),
                     state_dir,
+                    default_store: config.default_dsl_store(),
                     reader: format!("{}-standby", config.transactional_id()),
                     applied: shared.standby_applied.clone(),
                 };

@@ -10,7 +10,10 @@
 //! is; a copy of every other task is the one placement that makes every
 //! promotion warm. (With two instances that is exactly one replica.)
 //!
-//! A standby task is the task's stores only: no processor runs, nothing is
+//! Only stores on disk are copied (an in-memory copy would go with the
+//! engine; a promotion restores those in full, as the emit-frontier stores,
+//! a few records per task, always are). A standby task is the task's stores
+//! only: no processor runs, nothing is
 //! written to the log. It reads read-committed, so its stores hold exactly
 //! what committed transactions wrote, as a restore would. At a rebuild of
 //! the engine (a rebalance, a close, an error) it closes its stores cleanly
@@ -62,6 +65,9 @@ pub(crate) struct StandbySetup<L: Log> {
     pub(crate) config: Arc<StreamsConfig>,
     pub(crate) log: Arc<L>,
     pub(crate) state_dir: PathBuf,
+    /// The engine of the DSL's stores whose supplier names none (as the
+    /// lanes have it: a copy is kept only of the stores that are on disk).
+    pub(crate) default_store: StoreType,
     /// The group of its changelog consumer (the instance's own: nobody
     /// commits to it).
     pub(crate) reader: String,
@@ -183,7 +189,7 @@ impl<C: Consumer> WarmCopy<C> {
         for &id in &setup.tasks {
             let stores = TaskStores {
                 dir: Some(setup.state_dir.join(id.to_string())),
-                default: StoreType::Persistent,
+                default: setup.default_store,
             };
             let task = setup
                 .topology
@@ -192,11 +198,16 @@ impl<C: Consumer> WarmCopy<C> {
                     task: id.to_string(),
                     source,
                 })?;
-            if task.store_names().next().is_some() {
+            if !task.persistent_stores().is_empty() {
                 tasks.insert(id, task);
             }
         }
-        let partitions = changelog_partitions(app, &tasks);
+        // Only the stores on disk: an in-memory copy would be dropped with
+        // this engine, and a promotion restores those in full anyway.
+        let mut partitions = changelog_partitions(app, &tasks);
+        partitions.retain(|_, (id, store, _)| {
+            tasks[id].persistent_stores().iter().any(|p| p.name == *store)
+        });
         let mut consumer = setup.log.consumer(&setup.reader)?;
         let mut next = BTreeMap::new();
         let assigned: Vec<TopicPartition> = partitions.keys().cloned().collect();
