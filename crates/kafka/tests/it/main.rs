@@ -4,6 +4,7 @@
 mod bad_input;
 mod broker;
 mod contract;
+mod fencing;
 mod groups;
 mod kill;
 mod runtime_eos;
