@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 
 use rdkafka::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer as _};
+use rdkafka::producer::{BaseRecord, Producer as _};
 use rdkafka::{Offset as KOffset, TopicPartitionList};
 use stoatflow_kafka::KafkaLog;
 
-use common::{broker, config};
+use common::{broker, config, env, producer, send};
 use stoatflow_log::{
     Consumer, Log, Record, Timestamp, TopicPartition, TopicSpec, TransactionalProducer,
 };
@@ -50,34 +50,21 @@ fn ours_produce(log: &KafkaLog, topic: &str, epochs: u64) -> Duration {
 }
 
 fn plain_produce(bootstrap: &str, topic: &str, epochs: u64) -> Duration {
-    let p: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("transactional.id", format!("{topic}-tx"))
-        .set("enable.idempotence", "true")
-        .set("linger.ms", "5")
-        .create()
-        .expect("producer");
-    p.init_transactions(Duration::from_secs(30)).expect("init");
+    let p = producer(bootstrap, Some(&format!("{topic}-tx")));
     let value = [7u8; 100];
     let start = Instant::now();
     for e in 0..epochs {
         p.begin_transaction().expect("begin");
         for i in 0..1000u64 {
             let key = (e * 1000 + i).to_be_bytes();
-            let mut rec = BaseRecord::to(topic)
-                .partition(0)
-                .key(&key[..])
-                .payload(&value[..])
-                .timestamp(1);
-            loop {
-                match p.send(rec) {
-                    Ok(()) => break,
-                    Err((_, back)) => {
-                        p.poll(Duration::from_millis(10));
-                        rec = back;
-                    }
-                }
-            }
+            send(
+                &p,
+                BaseRecord::to(topic)
+                    .partition(0)
+                    .key(&key[..])
+                    .payload(&value[..])
+                    .timestamp(1),
+            );
         }
         p.commit_transaction(Duration::from_secs(30))
             .expect("commit");
@@ -133,10 +120,7 @@ fn plain_consume(bootstrap: &str, topic: &str, n: u64) -> Duration {
 }
 
 fn main() {
-    let epochs: u64 = std::env::var("EPOCHS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100);
+    let epochs = env("EPOCHS", 100);
     let n = epochs * 1000;
     let b = broker();
     let log = KafkaLog::connect(config(&b.1)).expect("connect");

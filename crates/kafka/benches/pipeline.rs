@@ -29,64 +29,13 @@ use rdkafka::message::Message as _;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer as _};
 use rdkafka::{ClientConfig, Offset as KOffset, TopicPartitionList};
 use stoatflow_kafka::KafkaLog;
-use stoatflow_log::{Log, TopicSpec};
 use stoatflow_runtime::{Backend, RuntimeConfig, StreamsApp};
 use stoatflow_streams::{Consumed, Produced, Serdes, StreamsBuilder, Topology};
 
-use common::{broker, config};
+use common::{Sizes, broker, config, fill, median, producer, run_topics, send};
 
 const PARTITIONS: u32 = 3;
 const TIMEOUT: Duration = Duration::from_secs(30);
-
-fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn producer(bootstrap: &str, transactional_id: Option<&str>) -> BaseProducer {
-    let mut c = ClientConfig::new();
-    c.set("bootstrap.servers", bootstrap)
-        .set("enable.idempotence", "true")
-        .set("linger.ms", "5");
-    if let Some(id) = transactional_id {
-        c.set("transactional.id", id);
-    }
-    let p: BaseProducer = c.create().expect("producer");
-    if transactional_id.is_some() {
-        p.init_transactions(TIMEOUT).expect("init transactions");
-    }
-    p
-}
-
-fn send(p: &BaseProducer, mut rec: BaseRecord<'_, [u8], [u8]>) {
-    loop {
-        match p.send(rec) {
-            Ok(()) => return,
-            Err((_, back)) => {
-                p.poll(Duration::from_millis(5));
-                rec = back;
-            }
-        }
-    }
-}
-
-/// `n` records, 1 000 keys, 100-byte string values, spread by key.
-fn fill(bootstrap: &str, topic: &str, n: u64) {
-    let p = producer(bootstrap, None);
-    let value = "v".repeat(100);
-    for i in 0..n {
-        let key = format!("key-{:04}", i % 1000);
-        send(
-            &p,
-            BaseRecord::to(topic)
-                .key(key.as_bytes())
-                .payload(value.as_bytes()),
-        );
-    }
-    p.flush(TIMEOUT).expect("flush the input");
-}
 
 /// The plain loop: consume everything, produce each record to `output`;
 /// with `eos`, a transaction every 500 ms carrying the consumed offsets.
@@ -182,15 +131,12 @@ fn ours(bootstrap: &str, input: &str, output: &str, lanes: usize) -> Duration {
     took
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn main() {
-    let n = env("RECORDS", 200_000);
-    let repeats = env("REPEATS", 3);
-    let lanes = env("LANES", 2) as usize;
+    let Sizes {
+        records: n,
+        repeats,
+        lanes,
+    } = Sizes::from_env();
     let b = broker();
     let log = KafkaLog::connect(config(&b.1)).expect("connect");
     let mut rates: [Vec<f64>; 3] = Default::default();
@@ -209,13 +155,8 @@ fn main() {
             if only.as_deref().is_some_and(|o| o != keys[i]) {
                 continue;
             }
-            let input = format!("pipe-in-{r}-{i}");
-            let output = format!("pipe-out-{r}-{i}");
-            for t in [&input, &output] {
-                log.create_topic(&TopicSpec::new(t.as_str(), PARTITIONS))
-                    .expect("topic");
-            }
-            fill(&b.1, &input, n);
+            let (input, output) = run_topics(&log, "pipe", &format!("{r}-{i}"), PARTITIONS);
+            fill(&b.1, &input, n, "v".repeat(100).as_bytes(), None);
             let took = match i {
                 0 => plain(&b.1, &input, &output, n, false),
                 1 => plain(&b.1, &input, &output, n, true),

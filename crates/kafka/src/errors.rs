@@ -1,7 +1,8 @@
 //! Mapping rdkafka's errors onto the log boundary's [`LogError`].
 //!
 //! Owns: the classification of librdkafka error codes as retriable,
-//! abort-the-transaction or fatal. Never formats a client-configuration
+//! abort-the-transaction or fatal, and the wording of a consumer group's
+//! refusal of a stale member's offsets. Never formats a client-configuration
 //! error with its value (it may be a secret).
 
 use rdkafka::error::{KafkaError, RDKafkaErrorCode as Code};
@@ -11,6 +12,15 @@ fn is_fenced(code: Code) -> bool {
     matches!(
         code,
         Code::ProducerFenced | Code::InvalidProducerEpoch | Code::Fenced
+    )
+}
+
+/// The consumer group refused offsets sent as a member of a generation it
+/// has moved past (KIP-447), or as a member it no longer knows.
+fn is_group_fenced(code: Code) -> bool {
+    matches!(
+        code,
+        Code::IllegalGeneration | Code::UnknownMemberId | Code::FencedInstanceId
     )
 }
 
@@ -84,6 +94,30 @@ pub(crate) fn map(err: &KafkaError, op: impl Into<String>, tid: Option<(&str, u3
     }
 }
 
+/// Maps `err`, raised while doing `op` in a transaction that carries
+/// offsets of consumer `group`: a refusal by the group (this member's
+/// generation is over: another instance owns its partitions now) says so
+/// and names the group; the transaction must be aborted and the instance
+/// must rejoin. Anything else as [`map`].
+pub(crate) fn map_with_group(
+    err: &KafkaError,
+    op: impl Into<String>,
+    tid: (&str, u32),
+    group: &str,
+) -> LogError {
+    match err.rdkafka_error_code() {
+        Some(code) if is_group_fenced(code) => LogError::Broker {
+            op: op.into(),
+            message: format!(
+                "fenced by consumer group {group:?}: the group has moved past this member's \
+                 generation ({code}); its partitions belong to another member now"
+            ),
+            kind: ErrorKind::AbortTransaction,
+        },
+        _ => map(err, op, Some(tid)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,5 +149,31 @@ mod tests {
         );
         assert_eq!(e.kind(), ErrorKind::Retriable);
         assert!(e.to_string().contains("describing t"));
+    }
+
+    #[test]
+    fn a_stale_generation_is_an_abort_naming_the_group() {
+        for code in [
+            Code::IllegalGeneration,
+            Code::UnknownMemberId,
+            Code::FencedInstanceId,
+        ] {
+            let e = map_with_group(
+                &KafkaError::MessageProduction(code),
+                "adding offsets",
+                ("tx", 0),
+                "orders-app",
+            );
+            assert_eq!(e.kind(), ErrorKind::AbortTransaction, "{code:?}");
+            let m = e.to_string();
+            assert!(m.contains("fenced by consumer group \"orders-app\""), "{m}");
+        }
+        let e = map_with_group(
+            &KafkaError::MessageProduction(Code::ProducerFenced),
+            "adding offsets",
+            ("tx", 0),
+            "orders-app",
+        );
+        assert!(matches!(e, LogError::Fenced { .. }), "{e}");
     }
 }

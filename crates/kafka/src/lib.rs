@@ -7,7 +7,8 @@
 //!   topics, hands out consumers and producers, reads committed offsets.
 //! - [`KafkaConsumer`]: read-committed, never auto-commits.
 //! - [`KafkaProducer`]: one Kafka transaction per epoch, with source
-//!   offsets (and their metadata) added to it.
+//!   offsets (and their metadata) added to it as the log's group member,
+//!   so a zombie of an older generation is fenced (KIP-447).
 //! - [`KafkaMember`]: a consumer-group member ([`stoatflow_log::Log::join_group`]):
 //!   librdkafka's group protocol, eager, a revocation released only once
 //!   the caller committed its work.
@@ -32,6 +33,7 @@ mod committed;
 mod config;
 mod consumer;
 mod errors;
+mod generation;
 mod log;
 mod member;
 mod producer;

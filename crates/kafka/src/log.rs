@@ -1,8 +1,9 @@
 //! [`KafkaLog`]: topics, clients and committed offsets over a Kafka cluster.
 //!
 //! Owns: the admin client (create and describe topics) and the creation of
-//! consumers and transactional producers with the properties our semantics
-//! need. Knows nothing of streams, windows or watermarks.
+//! consumers, group members and transactional producers with the
+//! properties our semantics need; its members and producers share the
+//! groups' generations (a producer commits offsets as the log's member). Knows nothing of streams, windows or watermarks.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -23,6 +24,7 @@ use crate::committed::committed;
 use crate::config::KafkaConfig;
 use crate::consumer::KafkaConsumer;
 use crate::errors::map;
+use crate::generation::Generations;
 use crate::member::KafkaMember;
 use crate::producer::KafkaProducer;
 
@@ -31,6 +33,8 @@ pub struct KafkaLog {
     config: KafkaConfig,
     admin: AdminClient<DefaultClientContext>,
     meta: BaseConsumer,
+    /// Per group, the generation of this log's member (KIP-447).
+    generations: Generations,
 }
 
 impl std::fmt::Debug for KafkaLog {
@@ -67,6 +71,7 @@ impl KafkaLog {
             config,
             admin,
             meta,
+            generations: Generations::default(),
         })
     }
 
@@ -207,11 +212,12 @@ impl Log for KafkaLog {
             group,
             member,
             topics,
+            &self.generations,
         )?))
     }
 
     fn transactional_producer(&self, transactional_id: &str) -> Result<KafkaProducer, LogError> {
-        KafkaProducer::new(&self.config, transactional_id)
+        KafkaProducer::new(&self.config, transactional_id, self.generations.clone())
     }
 
     fn purge_below(&self, tp: &TopicPartition, before: Offset) -> Result<(), LogError> {

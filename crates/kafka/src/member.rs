@@ -11,8 +11,12 @@
 //! instance restarted after a kill takes its own place back at once instead
 //! of waiting for the dead member to leave the group. Eager rebalancing (librdkafka's default `range,roundrobin` assignors):
 //! the engine above rebuilds itself on every change of assignment, so the
-//! cooperative protocol would buy nothing yet. Knows nothing of streams,
-//! tasks or watermarks.
+//! cooperative protocol would buy nothing yet. Each assignment's group
+//! metadata (generation, member id) goes to the log's [`Generations`], so
+//! the log's producers commit offsets as this member (KIP-447). Knows
+//! nothing of streams, tasks or watermarks.
+//!
+//! [`Generations`]: crate::generation::Generations
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -27,6 +31,7 @@ use stoatflow_log::{ErrorKind, GroupEvent, GroupMember, LogError, TopicPartition
 
 use crate::config::KafkaConfig;
 use crate::errors::map;
+use crate::generation::{Generations, MemberToken};
 
 /// What the rebalance callback saw, in order.
 #[derive(Debug)]
@@ -39,13 +44,16 @@ enum Seen {
     Failed(String),
 }
 
-/// The consumer's context: records rebalances for [`KafkaMember::poll`].
-#[derive(Default)]
+/// The consumer's context: records rebalances for [`KafkaMember::poll`]
+/// and publishes each assignment's generation to the log's producers.
 struct MemberContext {
     seen: Mutex<VecDeque<Seen>>,
     /// The member is being dropped: a revocation is released at once (the
     /// close waits for it).
     closing: AtomicBool,
+    group: String,
+    token: MemberToken,
+    generations: Generations,
 }
 
 impl ClientContext for MemberContext {}
@@ -68,7 +76,14 @@ impl ConsumerContext for MemberContext {
         tpl: &mut TopicPartitionList,
     ) {
         let seen = match err {
-            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => Seen::Assign(partitions(tpl)),
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
+                // The generation this assignment belongs to: offsets sent
+                // with it are refused once the group has moved on.
+                if let Some(metadata) = consumer.group_metadata() {
+                    self.generations.set(&self.group, self.token, metadata);
+                }
+                Seen::Assign(partitions(tpl))
+            }
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
                 if self.closing.load(Ordering::Acquire) {
                     let _ = consumer.unassign();
@@ -110,6 +125,7 @@ impl KafkaMember {
         group: &str,
         member: &str,
         topics: &[String],
+        generations: &Generations,
     ) -> Result<Self, LogError> {
         let mut client = config.client_config("member");
         // A member that died (kill -9) holds its partitions until its
@@ -131,7 +147,13 @@ impl KafkaMember {
             .set("isolation.level", "read_committed")
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
-            .create_with_context(MemberContext::default())
+            .create_with_context(MemberContext {
+                seen: Mutex::default(),
+                closing: AtomicBool::new(false),
+                group: group.to_owned(),
+                token: MemberToken::next(),
+                generations: generations.clone(),
+            })
             .map_err(|e| map(&e, format!("joining consumer group {group:?}"), None))?;
         let names: Vec<&str> = topics.iter().map(String::as_str).collect();
         consumer.subscribe(&names).map_err(|e| {
@@ -214,6 +236,9 @@ impl GroupMember for KafkaMember {
 
 impl Drop for KafkaMember {
     fn drop(&mut self) {
+        // No producer of this log sends offsets as this member any more.
+        let context = self.consumer.context();
+        context.generations.clear(&self.group, context.token);
         // Revocations are released at once from here on.
         self.consumer
             .context()

@@ -1,11 +1,16 @@
 //! [`KafkaProducer`]: a transactional producer (one Kafka transaction per epoch).
 //!
 //! Owns: the transaction lifecycle over librdkafka's transactional API and
-//! the consumer-group metadata needed to add offsets to a transaction.
-//! Creating one calls `init_transactions`, which fences older producers with
-//! the same transactional id.
+//! the choice of consumer-group metadata with which offsets are added to a
+//! transaction: that of the log's member of the group when there is one
+//! (its current generation and member id, so the group fences a zombie of
+//! an older generation: KIP-447), else that of a client outside the group
+//! (generation -1: the broker checks nothing). Creating one calls
+//! `init_transactions`, which fences older producers with the same
+//! transactional id.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rdkafka::consumer::{BaseConsumer, Consumer as _, ConsumerGroupMetadata};
@@ -16,7 +21,8 @@ use rdkafka::{Offset as KOffset, TopicPartitionList};
 use stoatflow_log::{LogError, OffsetAndMetadata, Record, TopicPartition, TransactionalProducer};
 
 use crate::config::KafkaConfig;
-use crate::errors::map;
+use crate::errors::{map, map_with_group};
+use crate::generation::Generations;
 
 /// A transactional Kafka producer.
 pub struct KafkaProducer {
@@ -25,7 +31,13 @@ pub struct KafkaProducer {
     tid: String,
     /// librdkafka does not expose the epoch; this counts our own instances.
     epoch: u32,
-    groups: HashMap<String, (BaseConsumer, ConsumerGroupMetadata)>,
+    /// Per group, the metadata of a client outside the group: used when
+    /// the log has no member of it.
+    groups: HashMap<String, (BaseConsumer, Arc<ConsumerGroupMetadata>)>,
+    /// The generations of the log's members.
+    generations: Generations,
+    /// The group whose offsets the open transaction carries.
+    offsets_of: Option<String>,
     open: bool,
 }
 
@@ -39,7 +51,11 @@ impl std::fmt::Debug for KafkaProducer {
 }
 
 impl KafkaProducer {
-    pub(crate) fn new(config: &KafkaConfig, tid: &str) -> Result<Self, LogError> {
+    pub(crate) fn new(
+        config: &KafkaConfig,
+        tid: &str,
+        generations: Generations,
+    ) -> Result<Self, LogError> {
         let producer: BaseProducer = config
             .client_config("producer")
             .set("transactional.id", tid)
@@ -66,6 +82,8 @@ impl KafkaProducer {
             tid: tid.to_owned(),
             epoch: 0,
             groups: HashMap::new(),
+            generations,
+            offsets_of: None,
             open: false,
         })
     }
@@ -81,7 +99,12 @@ impl KafkaProducer {
         }
     }
 
-    fn group_metadata(&mut self, group: &str) -> Result<(), LogError> {
+    /// The metadata to send `group`'s offsets with: the log's member's,
+    /// else a non-member client's.
+    fn group_metadata(&mut self, group: &str) -> Result<Arc<ConsumerGroupMetadata>, LogError> {
+        if let Some(member) = self.generations.current(group) {
+            return Ok(member);
+        }
         if !self.groups.contains_key(group) {
             let c: BaseConsumer = self
                 .config
@@ -95,9 +118,18 @@ impl KafkaProducer {
                 message: "no group metadata".into(),
                 kind: stoatflow_log::ErrorKind::Fatal,
             })?;
-            self.groups.insert(group.to_owned(), (c, md));
+            self.groups.insert(group.to_owned(), (c, Arc::new(md)));
         }
-        Ok(())
+        Ok(self.groups[group].1.clone())
+    }
+
+    /// Maps a failure of the open transaction, which carries offsets of
+    /// [`Self::offsets_of`] if any.
+    fn txn_err(&self, e: &KafkaError, op: String) -> LogError {
+        match &self.offsets_of {
+            Some(group) => map_with_group(e, op, (&self.tid, self.epoch), group),
+            None => self.err(e, op),
+        }
     }
 }
 
@@ -110,6 +142,7 @@ impl TransactionalProducer for KafkaProducer {
             .begin_transaction()
             .map_err(|e| self.err(&e, format!("beginning a transaction of {:?}", self.tid)))?;
         self.open = true;
+        self.offsets_of = None;
         Ok(())
     }
 
@@ -187,18 +220,17 @@ impl TransactionalProducer for KafkaProducer {
                 .map_err(|err| self.err(&err, format!("adding the offset of {tp}")))?;
             e.set_metadata(om.metadata.clone());
         }
-        let timeout = self.config.request_timeout;
-        let tid = self.tid.clone();
-        let epoch = self.epoch;
-        self.group_metadata(group)?;
-        let cgm = &self.groups[group].1;
+        let cgm = self.group_metadata(group)?;
+        self.offsets_of = Some(group.to_owned());
         self.producer
-            .send_offsets_to_transaction(&tpl, cgm, timeout)
+            .send_offsets_to_transaction(&tpl, &cgm, self.config.request_timeout)
             .map_err(|e| {
-                map(
+                self.txn_err(
                     &e,
-                    format!("adding offsets of group {group:?} to the transaction of {tid:?}"),
-                    Some((&tid, epoch)),
+                    format!(
+                        "adding offsets of group {group:?} to the transaction of {:?}",
+                        self.tid
+                    ),
                 )
             })
     }
@@ -216,7 +248,7 @@ impl TransactionalProducer for KafkaProducer {
                 Ok(())
             }
             Err(e) => {
-                let err = self.err(&e, format!("committing the transaction of {:?}", self.tid));
+                let err = self.txn_err(&e, format!("committing the transaction of {:?}", self.tid));
                 if err.kind() != stoatflow_log::ErrorKind::Retriable {
                     // Not retriable: the caller aborts (or the producer is dead).
                     self.open = err.kind() == stoatflow_log::ErrorKind::AbortTransaction;

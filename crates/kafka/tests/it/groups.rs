@@ -1,11 +1,13 @@
 //! Consumer groups on a real broker (issue 14): two instances of one
 //! application, each on its own `KafkaLog`, share a 6-partition input
 //! through the group named by the application id; then one closes and the
-//! other takes over every partition. Read committed, each final result is
-//! in the output exactly once.
+//! other takes over every partition; and rebalances under load: records
+//! written the whole time while instances join (1 → 2 → 3), leave and join
+//! again. Read committed, each final result is in the output exactly once.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use stoatflow_kafka::KafkaLog;
@@ -146,4 +148,112 @@ fn two_instances_share_the_input_and_one_takes_over_each_final_result_once() {
     assert!(a.close(Duration::from_secs(60)), "{:?}", a.error());
 
     assert_eq!(read_committed_of(&log_a, SIX), expected(&all));
+}
+
+/// Records written from a thread, in transactions of [`BATCH`], until stopped.
+struct Load {
+    stop: Arc<AtomicBool>,
+    sent: Arc<AtomicI64>,
+    thread: std::thread::JoinHandle<Vec<(String, i64)>>,
+}
+
+const BATCH: i64 = 100;
+
+impl Load {
+    fn start(log: Arc<KafkaLog>) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let sent = Arc::new(AtomicI64::new(0));
+        let (s, n) = (stop.clone(), sent.clone());
+        let thread = std::thread::spawn(move || {
+            let mut all = Vec::new();
+            while !s.load(Ordering::Acquire) {
+                let batch = records(n.load(Ordering::Acquire), BATCH);
+                produce_of(&log, &batch, SIX);
+                all.extend(batch);
+                n.fetch_add(BATCH, Ordering::AcqRel);
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            all
+        });
+        Load { stop, sent, thread }
+    }
+
+    /// Waits until `n` more records have been written.
+    fn until_more(&self, n: i64) {
+        let target = self.sent.load(Ordering::Acquire) + n;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.sent.load(Ordering::Acquire) < target {
+            assert!(Instant::now() < deadline, "the load stalled");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops writing; every record written.
+    fn stop(self) -> Vec<(String, i64)> {
+        self.stop.store(true, Ordering::Release);
+        self.thread.join().expect("the load thread")
+    }
+}
+
+/// Records flow the whole time while instances join one after another
+/// (1 → 2 → 3), one leaves with `close` and another joins in its place
+/// (once; three times under `STOATFLOW_HEAVY_TESTS=1`); every rebalance
+/// happens under load, with windows closing on every instance. Read
+/// committed, the output is every final result exactly once.
+#[test]
+fn a_rebalance_under_load_loses_nothing_and_duplicates_nothing() {
+    let Some(broker) =
+        TestBroker::start("a_rebalance_under_load_loses_nothing_and_duplicates_nothing")
+    else {
+        return;
+    };
+    let heavy = std::env::var("STOATFLOW_HEAVY_TESTS").is_ok_and(|v| v == "1");
+    let connect =
+        || Arc::new(KafkaLog::connect(broker.config().with_static_membership(false)).unwrap());
+    let admin = connect();
+    admin.create_topic(&TopicSpec::new(INPUT, SIX)).unwrap();
+    admin.create_topic(&TopicSpec::new(OUTPUT, SIX)).unwrap();
+    let load = Load::start(connect());
+    load.until_more(BATCH);
+
+    let a = instance(&connect(), "a");
+    until_shared(&[&a], &[6]);
+    load.until_more(2 * BATCH);
+    let b = instance(&connect(), "b");
+    until_shared(&[&a, &b], &[3, 3]);
+    load.until_more(2 * BATCH);
+    let c = instance(&connect(), "c");
+    until_shared(&[&a, &b, &c], &[2, 2, 2]);
+    let mut others = [b, c];
+    for round in 0..if heavy { 3 } else { 1 } {
+        load.until_more(2 * BATCH);
+        // The one that leaves alternates between b and c.
+        let (leaving, staying) = (round % 2, 1 - round % 2);
+        let app = &mut others[leaving];
+        assert!(app.close(Duration::from_secs(60)), "{:?}", app.error());
+        until_shared(&[&a, &others[staying]], &[3, 3]);
+        load.until_more(2 * BATCH);
+        others[leaving] = instance(&connect(), ["b", "c"][leaving]);
+        until_shared(&[&a, &others[0], &others[1]], &[2, 2, 2]);
+    }
+    load.until_more(2 * BATCH);
+    // Windows closed while the group changed, not only at the sentinels.
+    assert!(
+        !read_committed_of(&admin, SIX).is_empty(),
+        "no final result before the sentinels"
+    );
+
+    let mut all = load.stop();
+    let sentinels = sentinels_of(SIX);
+    produce_of(&admin, &sentinels, SIX);
+    all.extend(sentinels);
+    let [b, c] = others;
+    until_group_caught_up(&admin, &[&a, &b, &c]);
+    for mut app in [a, b, c] {
+        assert!(app.close(Duration::from_secs(60)), "{:?}", app.error());
+    }
+    let out = read_committed_of(&admin, SIX);
+    let want = expected(&all);
+    assert_eq!(out.len(), want.len(), "windows in the output");
+    assert_eq!(out, want);
 }

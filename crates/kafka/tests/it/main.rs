@@ -4,6 +4,7 @@
 mod bad_input;
 mod broker;
 mod contract;
+mod fencing;
 mod group_kill;
 mod groups;
 mod kill;
