@@ -124,6 +124,15 @@ impl ChangelogBatch {
         self.spans.reserve(records);
     }
 
+    /// Reserves buffer room for `records` more records of the last record's size (nothing
+    /// if there is none).
+    pub(crate) fn reserve_like_last(&mut self, records: usize) {
+        if let Some(last) = self.spans.last() {
+            let size = self.bytes.len() - last.key.start;
+            self.bytes.reserve(size.saturating_mul(records));
+        }
+    }
+
     /// The buffer a record is encoded into in place: a writer appends the record's key and
     /// value, then names them with [`ChangelogBatch::push_encoded`], or truncates the buffer
     /// back to where it started if encoding failed. Bytes past the last record's are not
@@ -274,6 +283,16 @@ mod tests {
         );
         batch.truncate(5);
         assert_eq!(batch.len(), 2);
+    }
+
+    #[test]
+    fn room_is_reserved_at_the_last_records_size() {
+        let mut batch = ChangelogBatch::new();
+        batch.reserve_like_last(100);
+        assert_eq!(batch.bytes_mut().capacity(), 0, "no record to size by");
+        batch.push(b"key", Some(&b"vv"[..]), 1);
+        batch.reserve_like_last(10);
+        assert!(batch.bytes_mut().capacity() >= 5 + 10 * 5);
     }
 
     #[test]

@@ -144,7 +144,7 @@ impl<I: Ord> DirtyLog<I> {
         walk: bool,
         out: &mut ChangelogBatch,
         slots: &mut impl Slots<I, V>,
-        record: impl MakeRecord<I, V>,
+        mut record: impl MakeRecord<I, V>,
     ) -> Result<(), StateError> {
         if self.entries.is_empty() {
             return Ok(());
@@ -152,6 +152,15 @@ impl<I: Ord> DirtyLog<I> {
         let order = self.order();
         out.reserve(order.len());
         let first = out.len();
+        // A store's records are of much the same size: once the first is made, room for
+        // the rest is reserved at its size, instead of the buffer doubling as it fills.
+        let record = |n, id: &I, value: Option<&V>, timestamp, out: &mut ChangelogBatch| {
+            record(n, id, value, timestamp, out)?;
+            if n == 0 {
+                out.reserve_like_last(order.len() - 1);
+            }
+            Ok(())
+        };
         let flushed = self.write_records(walk, &order, out, slots, record);
         if flushed.is_err() {
             out.truncate(first);
