@@ -36,6 +36,8 @@ pub struct Pipeline {
     internal: Vec<(String, usize)>,
     /// Records pushed since internal topics were last routed.
     unrouted: usize,
+    /// Records being routed, kept between routings for its capacity.
+    moved: Vec<OutputRecord>,
     /// Sink records of external topics, kept until taken.
     outputs: Vec<OutputRecord>,
     /// The watermark of the last barrier.
@@ -82,6 +84,7 @@ impl Pipeline {
             task_of_topic,
             internal,
             unrouted: 0,
+            moved: Vec::new(),
             outputs: Vec::new(),
             watermark: Watermark::MIN,
         })
@@ -129,25 +132,37 @@ impl Pipeline {
         if self.internal.is_empty() {
             return Ok(());
         }
-        loop {
-            let mut moved = Vec::new();
+        let mut moved = std::mem::take(&mut self.moved);
+        let routed = loop {
             let internal = &self.internal;
             for task in &mut self.tasks {
                 if !task.pending_output().is_empty() {
-                    moved.extend(
-                        task.take_outputs_for(|t| Self::internal_task(internal, t).is_some()),
+                    task.move_outputs_for(
+                        |t| Self::internal_task(internal, t).is_some(),
+                        &mut moved,
                     );
                 }
             }
             if moved.is_empty() {
-                return Ok(());
+                break Ok(());
             }
-            for r in moved {
-                let t =
-                    Self::internal_task(&self.internal, &r.topic).expect("taken because internal");
-                self.tasks[t].process_handed_over(r)?;
+            if let Err(e) = self.hand_over(&mut moved) {
+                break Err(e);
             }
+        };
+        moved.clear();
+        self.moved = moved;
+        routed
+    }
+
+    /// Hands every record of `moved` to the task reading its topic, in
+    /// order, leaving `moved` empty (its capacity kept for the next round).
+    fn hand_over(&mut self, moved: &mut Vec<OutputRecord>) -> Result<(), ProcessError> {
+        for r in moved.drain(..) {
+            let t = Self::internal_task(&self.internal, &r.topic).expect("taken because internal");
+            self.tasks[t].process_handed_over(r)?;
         }
+        Ok(())
     }
 
     /// A barrier at watermark `w`: floors rise to `w`, then the barrier

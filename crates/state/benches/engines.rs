@@ -11,10 +11,10 @@ use std::ops::Bound;
 use std::time::Instant;
 
 use stoatflow_state::{
-    ChangelogEntry, ChangelogOffset, ChangelogPartition, I64Codec, InMemoryKeyValueStore,
-    InMemoryWindowStore, KeyValueStore, LocalCopy, PersistentConfig, PersistentKeyValueStore,
-    PersistentWindowStore, Recovery, Segmented, SegmentedConfig, StateStore, StoreConfig,
-    StoreDirectory, U64Codec, WindowStore, encode_window_key, restore,
+    ChangelogBatch, ChangelogEntry, ChangelogOffset, ChangelogPartition, I64Codec,
+    InMemoryKeyValueStore, InMemoryWindowStore, KeyValueStore, LocalCopy, PersistentConfig,
+    PersistentKeyValueStore, PersistentWindowStore, Recovery, Segmented, SegmentedConfig,
+    StateStore, StoreConfig, StoreDirectory, U64Codec, WindowStore, encode_window_key, restore,
 };
 
 fn env_n(name: &str, default: u64) -> u64 {
@@ -40,7 +40,7 @@ fn kv_figures(engine: &str, store: &mut dyn KeyValueStore<u64, i64>, n: u64) {
         store.put(i, i as i64, i as i64).expect("put");
     }
     println!("{engine:<10} kv put          {}", rate(n, t));
-    let mut out = Vec::new();
+    let mut out = ChangelogBatch::new();
     let t = Instant::now();
     store.flush_changelog(&mut out).expect("flush");
     println!(
@@ -123,7 +123,7 @@ fn window_update_figure(n: u64, changelog: bool) {
     if !changelog {
         return;
     }
-    let mut out = Vec::new();
+    let mut out = ChangelogBatch::new();
     let t = Instant::now();
     store.flush_changelog(&mut out).expect("flush");
     println!(

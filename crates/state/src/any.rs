@@ -6,9 +6,10 @@
 //! a virtual call). The DSL types its stores with these, so a topology built once runs on
 //! either engine. Knows nothing of which engine a caller wants or where its files live.
 
-use std::ops::Bound;
+use std::ops::{Bound, ControlFlow};
 
-use crate::changelog::{ChangelogEntry, ChangelogRecord};
+use crate::changelog::ChangelogEntry;
+use crate::changelog_batch::ChangelogBatch;
 use crate::error::StateError;
 use crate::memory::{InMemoryKeyValueStore, InMemorySessionStore, InMemoryWindowStore};
 use crate::persistent::{PersistentKeyValueStore, PersistentSessionStore, PersistentWindowStore};
@@ -66,7 +67,7 @@ macro_rules! delegate_state_store {
                 on_engine!(self, s => s.changelog_enabled())
             }
 
-            fn flush_changelog(&mut self, out: &mut Vec<ChangelogRecord>) -> Result<(), StateError> {
+            fn flush_changelog(&mut self, out: &mut ChangelogBatch) -> Result<(), StateError> {
                 on_engine!(self, s => s.flush_changelog(out))
             }
 
@@ -209,6 +210,16 @@ impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for AnyWindowStore<K, V> {
         on_engine!(self, s => s.for_each_in_key_range(key, time_from, time_to, f))
     }
 
+    fn for_each_in_key_range_backward(
+        &self,
+        key: &K,
+        time_from: i64,
+        time_to: i64,
+        f: &mut dyn FnMut(i64, &V) -> ControlFlow<()>,
+    ) -> Result<(), StateError> {
+        on_engine!(self, s => s.for_each_in_key_range_backward(key, time_from, time_to, f))
+    }
+
     fn fetch_all(&self, time_from: i64, time_to: i64) -> Result<Vec<(i64, K, V)>, StateError> {
         on_engine!(self, s => s.fetch_all(time_from, time_to))
     }
@@ -294,8 +305,9 @@ mod tests {
             s.update(&"k".to_string(), 0, 6, &mut |v| v.unwrap_or(0) + 3)
                 .unwrap();
             assert_eq!(s.fetch(&"k".to_string(), 0).unwrap(), Some(5));
-            let mut out = Vec::new();
-            s.flush_changelog(&mut out).unwrap();
+            let mut batch = ChangelogBatch::new();
+            s.flush_changelog(&mut batch).unwrap();
+            let out = batch.to_records();
             assert_eq!(out.len(), 1);
             assert_eq!(
                 StateStore::live_segments(s),

@@ -1,6 +1,7 @@
 //! Changelog records and windowed key layouts.
 //!
-//! Owns what a store writes to its changelog ([`ChangelogRecord`]), what restoration reads
+//! Owns one changelog record, owned ([`ChangelogRecord`]; a flush writes a whole
+//! [`ChangelogBatch`](crate::ChangelogBatch) of them in one buffer), what restoration reads
 //! back ([`ChangelogEntry`], with the partition and offset it came from), the changelog topic
 //! name ([`changelog_topic`]) and the byte layouts of windowed and session changelog keys.
 //! The restore loop is in `restore`, the corrupt-record error in `error`: this module sits
@@ -42,7 +43,9 @@ pub fn changelog_topic(application_id: &str, store: &str) -> String {
     format!("{application_id}-{store}-changelog")
 }
 
-/// One record a store wants written to its changelog.
+/// One record a store wants written to its changelog, owned (a flush writes them as a
+/// [`ChangelogBatch`](crate::ChangelogBatch); [`ChangelogRecordRef::to_record`](crate::ChangelogRecordRef::to_record)
+/// makes one).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChangelogRecord {
     /// The record key (for windowed stores, in Kafka Streams' windowed layout).
@@ -94,6 +97,12 @@ const SEQNUM_SIZE: usize = 4;
 pub fn encode_window_key(key: &[u8], window_start: i64, seqnum: i32, out: &mut Vec<u8>) {
     out.reserve(key.len() + TIMESTAMP_SIZE + SEQNUM_SIZE);
     out.extend_from_slice(key);
+    push_window_key_suffix(window_start, seqnum, out);
+}
+
+/// Appends the suffix of a time-window changelog key to key bytes already in `out`
+/// (see [`encode_window_key`]).
+pub(crate) fn push_window_key_suffix(window_start: i64, seqnum: i32, out: &mut Vec<u8>) {
     out.extend_from_slice(&window_start.to_be_bytes());
     out.extend_from_slice(&seqnum.to_be_bytes());
 }
@@ -116,6 +125,12 @@ pub fn decode_window_key(bytes: &[u8]) -> Option<(&[u8], i64, i32)> {
 pub fn encode_session_key(key: &[u8], start: i64, end: i64, out: &mut Vec<u8>) {
     out.reserve(key.len() + 2 * TIMESTAMP_SIZE);
     out.extend_from_slice(key);
+    push_session_key_suffix(start, end, out);
+}
+
+/// Appends the suffix of a session changelog key to key bytes already in `out` (see
+/// [`encode_session_key`]).
+pub(crate) fn push_session_key_suffix(start: i64, end: i64, out: &mut Vec<u8>) {
     out.extend_from_slice(&end.to_be_bytes());
     out.extend_from_slice(&start.to_be_bytes());
 }

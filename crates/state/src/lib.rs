@@ -13,10 +13,11 @@
 //!   [`AnyWindowStore`] and [`AnySessionStore`] hold either engine, chosen at run time.
 //! - [`Codec`]: how keys and values become bytes, for the changelog and the persistent
 //!   engine. The streams crate adapts its serdes to it.
-//! - [`ChangelogRecord`], [`ChangelogEntry`], [`restore`]: every write marks its key dirty;
+//! - [`ChangelogBatch`], [`ChangelogEntry`], [`restore`]: every write marks its key dirty;
 //!   at the barrier [`StateStore::flush_changelog`] serializes each dirty key once (compacted
-//!   semantics) for `<application.id>-<store>-changelog`; restoration replays committed
-//!   records idempotently.
+//!   semantics) for `<application.id>-<store>-changelog`, into one batch whose records
+//!   ([`ChangelogRecordRef`]) share a byte buffer; restoration replays committed records
+//!   idempotently. [`ChangelogRecord`] is one record, owned.
 //! - [`SegmentedConfig`] and [`Segmented`]: retention segments of window and session stores,
 //!   dropped when the committed frontier passes them.
 //! - [`EmitFrontier`] (`<store>-emitfrontier`) and [`WatermarkStore`] (`stoatflow-watermark`):
@@ -32,7 +33,7 @@
 //!
 //! ```
 //! use stoatflow_state::{
-//!     ChangelogEntry, ChangelogOffset, ChangelogPartition, I64Codec, InMemoryKeyValueStore,
+//!     ChangelogBatch, ChangelogEntry, ChangelogOffset, ChangelogPartition, I64Codec, InMemoryKeyValueStore,
 //!     KeyValueStore, StateStore, StoreConfig, StringCodec, restore,
 //! };
 //!
@@ -42,14 +43,14 @@
 //! counts.put("a".to_string(), 2, 1_001)?;
 //!
 //! // At the barrier: one changelog record per dirty key.
-//! let mut records = Vec::new();
+//! let mut records = ChangelogBatch::new();
 //! counts.flush_changelog(&mut records)?;
 //! assert_eq!(records.len(), 1);
 //!
 //! // After a restart: rebuild from the committed changelog.
 //! let mut rebuilt = InMemoryKeyValueStore::new(StoreConfig::new("counts"), StringCodec, I64Codec);
-//! let entries = records.into_iter().enumerate().map(|(i, r)| {
-//!     ChangelogEntry::from_record(r, ChangelogPartition(0), ChangelogOffset(i as u64))
+//! let entries = records.iter().enumerate().map(|(i, r)| {
+//!     ChangelogEntry::from_record(r.to_record(), ChangelogPartition(0), ChangelogOffset(i as u64))
 //! });
 //! restore(&mut rebuilt, entries, 1, &mut |_progress| {})?;
 //! assert_eq!(rebuilt.get(&"a".to_string())?, Some(2));
@@ -59,6 +60,7 @@
 
 mod any;
 mod changelog;
+mod changelog_batch;
 mod codec;
 mod engine_stores;
 mod error;
@@ -75,6 +77,7 @@ pub use changelog::{
     ChangelogEntry, ChangelogOffset, ChangelogPartition, ChangelogRecord, changelog_topic,
     decode_session_key, decode_window_key, encode_session_key, encode_window_key,
 };
+pub use changelog_batch::{ChangelogBatch, ChangelogRecordRef};
 pub use codec::{
     BytesCodec, Codec, CodecError, I32Codec, I64Codec, StringCodec, U64Codec, ValueAndTimestamp,
     ValueAndTimestampCodec,

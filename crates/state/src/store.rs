@@ -17,9 +17,10 @@
 //! This module never knows about Kafka, threads, the DSL or how watermarks are generated; a
 //! windowed store only receives the committed frontier as a number, in `expire`.
 
-use std::ops::Bound;
+use std::ops::{Bound, ControlFlow};
 
-use crate::changelog::{ChangelogEntry, ChangelogRecord};
+use crate::changelog::ChangelogEntry;
+use crate::changelog_batch::ChangelogBatch;
 use crate::codec::ValueAndTimestamp;
 use crate::error::StateError;
 
@@ -78,12 +79,12 @@ pub trait StateStore: std::fmt::Debug {
     fn changelog_enabled(&self) -> bool;
 
     /// Appends one changelog record per key written since the last flush (its current value,
-    /// or a tombstone if it is gone) and forgets those keys. Called at the barrier; the
+    /// or a tombstone if it is gone) to `out` and forgets those keys. Called at the barrier; the
     /// records belong to the epoch's transaction. Does nothing if changelogging is off.
     ///
     /// # Errors
     /// [`StateError::Engine`] if the persistent engine cannot read a dirty key back.
-    fn flush_changelog(&mut self, out: &mut Vec<ChangelogRecord>) -> Result<(), StateError>;
+    fn flush_changelog(&mut self, out: &mut ChangelogBatch) -> Result<(), StateError>;
 
     /// Number of keys written since the last flush.
     fn dirty_keys(&self) -> usize;
@@ -193,7 +194,7 @@ macro_rules! delegate_to_segmented_core {
 
             fn flush_changelog(
                 &mut self,
-                out: &mut Vec<$crate::changelog::ChangelogRecord>,
+                out: &mut $crate::ChangelogBatch,
             ) -> Result<(), $crate::error::StateError> {
                 self.core.flush_changelog(out)
             }
@@ -362,6 +363,30 @@ pub trait WindowStore<K, V>: Segmented {
     ) -> Result<(), StateError> {
         for (start, value) in self.fetch_key_range(key, time_from, time_to)? {
             f(start, &value);
+        }
+        Ok(())
+    }
+
+    /// Calls `f(start, &value)` for the windows of `key` with start in
+    /// `time_from..=time_to`, newest first (Kafka Streams' `backwardFetch`), until `f` breaks:
+    /// a caller wanting the newest few windows of a long range reads only those (the sliding
+    /// aggregation's window set: the windows holding a record, then the newest one before
+    /// them). The default visits the result of `fetch_key_range` backwards; the in-memory
+    /// engine visits its stored values in place from the newest.
+    ///
+    /// # Errors
+    /// As [`KeyValueStore::get`].
+    fn for_each_in_key_range_backward(
+        &self,
+        key: &K,
+        time_from: i64,
+        time_to: i64,
+        f: &mut dyn FnMut(i64, &V) -> ControlFlow<()>,
+    ) -> Result<(), StateError> {
+        for (start, value) in self.fetch_key_range(key, time_from, time_to)?.iter().rev() {
+            if f(*start, value).is_break() {
+                break;
+            }
         }
         Ok(())
     }

@@ -13,7 +13,8 @@
 //!
 //! Knows nothing of stores, codecs' types or the log: bytes in, bytes out.
 
-use crate::changelog::{ChangelogEntry, ChangelogRecord};
+use crate::changelog::ChangelogEntry;
+use crate::changelog_batch::ChangelogBatch;
 
 const TIMESTAMP_SIZE: usize = 8;
 
@@ -30,19 +31,22 @@ pub enum ChangelogValueLayout {
 }
 
 impl ChangelogValueLayout {
-    /// Turns a record as the store flushed it into the changelog's layout. A
+    /// Turns records as the store flushed them into the changelog's layout. A
     /// timestamped value shorter than its timestamp is left as it is (a
     /// timestamped codec never writes one).
-    pub fn to_changelog(self, record: &mut ChangelogRecord) {
+    pub fn to_changelog(self, records: &mut ChangelogBatch) {
         if self != ChangelogValueLayout::TimestampInRecord {
             return;
         }
-        if let Some(value) = &mut record.value
-            && let Some(ts) = value.first_chunk::<TIMESTAMP_SIZE>()
-        {
-            record.timestamp = i64::from_be_bytes(*ts);
-            value.drain(..TIMESTAMP_SIZE);
-        }
+        records.trim_values(
+            |value, timestamp| match value.first_chunk::<TIMESTAMP_SIZE>() {
+                Some(ts) => {
+                    *timestamp = i64::from_be_bytes(*ts);
+                    TIMESTAMP_SIZE
+                }
+                None => 0,
+            },
+        );
     }
 
     /// Turns a record read back from the changelog into the store's layout
@@ -76,12 +80,14 @@ mod tests {
     fn a_timestamped_value_leaves_its_timestamp_in_the_record() {
         let mut stored = 1_000i64.to_be_bytes().to_vec();
         stored.extend_from_slice(&7i64.to_be_bytes());
-        let mut record = ChangelogRecord {
-            key: b"k".to_vec(),
-            value: Some(stored.clone()),
-            timestamp: 5,
-        };
-        ChangelogValueLayout::TimestampInRecord.to_changelog(&mut record);
+        let mut records = ChangelogBatch::new();
+        records.push(b"k", Some(&stored), 5);
+        // Too short to hold a timestamp: left as it is.
+        records.push(b"s", Some(b"1234567"), 6);
+        ChangelogValueLayout::TimestampInRecord.to_changelog(&mut records);
+        let short = records.get(1).unwrap();
+        assert_eq!((short.value, short.timestamp), (Some(&b"1234567"[..]), 6));
+        let record = records.get(0).unwrap().to_record();
         assert_eq!(record.value.as_deref(), Some(&7i64.to_be_bytes()[..]));
         assert_eq!(record.timestamp, 1_000);
         let mut back = entry(record.value, record.timestamp);
@@ -91,13 +97,18 @@ mod tests {
 
     #[test]
     fn tombstones_and_plain_values_pass_unchanged() {
-        let mut tombstone = ChangelogRecord {
-            key: b"k".to_vec(),
-            value: None,
-            timestamp: 9,
-        };
+        let mut tombstone = ChangelogBatch::new();
+        tombstone.push(b"k", None, 9);
         ChangelogValueLayout::TimestampInRecord.to_changelog(&mut tombstone);
-        assert_eq!((tombstone.value, tombstone.timestamp), (None, 9));
+        let t = tombstone.get(0).unwrap();
+        assert_eq!((t.value, t.timestamp), (None, 9));
+        let mut plain_batch = ChangelogBatch::new();
+        plain_batch.push(b"k", Some(&1i64.to_be_bytes()), 9);
+        ChangelogValueLayout::Plain.to_changelog(&mut plain_batch);
+        assert_eq!(
+            plain_batch.get(0).unwrap().value,
+            Some(&1i64.to_be_bytes()[..])
+        );
         let mut e = entry(None, 9);
         ChangelogValueLayout::TimestampInRecord.from_changelog(&mut e);
         assert_eq!(e.value, None);

@@ -14,7 +14,8 @@
 use std::fmt;
 
 use crate::changelog::{
-    ChangelogEntry, decode_session_key, decode_window_key, encode_session_key, encode_window_key,
+    ChangelogEntry, decode_session_key, decode_window_key, push_session_key_suffix,
+    push_window_key_suffix,
 };
 use crate::error::StateError;
 use crate::store::SessionWindow;
@@ -49,7 +50,16 @@ pub(crate) trait WindowKind {
     fn leading_time<K: Ord>() -> Option<fn(&Self::Id<K>) -> i64>;
 
     /// Appends the changelog key of an entry whose key encodes as `key`.
-    fn changelog_key(key: &[u8], window: Self::Window, out: &mut Vec<u8>);
+    #[inline]
+    fn changelog_key(key: &[u8], window: Self::Window, out: &mut Vec<u8>) {
+        out.reserve(key.len() + Self::KEY_SUFFIX);
+        out.extend_from_slice(key);
+        Self::push_key_suffix(window, out);
+    }
+
+    /// Appends what follows the key bytes in the changelog key of an entry of `window`
+    /// (to a key encoded in place).
+    fn push_key_suffix(window: Self::Window, out: &mut Vec<u8>);
 
     /// Splits a changelog key into (key bytes, window); `None` if it is too short.
     fn split_changelog_key(bytes: &[u8]) -> Option<(&[u8], Self::Window)>;
@@ -115,8 +125,8 @@ impl WindowKind for TimeWindowKind {
     }
 
     #[inline]
-    fn changelog_key(key: &[u8], start: i64, out: &mut Vec<u8>) {
-        encode_window_key(key, start, 0, out);
+    fn push_key_suffix(start: i64, out: &mut Vec<u8>) {
+        push_window_key_suffix(start, 0, out);
     }
 
     #[inline]
@@ -164,8 +174,8 @@ impl WindowKind for SessionKind {
     }
 
     #[inline]
-    fn changelog_key(key: &[u8], window: SessionWindow, out: &mut Vec<u8>) {
-        encode_session_key(key, window.start, window.end, out);
+    fn push_key_suffix(window: SessionWindow, out: &mut Vec<u8>) {
+        push_session_key_suffix(window.start, window.end, out);
     }
 
     #[inline]
@@ -213,12 +223,18 @@ mod tests {
     fn changelog_keys_round_trip_and_short_ones_are_corrupt() {
         let mut out = Vec::new();
         SessionKind::changelog_key(b"k", SessionWindow::new(3, 8), &mut out);
+        let mut public = Vec::new();
+        crate::changelog::encode_session_key(b"k", 3, 8, &mut public);
+        assert_eq!(out, public, "the public layout");
         assert_eq!(
             SessionKind::split_changelog_key(&out),
             Some((&b"k"[..], SessionWindow::new(3, 8)))
         );
         out.clear();
         TimeWindowKind::changelog_key(b"k", -4, &mut out);
+        public.clear();
+        crate::changelog::encode_window_key(b"k", -4, 0, &mut public);
+        assert_eq!(out, public, "the public layout");
         assert_eq!(
             TimeWindowKind::split_changelog_key(&out),
             Some((&b"k"[..], -4))

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use stoatflow_state::{
-    BarrierStamp, ChangelogEntry, ChangelogOffset, ChangelogPartition, ChangelogRecord,
-    InMemoryKeyValueStore, StateStore, WATERMARK_STORE_NAME, WatermarkKey, WatermarkStore,
-    in_memory_watermark_store, restore,
+    BarrierStamp, ChangelogBatch, ChangelogEntry, ChangelogOffset, ChangelogPartition,
+    ChangelogRecord, InMemoryKeyValueStore, StateStore, WATERMARK_STORE_NAME, WatermarkKey,
+    WatermarkStore, in_memory_watermark_store, restore,
 };
 use stoatflow_streams::{
     BarrierSchedule, DropEvent, DropReason, EpochCommit, Headers, KeyValueStoreOf, OutputRecord,
@@ -659,7 +659,7 @@ impl Inner {
             let internal = &self.internal_topics;
             let mut moved: Vec<OutputRecord> = Vec::new();
             for task in &mut self.tasks {
-                moved.extend(task.take_outputs_for(|t| internal.contains(t)));
+                task.move_outputs_for(|t| internal.contains(t), &mut moved);
             }
             if moved.is_empty() {
                 return Ok(());
@@ -733,7 +733,7 @@ impl Inner {
     }
 
     fn flush_stamps(&mut self) -> Result<(), DriverError> {
-        let mut records = Vec::new();
+        let mut records = ChangelogBatch::new();
         self.stamps
             .store_mut()
             .flush_changelog(&mut records)
@@ -741,7 +741,7 @@ impl Inner {
         self.changelogs
             .entry(WATERMARK_STORE_NAME.to_owned())
             .or_default()
-            .extend(records);
+            .extend(records.iter().map(|r| r.to_record()));
         Ok(())
     }
 
@@ -780,7 +780,10 @@ impl TopologyTasks for Inner {
             }
         }
         for (store, records) in commit.changelogs {
-            self.changelogs.entry(store).or_default().extend(records);
+            self.changelogs
+                .entry(store)
+                .or_default()
+                .extend(records.iter().map(|r| r.to_record()));
         }
         Ok(())
     }

@@ -46,7 +46,7 @@ use stoatflow_log::{
     Consumer, ErrorKind, FetchedBatch, Log, LogError, Offset, OffsetAndMetadata, Record, RecordRef,
     RecordView, Timestamp, TopicPartition, TransactionalProducer,
 };
-use stoatflow_state::{ChangelogRecord, changelog_topic};
+use stoatflow_state::{ChangelogBatch, ChangelogRecordRef, changelog_topic};
 use stoatflow_streams::{CoordinationMode, EventTimeReader, OutputRecord, Topology};
 use stoatflow_time::{
     Clock, Dispatched, EventTime, OrderedDispatch, PartitionIndex, SourcePartition,
@@ -1180,7 +1180,7 @@ impl<L: Log + 'static> Engine<L> {
     fn commit_epoch(
         &mut self,
         commits: &[(TaskId, stoatflow_streams::EpochCommit)],
-        stamp_records: &[(TopicPartition, Vec<ChangelogRecord>)],
+        stamp_records: &[(TopicPartition, ChangelogBatch)],
         offsets: &[(TopicPartition, OffsetAndMetadata)],
         stamps: &[Watermark],
     ) -> Result<(), RuntimeError> {
@@ -1349,10 +1349,10 @@ fn output_ref(out: &OutputRecord) -> RecordRef<'_> {
     }
 }
 
-fn changelog_ref(r: &ChangelogRecord) -> RecordRef<'_> {
+fn changelog_ref(r: ChangelogRecordRef<'_>) -> RecordRef<'_> {
     RecordRef {
-        key: Some(&r.key),
-        value: r.value.as_deref(),
+        key: Some(r.key),
+        value: r.value,
         headers: &[],
         timestamp: Timestamp(r.timestamp),
     }

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 
 use stoatflow_log::{Log, TopicPartition};
 use stoatflow_state::{
-    BarrierStamp, ChangelogRecord, InMemoryKeyValueStore, StateStore, WATERMARK_STORE_NAME,
+    BarrierStamp, ChangelogBatch, InMemoryKeyValueStore, StateStore, WATERMARK_STORE_NAME,
     WatermarkKey, WatermarkStore, changelog_topic, in_memory_watermark_store,
 };
 use stoatflow_time::Watermark;
@@ -147,7 +147,7 @@ impl TaskStamps {
         stamps: &[Watermark],
         flush: bool,
         timestamp: i64,
-    ) -> Result<Vec<(TopicPartition, Vec<ChangelogRecord>)>, RuntimeError> {
+    ) -> Result<Vec<(TopicPartition, ChangelogBatch)>, RuntimeError> {
         let mut out = Vec::with_capacity(self.rings.len());
         for (id, r) in &mut self.rings {
             r.floor.advance_to(stamps[id.subtopology]);
@@ -165,7 +165,7 @@ impl TaskStamps {
                     .mark_graceful_flush(barrier, timestamp)
                     .map_err(state_err)?;
             }
-            let mut records = Vec::new();
+            let mut records = ChangelogBatch::new();
             if r.ring.store().changelog_enabled() {
                 r.ring
                     .store_mut()
@@ -217,12 +217,12 @@ mod tests {
         let topic = changelog_topic("app", WATERMARK_STORE_NAME);
         log.create_topic(&TopicSpec::new(topic.as_str(), 2).compacted())
             .unwrap();
-        let commit = |records: Vec<(TopicPartition, Vec<ChangelogRecord>)>| {
+        let commit = |records: Vec<(TopicPartition, ChangelogBatch)>| {
             let mut p = log.transactional_producer("writer").unwrap();
             p.begin().unwrap();
             for (tp, rs) in records {
-                for r in rs {
-                    let rec = Record::new(Some(&r.key), r.value.as_deref(), Timestamp(1));
+                for r in &rs {
+                    let rec = Record::new(Some(r.key), r.value, Timestamp(1));
                     p.send(&tp, &rec).unwrap();
                 }
             }

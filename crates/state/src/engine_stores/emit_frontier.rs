@@ -92,6 +92,7 @@ pub fn in_memory_emit_frontier(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ChangelogBatch;
     use crate::store::StateStore;
 
     #[test]
@@ -103,8 +104,9 @@ mod tests {
         assert!(!f.advance_to(50, 2).unwrap());
         assert!(f.advance_to(200, 3).unwrap());
         assert_eq!(f.highest_emitted_close().unwrap(), 200);
-        let mut out = Vec::new();
-        f.store_mut().flush_changelog(&mut out).unwrap();
+        let mut batch = ChangelogBatch::new();
+        f.store_mut().flush_changelog(&mut batch).unwrap();
+        let out = batch.to_records();
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].key, b"counts".to_vec());
         assert_eq!(out[0].value, Some(200i64.to_be_bytes().to_vec()));

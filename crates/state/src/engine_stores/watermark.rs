@@ -249,6 +249,7 @@ pub fn in_memory_watermark_store(
 mod tests {
     use super::*;
     use crate::changelog::{ChangelogEntry, ChangelogOffset, ChangelogPartition};
+    use crate::changelog_batch::ChangelogBatch;
     use crate::restore::restore;
     use crate::store::StateStore;
 
@@ -260,8 +261,9 @@ mod tests {
         ws: &mut WatermarkStore<InMemoryKeyValueStore<WatermarkKey, i64>>,
         log: &mut Vec<ChangelogEntry>,
     ) -> WatermarkSeed {
-        let mut out = Vec::new();
-        ws.store_mut().flush_changelog(&mut out).unwrap();
+        let mut batch = ChangelogBatch::new();
+        ws.store_mut().flush_changelog(&mut batch).unwrap();
+        let out = batch.to_records();
         for r in out {
             let off = ChangelogOffset(log.len() as u64);
             log.push(ChangelogEntry::from_record(r, ChangelogPartition(0), off));

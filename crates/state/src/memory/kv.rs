@@ -5,10 +5,11 @@ use std::fmt;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use super::{CLEAN, DirtyLog, SharedCodec, Slot, Slots, decode_entry, encode_flushed_value};
-use crate::changelog::{ChangelogEntry, ChangelogRecord};
+use super::{CLEAN, DirtyLog, SharedCodec, Slot, Slots, decode_entry, push_flushed};
+use crate::changelog::ChangelogEntry;
+use crate::changelog_batch::ChangelogBatch;
 use crate::codec::Codec;
-use crate::error::{StateError, flushed_key};
+use crate::error::StateError;
 use crate::store::{KeyValueStore, StateStore, StoreConfig, bounds_empty};
 
 /// A key-value store holding typed entries in a `BTreeMap`.
@@ -95,28 +96,16 @@ impl<K: Ord + Clone, V: Clone> StateStore for InMemoryKeyValueStore<K, V> {
         self.config.changelog_enabled()
     }
 
-    fn flush_changelog(&mut self, out: &mut Vec<ChangelogRecord>) -> Result<(), StateError> {
+    fn flush_changelog(&mut self, out: &mut ChangelogBatch) -> Result<(), StateError> {
         let name = self.config.name();
         let (key_codec, value_codec) = (&self.key_codec, &self.value_codec);
-        let mut value_bytes = Vec::new();
         self.dirty
             .flush(out, &mut self.map, |n, key, value, timestamp, out| {
-                let key_bytes = key_codec
-                    .to_bytes(key)
-                    .map_err(|e| StateError::encode_key(name, flushed_key(n), e))?;
-                let value = encode_flushed_value(
-                    &**value_codec,
-                    value,
-                    &mut value_bytes,
-                    name,
-                    &key_bytes,
-                )?;
-                out.push(ChangelogRecord {
-                    key: key_bytes,
-                    value,
-                    timestamp,
-                });
-                Ok(())
+                let key = |bytes: &mut Vec<u8>| {
+                    key_codec.encode(key, bytes)?;
+                    Ok(bytes.len())
+                };
+                push_flushed(out, name, n, key, &**value_codec, value, timestamp)
             })
     }
 
@@ -179,7 +168,7 @@ impl<K: Ord + Clone, V: Clone> KeyValueStore<K, V> for InMemoryKeyValueStore<K, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::changelog::{ChangelogOffset, ChangelogPartition};
+    use crate::changelog::{ChangelogOffset, ChangelogPartition, ChangelogRecord};
     use crate::codec::{I64Codec, StringCodec};
 
     fn store() -> InMemoryKeyValueStore<String, i64> {
@@ -194,8 +183,9 @@ mod tests {
         }
         s.put("b".into(), 1, 5).unwrap();
         s.delete(&"b".into(), 6).unwrap();
-        let mut out = Vec::new();
-        s.flush_changelog(&mut out).unwrap();
+        let mut batch = ChangelogBatch::new();
+        s.flush_changelog(&mut batch).unwrap();
+        let out = batch.to_records();
         assert_eq!(
             out,
             vec![
@@ -212,9 +202,9 @@ mod tests {
             ]
         );
         assert_eq!(s.dirty_keys(), 0);
-        out.clear();
-        s.flush_changelog(&mut out).unwrap();
-        assert!(out.is_empty());
+        batch.clear();
+        s.flush_changelog(&mut batch).unwrap();
+        assert!(batch.is_empty());
     }
 
     #[test]
@@ -230,8 +220,9 @@ mod tests {
         };
         let mut s = make();
         s.put_timestamped("a".into(), 7, 1_234).unwrap();
-        let mut out = Vec::new();
-        s.flush_changelog(&mut out).unwrap();
+        let mut batch = ChangelogBatch::new();
+        s.flush_changelog(&mut batch).unwrap();
+        let mut out = batch.to_records();
         let value = out[0].value.clone().unwrap();
         assert_eq!(&value[..8], &1_234i64.to_be_bytes());
         assert_eq!(&value[8..], &7i64.to_be_bytes());
@@ -255,8 +246,9 @@ mod tests {
         );
         s.put("a".into(), 1, 0).unwrap();
         assert_eq!(s.dirty_keys(), 0);
-        let mut out = Vec::new();
-        s.flush_changelog(&mut out).unwrap();
+        let mut batch = ChangelogBatch::new();
+        s.flush_changelog(&mut batch).unwrap();
+        let out = batch.to_records();
         assert!(out.is_empty());
     }
 

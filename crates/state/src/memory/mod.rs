@@ -34,9 +34,10 @@ pub use window::InMemoryWindowStore;
 
 use std::sync::Arc;
 
-use crate::changelog::{ChangelogEntry, ChangelogRecord};
+use crate::changelog::ChangelogEntry;
+use crate::changelog_batch::ChangelogBatch;
 use crate::codec::Codec;
-use crate::error::StateError;
+use crate::error::{StateError, flushed_key};
 
 /// Marks a slot that has not been written since the last flush.
 pub(crate) const CLEAN: usize = usize::MAX;
@@ -129,15 +130,9 @@ impl<I: Ord> DirtyLog<I> {
     /// of one lookup per entry; otherwise each entry's slot is looked up.
     pub(crate) fn flush<V>(
         &mut self,
-        out: &mut Vec<ChangelogRecord>,
+        out: &mut ChangelogBatch,
         slots: &mut impl Slots<I, V>,
-        record: impl FnMut(
-            usize,
-            &I,
-            Option<&V>,
-            i64,
-            &mut Vec<ChangelogRecord>,
-        ) -> Result<(), StateError>,
+        record: impl FnMut(usize, &I, Option<&V>, i64, &mut ChangelogBatch) -> Result<(), StateError>,
     ) -> Result<(), StateError> {
         let walk = slots.live() <= WALK_RATIO * self.entries.len() as u64;
         self.flush_by(walk, out, slots, record)
@@ -147,9 +142,9 @@ impl<I: Ord> DirtyLog<I> {
     fn flush_by<V>(
         &mut self,
         walk: bool,
-        out: &mut Vec<ChangelogRecord>,
+        out: &mut ChangelogBatch,
         slots: &mut impl Slots<I, V>,
-        record: impl MakeRecord<I, V>,
+        mut record: impl MakeRecord<I, V>,
     ) -> Result<(), StateError> {
         if self.entries.is_empty() {
             return Ok(());
@@ -157,6 +152,15 @@ impl<I: Ord> DirtyLog<I> {
         let order = self.order();
         out.reserve(order.len());
         let first = out.len();
+        // A store's records are of much the same size: once the first is made, room for
+        // the rest is reserved at its size, instead of the buffer doubling as it fills.
+        let record = |n, id: &I, value: Option<&V>, timestamp, out: &mut ChangelogBatch| {
+            record(n, id, value, timestamp, out)?;
+            if n == 0 {
+                out.reserve_like_last(order.len() - 1);
+            }
+            Ok(())
+        };
         let flushed = self.write_records(walk, &order, out, slots, record);
         if flushed.is_err() {
             out.truncate(first);
@@ -218,7 +222,7 @@ impl<I: Ord> DirtyLog<I> {
         &self,
         walk: bool,
         order: &[usize],
-        out: &mut Vec<ChangelogRecord>,
+        out: &mut ChangelogBatch,
         slots: &mut impl Slots<I, V>,
         mut record: impl MakeRecord<I, V>,
     ) -> Result<(), StateError> {
@@ -264,12 +268,12 @@ impl<I: Ord> DirtyLog<I> {
 /// Makes the changelog record of one flushed entry: `(n, id, current value, timestamp,
 /// out)`, as [`DirtyLog::flush`] takes it.
 trait MakeRecord<I, V>:
-    FnMut(usize, &I, Option<&V>, i64, &mut Vec<ChangelogRecord>) -> Result<(), StateError>
+    FnMut(usize, &I, Option<&V>, i64, &mut ChangelogBatch) -> Result<(), StateError>
 {
 }
 
 impl<I, V, F> MakeRecord<I, V> for F where
-    F: FnMut(usize, &I, Option<&V>, i64, &mut Vec<ChangelogRecord>) -> Result<(), StateError>
+    F: FnMut(usize, &I, Option<&V>, i64, &mut ChangelogBatch) -> Result<(), StateError>
 {
 }
 
@@ -296,25 +300,44 @@ pub(crate) trait Slots<I, V> {
 /// A codec shared by a store's clones of itself.
 pub(crate) type SharedCodec<T> = Arc<dyn Codec<T>>;
 
-/// The changelog value of a flushed entry of `store` whose key encodes as `key`: the
-/// encoding of `value`, or `None` (a tombstone). The value is encoded into `scratch` (reused
-/// across a flush, so encoding never grows a fresh buffer) and copied out at its exact size.
+/// Appends the changelog record of the `n`-th flushed entry of `store` to `out`, encoded in
+/// place in the batch's buffer: `key` appends the record key and returns where the key
+/// codec's bytes end (a window store appends its window suffix after them; an error names
+/// the key by those bytes), then `value`'s encoding follows, or the record is a tombstone.
+/// On failure nothing is appended and the codec's error names the store and the key.
 #[inline]
-pub(crate) fn encode_flushed_value<V>(
-    codec: &dyn Codec<V>,
-    value: Option<&V>,
-    scratch: &mut Vec<u8>,
+pub(crate) fn push_flushed<V>(
+    out: &mut ChangelogBatch,
     store: &str,
-    key: &[u8],
-) -> Result<Option<Vec<u8>>, StateError> {
-    let Some(value) = value else {
-        return Ok(None);
+    n: usize,
+    key: impl FnOnce(&mut Vec<u8>) -> Result<usize, crate::codec::CodecError>,
+    value_codec: &dyn Codec<V>,
+    value: Option<&V>,
+    timestamp: i64,
+) -> Result<(), StateError> {
+    let bytes = out.bytes_mut();
+    let start = bytes.len();
+    let codec_key_end = match key(bytes) {
+        Ok(end) => end,
+        Err(e) => {
+            bytes.truncate(start);
+            return Err(StateError::encode_key(store, flushed_key(n), e));
+        }
     };
-    scratch.clear();
-    codec
-        .encode(value, scratch)
-        .map_err(|e| StateError::encode_value(store, key, e))?;
-    Ok(Some(scratch.as_slice().to_vec()))
+    let key_end = bytes.len();
+    let value = match value {
+        None => None,
+        Some(value) => {
+            if let Err(e) = value_codec.encode(value, bytes) {
+                let err = StateError::encode_value(store, &bytes[start..codec_key_end], e);
+                bytes.truncate(start);
+                return Err(err);
+            }
+            Some(key_end..bytes.len())
+        }
+    };
+    out.push_encoded(start..key_end, value, timestamp);
+    Ok(())
 }
 
 /// Decodes a restored key or value, mapping failure to a corrupt-record error.
@@ -367,11 +390,8 @@ mod tests {
             walk: bool,
             fail_at: Option<usize>,
         ) -> Result<Vec<(u64, Option<i64>, i64)>, StateError> {
-            let mut out = vec![ChangelogRecord {
-                key: vec![9],
-                value: None,
-                timestamp: -1,
-            }];
+            let mut out = ChangelogBatch::new();
+            out.push(&[9], None, -1);
             self.log
                 .flush_by(walk, &mut out, &mut self.slots, |n, key, value, ts, out| {
                     if Some(n) == fail_at {
@@ -381,13 +401,11 @@ mod tests {
                             crate::codec::CodecError::new("no"),
                         ));
                     }
-                    out.push(ChangelogRecord {
-                        key: key.to_be_bytes().to_vec(),
-                        value: value.map(|v| v.to_be_bytes().to_vec()),
-                        timestamp: ts,
-                    });
+                    let value = value.map(|v| v.to_be_bytes());
+                    out.push(&key.to_be_bytes(), value.as_ref().map(|v| &v[..]), ts);
                     Ok(())
                 })?;
+            let out = out.to_records();
             assert_eq!(out[0].timestamp, -1, "records before the flush's are kept");
             Ok(out[1..]
                 .iter()

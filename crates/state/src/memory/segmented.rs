@@ -17,10 +17,11 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use super::{DirtyLog, SharedCodec, Slot, Slots, decode_entry, encode_flushed_value};
-use crate::changelog::{ChangelogEntry, ChangelogRecord};
+use super::{DirtyLog, SharedCodec, Slot, Slots, decode_entry, push_flushed};
+use crate::changelog::ChangelogEntry;
+use crate::changelog_batch::ChangelogBatch;
 use crate::codec::Codec;
-use crate::error::{StateError, flushed_key};
+use crate::error::StateError;
 use crate::segments::{Retention, SegmentedConfig};
 use crate::store::StoreConfig;
 use crate::windowed::WindowKind;
@@ -276,10 +277,7 @@ impl<K: Ord + Clone, V: Clone, S: Segment<K, V>> SegmentedCore<K, V, S, IdOf<K, 
         self.config.name()
     }
 
-    pub(crate) fn flush_changelog(
-        &mut self,
-        out: &mut Vec<ChangelogRecord>,
-    ) -> Result<(), StateError> {
+    pub(crate) fn flush_changelog(&mut self, out: &mut ChangelogBatch) -> Result<(), StateError> {
         let name = self.config.name();
         let (key_codec, value_codec) = (&self.key_codec, &self.value_codec);
         let mut slots = SegmentSlots {
@@ -287,28 +285,15 @@ impl<K: Ord + Clone, V: Clone, S: Segment<K, V>> SegmentedCore<K, V, S, IdOf<K, 
             retention: self.retention,
             _key: PhantomData,
         };
-        let (mut key_bytes, mut value_bytes) = (Vec::new(), Vec::new());
         self.dirty
             .flush(out, &mut slots, |n, id, value, timestamp, out| {
-                key_bytes.clear();
-                key_codec
-                    .encode(S::Kind::key(id), &mut key_bytes)
-                    .map_err(|e| StateError::encode_key(name, flushed_key(n), e))?;
-                let mut key = Vec::with_capacity(key_bytes.len() + S::Kind::KEY_SUFFIX);
-                S::Kind::changelog_key(&key_bytes, S::Kind::window(id), &mut key);
-                let value = encode_flushed_value(
-                    &**value_codec,
-                    value,
-                    &mut value_bytes,
-                    name,
-                    &key_bytes,
-                )?;
-                out.push(ChangelogRecord {
-                    key,
-                    value,
-                    timestamp,
-                });
-                Ok(())
+                let key = |bytes: &mut Vec<u8>| {
+                    key_codec.encode(S::Kind::key(id), bytes)?;
+                    let codec_end = bytes.len();
+                    S::Kind::push_key_suffix(S::Kind::window(id), bytes);
+                    Ok(codec_end)
+                };
+                push_flushed(out, name, n, key, &**value_codec, value, timestamp)
             })
     }
 

@@ -202,6 +202,7 @@ impl<K: Ord + Clone, V: Clone> SessionStore<K, V> for InMemorySessionStore<K, V>
 mod tests {
     use super::*;
     use crate::changelog::{ChangelogRecord, encode_session_key};
+    use crate::changelog_batch::ChangelogBatch;
     use crate::codec::{I64Codec, StringCodec};
     use crate::store::{Segmented, StateStore};
 
@@ -260,8 +261,9 @@ mod tests {
         let mut s = store();
         s.put("k".into(), SessionWindow::new(3, 8), 1, 8).unwrap();
         s.remove(&"k".into(), SessionWindow::new(3, 8), 9).unwrap();
-        let mut out = Vec::new();
-        s.flush_changelog(&mut out).unwrap();
+        let mut batch = ChangelogBatch::new();
+        s.flush_changelog(&mut batch).unwrap();
+        let out = batch.to_records();
         let mut expected = Vec::new();
         encode_session_key(b"k", 3, 8, &mut expected);
         assert_eq!(

@@ -18,6 +18,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 
 use smallvec::SmallVec;
 
@@ -461,6 +462,37 @@ impl<K: Ord + Clone, V: Clone> WindowStore<K, V> for InMemoryWindowStore<K, V> {
         Ok(())
     }
 
+    fn for_each_in_key_range_backward(
+        &self,
+        key: &K,
+        time_from: i64,
+        time_to: i64,
+        f: &mut dyn FnMut(i64, &V) -> ControlFlow<()>,
+    ) -> Result<(), StateError> {
+        if time_from > time_to {
+            return Ok(());
+        }
+        for (_, seg) in self.core.segments_between(time_from, time_to).rev() {
+            let Some(windows) = seg.keys.get(key) else {
+                continue;
+            };
+            let end = match time_to.checked_add(1) {
+                Some(after) => first_from(windows, after),
+                None => windows.len(),
+            };
+            let in_range = windows[..end]
+                .iter()
+                .rev()
+                .take_while(|(s, _)| *s >= time_from);
+            for (s, slot) in in_range {
+                if f(*s, &slot.value).is_break() {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn fetch_all(&self, time_from: i64, time_to: i64) -> Result<Vec<(i64, K, V)>, StateError> {
         let mut out = Vec::new();
         if time_from > time_to {
@@ -519,7 +551,8 @@ mod tests {
     use std::fmt;
 
     use super::*;
-    use crate::changelog::{ChangelogEntry, ChangelogRecord, encode_window_key};
+    use crate::changelog::{ChangelogEntry, encode_window_key};
+    use crate::changelog_batch::ChangelogBatch;
     use crate::codec::{I64Codec, U64Codec};
     use crate::store::{Segmented, StateStore};
 
@@ -643,8 +676,9 @@ mod tests {
         assert_eq!(batched.expired_writes(), 1);
         assert_eq!(batched.expired_writes(), single.expired_writes());
         let flushed = |s: &mut InMemoryWindowStore<u64, i64>| {
-            let mut out = Vec::new();
-            s.flush_changelog(&mut out).unwrap();
+            let mut batch = ChangelogBatch::new();
+            s.flush_changelog(&mut batch).unwrap();
+            let out = batch.to_records();
             out.into_iter()
                 .map(|r| (r.key, r.value, r.timestamp))
                 .collect::<Vec<_>>()
@@ -676,8 +710,9 @@ mod tests {
         let mut s = store();
         s.put(7, 20, 5, 33).unwrap();
         s.put(7, 20, 6, 34).unwrap();
-        let mut out = Vec::new();
-        s.flush_changelog(&mut out).unwrap();
+        let mut batch = ChangelogBatch::new();
+        s.flush_changelog(&mut batch).unwrap();
+        let out = batch.to_records();
         assert_eq!(out.len(), 1);
         let mut expected = Vec::new();
         encode_window_key(&7u64.to_be_bytes(), 20, 0, &mut expected);
@@ -700,16 +735,20 @@ mod tests {
     fn delete_then_put_in_one_epoch_flushes_one_record() {
         let mut s = store();
         s.put(1, 0, 1, 10).unwrap();
-        let mut out = Vec::new();
-        s.flush_changelog(&mut out).unwrap();
+        let mut batch = ChangelogBatch::new();
+        s.flush_changelog(&mut batch).unwrap();
         s.put(1, 0, 2, 11).unwrap();
         s.delete(&1, 0, 12).unwrap();
         s.put(1, 0, 3, 13).unwrap();
         s.put(2, 0, 4, 14).unwrap();
         s.delete(&2, 0, 15).unwrap();
-        out.clear();
-        s.flush_changelog(&mut out).unwrap();
-        let got: Vec<_> = out.iter().map(|r| (r.value.clone(), r.timestamp)).collect();
+        batch.clear();
+        s.flush_changelog(&mut batch).unwrap();
+        let got: Vec<_> = batch
+            .to_records()
+            .into_iter()
+            .map(|r| (r.value, r.timestamp))
+            .collect();
         assert_eq!(
             got,
             vec![(Some(3i64.to_be_bytes().to_vec()), 13), (None, 15)]
@@ -757,8 +796,9 @@ mod tests {
         assert_eq!(s.fetch(&1, 10).unwrap(), Some(2));
         assert_eq!(s.approximate_num_entries(), 2);
         assert_eq!(s.dirty_keys(), 2);
-        let mut out = Vec::new();
-        s.flush_changelog(&mut out).unwrap();
+        let mut batch = ChangelogBatch::new();
+        s.flush_changelog(&mut batch).unwrap();
+        let out = batch.to_records();
         let got: Vec<_> = out.iter().map(|r| (r.value.clone(), r.timestamp)).collect();
         assert_eq!(
             got,
@@ -848,7 +888,7 @@ mod tests {
             fn changelog_enabled(&self) -> bool {
                 false
             }
-            fn flush_changelog(&mut self, _: &mut Vec<ChangelogRecord>) -> Result<(), StateError> {
+            fn flush_changelog(&mut self, _: &mut ChangelogBatch) -> Result<(), StateError> {
                 Ok(())
             }
             fn dirty_keys(&self) -> usize {
@@ -907,6 +947,70 @@ mod tests {
             })
             .unwrap();
         assert_eq!(seen, vec![(4, 8), (5, 10)]);
+        seen.clear();
+        Fixed
+            .for_each_in_key_range_backward(&3, 1, 5, &mut |s, v| {
+                seen.push((s, *v));
+                if s == 3 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            })
+            .unwrap();
+        assert_eq!(seen, vec![(5, 15), (4, 12), (3, 9)]);
+    }
+
+    /// Backwards, the visitor sees what `fetch_key_range` returns, newest first, across
+    /// segments and past the linear scan of a key's windows, and stops where it breaks.
+    #[test]
+    fn for_each_in_key_range_backward_is_fetch_key_range_reversed_until_it_breaks() {
+        let mut s = store();
+        // 60 windows of key 5 in segment [50, 100), a few in [0, 50); key 6 between them.
+        let starts: Vec<i64> = (0..10).map(|i| i * 5).chain(50..110).collect();
+        for &start in starts.iter().rev() {
+            s.put(5, start, start * 2, 0).unwrap();
+            s.put(6, start, -start, 0).unwrap();
+        }
+        for (from, to) in [
+            (10, 60),
+            (0, 200),
+            (51, 51),
+            (41, 49),
+            (60, 10),
+            (55, 108),
+            (i64::MIN, i64::MAX),
+        ] {
+            let mut seen = Vec::new();
+            s.for_each_in_key_range_backward(&5, from, to, &mut |st, v| {
+                seen.push((st, *v));
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+            let mut forward = s.fetch_key_range(&5, from, to).unwrap();
+            forward.reverse();
+            assert_eq!(seen, forward, "{from}..={to}");
+        }
+        // Breaks at the first window before 50, in an older segment: 45 is the last seen.
+        let mut seen = Vec::new();
+        s.for_each_in_key_range_backward(&5, 0, 200, &mut |st, _| {
+            seen.push(st);
+            if st < 50 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .unwrap();
+        let newest_first: Vec<i64> = (50..110).rev().chain([45]).collect();
+        assert_eq!(seen, newest_first);
+        let mut calls = 0;
+        s.for_each_in_key_range_backward(&7, 0, 100, &mut |_, _| {
+            calls += 1;
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        assert_eq!(calls, 0);
     }
 
     #[test]
@@ -916,7 +1020,7 @@ mod tests {
             s.put(1, start, start, 1).unwrap();
             s.put(2, start, 0, 1).unwrap();
         }
-        s.flush_changelog(&mut Vec::new()).unwrap();
+        s.flush_changelog(&mut ChangelogBatch::new()).unwrap();
         let mut seen = Vec::new();
         s.update_key_range(&1, 10, 60, 9, &mut |start, v| {
             seen.push(start);
@@ -930,8 +1034,9 @@ mod tests {
         );
         assert_eq!(s.fetch_key_range(&2, 0, 100).unwrap().len(), 5);
         assert_eq!(s.approximate_num_entries(), 10);
-        let mut out = Vec::new();
-        s.flush_changelog(&mut out).unwrap();
+        let mut batch = ChangelogBatch::new();
+        s.flush_changelog(&mut batch).unwrap();
+        let out = batch.to_records();
         let got: Vec<_> = out.iter().map(|r| (r.value.clone(), r.timestamp)).collect();
         assert_eq!(
             got,
@@ -1047,7 +1152,7 @@ mod tests {
                             let first = cfg.first_live_segment(frontier);
                             model.retain(|(st, _), _| cfg.segment_id(*st) >= first);
                         }
-                        Op::Flush => s.flush_changelog(&mut Vec::new()).unwrap(),
+                        Op::Flush => s.flush_changelog(&mut ChangelogBatch::new()).unwrap(),
                     }
                 }
                 let all: Vec<_> = model.iter().map(|((st, k), v)| (*st, *k, *v)).collect();

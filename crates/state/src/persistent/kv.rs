@@ -9,7 +9,8 @@ use super::{
     PersistentConfig, StoreDirectory, decode_stored, encode_value, engine_err, open_database,
     validate_entry,
 };
-use crate::changelog::{ChangelogEntry, ChangelogRecord};
+use crate::changelog::ChangelogEntry;
+use crate::changelog_batch::ChangelogBatch;
 use crate::codec::Codec;
 use crate::error::{StateError, hex};
 use crate::store::{KeyValueStore, StateStore, StoreConfig, bounds_empty};
@@ -120,21 +121,12 @@ impl<K, V> StateStore for PersistentKeyValueStore<K, V> {
         self.config.changelog_enabled()
     }
 
-    fn flush_changelog(&mut self, out: &mut Vec<ChangelogRecord>) -> Result<(), StateError> {
+    fn flush_changelog(&mut self, out: &mut ChangelogBatch) -> Result<(), StateError> {
         let dirty = std::mem::take(&mut self.dirty);
         out.reserve(dirty.len());
-        for (mut key, timestamp) in dirty {
-            let value = self
-                .ks
-                .get(&key)
-                .map_err(engine_err(self.config.name()))?
-                .map(|v| v.to_vec());
-            key.remove(0);
-            out.push(ChangelogRecord {
-                key,
-                value,
-                timestamp,
-            });
+        for (key, timestamp) in dirty {
+            let value = self.ks.get(&key).map_err(engine_err(self.config.name()))?;
+            out.push(&key[1..], value.as_deref(), timestamp);
         }
         Ok(())
     }
@@ -242,8 +234,9 @@ mod tests {
                 s.put("a".to_string(), i, i).unwrap();
             }
             assert_eq!(s.delete(&"zz".to_string(), 9).unwrap(), None);
-            let mut out = Vec::new();
-            s.flush_changelog(&mut out).unwrap();
+            let mut batch = ChangelogBatch::new();
+            s.flush_changelog(&mut batch).unwrap();
+            let out = batch.to_records();
             assert_eq!(out.len(), 2);
             assert_eq!(out[0].value, Some(4i64.to_be_bytes().to_vec()));
             assert_eq!(out[1].value, None);

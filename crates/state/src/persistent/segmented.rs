@@ -20,7 +20,8 @@ use super::{
     PersistentConfig, SegmentSet, StoreDirectory, decode_stored, encode_key, encode_value,
     engine_err, open_database, validate_entry,
 };
-use crate::changelog::{ChangelogEntry, ChangelogRecord};
+use crate::changelog::ChangelogEntry;
+use crate::changelog_batch::ChangelogBatch;
 use crate::codec::Codec;
 use crate::error::StateError;
 use crate::segments::{Retention, SegmentedConfig};
@@ -244,22 +245,16 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
 
     /// One record per dirty entry, its stored value or a tombstone. All or nothing: on an
     /// engine error `out` is left as it was and the entries stay dirty.
-    pub(crate) fn flush_changelog(
-        &mut self,
-        out: &mut Vec<ChangelogRecord>,
-    ) -> Result<(), StateError> {
+    pub(crate) fn flush_changelog(&mut self, out: &mut ChangelogBatch) -> Result<(), StateError> {
         out.reserve(self.dirty.len());
         let first = out.len();
+        let mut record_key = Vec::new();
         for (id, timestamp) in &self.dirty {
             let (key, window) = (L::key(id), L::window(id));
-            let mut record_key = Vec::with_capacity(key.len() + L::KEY_SUFFIX);
+            record_key.clear();
             L::changelog_key(key, window, &mut record_key);
             match self.get_raw(key, window) {
-                Ok(value) => out.push(ChangelogRecord {
-                    key: record_key,
-                    value: value.map(|v| v.to_vec()),
-                    timestamp: *timestamp,
-                }),
+                Ok(value) => out.push(&record_key, value.as_deref(), *timestamp),
                 Err(e) => {
                     out.truncate(first);
                     return Err(e);

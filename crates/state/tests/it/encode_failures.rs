@@ -3,10 +3,10 @@
 //! kill the process, nor drop the other keys of the epoch).
 
 use stoatflow_state::{
-    ChangelogRecord, Codec, CodecError, I64Codec, InMemoryKeyValueStore, InMemorySessionStore,
-    InMemoryWindowStore, KeyValueStore, PersistentConfig, PersistentKeyValueStore,
-    PersistentSessionStore, PersistentWindowStore, SessionStore, SessionWindow, StateError,
-    StateStore, StoreConfig, StringCodec, WindowStore,
+    ChangelogBatch, ChangelogRecord, Codec, CodecError, I64Codec, InMemoryKeyValueStore,
+    InMemorySessionStore, InMemoryWindowStore, KeyValueStore, PersistentConfig,
+    PersistentKeyValueStore, PersistentSessionStore, PersistentWindowStore, SessionStore,
+    SessionWindow, StateError, StateStore, StoreConfig, StringCodec, WindowStore,
 };
 
 use crate::engines::segmented;
@@ -69,8 +69,9 @@ impl Shaped {
     }
 
     fn flush(&mut self) -> Result<Vec<ChangelogRecord>, StateError> {
-        let mut out = Vec::new();
-        self.store().flush_changelog(&mut out)?;
+        let mut batch = ChangelogBatch::new();
+        self.store().flush_changelog(&mut batch)?;
+        let out = batch.to_records();
         Ok(out)
     }
 }
@@ -128,11 +129,8 @@ fn in_memory_flush_of_a_value_that_does_not_encode_names_store_and_key_and_loses
         s.write("c", 3).unwrap();
         let name = s.store().name().to_string();
         let dirty = s.store().dirty_keys();
-        let mut out = vec![ChangelogRecord {
-            key: b"earlier".to_vec(),
-            value: None,
-            timestamp: 0,
-        }];
+        let mut out = ChangelogBatch::new();
+        out.push(b"earlier", None, 0);
         let err = s.store().flush_changelog(&mut out).unwrap_err();
         assert_eq!(
             err.to_string(),

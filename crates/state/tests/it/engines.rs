@@ -1,7 +1,7 @@
 //! The engines under test, behind one factory, and changelog helpers.
 
 use stoatflow_state::{
-    ChangelogEntry, ChangelogOffset, ChangelogPartition, ChangelogRecord, I64Codec,
+    ChangelogBatch, ChangelogEntry, ChangelogOffset, ChangelogPartition, ChangelogRecord, I64Codec,
     InMemoryKeyValueStore, InMemorySessionStore, InMemoryWindowStore, KeyValueStore,
     PersistentConfig, PersistentKeyValueStore, PersistentSessionStore, PersistentWindowStore,
     SegmentedConfig, SessionStore, StateStore, StoreConfig, StoreDirectory, StringCodec,
@@ -133,9 +133,9 @@ impl Changelog {
 
     /// Flushes `store` and commits the epoch.
     pub fn commit(&mut self, store: &mut dyn StateStore) {
-        let mut out = Vec::new();
-        store.flush_changelog(&mut out).expect("flush");
-        self.append(out);
+        let mut batch = ChangelogBatch::new();
+        store.flush_changelog(&mut batch).expect("flush");
+        self.append(batch.to_records());
         self.commits.push(self.entries.len());
     }
 

@@ -14,14 +14,17 @@
 //! window it would create or update is skipped if that window has closed.
 //! It knows nothing of how the floor or the frontier were computed.
 //!
-//! Per record the key's window set comes from the store itself
-//! (`for_each_in_key_range`, in place: the in-memory store keeps a key's
-//! windows together, so the operator keeps no index of its own), the
-//! windows containing the record are folded in one pass with
-//! `update_key_range`, and a new window is written with `update` or `put`;
-//! only the value a new left or right window starts from is cloned.
+//! Per record the key's window set comes from the store itself, read
+//! backwards from the newest window (`for_each_in_key_range_backward`, in
+//! place: the in-memory store keeps a key's windows together, so the
+//! operator keeps no index of its own): the windows from `t − D` on, then
+//! the one window before them that names the previous record; the windows
+//! containing the record are folded in one pass with `update_key_range`,
+//! and a new window is written with `update` or `put`; only the value a new
+//! left or right window starts from is cloned.
 
 use std::cell::RefCell;
+use std::ops::ControlFlow;
 use std::rc::Rc;
 
 use stoatflow_state::{ValueAndTimestamp, WindowStore};
@@ -68,6 +71,35 @@ where
                 out.push((start, vt.timestamp))
             })
             .map_err(|e| self.out.state_err(e))
+    }
+
+    /// The key's windows with start in `from..=to` into `out`, by start, as
+    /// (start, time of the window's latest record), and the newest window
+    /// with start in `before_from..from`, if any: read backwards in place
+    /// from the store, so the windows before `from` cost one step, not a
+    /// read of each.
+    fn window_set_and_before(
+        &self,
+        key: &K,
+        before_from: i64,
+        (from, to): (i64, i64),
+        out: &mut Vec<(i64, i64)>,
+    ) -> Result<Option<(i64, i64)>, ProcessError> {
+        out.clear();
+        let mut before = None;
+        self.store
+            .borrow()
+            .for_each_in_key_range_backward(key, before_from, to, &mut |start, vt| {
+                if start < from {
+                    before = Some((start, vt.timestamp));
+                    return ControlFlow::Break(());
+                }
+                out.push((start, vt.timestamp));
+                ControlFlow::Continue(())
+            })
+            .map_err(|e| self.out.state_err(e))?;
+        out.reverse();
+        Ok(before)
     }
 
     /// The stored window of `key` at `start`.
@@ -261,12 +293,15 @@ where
         set: &mut Vec<(i64, i64)>,
     ) -> Result<(), ProcessError> {
         let (ts, d) = (rec.timestamp, self.windows.time_difference_ms());
-        self.window_set(&rec.key, (ts - 2 * d).max(0), ts + 1, set)?;
+        // The windows with start in [ts - D, ts + 1], and the newest one
+        // before them (from ts - 2D: a window starting earlier ends before
+        // the previous record could have been).
+        let before =
+            self.window_set_and_before(&rec.key, (ts - 2 * d).max(0), (ts - d, ts + 1), set)?;
         let right_exists = set.last().is_some_and(|&(start, _)| start == ts + 1);
         // The windows containing the record: start in [ts - D, ts].
-        let lo = set.partition_point(|&(start, _)| start < ts - d);
         let hi = set.partition_point(|&(start, _)| start <= ts);
-        let containing = &set[lo..hi];
+        let containing = &set[..hi];
         // The newest of them other than the left window: the right window
         // starts as it was before the record.
         let right_source = containing
@@ -285,7 +320,6 @@ where
         }
         // The record before this one: the latest of the newest window ending
         // before `ts`, else of the left window.
-        let before = set[..lo].last().copied();
         let previous = before.map(|(_, max)| max).or(left);
         if let Some(p) = previous {
             let start = p + 1;

@@ -237,7 +237,10 @@ mod tests {
             Ok(EpochCommit {
                 epoch: self.epochs,
                 outputs: Vec::new(),
-                changelogs: vec![(format!("crossing {}", self.epochs), Vec::new())],
+                changelogs: vec![(
+                    format!("crossing {}", self.epochs),
+                    stoatflow_state::ChangelogBatch::new(),
+                )],
             })
         }
 

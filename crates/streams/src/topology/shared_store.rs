@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use std::ops::Bound;
 use std::rc::Rc;
 
-use stoatflow_state::{ChangelogEntry, ChangelogRecord, KeyValueStore, StateError, StateStore};
+use stoatflow_state::{ChangelogBatch, ChangelogEntry, KeyValueStore, StateError, StateStore};
 
 /// A task-owned store handle that is itself a store.
 #[derive(Debug)]
@@ -33,7 +33,7 @@ impl<S: StateStore> StateStore for Shared<S> {
     fn changelog_enabled(&self) -> bool {
         self.store.borrow().changelog_enabled()
     }
-    fn flush_changelog(&mut self, out: &mut Vec<ChangelogRecord>) -> Result<(), StateError> {
+    fn flush_changelog(&mut self, out: &mut ChangelogBatch) -> Result<(), StateError> {
         self.store.borrow_mut().flush_changelog(out)
     }
     fn dirty_keys(&self) -> usize {

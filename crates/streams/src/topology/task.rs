@@ -13,7 +13,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::rc::Rc;
 
-use stoatflow_state::{ChangelogRecord, ChangelogValueLayout, StateStore};
+use stoatflow_state::{ChangelogBatch, ChangelogValueLayout, StateStore};
 use stoatflow_time::{EventTime, Watermark};
 
 use crate::error::ProcessError;
@@ -30,8 +30,8 @@ pub struct EpochCommit {
     pub epoch: u64,
     /// Records for sink and repartition topics.
     pub outputs: Vec<OutputRecord>,
-    /// Changelog records per store, one per dirty key.
-    pub changelogs: Vec<(String, Vec<ChangelogRecord>)>,
+    /// Changelog records per store, one per dirty key, each store's in one batch.
+    pub changelogs: Vec<(String, ChangelogBatch)>,
 }
 
 impl EpochCommit {
@@ -281,16 +281,14 @@ impl StreamTask {
         for (name, store) in &self.stores {
             let mut s = store.state.borrow_mut();
             if s.changelog_enabled() && s.dirty_keys() > 0 {
-                let mut records = Vec::new();
+                let mut records = ChangelogBatch::new();
                 s.flush_changelog(&mut records)
                     .map_err(|source| ProcessError::State {
                         store: name.clone(),
                         source: Box::new(source),
                     })?;
                 if store.value_layout != ChangelogValueLayout::Plain {
-                    for r in &mut records {
-                        store.value_layout.to_changelog(r);
-                    }
+                    store.value_layout.to_changelog(&mut records);
                 }
                 changelogs.push((name.clone(), records));
             }
@@ -329,14 +327,17 @@ impl StreamTask {
         &self.cx.outputs
     }
 
-    /// Takes output of internal topics produced since the last commit, so
-    /// the driver can feed repartition topics synchronously.
-    pub fn take_outputs_for(&mut self, is_internal: impl Fn(&str) -> bool) -> Vec<OutputRecord> {
-        let (internal, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.cx.outputs)
-            .into_iter()
-            .partition(|o| is_internal(&o.topic));
-        self.cx.outputs = rest;
-        internal
+    /// Moves the output of internal topics produced since the last commit to
+    /// the end of `into`, in order, so a runner can feed repartition topics
+    /// synchronously. The rest stays pending in order, and the task's output
+    /// buffer keeps its capacity (a runner routing every few hundred records
+    /// would otherwise regrow it each time).
+    pub fn move_outputs_for(
+        &mut self,
+        is_internal: impl Fn(&str) -> bool,
+        into: &mut Vec<OutputRecord>,
+    ) {
+        into.extend(self.cx.outputs.extract_if(.., |o| is_internal(&o.topic)));
     }
 
     /// The task's counters.
@@ -448,5 +449,47 @@ pub struct TypedInput<K, V> {
 impl<K, V> std::fmt::Debug for TypedInput<K, V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("TypedInput")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::{Consumed, Produced, Serdes, StreamsBuilder, StreamsConfig};
+
+    /// Records of `a` (the "internal" topic) move to the end of the caller's
+    /// vector in order; `b`'s stay pending in order.
+    #[test]
+    fn moved_outputs_keep_their_order_and_the_rest_stays_pending() {
+        let mut b = StreamsBuilder::new();
+        let s = b.stream("in", Consumed::with(Serdes::i64(), Serdes::i64()));
+        s.filter(|k, _| k % 2 == 0)
+            .to("a", Produced::with(Serdes::i64(), Serdes::i64()));
+        s.filter(|k, _| k % 2 == 1)
+            .to("b", Produced::with(Serdes::i64(), Serdes::i64()));
+        let topology = b.build().unwrap();
+        let mut task = topology.instantiate(0, &Arc::new(StreamsConfig::new("app")));
+        let input = task.typed_input::<i64, i64>("in").unwrap();
+        for k in 0..6 {
+            task.push_typed(&input, k, k, 100 + k).unwrap();
+        }
+        let mut moved = task.pending_output()[..1].to_vec();
+        let earlier = moved[0].timestamp;
+        task.move_outputs_for(|t| t == "a", &mut moved);
+        let times = |rs: &[crate::OutputRecord], topic: &str| -> Vec<i64> {
+            rs.iter()
+                .filter(|r| &*r.topic == topic)
+                .map(|r| r.timestamp)
+                .collect()
+        };
+        assert_eq!(moved[0].timestamp, earlier, "what `into` held stays first");
+        assert_eq!(times(&moved[1..], "a"), [100, 102, 104]);
+        assert_eq!(moved.len(), 4);
+        assert_eq!(times(task.pending_output(), "b"), [101, 103, 105]);
+        assert_eq!(task.pending_output().len(), 3);
+        // Nothing left to move: `into` is unchanged.
+        task.move_outputs_for(|t| t == "a", &mut moved);
+        assert_eq!(moved.len(), 4);
     }
 }
