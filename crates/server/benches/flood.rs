@@ -22,7 +22,7 @@
 //!
 //! `cargo bench -p stoatflow-server --bench flood -- [--rounds 3]
 //! [--phase-secs 10] [--rate 500] [--connections 8] [--input-rate 20000]
-//! [--barrier-ms 100] [--client-nice 19]` (Linux: `/proc`, `nice`).
+//! [--barrier-ms 100] [--client-nice 19] [--listener-nice 10]` (Linux: `/proc`, `nice`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -86,6 +86,10 @@ fn main() {
         input_rate: option("--input-rate", 20_000.0) as u64,
         barrier: Duration::from_secs_f64(option("--barrier-ms", 100.0) / 1_000.0),
         client_nice: option("--client-nice", 19.0) as i32,
+        listener_nice: option(
+            "--listener-nice",
+            f64::from(stoatflow_server::LISTENER_NICE),
+        ) as i32,
     };
     measure(&settings);
 }
@@ -104,6 +108,9 @@ struct Settings {
     /// machines, so the kernel is asked to favour everything else (0: as
     /// any process).
     client_nice: i32,
+    /// How many nice steps below the process the listeners' threads run
+    /// (the server's default; 0: the engine's priority, as before).
+    listener_nice: i32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,10 +165,12 @@ fn measure(s: &Settings) {
     let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
     let paced = HttpServer::builder()
         .listen(loopback)
+        .listener_nice(s.listener_nice)
         .start(Arc::new(app.handle()))
         .expect("listener");
     let unpaced = HttpServer::builder()
         .listen(loopback)
+        .listener_nice(s.listener_nice)
         .max_requests_per_second(0)
         .start(Arc::new(app.handle()))
         .expect("listener");

@@ -111,6 +111,7 @@ pub struct HttpServerBuilder {
     max_connections: usize,
     request_timeout: Duration,
     refresh: Duration,
+    listener_nice: i32,
 }
 
 impl Default for HttpServerBuilder {
@@ -126,6 +127,7 @@ impl Default for HttpServerBuilder {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             refresh: DEFAULT_REFRESH,
+            listener_nice: crate::priority::LISTENER_NICE,
         }
     }
 }
@@ -203,6 +205,13 @@ impl HttpServerBuilder {
         self
     }
 
+    /// How many nice steps below the process the listener thread runs
+    /// ([`crate::LISTENER_NICE`] by default; 0 keeps the process's priority).
+    pub fn listener_nice(mut self, steps: i32) -> Self {
+        self.listener_nice = steps.clamp(0, 19);
+        self
+    }
+
     /// The wall clock the history's samples are stamped with.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
@@ -246,10 +255,11 @@ impl HttpServerBuilder {
             max_connections: self.max_connections,
             request_timeout: self.request_timeout,
         };
+        let nice = self.listener_nice;
         let thread = std::thread::Builder::new()
             .name("stoatflow-http".into())
             .spawn(move || {
-                crate::priority::yield_to_engine();
+                crate::priority::yield_to_engine(nice);
                 serving.run(&stopping)
             })
             .map_err(bind_err)?;

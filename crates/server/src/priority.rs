@@ -8,15 +8,16 @@
 /// steps: each is about 10% less CPU share under contention).
 pub const LISTENER_NICE: i32 = 10;
 
-/// Lowers the calling thread's priority by [`LISTENER_NICE`]. Where the
-/// system refuses (or has no per-thread priority), the thread keeps its
-/// priority and a warning says so: serving matters more than yielding.
-pub(crate) fn yield_to_engine() {
+/// Lowers the calling thread's priority by `steps` (the listener's
+/// default is [`LISTENER_NICE`]). Where the system refuses (or has no
+/// per-thread priority), the thread keeps its priority and a warning says
+/// so: serving matters more than yielding.
+pub(crate) fn yield_to_engine(steps: i32) {
     #[cfg(target_os = "linux")]
-    {
+    if steps > 0 {
         let tid = rustix::thread::gettid();
         let lowered = rustix::process::getpriority_process(Some(tid))
-            .and_then(|now| rustix::process::setpriority_process(Some(tid), now + LISTENER_NICE));
+            .and_then(|now| rustix::process::setpriority_process(Some(tid), now + steps));
         if let Err(e) = lowered {
             tracing::warn!(error = %e, "the endpoints' thread keeps the engine's priority");
         }

@@ -206,7 +206,10 @@ impl<C: Consumer> WarmCopy<C> {
         // this engine, and a promotion restores those in full anyway.
         let mut partitions = changelog_partitions(app, &tasks);
         partitions.retain(|_, (id, store, _)| {
-            tasks[id].persistent_stores().iter().any(|p| p.name == *store)
+            tasks[id]
+                .persistent_stores()
+                .iter()
+                .any(|p| p.name == *store)
         });
         let mut consumer = setup.log.consumer(&setup.reader)?;
         let mut next = BTreeMap::new();
