@@ -97,6 +97,21 @@
 //! out-of-order record that the engine still counts), so assert in driver
 //! tests *what* is emitted, not *when*.
 //!
+//! **Scaling out on Kafka** (DESIGN 5), as with Kafka Streams: start more
+//! instances of the same application (same `application.id`, each its own
+//! `stoatflow.processing.instance-id`). They share the input partitions
+//! through the consumer group named by the application id; a task (one
+//! sub-topology on one partition number of its sources) moves with its
+//! changelog partitions, and each instance's watermark covers its own
+//! partitions (a window's keys live on one task). `num.standby.replicas`
+//! above 0, with `state.dir` set, keeps warm copies of the other instances'
+//! tasks so that a task moved here restores only the changelog tail; unlike
+//! Kafka Streams' own assignor, the consumer group cannot be told where the
+//! copies are, so every instance copies every task it does not own.
+//! `stoatflow.migration.from-kafka-streams: true` takes over an existing
+//! Kafka Streams application's stores, offsets and emitted windows on the
+//! first start.
+//!
 //! ## Kafka Streams call → stoatflow call
 //!
 //! Every DSL method of Kafka Streams (3.x/4.x), by class. Overloads become
