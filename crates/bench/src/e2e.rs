@@ -16,6 +16,11 @@
 //! two repartition hops after the input is consumed, until the last barrier
 //! before the application went quiet. The tumbling run also reports its
 //! final-result latency per window close (see [`Latency`]).
+//!
+//! A backlog makes every barrier wait behind full lane inboxes, so the
+//! paced run (`e2e-tumbling-paced`) writes the tumbling input while the
+//! application runs, at a fixed number of records per wall-clock second,
+//! and reports the latency of that steady state.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -256,6 +261,68 @@ pub fn run_e2e_tumbling(events: u64, lanes: usize) -> Result<(f64, u64), BenchEr
     let latency = Latency::of_closes(&run.timeline, (1..).map(|k| k * TUMBLING_WINDOW_MS as i64));
     println!("{}", latency.line(&format!("e2e-tumbling-{lanes}-lane")));
     Ok((run.seconds, run.outputs))
+}
+
+/// Records per input transaction of the paced writer.
+const PACED_BATCH: u64 = 1_000;
+
+/// Runs the tumbling count end to end on one lane while this thread writes
+/// its `events` records at `pace` records per second of wall-clock time
+/// (event time still 1 ms per record, so windows close `pace / 10 000`
+/// times a second): (seconds, final results committed). Prints the
+/// latency line first.
+pub fn run_e2e_tumbling_paced(events: u64, pace: u64) -> Result<(f64, u64), BenchError> {
+    let log = write_log(INPUT, std::iter::empty())?;
+    let config = RuntimeConfig::new("bench-e2e", Backend::InMemory).with_lanes(1);
+    let mut app =
+        StreamsApp::with_log(tumbling_topology()?, config, log.clone()).map_err(engine_err)?;
+    let start = Instant::now();
+    app.start().map_err(engine_err)?;
+    let mut producer = log
+        .transactional_producer("bench-input")
+        .map_err(engine_err)?;
+    let tps: Vec<TopicPartition> = (0..E2E_PARTITIONS)
+        .map(|p| TopicPartition::new(INPUT, p))
+        .collect();
+    let mut written = 0u64;
+    while written < events {
+        let due = start + Duration::from_secs_f64(written as f64 / pace as f64);
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        producer.begin().map_err(engine_err)?;
+        let end = (written + PACED_BATCH).min(events);
+        for ts in written as i64..end as i64 {
+            let key = ts % TUMBLING_KEYS;
+            let record = Record::new(
+                Some(&key.to_be_bytes()),
+                Some(&1i64.to_be_bytes()),
+                Timestamp(ts),
+            );
+            producer
+                .send(&tps[(key as u32 % E2E_PARTITIONS) as usize], &record)
+                .map_err(engine_err)?;
+        }
+        producer.commit().map_err(engine_err)?;
+        written = end;
+        if app.state().has_stopped() {
+            return Err(engine_err(format!("stopped: {:?}", app.error())));
+        }
+    }
+    if !app
+        .wait_until_caught_up(Duration::from_secs(600))
+        .map_err(engine_err)?
+    {
+        return Err(engine_err("did not consume its input"));
+    }
+    if !app.close(Duration::from_secs(600)) {
+        return Err(engine_err(format!("close failed: {:?}", app.error())));
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let timeline = app.timeline();
+    let latency = Latency::of_closes(&timeline, (1..).map(|k| k * TUMBLING_WINDOW_MS as i64));
+    println!("{} pace={pace}", latency.line("e2e-tumbling-paced"));
+    Ok((seconds, committed_records(&log, OUTPUT)?))
 }
 
 /// Runs Nexmark q5 end to end on `lanes` lanes over `events` generated

@@ -17,7 +17,7 @@ use anyhow::{Context, bail};
 use stoatflow_bench::check;
 use stoatflow_bench::run::{Query, RunOptions, run, tumbling_windows};
 
-const USAGE: &str = "usage: stoatflow-bench --query <gen|q0|q1|q2|q5|q7|q8|tumbling|sliding|session|join-inner|join-left|e2e-tumbling-1-lane|e2e-tumbling-2-lanes|all> [--events N] [--changelog on|off] [--rate EVENTS_PER_S] [--out-of-order GROUP] [--frontier-every N] [--windows-out PATH (tumbling only)]\n       stoatflow-bench --check-windows SYSTEM=PATH SYSTEM=PATH...";
+const USAGE: &str = "usage: stoatflow-bench --query <gen|q0|q1|q2|q5|q7|q8|tumbling|sliding|session|join-inner|join-left|e2e-tumbling-1-lane|e2e-tumbling-2-lanes|e2e-q5-1-lane|e2e-q5-2-lanes|e2e-tumbling-paced|all> [--events N] [--pace RECORDS_PER_S (e2e-tumbling-paced)] [--changelog on|off] [--rate EVENTS_PER_S] [--out-of-order GROUP] [--frontier-every N] [--windows-out PATH (tumbling only)]\n       stoatflow-bench --check-windows SYSTEM=PATH SYSTEM=PATH...";
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -38,6 +38,7 @@ fn main() -> anyhow::Result<()> {
             "--query" => query = Some(value()?.clone()),
             "--events" => opts.events = parse(value()?, flag)?,
             "--rate" => opts.generator.rate = parse(value()?, flag)?,
+            "--pace" => opts.pace = parse::<u64>(value()?, flag)?.max(1),
             "--out-of-order" => opts.generator.out_of_order_group_size = parse(value()?, flag)?,
             "--frontier-every" => opts.frontier_every = parse::<u64>(value()?, flag)?.max(1),
             "--changelog" => {

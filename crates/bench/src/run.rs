@@ -62,6 +62,10 @@ pub enum Query {
     E2eQ5One,
     /// Nexmark q5 end to end on two lanes.
     E2eQ5Two,
+    /// The tumbling count end to end on one lane, its input written while
+    /// it runs at [`RunOptions::pace`] records per second: the final-result
+    /// latency of a steady state rather than of a backlog.
+    E2eTumblingPaced,
 }
 
 impl Query {
@@ -83,6 +87,7 @@ impl Query {
         Query::E2eTumbling2,
         Query::E2eQ5One,
         Query::E2eQ5Two,
+        Query::E2eTumblingPaced,
     ];
 
     /// The name used on the command line and in reports.
@@ -104,6 +109,7 @@ impl Query {
             Query::E2eTumbling2 => "e2e-tumbling-2-lanes",
             Query::E2eQ5One => "e2e-q5-1-lane",
             Query::E2eQ5Two => "e2e-q5-2-lanes",
+            Query::E2eTumblingPaced => "e2e-tumbling-paced",
         }
     }
 
@@ -115,7 +121,10 @@ impl Query {
     /// Whether [`RunOptions::changelog`] applies: every task-path run except
     /// the generator alone (the end-to-end runs keep the runtime's own).
     pub fn takes_changelog_option(self) -> bool {
-        !matches!(self, Query::Gen | Query::E2eTumbling1 | Query::E2eTumbling2)
+        !matches!(
+            self,
+            Query::Gen | Query::E2eTumbling1 | Query::E2eTumbling2 | Query::E2eTumblingPaced
+        )
     }
 
     /// Whether this is a Nexmark query (reads generated Nexmark events).
@@ -129,6 +138,7 @@ impl Query {
                 | Query::JoinLeft
                 | Query::E2eTumbling1
                 | Query::E2eTumbling2
+                | Query::E2eTumblingPaced
         )
     }
 }
@@ -146,6 +156,9 @@ pub struct RunOptions {
     /// store's dirty entries, as a user's application does; the records are
     /// then dropped, as no broker is on the task path). On by default.
     pub changelog: bool,
+    /// Input records written per second of wall-clock time by the paced
+    /// end-to-end run (`--pace`).
+    pub pace: u64,
 }
 
 impl Default for RunOptions {
@@ -155,6 +168,7 @@ impl Default for RunOptions {
             generator: GeneratorConfig::default(),
             frontier_every: 10_000,
             changelog: true,
+            pace: 500_000,
         }
     }
 }
@@ -189,6 +203,7 @@ pub fn run(query: Query, opts: &RunOptions) -> Result<RunReport, BenchError> {
         Query::E2eTumbling2 => crate::e2e::run_e2e_tumbling(opts.events, 2)?,
         Query::E2eQ5One => crate::e2e::run_e2e_q5(opts.events, 1, &opts.generator)?,
         Query::E2eQ5Two => crate::e2e::run_e2e_q5(opts.events, 2, &opts.generator)?,
+        Query::E2eTumblingPaced => crate::e2e::run_e2e_tumbling_paced(opts.events, opts.pace)?,
     };
     Ok(report(query, opts, seconds, outputs))
 }

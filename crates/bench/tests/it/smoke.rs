@@ -55,3 +55,20 @@ fn query_names_round_trip() {
     }
     assert_eq!(Query::from_name("q99"), None);
 }
+
+#[test]
+fn the_paced_end_to_end_run_commits_what_the_backlog_run_does() {
+    let opts = RunOptions {
+        events: 30_000,
+        pace: 100_000,
+        ..RunOptions::default()
+    };
+    let paced = run(Query::E2eTumblingPaced, &opts).unwrap();
+    let backlog = run(Query::E2eTumbling1, &opts).unwrap();
+    // 30 s of event time, 10 s windows, 1 000 keys: the last window is
+    // still open when the input ends.
+    assert_eq!(backlog.outputs, 2_000);
+    assert_eq!(paced.outputs, backlog.outputs);
+    // Written at 100 000 records/s, the run cannot be faster than that.
+    assert!(paced.seconds >= 0.3, "{}", paced.seconds);
+}
