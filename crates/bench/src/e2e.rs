@@ -347,6 +347,11 @@ pub struct Latency {
     from_watermark: Vec<Duration>,
     /// The mean interval between barrier cuts.
     interval: Duration,
+    /// Each barrier's duration, cut to commit, ascending.
+    barrier: Vec<Duration>,
+    /// Each interval between consecutive cuts, ascending (the mean above
+    /// includes the start's and the close's short ones).
+    intervals: Vec<Duration>,
 }
 
 impl Latency {
@@ -363,7 +368,11 @@ impl Latency {
         }
         out.from_stamp.sort();
         out.from_watermark.sort();
+        out.barrier = timeline.barriers().map(|b| b.committed - b.cut).collect();
+        out.barrier.sort();
         let cuts: Vec<Instant> = timeline.barriers().map(|b| b.cut).collect();
+        out.intervals = cuts.windows(2).map(|w| w[1] - w[0]).collect();
+        out.intervals.sort();
         if let (Some(first), Some(last)) = (cuts.first(), cuts.last())
             && cuts.len() > 1
         {
@@ -372,7 +381,7 @@ impl Latency {
         out
     }
 
-    /// `latency query=… closes=… interval_ms=… p50_ms=… p99_ms=… max_ms=… p99_from_watermark_ms=… max_from_watermark_ms=…`
+    /// `latency query=… closes=… interval_ms=… interval_p50_ms=… barrier_p50_ms=… barrier_p99_ms=… p50_ms=… p99_ms=… max_ms=… p99_from_watermark_ms=… max_from_watermark_ms=…`
     pub fn line(&self, query: &str) -> String {
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
         let pct = |v: &[Duration], p: f64| {
@@ -383,9 +392,12 @@ impl Latency {
             ms(v[i])
         };
         format!(
-            "latency query={query} closes={} interval_ms={:.0} p50_ms={:.0} p99_ms={:.0} max_ms={:.0} p99_from_watermark_ms={:.0} max_from_watermark_ms={:.0}",
+            "latency query={query} closes={} interval_ms={:.0} interval_p50_ms={:.0} barrier_p50_ms={:.1} barrier_p99_ms={:.1} p50_ms={:.0} p99_ms={:.0} max_ms={:.0} p99_from_watermark_ms={:.0} max_from_watermark_ms={:.0}",
             self.from_stamp.len(),
             ms(self.interval),
+            pct(&self.intervals, 0.5),
+            pct(&self.barrier, 0.5),
+            pct(&self.barrier, 0.99),
             pct(&self.from_stamp, 0.5),
             pct(&self.from_stamp, 0.99),
             pct(&self.from_stamp, 1.0),
