@@ -152,6 +152,14 @@ impl Consumer for KafkaConsumer {
         self.reassign()
     }
 
+    fn assign_at(&mut self, partitions: &[(TopicPartition, Offset)]) -> Result<(), LogError> {
+        self.positions = partitions
+            .iter()
+            .map(|(tp, at)| (tp.clone(), at.0))
+            .collect();
+        self.reassign()
+    }
+
     fn seek(&mut self, tp: &TopicPartition, to: SeekTo) -> Result<(), LogError> {
         self.slot(tp)?;
         let target = match to {

@@ -154,6 +154,23 @@ pub trait Consumer: Send + Debug {
     /// [`LogError::UnknownTopic`]/[`LogError::UnknownPartition`], backend failures.
     fn assign(&mut self, partitions: &[TopicPartition]) -> Result<(), LogError>;
 
+    /// Replaces the assignment, each partition starting at the offset paired
+    /// with it, in one step (a Kafka consumer is reassigned once, not once
+    /// per sought partition).
+    ///
+    /// # Errors
+    /// As [`Consumer::assign`] and [`Consumer::seek`].
+    fn assign_at(&mut self, partitions: &[(TopicPartition, Offset)]) -> Result<(), LogError> {
+        let tps: Vec<TopicPartition> = partitions.iter().map(|(tp, _)| tp.clone()).collect();
+        self.assign(&tps)?;
+        for (tp, at) in partitions {
+            if self.position(tp)? != *at {
+                self.seek(tp, SeekTo::Offset(*at))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Moves the position of an assigned partition.
     ///
     /// # Errors

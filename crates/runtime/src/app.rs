@@ -310,6 +310,17 @@ impl<L: Log + 'static> StreamsApp<L> {
         self.shared.standby_applied.load(Ordering::Acquire)
     }
 
+    /// How many offsets the standby copies are behind their changelogs'
+    /// ends, measured every 500 ms (Kafka Streams' standby lag); `None`
+    /// until the running engine's copies first measured it, `Some(0)` with
+    /// no copies.
+    pub fn standby_lag(&self) -> Option<u64> {
+        match self.shared.standby_lag.load(Ordering::Acquire) {
+            crate::engine::standby::LAG_UNKNOWN => None,
+            lag => Some(lag),
+        }
+    }
+
     /// Barriers committed since start.
     pub fn committed_barriers(&self) -> u64 {
         self.shared.barriers.load(Ordering::Acquire)

@@ -3,17 +3,16 @@
 //! checkpoint) to its read-committed end as of the call, with one consumer
 //! assigned once.
 //!
-//! The consumer's group is one nobody commits to, so the assignment itself
-//! starts each partition at its beginning: only a partition restored from a
-//! checkpoint is sought, once. (Each seek reassigns a Kafka consumer, and
-//! librdkafka aborted the process on an assertion when one was reassigned in
-//! quick succession.) Owns nothing but the read; what the records are
-//! restored into is the caller's.
+//! Every partition is assigned once, at its start (`Consumer::assign_at`):
+//! each seek reassigns a Kafka consumer, and librdkafka has aborted the
+//! process on an assertion when one was reassigned in quick succession.
+//! Owns nothing but the read; what the records are restored into is the
+//! caller's.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use stoatflow_log::{Consumer, LogError, Offset, SeekTo, TopicPartition};
+use stoatflow_log::{Consumer, LogError, Offset, TopicPartition};
 use stoatflow_state::{ChangelogEntry, ChangelogOffset, ChangelogPartition};
 
 /// Per partition, its committed records (a record without a key is returned
@@ -33,14 +32,12 @@ pub(crate) fn read_to_end<C: Consumer>(
     what: &str,
 ) -> Result<Read, LogError> {
     let mut ends = BTreeMap::new();
-    let mut seeks = Vec::new();
+    let mut starts = Vec::new();
     for (tp, from) in partitions {
         let end = consumer.end_offset(&tp)?.0;
-        let beginning = consumer.beginning_offset(&tp)?.0;
-        if end > beginning.max(from) {
-            if from > beginning {
-                seeks.push((tp.clone(), from));
-            }
+        let start = consumer.beginning_offset(&tp)?.0.max(from);
+        if end > start {
+            starts.push((tp.clone(), Offset(start)));
             ends.insert(tp, end);
         }
     }
@@ -48,11 +45,8 @@ pub(crate) fn read_to_end<C: Consumer>(
     if ends.is_empty() {
         return Ok(read);
     }
-    let assigned: Vec<TopicPartition> = ends.keys().cloned().collect();
-    consumer.assign(&assigned)?;
-    for (tp, from) in seeks {
-        consumer.seek(&tp, SeekTo::Offset(Offset(from)))?;
-    }
+    // One assignment, each partition at its start (no seek per partition).
+    consumer.assign_at(&starts)?;
     let mut last_progress = Instant::now();
     loop {
         let mut behind = false;

@@ -117,6 +117,9 @@ pub(crate) struct Shared {
     pub(crate) assignment: Mutex<Assignment>,
     /// Changelog records the standby copies applied since start.
     pub(crate) standby_applied: Arc<std::sync::atomic::AtomicU64>,
+    /// How far the running engine's standby copies are behind their
+    /// changelogs (`standby::LAG_UNKNOWN` before they measured it).
+    pub(crate) standby_lag: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Which tasks an instance runs, and which it keeps warm copies of.
@@ -159,6 +162,7 @@ impl Shared {
             timeline: Mutex::new(Timeline::default()),
             assignment: Mutex::new(Assignment::default()),
             standby_applied: Arc::default(),
+            standby_lag: Arc::new(std::sync::atomic::AtomicU64::new(standby::LAG_UNKNOWN)),
         }
     }
 
@@ -641,6 +645,9 @@ impl<L: Log + 'static> Engine<L> {
         ) {
             (true, Some(state_dir)) => {
                 let tasks = standby::standby_tasks(config.standby_replicas, all_tasks, &owned);
+                shared
+                    .standby_lag
+                    .store(standby::LAG_UNKNOWN, Ordering::Release);
                 let setup = StandbySetup {
                     tasks: tasks.clone(),
                     topology: topology.clone(),
@@ -650,12 +657,16 @@ impl<L: Log + 'static> Engine<L> {
                     default_store: config.default_dsl_store(),
                     reader: format!("{}-standby", config.transactional_id()),
                     applied: shared.standby_applied.clone(),
+                    lag: shared.standby_lag.clone(),
                 };
                 (Standby::start(setup)?, tasks)
             }
             _ => (None, BTreeSet::new()),
         };
         let (standby, standby_tasks) = standby_tasks;
+        if standby.is_none() {
+            shared.standby_lag.store(0, Ordering::Release);
+        }
         *shared.assignment.lock().expect("assignment lock") = Assignment {
             active: owned.iter().copied().collect(),
             standby: standby_tasks.into_iter().collect(),

@@ -29,9 +29,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use stoatflow_log::{Consumer, ErrorKind, Log, Offset, SeekTo, TopicPartition};
+use stoatflow_log::{Consumer, ErrorKind, Log, Offset, TopicPartition};
 use stoatflow_streams::{StoreType, StreamTask, StreamsConfig, TaskStores, Topology};
 
 use crate::engine::changelog_read::changelog_entry;
@@ -74,7 +74,15 @@ pub(crate) struct StandbySetup<L: Log> {
     /// Changelog records applied, across the standby's life (shared with
     /// the application's view).
     pub(crate) applied: Arc<AtomicU64>,
+    /// Records the copies are behind their changelogs' ends, last measured
+    /// ([`LAG_UNKNOWN`] until then; shared with the application's view).
+    pub(crate) lag: Arc<AtomicU64>,
 }
+
+/// The lag before the copies first measured it.
+pub(crate) const LAG_UNKNOWN: u64 = u64::MAX;
+/// How often the copies measure how far behind their changelogs they are.
+const LAG_EVERY: Duration = Duration::from_millis(500);
 
 /// How the standby thread is told to end.
 #[derive(Debug, Default)]
@@ -150,7 +158,15 @@ fn run<L: Log>(setup: &StandbySetup<L>, stop: &Stop) {
         }
     };
     tracing::info!(tasks = ?copy.tasks.keys().collect::<Vec<_>>(), "standby tasks");
+    let mut lag_measured: Option<Instant> = None;
     while !stop.requested.load(Ordering::Acquire) {
+        if lag_measured.is_none_or(|t| t.elapsed() >= LAG_EVERY) {
+            lag_measured = Some(Instant::now());
+            match copy.lag() {
+                Ok(lag) => setup.lag.store(lag, Ordering::Release),
+                Err(e) => tracing::debug!(error = %e, "standby: lag not measured"),
+            }
+        }
         match copy.poll(setup) {
             Ok(()) => {}
             Err(RuntimeError::Log(e)) if e.kind() == ErrorKind::Retriable => {
@@ -213,21 +229,32 @@ impl<C: Consumer> WarmCopy<C> {
         });
         let mut consumer = setup.log.consumer(&setup.reader)?;
         let mut next = BTreeMap::new();
-        let assigned: Vec<TopicPartition> = partitions.keys().cloned().collect();
-        consumer.assign(&assigned)?;
         for (tp, (_, _, from)) in &partitions {
-            let start = consumer.beginning_offset(tp)?.0.max(*from);
-            if start > 0 {
-                consumer.seek(tp, SeekTo::Offset(Offset(start)))?;
-            }
-            next.insert(tp.clone(), start);
+            next.insert(tp.clone(), consumer.beginning_offset(tp)?.0.max(*from));
         }
+        let at: Vec<(TopicPartition, Offset)> = next
+            .iter()
+            .map(|(tp, &o)| (tp.clone(), Offset(o)))
+            .collect();
+        consumer.assign_at(&at)?;
         Ok(WarmCopy {
             tasks,
             partitions,
             consumer,
             next,
         })
+    }
+
+    /// How many offsets the copies are behind their changelogs' ends (the
+    /// consumer's positions, which pass transaction markers, against the
+    /// ends).
+    fn lag(&mut self) -> Result<u64, RuntimeError> {
+        let mut lag = 0;
+        for tp in self.partitions.keys() {
+            let end = self.consumer.end_offset(tp)?.0;
+            lag += end.saturating_sub(self.consumer.position(tp)?.0);
+        }
+        Ok(lag)
     }
 
     /// Applies what one fetch brings.

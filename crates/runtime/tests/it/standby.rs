@@ -212,6 +212,11 @@ fn crash_and_promote(replicas: u32) -> (u64, u64) {
             assert!(Instant::now() < deadline, "standby never caught up");
             std::thread::sleep(Duration::from_millis(10));
         }
+        // It measures that it is at the changelog's end.
+        while a.standby_lag() != Some(0) {
+            assert!(Instant::now() < deadline, "lag {:?}", a.standby_lag());
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
     // More input; B commits part of it, then crashes.
     produce(&*log, middle, 100);
@@ -222,6 +227,7 @@ fn crash_and_promote(replicas: u32) -> (u64, u64) {
     group.push(&a_id, GroupEvent::Revoked(input_partitions(&[0, 1])));
     group.push(&a_id, GroupEvent::Assigned(input_partitions(&[0, 1, 2])));
     until_assigned(&a, &[0, 1, 2], &[]);
+    assert_eq!(a.standby_lag(), Some(0), "no copies, no lag");
     let promoted = a.restored_records();
     let cold = changelog_records(&inner, 2);
 
