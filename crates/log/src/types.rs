@@ -307,7 +307,7 @@ pub(crate) struct BatchSpans {
 }
 
 /// (start, length) of a key or value in a batch's buffer; `None` is null.
-type Span = Option<(u32, u32)>;
+pub(crate) type Span = Option<(u32, u32)>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct RecordSpan {
@@ -338,13 +338,28 @@ impl BatchSpans {
                 )
             })
         };
+        self.push_spans(offset, timestamp, narrow(key), narrow(value), headers);
+    }
+
+    /// Adds a record whose key and value spans are already narrowed (the
+    /// caller knows its buffer is below 4 GiB).
+    pub(crate) fn push_spans(
+        &mut self,
+        offset: u64,
+        timestamp: i64,
+        key: Span,
+        value: Span,
+        headers: Vec<Header>,
+    ) {
         let headers_from = self.headers.len() as u32;
-        self.headers.extend(headers);
+        if !headers.is_empty() {
+            self.headers.extend(headers);
+        }
         self.records.push(RecordSpan {
             offset,
             timestamp,
-            key: narrow(key),
-            value: narrow(value),
+            key,
+            value,
             headers_from,
             headers_to: self.headers.len() as u32,
         });
