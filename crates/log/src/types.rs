@@ -343,6 +343,7 @@ impl BatchSpans {
 
     /// Adds a record whose key and value spans are already narrowed (the
     /// caller knows its buffer is below 4 GiB).
+    #[inline]
     pub(crate) fn push_spans(
         &mut self,
         offset: u64,
@@ -478,6 +479,7 @@ impl FetchedBatch {
 
     /// Records in the batch.
     #[must_use]
+    #[inline]
     pub fn len(&self) -> usize {
         self.spans.records.len()
     }
@@ -499,6 +501,7 @@ impl FetchedBatch {
     /// # Panics
     /// If `i >= len()`.
     #[must_use]
+    #[inline]
     pub fn get(&self, i: usize) -> RecordView<'_> {
         let r = &self.spans.records[i];
         let slice = |s: Span| s.map(|(at, len)| &self.data[at as usize..(at + len) as usize]);
@@ -512,6 +515,7 @@ impl FetchedBatch {
     }
 
     /// The records, in offset order.
+    #[inline]
     pub fn iter(&self) -> impl ExactSizeIterator<Item = RecordView<'_>> + '_ {
         (0..self.len()).map(|i| self.get(i))
     }
