@@ -307,7 +307,7 @@ pub(crate) struct BatchSpans {
 }
 
 /// (start, length) of a key or value in a batch's buffer; `None` is null.
-type Span = Option<(u32, u32)>;
+pub(crate) type Span = Option<(u32, u32)>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct RecordSpan {
@@ -338,13 +338,29 @@ impl BatchSpans {
                 )
             })
         };
+        self.push_spans(offset, timestamp, narrow(key), narrow(value), headers);
+    }
+
+    /// Adds a record whose key and value spans are already narrowed (the
+    /// caller knows its buffer is below 4 GiB).
+    #[inline]
+    pub(crate) fn push_spans(
+        &mut self,
+        offset: u64,
+        timestamp: i64,
+        key: Span,
+        value: Span,
+        headers: Vec<Header>,
+    ) {
         let headers_from = self.headers.len() as u32;
-        self.headers.extend(headers);
+        if !headers.is_empty() {
+            self.headers.extend(headers);
+        }
         self.records.push(RecordSpan {
             offset,
             timestamp,
-            key: narrow(key),
-            value: narrow(value),
+            key,
+            value,
             headers_from,
             headers_to: self.headers.len() as u32,
         });
@@ -463,6 +479,7 @@ impl FetchedBatch {
 
     /// Records in the batch.
     #[must_use]
+    #[inline]
     pub fn len(&self) -> usize {
         self.spans.records.len()
     }
@@ -484,6 +501,7 @@ impl FetchedBatch {
     /// # Panics
     /// If `i >= len()`.
     #[must_use]
+    #[inline]
     pub fn get(&self, i: usize) -> RecordView<'_> {
         let r = &self.spans.records[i];
         let slice = |s: Span| s.map(|(at, len)| &self.data[at as usize..(at + len) as usize]);
@@ -497,6 +515,7 @@ impl FetchedBatch {
     }
 
     /// The records, in offset order.
+    #[inline]
     pub fn iter(&self) -> impl ExactSizeIterator<Item = RecordView<'_>> + '_ {
         (0..self.len()).map(|i| self.get(i))
     }

@@ -13,6 +13,7 @@
 //! nor of threads: the caller hands it wall time.
 
 use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
 use std::collections::{BinaryHeap, VecDeque};
 
 use crate::tracker::Head;
@@ -174,32 +175,32 @@ impl<R> OrderedDispatch<R> {
     /// # Panics
     /// If `tracker` is not the tracker the records were pushed with.
     pub fn next(&mut self, tracker: &mut WatermarkTracker, now: WallTime) -> Option<Dispatched<R>> {
-        let mut chosen = None;
-        while let Some(Reverse((ts, p))) = self.heads.pop() {
-            if tracker.is_held(PartitionIndex(p)) {
-                self.passed_over.push(Reverse((ts, p)));
-            } else {
-                chosen = Some(p);
-                break;
+        // The usual case: the oldest head's partition is not held. Its next
+        // head replaces it at the top of the heap in place (one sift, not a
+        // pop and a push); each partition is in the heap at most once, so
+        // the heap orders the same keys either way.
+        let top_held = tracker.is_held(PartitionIndex(self.heads.peek()?.0.1));
+        let (chosen, buffered, next_head) = if top_held {
+            self.next_past_held(tracker)?
+        } else {
+            let mut top = self.heads.peek_mut()?;
+            let chosen = top.0.1;
+            let (buffered, next_head) = take_head(&mut self.buffers[chosen as usize]);
+            match next_head {
+                Some(t) => *top = Reverse((t.as_millis(), chosen)),
+                None => {
+                    PeekMut::pop(top);
+                }
             }
-        }
-        self.heads.extend(self.passed_over.drain(..));
-        let chosen = chosen?;
-        let partition = PartitionIndex(chosen);
-        let buf = &mut self.buffers[chosen as usize];
+            (chosen, buffered, next_head)
+        };
         let Buffered {
             offset,
             event_time,
             record,
-        } = buf
-            .queue
-            .pop_front()
-            .expect("a partition in the head heap has a buffered record");
+        } = buffered;
+        let partition = PartitionIndex(chosen);
         self.buffered -= 1;
-        let next_head = buf.queue.front().map(|b| b.event_time);
-        if let Some(t) = next_head {
-            self.heads.push(Reverse((t.as_millis(), chosen)));
-        }
         let late = tracker
             .on_record(partition, event_time, now)
             .expect("a buffered partition was registered with this tracker at push");
@@ -221,6 +222,31 @@ impl<R> OrderedDispatch<R> {
         })
     }
 
+    /// The oldest head among partitions alignment does not hold, taken off
+    /// its buffer (the top of the heap is held): the chosen partition, its
+    /// record and its next head.
+    fn next_past_held(
+        &mut self,
+        tracker: &WatermarkTracker,
+    ) -> Option<(u32, Buffered<R>, Option<EventTime>)> {
+        let mut chosen = None;
+        while let Some(Reverse((ts, p))) = self.heads.pop() {
+            if tracker.is_held(PartitionIndex(p)) {
+                self.passed_over.push(Reverse((ts, p)));
+            } else {
+                chosen = Some(p);
+                break;
+            }
+        }
+        self.heads.extend(self.passed_over.drain(..));
+        let chosen = chosen?;
+        let (buffered, next_head) = take_head(&mut self.buffers[chosen as usize]);
+        if let Some(t) = next_head {
+            self.heads.push(Reverse((t.as_millis(), chosen)));
+        }
+        Some((chosen, buffered, next_head))
+    }
+
     /// Serves every record that can be served now, in dispatch order; records
     /// of held partitions stay buffered.
     pub fn drain_ready(
@@ -234,4 +260,14 @@ impl<R> OrderedDispatch<R> {
         }
         out
     }
+}
+
+/// Takes a partition's head record (it has one: it is in the head heap);
+/// returns it and the event time of the record behind it.
+fn take_head<R>(buf: &mut PartitionBuffer<R>) -> (Buffered<R>, Option<EventTime>) {
+    let head = buf
+        .queue
+        .pop_front()
+        .expect("a partition in the head heap has a buffered record");
+    (head, buf.queue.front().map(|b| b.event_time))
 }

@@ -420,6 +420,7 @@ impl WatermarkTracker {
     }
 
     /// The name of a registered partition.
+    #[inline]
     pub fn partition(&self, index: PartitionIndex) -> Result<&SourcePartition, TrackerError> {
         self.partitions
             .get(index.as_usize())
@@ -538,6 +539,7 @@ impl WatermarkTracker {
     /// Tells the tracker about a partition's waiting head (or that its buffer
     /// is empty). Called by the dispatcher; warns once about a head stamped
     /// more than a minute ahead of wall clock.
+    #[inline]
     pub fn set_head(
         &mut self,
         index: PartitionIndex,

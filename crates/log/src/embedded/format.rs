@@ -365,24 +365,37 @@ pub(crate) fn last_offset(body: &[u8]) -> Result<Option<u64>, Malformed> {
 
 /// Decodes a batch frame's body, which lies inside the buffer starting at
 /// address `buffer`, into spans of that buffer: the records with offsets in
-/// `[from, to)`; returns the offset of the last one taken.
+/// `[from, to)`; returns the offset of the last one taken. `room` is the
+/// bytes of the buffer from this frame on: the spans reserve room for the
+/// records they will likely hold, once, rather than growing frame by frame.
 pub(crate) fn fetched(
     body: &[u8],
     buffer: usize,
+    room: usize,
     from: u64,
     to: u64,
     spans: &mut BatchSpans,
 ) -> Result<Option<u64>, Malformed> {
-    let span = |s: &[u8]| (s.as_ptr() as usize - buffer, s.len());
+    // Every key and value lies inside the buffer, which ends at or after
+    // this body: one check here narrows all their spans.
+    let body_end = body.as_ptr() as usize - buffer + body.len();
+    assert!(
+        u32::try_from(body_end).is_ok(),
+        "a fetch buffer is below 4 GiB"
+    );
+    let span = |s: &[u8]| ((s.as_ptr() as usize - buffer) as u32, s.len() as u32);
     // The count is the writer's word; a damaged one must not reserve more
     // than the body can hold (a record takes at least MIN_RECORD bytes).
-    let count = batch_header(body)?.count as usize;
-    spans.reserve(count.min(body.len() / MIN_RECORD));
+    let count = (batch_header(body)?.count as usize).min(body.len() / MIN_RECORD);
+    let likely = count
+        .saturating_mul(room / body.len().max(1))
+        .min(room / MIN_RECORD);
+    spans.reserve(count.max(likely));
     let mut last = None;
     decode_batch_borrowed(body, |r| {
         if r.offset >= from && r.offset < to {
             last = Some(r.offset);
-            spans.push(
+            spans.push_spans(
                 r.offset,
                 r.timestamp,
                 r.key.map(span),
@@ -585,7 +598,7 @@ mod tests {
                 assert!(o >= base);
                 prev = Some(o);
             });
-            let _ = fetched(&with_base, with_base.as_ptr() as usize, 0, u64::MAX, &mut BatchSpans::default());
+            let _ = fetched(&with_base, with_base.as_ptr() as usize, with_base.len(), 0, u64::MAX, &mut BatchSpans::default());
         }
     }
 }

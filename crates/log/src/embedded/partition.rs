@@ -386,13 +386,19 @@ impl PartitionLog {
             loop {
                 match format::frame_at(&buf, p) {
                     FrameAt::Valid { body, next: np } => {
-                        let last =
-                            format::fetched(body, buf.as_ptr() as usize, next, to, &mut spans)
-                                .map_err(|m| LogError::Corrupt {
-                                    file: seg.path.clone(),
-                                    position: pos + p as u64,
-                                    reason: m.0.to_owned(),
-                                })?;
+                        let last = format::fetched(
+                            body,
+                            buf.as_ptr() as usize,
+                            buf.len() - p,
+                            next,
+                            to,
+                            &mut spans,
+                        )
+                        .map_err(|m| LogError::Corrupt {
+                            file: seg.path.clone(),
+                            position: pos + p as u64,
+                            reason: m.0.to_owned(),
+                        })?;
                         if let Some(last) = last {
                             next = last + 1;
                         }

@@ -18,6 +18,10 @@ use crate::types::{OffsetAndMetadata, Record, RecordRef, TopicPartition};
 /// Batches are cut at about this size so reads stay bounded.
 const BATCH_BYTES: usize = 1 << 20;
 
+/// Up to this many partitions written in a transaction, a send finds its
+/// partition by a scan rather than by the hash index.
+const LINEAR_LOOKUP: usize = 16;
+
 /// A transactional producer of an [`EmbeddedLog`](super::EmbeddedLog).
 #[derive(Debug)]
 pub struct EmbeddedProducer {
@@ -167,6 +171,12 @@ impl TransactionalProducer for EmbeddedProducer {
         };
         let at = match txn.last {
             Some(i) if txn.batches[i].0 == *tp => Some(i),
+            // A few partitions: comparing partition numbers first is
+            // cheaper than hashing the topic name.
+            _ if txn.batches.len() <= LINEAR_LOOKUP => txn
+                .batches
+                .iter()
+                .position(|(t, _)| t.partition == tp.partition && t.topic == tp.topic),
             _ => txn.index.get(tp).copied(),
         };
         if at.is_none() {
@@ -358,6 +368,56 @@ mod tests {
             assert!(send_one(&mut p, 2).is_err(), "{op:?}");
             drop((p, log));
             assert_eq!(committed_values(dir.path()), vec![1], "{op:?}");
+        }
+    }
+
+    /// Sends interleaved across partitions land in their own partitions,
+    /// in order, whether the transaction finds a partition by scanning (a
+    /// few partitions) or by its index (more than `LINEAR_LOOKUP`); two
+    /// topics share partition numbers.
+    #[test]
+    fn interleaved_sends_reach_their_partitions_by_scan_and_by_index() {
+        for partitions in [3u32, super::LINEAR_LOOKUP as u32 + 5] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let log = EmbeddedLog::open(dir.path()).expect("open");
+            for topic in ["a", "b"] {
+                log.create_topic(&TopicSpec::new(topic, partitions))
+                    .expect("create");
+            }
+            let mut p = log.transactional_producer("tx").expect("producer");
+            p.begin().expect("begin");
+            for n in 0..4u8 {
+                for part in 0..partitions {
+                    for topic in ["a", "b"] {
+                        let tag = format!("{topic}{part}-{n}");
+                        p.send_ref(
+                            &TopicPartition::new(topic, part),
+                            crate::types::RecordRef {
+                                key: None,
+                                value: Some(tag.as_bytes()),
+                                headers: &[],
+                                timestamp: Timestamp(0),
+                            },
+                        )
+                        .expect("send");
+                    }
+                }
+            }
+            p.commit().expect("commit");
+            let mut c = log.consumer("r").expect("consumer");
+            for topic in ["a", "b"] {
+                for part in 0..partitions {
+                    let values: Vec<String> =
+                        crate::contract::read_to_end(&mut c, &[TopicPartition::new(topic, part)])
+                            .into_iter()
+                            .map(|r| {
+                                String::from_utf8(r.record.value.expect("value")).expect("utf-8")
+                            })
+                            .collect();
+                    let want: Vec<String> = (0..4).map(|n| format!("{topic}{part}-{n}")).collect();
+                    assert_eq!(values, want, "{partitions} partitions, {topic}/{part}");
+                }
+            }
         }
     }
 }

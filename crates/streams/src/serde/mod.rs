@@ -78,7 +78,9 @@ pub trait Serde<T>: Send + Sync + fmt::Debug {
 
     /// Encodes to optional bytes; `None` is a null (only nullable serdes produce it).
     fn serialize_nullable(&self, topic: &str, value: &T) -> Result<Option<Vec<u8>>, SerdeError> {
-        let mut out = Vec::new();
+        // Room for a primitive or a primitive's windowed key without
+        // growing (from empty, a windowed `i64` key is allocated twice).
+        let mut out = Vec::with_capacity(16);
         self.serialize(topic, value, &mut out)?;
         Ok(Some(out))
     }
