@@ -315,10 +315,7 @@ impl<L: Log + 'static> StreamsApp<L> {
     /// until the running engine's copies first measured it, `Some(0)` with
     /// no copies.
     pub fn standby_lag(&self) -> Option<u64> {
-        match self.shared.standby_lag.load(Ordering::Acquire) {
-            crate::engine::standby::LAG_UNKNOWN => None,
-            lag => Some(lag),
-        }
+        self.shared.standby_lag()
     }
 
     /// Barriers committed since start.
@@ -392,6 +389,7 @@ impl AppHandle {
         if let Some(w) = &mut m.watermark {
             w.lag_ms = lag_at(w.current, self.clock.now().as_millis());
         }
+        m.standby_lag = self.shared.standby_lag();
         m
     }
 }

@@ -102,11 +102,13 @@ pub enum Metric {
     RestoreRestored,
     /// Changelog records read and not yet restored.
     RestoreRemaining,
+    /// Offsets the standby copies are behind their changelogs.
+    StandbyLag,
 }
 
 impl Metric {
     /// Every metric, in exposition order.
-    pub const ALL: [Metric; 15] = [
+    pub const ALL: [Metric; 16] = [
         Metric::WatermarkCurrent,
         Metric::WatermarkLag,
         Metric::WatermarkLateRecords,
@@ -122,6 +124,7 @@ impl Metric {
         Metric::RecordsOut,
         Metric::RestoreRestored,
         Metric::RestoreRemaining,
+        Metric::StandbyLag,
     ];
 
     /// The family name as exposed (counters end in `_total`).
@@ -142,6 +145,7 @@ impl Metric {
             Metric::RecordsOut => "stoatflow_records_out_total",
             Metric::RestoreRestored => "stoatflow_restore_records_restored_total",
             Metric::RestoreRemaining => "stoatflow_restore_records_remaining",
+            Metric::StandbyLag => "stoatflow_standby_lag_records",
         }
     }
 
@@ -210,6 +214,9 @@ impl Metric {
             Metric::RecordsOut => "Records that left the tasks through a sink.",
             Metric::RestoreRestored => "Changelog records applied to the stores at start.",
             Metric::RestoreRemaining => "Changelog records read for restore and not yet applied.",
+            Metric::StandbyLag => {
+                "Offsets the standby copies (num.standby.replicas) are behind their changelogs' ends: what a promotion would restore (absent until measured)."
+            }
         }
     }
 
@@ -366,6 +373,10 @@ fn encode_figures(metric: Metric, s: &MetricsSnapshot, mut e: MetricEncoder) -> 
                 .records_total
                 .saturating_sub(s.restore.records_restored) as i64,
         ),
+        Metric::StandbyLag => match s.standby_lag {
+            Some(lag) => gauge(e, i64::try_from(lag).unwrap_or(i64::MAX)),
+            None => Ok(()),
+        },
     }
 }
 

@@ -140,6 +140,15 @@ pub type ErrorHandler =
     Box<dyn Fn(&RuntimeError) -> Option<StreamThreadExceptionResponse> + Send + Sync>;
 
 impl Shared {
+    /// How far the standby copies are behind their changelogs; `None` until
+    /// the running engine's copies measured it.
+    pub(crate) fn standby_lag(&self) -> Option<u64> {
+        match self.standby_lag.load(Ordering::Acquire) {
+            standby::LAG_UNKNOWN => None,
+            lag => Some(lag),
+        }
+    }
+
     /// The running engine's active and standby tasks.
     pub(crate) fn assignment(&self) -> Assignment {
         self.assignment.lock().expect("assignment lock").clone()

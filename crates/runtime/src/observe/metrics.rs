@@ -188,6 +188,8 @@ impl MetricsCells {
                 records_total: self.restore_total.load(Ordering::Relaxed),
                 records_restored: self.restored.load(Ordering::Relaxed),
             },
+            // The application's handle fills it in (the copies report to it).
+            standby_lag: None,
         }
     }
 }
@@ -216,6 +218,9 @@ pub struct MetricsSnapshot {
     pub barriers: BarrierFigures,
     /// Restore progress.
     pub restore: RestoreFigures,
+    /// Offsets the standby copies are behind their changelogs' ends
+    /// (`num.standby.replicas`); `None` until they measured it.
+    pub standby_lag: Option<u64>,
 }
 
 /// The tracker figures of several sub-topologies as one: the least current

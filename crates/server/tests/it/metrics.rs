@@ -215,4 +215,13 @@ fn restore_progress_counts_the_changelog_records_a_restart_reads_back() {
         restore.records_restored as f64
     );
     assert_eq!(value(&families, "stoatflow_restore_records_remaining"), 0.0);
+    // One instance owns every task: no copies, nothing behind.
+    assert_eq!(handle_lag(&second), Some(0));
+    assert_eq!(value(&families, "stoatflow_standby_lag_records"), 0.0);
+}
+
+fn handle_lag<L: stoatflow_log::Log + 'static>(
+    app: &stoatflow_runtime::StreamsApp<L>,
+) -> Option<u64> {
+    app.handle().metrics().standby_lag
 }
