@@ -34,7 +34,7 @@ pub(crate) mod takeover;
 pub(crate) mod task_stamps;
 pub(crate) mod upkeep;
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
@@ -64,7 +64,7 @@ use crate::engine::error_response::{
 };
 use crate::engine::lane::{LaneMsg, LaneReply, LaneRun, LaneSetup, run_lane};
 use crate::engine::partitioner::partition_for_key;
-use crate::engine::standby::{Standby, StandbySetup};
+use crate::engine::standby::Standby;
 use crate::engine::task_stamps::TaskStamps;
 use crate::engine::upkeep::Upkeep;
 use crate::error::RuntimeError;
@@ -643,42 +643,23 @@ impl<L: Log + 'static> Engine<L> {
         // own tasks are restored.
         let all_tasks = (0..subtopologies).flat_map(|st| {
             let partitions = plan.partitions.get(&st).copied().unwrap_or(0);
-            (0..partitions).map(move |partition| TaskId {
-                subtopology: st,
-                partition,
-            })
+            (0..partitions).map(move |p| TaskId::new(st, p))
         });
-        let standby_tasks = match (
-            config.streams.changelog_enabled,
-            config.effective_state_dir(),
-        ) {
-            (true, Some(state_dir)) => {
-                let tasks = standby::standby_tasks(config.standby_replicas, all_tasks, &owned);
-                shared
-                    .standby_lag
-                    .store(standby::LAG_UNKNOWN, Ordering::Release);
-                let setup = StandbySetup {
-                    tasks: tasks.clone(),
-                    topology: topology.clone(),
-                    config: streams_config.clone(),
-                    log: log.clone(),
-                    state_dir,
-                    default_store: config.default_dsl_store(),
-                    reader: format!("{}-standby", config.transactional_id()),
-                    applied: shared.standby_applied.clone(),
-                    lag: shared.standby_lag.clone(),
-                };
-                (Standby::start(setup)?, tasks)
-            }
-            _ => (None, BTreeSet::new()),
-        };
-        let (standby, standby_tasks) = standby_tasks;
-        if standby.is_none() {
-            shared.standby_lag.store(0, Ordering::Release);
-        }
+        let standby_tasks = standby::standby_tasks(config.standby_replicas, all_tasks, &owned);
+        let standby = Standby::start_for(
+            standby_tasks.clone(),
+            config,
+            topology,
+            &streams_config,
+            log,
+            shared,
+        )?;
         *shared.assignment.lock().expect("assignment lock") = Assignment {
             active: owned.iter().copied().collect(),
-            standby: standby_tasks.into_iter().collect(),
+            standby: match standby {
+                Some(_) => standby_tasks.into_iter().collect(),
+                None => Vec::new(),
+            },
         };
         let barrier = last_barrier;
         let sink_tps = plan

@@ -34,6 +34,8 @@ use std::time::{Duration, Instant};
 use stoatflow_log::{Consumer, ErrorKind, Log, Offset, TopicPartition};
 use stoatflow_streams::{StoreType, StreamTask, StreamsConfig, TaskStores, Topology};
 
+use crate::config::RuntimeConfig;
+use crate::engine::Shared;
 use crate::engine::changelog_read::changelog_entry;
 use crate::engine::store_restore::{
     ChangelogPartitions, apply_entries, changelog_partitions, close_and_checkpoint,
@@ -59,24 +61,24 @@ pub(crate) fn standby_tasks(
 }
 
 /// What the standby thread starts with.
-pub(crate) struct StandbySetup<L: Log> {
-    pub(crate) tasks: BTreeSet<TaskId>,
-    pub(crate) topology: Arc<Topology>,
-    pub(crate) config: Arc<StreamsConfig>,
-    pub(crate) log: Arc<L>,
-    pub(crate) state_dir: PathBuf,
+struct StandbySetup<L: Log> {
+    tasks: BTreeSet<TaskId>,
+    topology: Arc<Topology>,
+    config: Arc<StreamsConfig>,
+    log: Arc<L>,
+    state_dir: PathBuf,
     /// The engine of the DSL's stores whose supplier names none (as the
     /// lanes have it: a copy is kept only of the stores that are on disk).
-    pub(crate) default_store: StoreType,
+    default_store: StoreType,
     /// The group of its changelog consumer (the instance's own: nobody
     /// commits to it).
-    pub(crate) reader: String,
+    reader: String,
     /// Changelog records applied, across the standby's life (shared with
     /// the application's view).
-    pub(crate) applied: Arc<AtomicU64>,
+    applied: Arc<AtomicU64>,
     /// Records the copies are behind their changelogs' ends, last measured
     /// ([`LAG_UNKNOWN`] until then; shared with the application's view).
-    pub(crate) lag: Arc<AtomicU64>,
+    lag: Arc<AtomicU64>,
 }
 
 /// The lag before the copies first measured it.
@@ -99,13 +101,48 @@ pub(crate) struct Standby {
 }
 
 impl Standby {
+    /// Starts the copies of `tasks` an engine keeps (none without
+    /// changelogs or a state directory), and resets the lag `shared`
+    /// reports: unknown until the copies measure it, 0 with no copies.
+    ///
+    /// # Errors
+    /// The thread could not be spawned.
+    pub(crate) fn start_for<L: Log + 'static>(
+        tasks: BTreeSet<TaskId>,
+        config: &RuntimeConfig,
+        topology: &Arc<Topology>,
+        streams_config: &Arc<StreamsConfig>,
+        log: &Arc<L>,
+        shared: &Shared,
+    ) -> Result<Option<Self>, RuntimeError> {
+        let standby = match config.effective_state_dir() {
+            Some(state_dir) if config.streams.changelog_enabled && !tasks.is_empty() => {
+                shared.standby_lag.store(LAG_UNKNOWN, Ordering::Release);
+                Standby::start(StandbySetup {
+                    tasks,
+                    topology: topology.clone(),
+                    config: streams_config.clone(),
+                    log: log.clone(),
+                    state_dir,
+                    default_store: config.default_dsl_store(),
+                    reader: format!("{}-standby", config.transactional_id()),
+                    applied: shared.standby_applied.clone(),
+                    lag: shared.standby_lag.clone(),
+                })?
+            }
+            _ => None,
+        };
+        if standby.is_none() {
+            shared.standby_lag.store(0, Ordering::Release);
+        }
+        Ok(standby)
+    }
+
     /// Starts the thread keeping `setup.tasks` warm (none: no thread).
     ///
     /// # Errors
     /// The thread could not be spawned.
-    pub(crate) fn start<L: Log + 'static>(
-        setup: StandbySetup<L>,
-    ) -> Result<Option<Self>, RuntimeError> {
+    fn start<L: Log + 'static>(setup: StandbySetup<L>) -> Result<Option<Self>, RuntimeError> {
         if setup.tasks.is_empty() {
             return Ok(None);
         }
