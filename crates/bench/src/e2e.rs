@@ -11,9 +11,10 @@
 //!   hops), its hot-item counts written to the output topic.
 //!
 //! The input is written to two partitions before the clock starts; the
-//! timed region runs from `start()` until the input is consumed and
-//! `close()` has committed the final barrier; for q5, whose results cross
-//! two repartition hops after the input is consumed, until the last barrier
+//! timed region runs from `start()` until every input record was handed to
+//! the lanes (`wait_until_consumed`) and `close()` has committed the final
+//! barrier, which carries every result; for q5, whose results cross two
+//! repartition hops after the input is consumed, until the last barrier
 //! before the application went quiet. The tumbling run also reports its
 //! final-result latency per window close (see [`Latency`]).
 //!
@@ -186,7 +187,8 @@ const QUIET: Duration = Duration::from_millis(2_000);
 /// Runs `topology` on `lanes` lanes over what `log` holds. With `drain`,
 /// the clock stops at the last barrier commit before the application went
 /// quiet (results crossing repartition hops take barriers after the input
-/// is consumed); without, at the end of `close()`.
+/// is consumed); without, at the end of the `close()` called once the
+/// input is consumed.
 fn run_app(
     topology: Topology,
     log: &Arc<EmbeddedLog>,
@@ -197,10 +199,11 @@ fn run_app(
     let mut app = StreamsApp::with_log(topology, config, log.clone()).map_err(engine_err)?;
     let start = Instant::now();
     app.start().map_err(engine_err)?;
-    if !app
-        .wait_until_caught_up(Duration::from_secs(3_600))
-        .map_err(engine_err)?
-    {
+    let consumed = match drain {
+        true => app.wait_until_caught_up(Duration::from_secs(3_600)),
+        false => app.wait_until_consumed(Duration::from_secs(3_600)),
+    };
+    if !consumed.map_err(engine_err)? {
         return Err(engine_err(format!(
             "did not consume its input: state {}, error {:?}",
             app.state(),

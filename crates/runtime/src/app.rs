@@ -4,8 +4,9 @@
 //! state, listener, error handler, the `/watermarks` view, committed
 //! positions). Knows nothing of how records are processed.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -234,6 +235,32 @@ impl<L: Log + 'static> StreamsApp<L> {
     /// # Errors
     /// The log's, reading the end offsets.
     pub fn wait_until_caught_up(&self, timeout: Duration) -> Result<bool, RuntimeError> {
+        self.wait_until_reached(&self.shared.committed, true, timeout)
+    }
+
+    /// Waits until every record each source partition held when this was
+    /// called has been handed to the tasks: read and processed or queued,
+    /// not yet committed (`close()` commits it with the final barrier).
+    /// Returns whether it did within `timeout`. A topology that reads a
+    /// repartition topic also waits for what its upstream writes meanwhile,
+    /// as [`StreamsApp::wait_until_caught_up`] does.
+    ///
+    /// # Errors
+    /// The log's, reading the end offsets.
+    pub fn wait_until_consumed(&self, timeout: Duration) -> Result<bool, RuntimeError> {
+        let look_again = self.topology.sources().iter().any(|s| s.internal);
+        self.wait_until_reached(&self.shared.consumed, look_again, timeout)
+    }
+
+    /// Waits until `reached` holds, for every non-empty source partition,
+    /// at least the end it had when looked at. With `look_again` the wait
+    /// ends only when a second look finds no partition grown.
+    fn wait_until_reached(
+        &self,
+        reached: &Mutex<HashMap<TopicPartition, u64>>,
+        look_again: bool,
+        timeout: Duration,
+    ) -> Result<bool, RuntimeError> {
         let app = self.config.application_id();
         let mut consumer = self.log.consumer(&format!("{app}-caught-up"))?;
         let mut topics: Vec<String> = self
@@ -268,9 +295,9 @@ impl<L: Log + 'static> StreamsApp<L> {
             }
             loop {
                 let done = {
-                    let committed = self.shared.committed.lock().expect("committed lock");
+                    let reached = reached.lock().expect("offsets lock");
                     ends.iter()
-                        .all(|(tp, end)| committed.get(tp).is_some_and(|c| c >= end))
+                        .all(|(tp, end)| reached.get(tp).is_some_and(|c| c >= end))
                 };
                 if done {
                     break;
@@ -278,7 +305,10 @@ impl<L: Log + 'static> StreamsApp<L> {
                 if Instant::now() >= deadline || self.state().has_stopped() {
                     return Ok(false);
                 }
-                std::thread::sleep(Duration::from_millis(5));
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if !look_again {
+                return Ok(true);
             }
             previous = Some(ends);
             // A broker's offsets can lag its metadata for a moment: look

@@ -14,8 +14,10 @@
 //! sink records, its changelog records, the stamp ring with W(N), and the
 //! source offsets fixed at barrier N with their partition times (Kafka
 //! Streams' committed-offset metadata). Barrier N+1 is cut only after
-//! transaction N committed ("one committing, one processing"; here the poll
-//! loop commits synchronously, so the lanes drain while it commits). Under
+//! transaction N committed ("one committing, one processing"): the lanes
+//! cross barrier N while the poll loop goes on dispatching, and the
+//! committer thread commits transaction N while the lanes process epoch
+//! N+1. Under
 //! at-least-once the same epoch commits its records first and its offsets in
 //! a second transaction, never atomically with them.
 //!
@@ -25,6 +27,7 @@
 
 pub(crate) mod assignment;
 pub(crate) mod changelog_read;
+pub(crate) mod committer;
 pub(crate) mod error_response;
 pub(crate) mod lane;
 pub(crate) mod partitioner;
@@ -36,18 +39,16 @@ pub(crate) mod upkeep;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use stoatflow_log::offset_metadata::{self, PartitionMetadata};
 use stoatflow_log::{
-    Consumer, ErrorKind, FetchedBatch, Log, LogError, Offset, OffsetAndMetadata, Record, RecordRef,
-    RecordView, Timestamp, TopicPartition, TransactionalProducer,
+    Consumer, FetchedBatch, Log, Offset, OffsetAndMetadata, RecordView, TopicPartition,
 };
-use stoatflow_state::{ChangelogBatch, ChangelogRecordRef, changelog_topic};
-use stoatflow_streams::{CoordinationMode, EventTimeReader, OutputRecord, Topology};
+use stoatflow_streams::{CoordinationMode, EventTimeReader, Topology};
 use stoatflow_time::{
     Clock, Dispatched, EventTime, OrderedDispatch, PartitionIndex, SourcePartition,
     SourceTimePolicy, WallTime, Watermark, WatermarkGenerator, WatermarkOutput, WatermarkStrategy,
@@ -55,15 +56,15 @@ use stoatflow_time::{
 };
 
 use crate::app_state::AppState;
+use crate::config::RuntimeConfig;
 use crate::config::cadence::BarrierCadence;
 use crate::config::layout::{Layout, log_topic_name, marker, marker_watermark};
-use crate::config::{ProcessingGuarantee, RuntimeConfig};
 use crate::engine::assignment::{Membership, Rebalance};
+use crate::engine::committer::{CommitDone, CommitJob, Committer, SinkRouting};
 use crate::engine::error_response::{
     StreamThreadExceptionResponse, default_response, fenced, replacement_backoff,
 };
 use crate::engine::lane::{LaneMsg, LaneReply, LaneRun, LaneSetup, run_lane};
-use crate::engine::partitioner::partition_for_key;
 use crate::engine::standby::Standby;
 use crate::engine::task_stamps::TaskStamps;
 use crate::engine::upkeep::Upkeep;
@@ -86,8 +87,9 @@ const BATCH: usize = 4096;
 /// poll loop. A barrier waits behind what is queued, so a deeper queue adds
 /// to every result's latency (4 × 4 096 records: a few ms of lane work).
 const LANE_QUEUE: usize = 4;
-/// Retries of a commit that failed with a retriable error.
-const COMMIT_RETRIES: u32 = 5;
+/// The longest fetch wait while a barrier is in flight: its crossings and
+/// its commit are looked for between fetches.
+const IN_FLIGHT_POLL_WAIT: Duration = Duration::from_millis(1);
 
 /// What the application and the engine share.
 pub(crate) struct Shared {
@@ -101,6 +103,9 @@ pub(crate) struct Shared {
     pub(crate) snapshot: Mutex<Option<WatermarksSnapshot>>,
     /// Per source partition, the offset committed by the last transaction.
     pub(crate) committed: Mutex<HashMap<TopicPartition, u64>>,
+    /// Per source partition, the offset up to which records were handed to
+    /// the tasks, as of the last fetch that found nothing new.
+    pub(crate) consumed: Mutex<HashMap<TopicPartition, u64>>,
     /// Barriers committed since start.
     pub(crate) barriers: std::sync::atomic::AtomicU64,
     /// The error that stopped the application.
@@ -163,6 +168,7 @@ impl Shared {
             halt: AtomicBool::new(false),
             snapshot: Mutex::new(None),
             committed: Mutex::new(HashMap::new()),
+            consumed: Mutex::new(HashMap::new()),
             barriers: std::sync::atomic::AtomicU64::new(0),
             error: Mutex::new(None),
             restored: std::sync::atomic::AtomicU64::new(0),
@@ -369,6 +375,23 @@ enum Exit {
     Rebalance,
 }
 
+/// A barrier between its cut and its commit: first its lanes cross it (their
+/// commits gather here), then the committer commits its transaction.
+struct InFlight {
+    barrier: u64,
+    stamps: Arc<[Watermark]>,
+    flush: bool,
+    /// When it was cut, and the clock's time then (the stamp ring's).
+    cut: Instant,
+    now: WallTime,
+    /// The source offsets fixed at the cut (moved into the job).
+    offsets: Vec<(TopicPartition, OffsetAndMetadata)>,
+    /// Lanes still to cross it; once none, the transaction is the committer's.
+    crossing: usize,
+    /// The crossed lanes' commits.
+    commits: Vec<(TaskId, stoatflow_streams::EpochCommit)>,
+}
+
 /// One sub-topology's event time. A sub-topology fed by a repartition topic
 /// takes its watermark from the markers in it and runs barriers on its own
 /// stamps (DESIGN 3.3), so each has its own tracker, dispatcher and stamp
@@ -393,7 +416,10 @@ struct Engine<L: Log> {
     clock: Arc<dyn Clock>,
     shared: Arc<Shared>,
     consumer: L::Consumer,
-    producer: L::Producer,
+    /// The thread that owns the producer and commits each epoch.
+    committer: Committer,
+    /// The barrier between its cut and its commit (at most one).
+    inflight: Option<InFlight>,
     /// Per sub-topology: its tracker, dispatcher and last stamps.
     times: Vec<SubtopologyTime>,
     /// Per owned task, its stamp ring.
@@ -417,11 +443,6 @@ struct Engine<L: Log> {
     markers_since_barrier: bool,
     /// Per lane, the runs waiting to be sent and the records in them.
     runs: Vec<(Vec<LaneRun>, usize)>,
-    null_key_counter: u32,
-    /// Per topology sink topic, its partitions on the log.
-    sink_tps: Vec<(Arc<str>, Vec<TopicPartition>)>,
-    /// The sink of the last output record.
-    last_sink: usize,
     last_tick: Instant,
     last_snapshot: Instant,
     /// Watermark moves since the last barrier, published with it.
@@ -682,12 +703,15 @@ impl<L: Log + 'static> Engine<L> {
             repartition,
             Instant::now(),
         );
+        let committer =
+            Committer::start(producer, SinkRouting::new(sink_tps), &app, config.guarantee)?;
         let engine = Engine {
             config: config.clone(),
             clock: clock.clone(),
             shared: shared.clone(),
             consumer,
-            producer,
+            committer,
+            inflight: None,
             times,
             stamps,
             slots,
@@ -710,9 +734,6 @@ impl<L: Log + 'static> Engine<L> {
             // committed position is past them).
             markers_since_barrier: true,
             runs: (0..lanes_n).map(|_| (Vec::new(), 0)).collect(),
-            null_key_counter: 0,
-            sink_tps,
-            last_sink: 0,
             last_tick: Instant::now(),
             last_snapshot: Instant::now() - SNAPSHOT_EVERY,
             timeline: Timeline::default(),
@@ -749,16 +770,29 @@ impl<L: Log + 'static> Engine<L> {
             }
             if self.shared.stop.load(Ordering::Acquire) {
                 self.shared.transition(AppState::PendingShutdown);
-                // Dispatch what is buffered, then the final flush barrier.
+                // Dispatch what is buffered, then the final flush barrier
+                // once the barrier in flight committed.
                 self.drain_dispatch()?;
-                self.barrier(true)?;
+                if !self.finish_barrier()? {
+                    return Ok(Exit::Stopped);
+                }
+                self.cut_barrier(true)?;
+                if !self.finish_barrier()? {
+                    return Ok(Exit::Stopped);
+                }
                 // Committed: the persistent stores can be closed and checkpointed.
                 for lane in &self.lanes {
                     send(lane, LaneMsg::Checkpoint)?;
                 }
                 return Ok(Exit::Stopped);
             }
-            let fetched = self.consumer.fetch_batches(self.config.poll_wait)?;
+            // A barrier in flight is looked after between short fetches.
+            let wait = match self.inflight {
+                Some(_) => self.config.poll_wait.min(IN_FLIGHT_POLL_WAIT),
+                None => self.config.poll_wait,
+            };
+            let fetched = self.consumer.fetch_batches(wait)?;
+            let caught_up = fetched.is_empty();
             let now = self.clock.now();
             for batch in fetched {
                 self.buffer(batch, now)?;
@@ -769,6 +803,9 @@ impl<L: Log + 'static> Engine<L> {
             // response cut before it, a broker that just restarted, an
             // engine rebuilt exactly at the end of its input).
             self.advance_idle_positions()?;
+            if caught_up {
+                self.publish_consumed();
+            }
             for st in 0..self.times.len() {
                 if let Some(w) = self.times[st].tracker.poll_watermark(now) {
                     self.timeline.watermark_reached(st, w, Instant::now());
@@ -797,17 +834,19 @@ impl<L: Log + 'static> Engine<L> {
                     self.shared.metrics.set_watermark(m);
                 }
             }
-            let work = self.epoch_has_work();
-            if self.cadence.is_due(self.last_barrier_at.elapsed(), work) {
-                self.barrier(false)?;
-            }
-            self.check_replies()?;
+            self.keep_barriers_moving()?;
         }
     }
 
     /// A rebalance (eager): commit the epoch at a barrier (unless the tasks
     /// were lost), checkpoint the persistent stores as a graceful close
     /// does, release the revoked partitions, and end this engine.
+    ///
+    /// The barrier is a flush barrier, as a close's: an emission pass
+    /// expires what it emits, and a regular barrier's pass would leave its
+    /// results to the next transaction, which this engine never commits,
+    /// while the checkpoint kept the expiry. The rebuilt engine would then
+    /// find neither the results nor the windows.
     fn rebalance(
         &mut self,
         rebalance: Rebalance,
@@ -816,13 +855,46 @@ impl<L: Log + 'static> Engine<L> {
         self.shared.transition(AppState::Rebalancing);
         if rebalance == Rebalance::CommitAndRebuild {
             self.drain_dispatch()?;
-            self.barrier(false)?;
+            if !self.finish_barrier()? {
+                return Ok(Exit::Stopped);
+            }
+            self.cut_barrier(true)?;
+            if !self.finish_barrier()? {
+                return Ok(Exit::Stopped);
+            }
             for lane in &self.lanes {
                 send(lane, LaneMsg::Checkpoint)?;
             }
         }
         membership.release()?;
         Ok(Exit::Rebalance)
+    }
+
+    /// Between two batches of a long dispatch (a fetch holds up to 4 MiB):
+    /// the barrier in flight moves on, and the next one is cut when due.
+    /// The tracker has seen only dispatched records, so a cut between any
+    /// two of them is a cut like any other.
+    fn keep_barriers_moving(&mut self) -> Result<(), RuntimeError> {
+        self.advance_barrier(Duration::ZERO)?;
+        if self.inflight.is_none()
+            && self
+                .cadence
+                .is_due(self.last_barrier_at.elapsed(), self.epoch_has_work())
+        {
+            self.cut_barrier(false)?;
+        }
+        Ok(())
+    }
+
+    /// Publishes how far each source partition was handed to the lanes
+    /// (`StreamsApp::wait_until_consumed`).
+    fn publish_consumed(&self) {
+        let mut consumed = self.shared.consumed.lock().expect("consumed lock");
+        for s in &self.slots {
+            if let Some(p) = s.position {
+                consumed.insert(s.tp.clone(), p);
+            }
+        }
     }
 
     /// Whether the epoch since the last barrier did anything, or a later
@@ -840,7 +912,8 @@ impl<L: Log + 'static> Engine<L> {
         match self.replies.try_recv() {
             Ok(LaneReply::Failed { lane, error }) => Err(lane_failed(lane, error)),
             Ok(other) => unreachable!("lanes answer only barriers, not {other:?}"),
-            Err(_) => Ok(()),
+            Err(TryRecvError::Empty) => Ok(()),
+            Err(TryRecvError::Disconnected) => Err(lanes_gone()),
         }
     }
 
@@ -966,6 +1039,7 @@ impl<L: Log + 'static> Engine<L> {
     /// batch in the usual case, whatever the interleaving of partitions).
     fn drain_dispatch(&mut self) -> Result<(), RuntimeError> {
         let now = self.clock.now();
+        let mut since_check = 0usize;
         for st in 0..self.times.len() {
             loop {
                 let time = &mut self.times[st];
@@ -973,6 +1047,11 @@ impl<L: Log + 'static> Engine<L> {
                     break;
                 };
                 self.route(d)?;
+                since_check += 1;
+                if since_check == BATCH {
+                    since_check = 0;
+                    self.keep_barriers_moving()?;
+                }
             }
         }
         for lane in 0..self.lanes.len() {
@@ -1047,9 +1126,17 @@ impl<L: Log + 'static> Engine<L> {
         send(&self.lanes[lane], LaneMsg::Records(std::mem::take(runs)))
     }
 
-    /// Barrier N: fix the offsets, stamp W(N), let every lane cross, and
-    /// commit the epoch in one transaction.
-    fn barrier(&mut self, flush: bool) -> Result<(), RuntimeError> {
+    /// Cuts barrier N: fixes the offsets, stamps W(N) and sends it down
+    /// every lane behind what they hold. The lanes cross it while the poll
+    /// loop goes on dispatching epoch N+1; [`Engine::advance_barrier`]
+    /// collects their commits and hands the transaction to the committer.
+    fn cut_barrier(&mut self, flush: bool) -> Result<(), RuntimeError> {
+        debug_assert!(self.inflight.is_none(), "barrier N+1 waits for N's commit");
+        // Everything dispatched before the cut reaches its lane before the
+        // barrier: the offsets fixed below count it as epoch N's.
+        for lane in 0..self.lanes.len() {
+            self.send_runs(lane)?;
+        }
         let now = self.clock.now();
         let cut = Instant::now();
         let stamps: Arc<[Watermark]> = self
@@ -1115,56 +1202,146 @@ impl<L: Log + 'static> Engine<L> {
                 },
             )?;
         }
-        let mut commits = Vec::new();
-        for _ in 0..self.lanes.len() {
-            match self.replies.recv() {
-                Ok(LaneReply::Crossed {
-                    barrier,
-                    commits: c,
-                }) => {
-                    debug_assert_eq!(barrier, n);
-                    commits.extend(c);
+        // What follows the cut is epoch N+1's.
+        self.dispatched_since_barrier = 0;
+        self.punctuation_since_barrier = false;
+        self.markers_since_barrier = false;
+        self.inflight = Some(InFlight {
+            barrier: n,
+            stamps,
+            flush,
+            cut,
+            now,
+            offsets,
+            crossing: self.lanes.len(),
+            commits: Vec::new(),
+        });
+        Ok(())
+    }
+
+    /// Moves the barrier in flight on: takes the lanes' crossings, hands the
+    /// transaction to the committer once every lane crossed, and finishes
+    /// the barrier once it committed. Waits at most `wait` for each step.
+    /// Without a barrier in flight, only a lane's failure is looked for.
+    fn advance_barrier(&mut self, wait: Duration) -> Result<(), RuntimeError> {
+        let Some(inflight) = &mut self.inflight else {
+            return self.check_replies();
+        };
+        while inflight.crossing > 0 {
+            let reply = if wait.is_zero() {
+                match self.replies.try_recv() {
+                    Ok(r) => r,
+                    Err(TryRecvError::Empty) => return Ok(()),
+                    Err(TryRecvError::Disconnected) => return Err(lanes_gone()),
                 }
-                Ok(LaneReply::Failed { lane, error }) => return Err(lane_failed(lane, error)),
-                Ok(LaneReply::Ready { .. }) => unreachable!("lanes are ready before any barrier"),
-                Err(_) => {
-                    return Err(RuntimeError::ThreadDied {
-                        thread: "lane".into(),
-                        reason: "hung up before crossing a barrier".into(),
-                    });
+            } else {
+                match self.replies.recv_timeout(wait) {
+                    Ok(r) => r,
+                    Err(RecvTimeoutError::Timeout) => return Ok(()),
+                    Err(RecvTimeoutError::Disconnected) => return Err(lanes_gone()),
                 }
+            };
+            match reply {
+                LaneReply::Crossed { barrier, commits } => {
+                    debug_assert_eq!(barrier, inflight.barrier);
+                    inflight.commits.extend(commits);
+                    inflight.crossing -= 1;
+                    if inflight.crossing == 0 {
+                        self.submit_commit()?;
+                        break;
+                    }
+                }
+                LaneReply::Failed { lane, error } => return Err(lane_failed(lane, error)),
+                LaneReply::Ready { .. } => unreachable!("lanes are ready before any barrier"),
             }
         }
-        // Task order, whatever the lane count: the same output sequence.
+        if let Some(done) = self.committer.answer(wait)? {
+            self.on_committed(done)?;
+        }
+        Ok(())
+    }
+
+    /// Waits until the barrier in flight (if any) committed. `false` if the
+    /// application was halted meanwhile (nothing more is committed then).
+    fn finish_barrier(&mut self) -> Result<bool, RuntimeError> {
+        while self.inflight.is_some() {
+            if self.shared.halt.load(Ordering::Acquire) {
+                return Ok(false);
+            }
+            self.advance_barrier(Duration::from_millis(20))?;
+        }
+        Ok(true)
+    }
+
+    /// Every lane crossed the barrier in flight: its transaction, in task
+    /// order whatever the lane count (the same output sequence), goes to
+    /// the committer with the stamp ring and the repartition markers.
+    fn submit_commit(&mut self) -> Result<(), RuntimeError> {
+        let inflight = self.inflight.as_mut().expect("a barrier in flight");
+        let mut commits = std::mem::take(&mut inflight.commits);
         commits.sort_by_key(|(id, _)| *id);
-        let stamp_records = self.stamps.record(n, &stamps, flush, now.as_millis())?;
-        let started = Instant::now();
-        self.commit_epoch(&commits, &stamp_records, &offsets, &stamps)?;
-        self.cadence.on_commit(started.elapsed());
+        let (n, flush) = (inflight.barrier, inflight.flush);
+        let stamps = inflight.stamps.clone();
+        let offsets = std::mem::take(&mut inflight.offsets);
+        let stamp_records = self
+            .stamps
+            .record(n, &stamps, flush, inflight.now.as_millis())?;
+        // After the epoch's records, a marker carrying W(N) of the writing
+        // sub-topology to every partition of each repartition topic it
+        // writes (DESIGN 3.3); only when that stamp moved: a repeated marker
+        // says nothing new and would keep an idle application cutting
+        // barriers.
+        let mut markers = Vec::new();
+        for sink in self.plan.sinks.values().filter(|s| s.internal) {
+            let stamp = stamps[sink.writer];
+            if stamp <= self.times[sink.writer].last_marker_sent {
+                continue;
+            }
+            let record = marker(stamp.as_millis());
+            for p in 0..sink.partitions {
+                markers.push((TopicPartition::new(&*sink.log_name, p), record.clone()));
+            }
+        }
         for (time, &stamp) in self.times.iter_mut().zip(stamps.iter()) {
             time.last_marker_sent.advance_to(stamp);
             time.recent = [time.recent[1], stamp];
         }
-        self.markers_since_barrier = false;
-        let interval = (self.barrier_cut_at.replace(cut)).map(|last| cut - last);
-        self.shared.metrics.on_barrier(interval, cut.elapsed());
+        self.committer.submit(CommitJob {
+            barrier: n,
+            commits,
+            markers,
+            stamp_records,
+            offsets,
+        })
+    }
+
+    /// Transaction N committed: barrier N is done, and N+1 may be cut once
+    /// the cadence says so (counted from this commit).
+    fn on_committed(&mut self, done: CommitDone) -> Result<(), RuntimeError> {
+        let inflight = self.inflight.take().expect("a barrier in flight");
+        debug_assert_eq!(done.barrier, inflight.barrier);
+        done.result?;
+        let n = inflight.barrier;
+        self.cadence.on_commit(done.took);
+        let interval = (self.barrier_cut_at.replace(inflight.cut)).map(|last| inflight.cut - last);
+        self.shared
+            .metrics
+            .on_barrier(interval, done.at.saturating_duration_since(inflight.cut));
         self.barrier = n;
-        self.last_barrier_at = Instant::now();
-        self.dispatched_since_barrier = 0;
-        self.punctuation_since_barrier = false;
+        self.last_barrier_at = done.at;
         {
             let mut committed = self.shared.committed.lock().expect("committed lock");
-            for (tp, om) in &offsets {
+            for (tp, om) in &done.offsets {
                 committed.insert(tp.clone(), om.offset.0);
             }
         }
-        self.upkeep.after_commit(&offsets);
+        self.upkeep.after_commit(&done.offsets);
         self.timeline.barrier_committed(BarrierTiming {
             barrier: n,
-            stamps: stamps.to_vec(),
-            flush,
-            cut,
-            committed: self.last_barrier_at,
+            stamps: inflight.stamps.to_vec(),
+            flush: inflight.flush,
+            cut: inflight.cut,
+            committed: done.at,
         });
         self.shared
             .timeline
@@ -1174,107 +1351,8 @@ impl<L: Log + 'static> Engine<L> {
         self.shared
             .barriers
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        tracing::debug!(barrier = n, stamps = ?stamps, flush, "barrier committed");
+        tracing::debug!(barrier = n, stamps = ?inflight.stamps, flush = inflight.flush, "barrier committed");
         Ok(())
-    }
-
-    fn commit_epoch(
-        &mut self,
-        commits: &[(TaskId, stoatflow_streams::EpochCommit)],
-        stamp_records: &[(TopicPartition, ChangelogBatch)],
-        offsets: &[(TopicPartition, OffsetAndMetadata)],
-        stamps: &[Watermark],
-    ) -> Result<(), RuntimeError> {
-        let app = self.config.application_id().to_owned();
-        let group = app.clone();
-        let at_least_once = self.config.guarantee == ProcessingGuarantee::AtLeastOnce;
-        self.producer.begin()?;
-        let sent = (|| -> Result<(), LogError> {
-            for (id, commit) in commits {
-                for out in &commit.outputs {
-                    let (sink, p) = self.sink_partition(out)?;
-                    let tp = &self.sink_tps[sink].1[p as usize];
-                    if out.headers.is_empty() {
-                        self.producer.send_ref(tp, output_ref(out))?;
-                    } else {
-                        self.producer.send(tp, &to_log_record(out))?;
-                    }
-                }
-                for (store, records) in &commit.changelogs {
-                    let tp = TopicPartition::new(changelog_topic(&app, store), id.partition);
-                    for r in records {
-                        self.producer.send_ref(&tp, changelog_ref(r))?;
-                    }
-                }
-            }
-            // After the epoch's records, a marker carrying W(N) of the
-            // writing sub-topology to every partition of each repartition
-            // topic it writes (DESIGN 3.3); only when that stamp moved: a
-            // repeated marker says nothing new and would keep an idle
-            // application cutting barriers.
-            for sink in self.plan.sinks.values().filter(|s| s.internal) {
-                let stamp = stamps[sink.writer];
-                if stamp <= self.times[sink.writer].last_marker_sent {
-                    continue;
-                }
-                let marker = marker(stamp.as_millis());
-                for p in 0..sink.partitions {
-                    self.producer
-                        .send(&TopicPartition::new(&*sink.log_name, p), &marker)?;
-                }
-            }
-            for (tp, records) in stamp_records {
-                for r in records {
-                    self.producer.send_ref(tp, changelog_ref(r))?;
-                }
-            }
-            if !offsets.is_empty() && !at_least_once {
-                self.producer.send_offsets(&group, offsets)?;
-            }
-            Ok(())
-        })();
-        if let Err(e) = sent {
-            let _ = self.producer.abort();
-            return Err(e.into());
-        }
-        self.commit_open_transaction()?;
-        if at_least_once && !offsets.is_empty() {
-            // At-least-once: the offsets only after the records are durable,
-            // and not atomically with them. (The log trait has a
-            // transactional producer only, so "flush" is the commit of the
-            // records' transaction.) A crash between the two re-reads the
-            // epoch: its output repeats, nothing is lost.
-            self.producer.begin()?;
-            if let Err(e) = self.producer.send_offsets(&group, offsets) {
-                let _ = self.producer.abort();
-                return Err(e.into());
-            }
-            self.commit_open_transaction()?;
-        }
-        Ok(())
-    }
-
-    /// Commits the open transaction, retrying a retriable failure with a
-    /// doubling backoff; any other failure aborts it (unless the producer is
-    /// unusable) and is returned.
-    fn commit_open_transaction(&mut self) -> Result<(), RuntimeError> {
-        let mut attempt = 0;
-        loop {
-            match self.producer.commit() {
-                Ok(()) => return Ok(()),
-                Err(e) if e.kind() == ErrorKind::Retriable && attempt < COMMIT_RETRIES => {
-                    attempt += 1;
-                    tracing::warn!(error = %e, attempt, "commit failed, retrying");
-                    std::thread::sleep(Duration::from_millis(50 << attempt));
-                }
-                Err(e) => {
-                    if e.kind() != ErrorKind::Fatal {
-                        let _ = self.producer.abort();
-                    }
-                    return Err(e.into());
-                }
-            }
-        }
     }
 
     /// The `/watermarks` view: every sub-topology's partitions; the global
@@ -1290,30 +1368,6 @@ impl<L: Log + 'static> Engine<L> {
         }
         out
     }
-
-    /// Where `out` goes: its sink (an index into `sink_tps`) and partition.
-    fn sink_partition(&mut self, out: &OutputRecord) -> Result<(usize, u32), LogError> {
-        let sink = match self.sink_tps.get(self.last_sink) {
-            Some((topic, _)) if **topic == *out.topic => self.last_sink,
-            _ => self
-                .sink_tps
-                .iter()
-                .position(|(topic, _)| **topic == *out.topic)
-                .ok_or_else(|| LogError::UnknownTopic {
-                    topic: out.topic.to_string(),
-                })?,
-        };
-        self.last_sink = sink;
-        let partitions = self.sink_tps[sink].1.len() as u32;
-        let p = match &out.key {
-            Some(k) => partition_for_key(k, partitions),
-            None => {
-                self.null_key_counter = self.null_key_counter.wrapping_add(1);
-                self.null_key_counter % partitions
-            }
-        };
-        Ok((sink, p))
-    }
 }
 
 fn lane_failed(lane: usize, error: RuntimeError) -> RuntimeError {
@@ -1321,40 +1375,16 @@ fn lane_failed(lane: usize, error: RuntimeError) -> RuntimeError {
     error
 }
 
+fn lanes_gone() -> RuntimeError {
+    RuntimeError::ThreadDied {
+        thread: "lane".into(),
+        reason: "hung up before crossing a barrier".into(),
+    }
+}
+
 fn send(lane: &SyncSender<LaneMsg>, msg: LaneMsg) -> Result<(), RuntimeError> {
     lane.send(msg).map_err(|_| RuntimeError::ThreadDied {
         thread: "lane".into(),
         reason: "its inbox is closed".into(),
     })
-}
-
-fn to_log_record(out: &OutputRecord) -> Record {
-    let mut r = Record::new(
-        out.key.as_deref(),
-        out.value.as_deref(),
-        Timestamp(out.timestamp),
-    );
-    for (k, v) in out.headers.iter() {
-        r = r.with_header(k, v);
-    }
-    r
-}
-
-/// An output record without headers, borrowed.
-fn output_ref(out: &OutputRecord) -> RecordRef<'_> {
-    RecordRef {
-        key: out.key.as_deref(),
-        value: out.value.as_deref(),
-        headers: &[],
-        timestamp: Timestamp(out.timestamp),
-    }
-}
-
-fn changelog_ref(r: ChangelogRecordRef<'_>) -> RecordRef<'_> {
-    RecordRef {
-        key: Some(r.key),
-        value: r.value,
-        headers: &[],
-        timestamp: Timestamp(r.timestamp),
-    }
 }

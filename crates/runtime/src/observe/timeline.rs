@@ -26,7 +26,7 @@ pub struct BarrierTiming {
     pub barrier: u64,
     /// Its stamp per sub-topology.
     pub stamps: Vec<Watermark>,
-    /// The final flush barrier of a graceful close.
+    /// A flush barrier: the final one of a graceful close, or a rebalance's.
     pub flush: bool,
     /// When it was cut (offsets fixed, stamps taken).
     pub cut: Instant,

@@ -7,86 +7,15 @@
 //! replicas reads exactly that). The committed output is the uninterrupted
 //! run's, each final result once.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stoatflow_log::{
-    Consumer, EmbeddedLog, GroupEvent, GroupMember, Log, LogError, TopicPartition,
-};
+use stoatflow_log::{Consumer, EmbeddedLog, GroupEvent, Log, TopicPartition};
 use stoatflow_runtime::{AppState, RuntimeConfig, StreamsApp, TaskId};
 
-use crate::hooked_log::{Durable, HookedLog, Hooks};
+use crate::hooked_log::HookedLog;
+use crate::scripted_group::{Script, scripted_log};
 use crate::support::*;
-
-/// A consumer group whose rebalances the test scripts: each member's
-/// events, in order.
-#[derive(Debug, Default)]
-struct ScriptedGroup {
-    events: Mutex<HashMap<String, VecDeque<GroupEvent>>>,
-}
-
-impl ScriptedGroup {
-    fn push(&self, member: &str, event: GroupEvent) {
-        self.events
-            .lock()
-            .unwrap()
-            .entry(member.to_owned())
-            .or_default()
-            .push_back(event);
-    }
-}
-
-#[derive(Debug)]
-struct ScriptedMember {
-    group: Arc<ScriptedGroup>,
-    name: String,
-}
-
-impl GroupMember for ScriptedMember {
-    fn poll(&mut self, max_wait: Duration) -> Result<Option<GroupEvent>, LogError> {
-        let next = self
-            .group
-            .events
-            .lock()
-            .unwrap()
-            .get_mut(&self.name)
-            .and_then(VecDeque::pop_front);
-        if next.is_none() {
-            std::thread::sleep(max_wait.min(Duration::from_millis(5)));
-        }
-        Ok(next)
-    }
-
-    fn release(&mut self) -> Result<(), LogError> {
-        Ok(())
-    }
-}
-
-/// The hooks handed to the log: the shared script behind an `Arc`.
-#[derive(Debug)]
-struct Script(Arc<ScriptedGroup>);
-
-impl Hooks for Script {
-    fn alive(&self) -> Result<(), LogError> {
-        Ok(())
-    }
-
-    fn durable<T>(
-        &self,
-        _op: Durable,
-        run: impl FnOnce() -> Result<T, LogError>,
-    ) -> Result<T, LogError> {
-        run()
-    }
-
-    fn join_group(&self, _group: &str, member: &str) -> Option<Box<dyn GroupMember>> {
-        Some(Box::new(ScriptedMember {
-            group: self.0.clone(),
-            name: member.to_owned(),
-        }))
-    }
-}
 
 const APP: &str = "standby-app";
 
@@ -179,13 +108,7 @@ fn changelog_records(log: &EmbeddedLog, p: u32) -> u64 {
 /// Runs the scenario with `replicas` standby replicas; returns (what the
 /// promotion restored, what a cold restore of the moved task reads).
 fn crash_and_promote(replicas: u32) -> (u64, u64) {
-    let inner = Arc::new(EmbeddedLog::in_memory());
-    let group = Arc::new(ScriptedGroup::default());
-    let log = Arc::new(HookedLog {
-        inner: inner.clone(),
-        hooks: Arc::new(Script(group.clone())),
-    });
-    create_topics(&*log);
+    let (inner, group, log) = scripted_log();
     let all = input(3_000, 60, 7);
     let (first, rest) = all.split_at(2_000);
     let (middle, last) = rest.split_at(500);
@@ -237,7 +160,7 @@ fn crash_and_promote(replicas: u32) -> (u64, u64) {
     assert!(a.close(Duration::from_secs(30)), "{:?}", a.error());
     let finals = regular(read_output(&*inner));
     assert_each_once(&finals);
-    assert_eq!(finals, regular(driver_finals(tumbling_count(), &all)));
+    assert_same_finals(&finals, &regular(driver_finals(tumbling_count(), &all)));
     (promoted, cold)
 }
 

@@ -275,6 +275,29 @@ pub fn run_to_end(log: &Arc<EmbeddedLog>, app_id: &str, lanes: usize) {
     start_and_finish(&mut app);
 }
 
+/// Asserts `ours` equals `expected`, naming the windows that differ (the
+/// first few of them, with both sides) rather than printing both maps.
+pub fn assert_same_finals(ours: &Finals, expected: &Finals) {
+    let differing: Vec<_> = expected
+        .keys()
+        .chain(ours.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .filter(|w| ours.get(*w) != expected.get(*w))
+        .collect();
+    let first: Vec<_> = differing
+        .iter()
+        .take(8)
+        .map(|w| (*w, ours.get(*w), expected.get(*w)))
+        .collect();
+    assert!(
+        differing.is_empty(),
+        "{} of {} windows differ (window, ours, expected): {first:?}",
+        differing.len(),
+        expected.len()
+    );
+}
+
 /// Asserts each window appears once.
 pub fn assert_each_once(finals: &Finals) {
     for (window, values) in finals {

@@ -1,0 +1,363 @@
+//! The committer: the thread that owns the instance's one transactional
+//! producer and commits each epoch's transaction while the poll loop and the
+//! lanes already process the next epoch (DESIGN 3.3, "one committing, one
+//! processing").
+//!
+//! Owns the producer, the sinks' partitions and the order in which a
+//! transaction's records are written: the epoch's sink and changelog records
+//! in task order, then the repartition topics' watermark markers, then the
+//! stamp ring, then the source offsets. It commits one job at a time, in the
+//! order it gets them, and answers each with its outcome; the poll loop hands
+//! it job N+1 only after it heard that N committed (barrier N+1 is cut only
+//! then).
+//!
+//! Knows the log only through its traits; never the tracker, the lanes, the
+//! tasks or the barrier cadence.
+
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError, sync_channel};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use stoatflow_log::{
+    ErrorKind, LogError, OffsetAndMetadata, Record, RecordRef, Timestamp, TopicPartition,
+    TransactionalProducer,
+};
+use stoatflow_state::{ChangelogBatch, ChangelogRecordRef, changelog_topic};
+use stoatflow_streams::{EpochCommit, OutputRecord};
+
+use crate::config::ProcessingGuarantee;
+use crate::engine::partitioner::partition_for_key;
+use crate::error::RuntimeError;
+use crate::task_id::TaskId;
+
+/// Retries of a commit that failed with a retriable error.
+const COMMIT_RETRIES: u32 = 5;
+
+/// One epoch's transaction, everything in it fixed at its barrier.
+#[derive(Debug)]
+pub(crate) struct CommitJob {
+    pub(crate) barrier: u64,
+    /// The lanes' commits, in task order.
+    pub(crate) commits: Vec<(TaskId, EpochCommit)>,
+    /// Watermark markers for the repartition topics, after the records.
+    pub(crate) markers: Vec<(TopicPartition, Record)>,
+    /// The stamp ring's records (the `stoatflow-watermark` store).
+    pub(crate) stamp_records: Vec<(TopicPartition, ChangelogBatch)>,
+    /// The source offsets fixed at the barrier.
+    pub(crate) offsets: Vec<(TopicPartition, OffsetAndMetadata)>,
+}
+
+/// How a job ended. The job's records are dropped on the committer's thread;
+/// its offsets come back for the poll loop's bookkeeping.
+#[derive(Debug)]
+pub(crate) struct CommitDone {
+    pub(crate) barrier: u64,
+    pub(crate) offsets: Vec<(TopicPartition, OffsetAndMetadata)>,
+    pub(crate) result: Result<(), RuntimeError>,
+    /// From the first record sent to the end of the commit.
+    pub(crate) took: Duration,
+    /// When it ended.
+    pub(crate) at: Instant,
+}
+
+/// Where each sink's records go: its partitions on the log.
+#[derive(Debug)]
+pub(crate) struct SinkRouting {
+    /// Per topology sink topic, its partitions on the log.
+    pub(crate) sinks: Vec<(Arc<str>, Vec<TopicPartition>)>,
+    /// The sink of the last output record, and that record's topic (a
+    /// sink's records share one name, so most lookups are a pointer check).
+    last: usize,
+    last_topic: Option<Arc<str>>,
+    null_key_counter: u32,
+}
+
+impl SinkRouting {
+    pub(crate) fn new(sinks: Vec<(Arc<str>, Vec<TopicPartition>)>) -> Self {
+        SinkRouting {
+            sinks,
+            last: 0,
+            last_topic: None,
+            null_key_counter: 0,
+        }
+    }
+
+    /// The partition `out` goes to: by its key's hash, as Kafka's default
+    /// partitioner; a record without a key round-robin.
+    fn partition_of(&mut self, out: &OutputRecord) -> Result<&TopicPartition, LogError> {
+        let sink = match &self.last_topic {
+            Some(last) if Arc::ptr_eq(last, &out.topic) => self.last,
+            _ => {
+                let sink = self
+                    .sinks
+                    .iter()
+                    .position(|(topic, _)| **topic == *out.topic)
+                    .ok_or_else(|| LogError::UnknownTopic {
+                        topic: out.topic.to_string(),
+                    })?;
+                self.last = sink;
+                self.last_topic = Some(out.topic.clone());
+                sink
+            }
+        };
+        let tps = &self.sinks[sink].1;
+        let partitions = tps.len() as u32;
+        let p = match &out.key {
+            Some(k) => partition_for_key(k, partitions),
+            None => {
+                self.null_key_counter = self.null_key_counter.wrapping_add(1);
+                self.null_key_counter % partitions
+            }
+        };
+        Ok(&tps[p as usize])
+    }
+}
+
+/// The committer thread's handle. Dropping it hangs up; with a job under way
+/// it also waits for the thread, so that job ends (commits or fails) before
+/// the next engine's producer fences this one. Without one the thread only
+/// frees the last job's records and drops the producer, and is not waited
+/// for.
+#[derive(Debug)]
+pub(crate) struct Committer {
+    jobs: Option<SyncSender<CommitJob>>,
+    done: Receiver<CommitDone>,
+    thread: Option<JoinHandle<()>>,
+    /// A job was handed over and its answer not yet taken.
+    busy: bool,
+}
+
+impl Committer {
+    /// Starts the thread that owns `producer`.
+    ///
+    /// # Errors
+    /// The thread could not be started.
+    pub(crate) fn start<P: TransactionalProducer + 'static>(
+        producer: P,
+        routing: SinkRouting,
+        application_id: &str,
+        guarantee: ProcessingGuarantee,
+    ) -> Result<Self, RuntimeError> {
+        let (jobs, inbox) = sync_channel::<CommitJob>(1);
+        let (answers, done) = sync_channel::<CommitDone>(1);
+        let mut work = Transactions {
+            producer,
+            routing,
+            app: application_id.to_owned(),
+            at_least_once: guarantee == ProcessingGuarantee::AtLeastOnce,
+        };
+        let thread = std::thread::Builder::new()
+            .name(format!("{application_id}-commit"))
+            .spawn(move || {
+                while let Ok(mut job) = inbox.recv() {
+                    let started = Instant::now();
+                    let result = work.commit(&job);
+                    let answer = CommitDone {
+                        barrier: job.barrier,
+                        offsets: std::mem::take(&mut job.offsets),
+                        result,
+                        took: started.elapsed(),
+                        at: Instant::now(),
+                    };
+                    if answers.send(answer).is_err() {
+                        return;
+                    }
+                    // The records are freed after the answer, off the
+                    // barrier's path.
+                    drop(job);
+                }
+            })
+            .map_err(|e| RuntimeError::ThreadDied {
+                thread: "committer".into(),
+                reason: e.to_string(),
+            })?;
+        Ok(Committer {
+            jobs: Some(jobs),
+            done,
+            thread: Some(thread),
+            busy: false,
+        })
+    }
+
+    /// Hands over the next transaction.
+    ///
+    /// # Errors
+    /// The committer thread is gone.
+    pub(crate) fn submit(&mut self, job: CommitJob) -> Result<(), RuntimeError> {
+        assert!(
+            !self.busy,
+            "one transaction at a time: the last one's answer is owed first"
+        );
+        let jobs = self.jobs.as_ref().expect("jobs are sent until drop");
+        jobs.send(job).map_err(|_| gone())?;
+        self.busy = true;
+        Ok(())
+    }
+
+    /// The answer of the job under way, waiting at most `wait` for it.
+    ///
+    /// # Errors
+    /// The committer thread is gone.
+    pub(crate) fn answer(&mut self, wait: Duration) -> Result<Option<CommitDone>, RuntimeError> {
+        if !self.busy {
+            return Ok(None);
+        }
+        let answer = if wait.is_zero() {
+            match self.done.try_recv() {
+                Ok(a) => Some(a),
+                Err(TryRecvError::Empty) => None,
+                Err(TryRecvError::Disconnected) => return Err(gone()),
+            }
+        } else {
+            match self.done.recv_timeout(wait) {
+                Ok(a) => Some(a),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => return Err(gone()),
+            }
+        };
+        if answer.is_some() {
+            self.busy = false;
+        }
+        Ok(answer)
+    }
+}
+
+impl Drop for Committer {
+    fn drop(&mut self) {
+        self.jobs.take();
+        if let Some(thread) = self.thread.take()
+            && self.busy
+        {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn gone() -> RuntimeError {
+    RuntimeError::ThreadDied {
+        thread: "committer".into(),
+        reason: "it stopped before answering a commit".into(),
+    }
+}
+
+/// The committer thread's state: the producer and where records go.
+struct Transactions<P> {
+    producer: P,
+    routing: SinkRouting,
+    app: String,
+    at_least_once: bool,
+}
+
+impl<P: TransactionalProducer> Transactions<P> {
+    /// One epoch's transaction. Under at-least-once the records commit
+    /// first and the offsets after them, in a second transaction.
+    fn commit(&mut self, job: &CommitJob) -> Result<(), RuntimeError> {
+        let group = self.app.clone();
+        self.producer.begin()?;
+        if let Err(e) = self.send_records(job, !self.at_least_once) {
+            let _ = self.producer.abort();
+            return Err(e.into());
+        }
+        self.commit_open_transaction()?;
+        if self.at_least_once && !job.offsets.is_empty() {
+            // The offsets only after the records are durable, and not
+            // atomically with them. (The log trait has a transactional
+            // producer only, so "flush" is the commit of the records'
+            // transaction.) A crash between the two re-reads the epoch: its
+            // output repeats, nothing is lost.
+            self.producer.begin()?;
+            if let Err(e) = self.producer.send_offsets(&group, &job.offsets) {
+                let _ = self.producer.abort();
+                return Err(e.into());
+            }
+            self.commit_open_transaction()?;
+        }
+        Ok(())
+    }
+
+    fn send_records(&mut self, job: &CommitJob, with_offsets: bool) -> Result<(), LogError> {
+        for (id, commit) in &job.commits {
+            for out in &commit.outputs {
+                let tp = self.routing.partition_of(out)?;
+                if out.headers.is_empty() {
+                    self.producer.send_ref(tp, output_ref(out))?;
+                } else {
+                    self.producer.send(tp, &to_log_record(out))?;
+                }
+            }
+            for (store, records) in &commit.changelogs {
+                let tp = TopicPartition::new(changelog_topic(&self.app, store), id.partition);
+                for r in records {
+                    self.producer.send_ref(&tp, changelog_ref(r))?;
+                }
+            }
+        }
+        for (tp, marker) in &job.markers {
+            self.producer.send(tp, marker)?;
+        }
+        for (tp, records) in &job.stamp_records {
+            for r in records {
+                self.producer.send_ref(tp, changelog_ref(r))?;
+            }
+        }
+        if with_offsets && !job.offsets.is_empty() {
+            self.producer.send_offsets(&self.app, &job.offsets)?;
+        }
+        Ok(())
+    }
+
+    /// Commits the open transaction, retrying a retriable failure with a
+    /// doubling backoff; any other failure aborts it (unless the producer is
+    /// unusable) and is returned.
+    fn commit_open_transaction(&mut self) -> Result<(), RuntimeError> {
+        let mut attempt = 0;
+        loop {
+            match self.producer.commit() {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == ErrorKind::Retriable && attempt < COMMIT_RETRIES => {
+                    attempt += 1;
+                    tracing::warn!(error = %e, attempt, "commit failed, retrying");
+                    std::thread::sleep(Duration::from_millis(50 << attempt));
+                }
+                Err(e) => {
+                    if e.kind() != ErrorKind::Fatal {
+                        let _ = self.producer.abort();
+                    }
+                    return Err(e.into());
+                }
+            }
+        }
+    }
+}
+
+fn to_log_record(out: &OutputRecord) -> Record {
+    let mut r = Record::new(
+        out.key.as_deref(),
+        out.value.as_deref(),
+        Timestamp(out.timestamp),
+    );
+    for (k, v) in out.headers.iter() {
+        r = r.with_header(k, v);
+    }
+    r
+}
+
+/// An output record without headers, borrowed.
+fn output_ref(out: &OutputRecord) -> RecordRef<'_> {
+    RecordRef {
+        key: out.key.as_deref(),
+        value: out.value.as_deref(),
+        headers: &[],
+        timestamp: Timestamp(out.timestamp),
+    }
+}
+
+fn changelog_ref(r: ChangelogRecordRef<'_>) -> RecordRef<'_> {
+    RecordRef {
+        key: Some(r.key),
+        value: r.value,
+        headers: &[],
+        timestamp: Timestamp(r.timestamp),
+    }
+}

@@ -1,0 +1,93 @@
+//! A consumer group whose rebalances a test scripts: each member's events,
+//! in order, handed to the runtime through the hooked log's group hook.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use stoatflow_log::{EmbeddedLog, GroupEvent, GroupMember, LogError};
+
+use crate::hooked_log::{Durable, HookedLog, Hooks};
+use crate::support::create_topics;
+
+/// An in-memory log with the input and output topics, its group scripted:
+/// (the log, the script, the log as the runtime sees it).
+pub fn scripted_log() -> (Arc<EmbeddedLog>, Arc<ScriptedGroup>, Arc<HookedLog<Script>>) {
+    let inner = Arc::new(EmbeddedLog::in_memory());
+    let group = Arc::new(ScriptedGroup::default());
+    let log = Arc::new(HookedLog {
+        inner: inner.clone(),
+        hooks: Arc::new(Script(group.clone())),
+    });
+    create_topics(&*log);
+    (inner, group, log)
+}
+
+/// A consumer group whose rebalances the test scripts: each member's
+/// events, in order.
+#[derive(Debug, Default)]
+pub struct ScriptedGroup {
+    events: Mutex<HashMap<String, VecDeque<GroupEvent>>>,
+}
+
+impl ScriptedGroup {
+    pub fn push(&self, member: &str, event: GroupEvent) {
+        self.events
+            .lock()
+            .unwrap()
+            .entry(member.to_owned())
+            .or_default()
+            .push_back(event);
+    }
+}
+
+#[derive(Debug)]
+struct ScriptedMember {
+    group: Arc<ScriptedGroup>,
+    name: String,
+}
+
+impl GroupMember for ScriptedMember {
+    fn poll(&mut self, max_wait: Duration) -> Result<Option<GroupEvent>, LogError> {
+        let next = self
+            .group
+            .events
+            .lock()
+            .unwrap()
+            .get_mut(&self.name)
+            .and_then(VecDeque::pop_front);
+        if next.is_none() {
+            std::thread::sleep(max_wait.min(Duration::from_millis(5)));
+        }
+        Ok(next)
+    }
+
+    fn release(&mut self) -> Result<(), LogError> {
+        Ok(())
+    }
+}
+
+/// The hooks handed to the log: the shared script behind an `Arc`.
+#[derive(Debug)]
+pub struct Script(pub Arc<ScriptedGroup>);
+
+impl Hooks for Script {
+    fn alive(&self) -> Result<(), LogError> {
+        Ok(())
+    }
+
+    fn durable<T>(
+        &self,
+        _op: Durable,
+        run: impl FnOnce() -> Result<T, LogError>,
+    ) -> Result<T, LogError> {
+        run()
+    }
+
+    fn join_group(&self, _group: &str, member: &str) -> Option<Box<dyn GroupMember>> {
+        Some(Box::new(ScriptedMember {
+            group: self.0.clone(),
+            name: member.to_owned(),
+        }))
+    }
+}
