@@ -125,6 +125,13 @@ fn ours(bootstrap: &str, input: &str, output: &str, lanes: usize) -> Duration {
     let mut app = StreamsApp::with_log(topology(input, output), app_config, log).expect("app");
     let start = Instant::now();
     app.start().expect("start");
+    if std::env::var("PHASES").is_ok() {
+        app.wait_for_state(
+            stoatflow_runtime::AppState::Running,
+            Duration::from_secs(60),
+        );
+        eprintln!("running after {:?}", start.elapsed());
+    }
     assert!(
         app.wait_until_consumed(Duration::from_secs(600))
             .expect("consumed"),
@@ -133,6 +140,16 @@ fn ours(bootstrap: &str, input: &str, output: &str, lanes: usize) -> Duration {
     );
     assert!(app.close(TIMEOUT), "close: {:?}", app.error());
     let timeline = app.timeline();
+    if std::env::var("PHASES").is_ok() {
+        for b in timeline.barriers() {
+            eprintln!(
+                "barrier {} cut {:?} committed {:?}",
+                b.barrier,
+                b.cut.duration_since(start),
+                b.committed.duration_since(start)
+            );
+        }
+    }
     let last = timeline.barriers().last().expect("the final barrier");
     assert!(last.flush, "the last barrier is the close's");
     last.committed.duration_since(start)

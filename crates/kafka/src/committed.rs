@@ -1,20 +1,20 @@
 //! Reading a group's committed offsets through an rdkafka consumer.
 //!
-//! Owns: [`committed`], shared by `KafkaLog::committed_offsets` and
-//! `KafkaConsumer`'s positions at assignment, so neither of those modules
-//! imports the other. Knows nothing of streams, windows or watermarks.
+//! Owns: [`committed`], shared by `KafkaLog::committed_offsets`,
+//! `KafkaConsumer`'s positions at assignment and `KafkaMember`'s own read,
+//! so none of those modules imports another. Knows nothing of streams, windows or watermarks.
 
 use std::time::Duration;
 
-use rdkafka::consumer::{BaseConsumer, Consumer as _};
+use rdkafka::consumer::{BaseConsumer, Consumer as _, ConsumerContext};
 use rdkafka::{Offset as KOffset, TopicPartitionList};
 use stoatflow_log::{LogError, Offset, OffsetAndMetadata, TopicPartition};
 
 use crate::errors::map;
 
 /// The committed offsets of `group` for `partitions`, through `consumer`.
-pub(crate) fn committed(
-    consumer: &BaseConsumer,
+pub(crate) fn committed<C: ConsumerContext>(
+    consumer: &BaseConsumer<C>,
     partitions: &[TopicPartition],
     timeout: Duration,
     group: &str,

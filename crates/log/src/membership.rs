@@ -13,7 +13,7 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 use crate::error::LogError;
-use crate::types::TopicPartition;
+use crate::types::{OffsetAndMetadata, TopicPartition};
 
 /// A change of what a member owns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +48,19 @@ pub trait GroupMember: Send + Debug {
     /// # Errors
     /// Backend failures.
     fn release(&mut self) -> Result<(), LogError>;
+
+    /// The group's committed offsets of `partitions` (stable: none that an
+    /// open transaction still holds), read through this member's own
+    /// connection to the group's coordinator, if the backend has one; `None`
+    /// sends the caller to [`crate::Log::committed_offsets`], which may have
+    /// to connect first.
+    fn committed_offsets(
+        &self,
+        partitions: &[TopicPartition],
+    ) -> Option<Result<Vec<(TopicPartition, Option<OffsetAndMetadata>)>, LogError>> {
+        let _ = partitions;
+        None
+    }
 }
 
 /// The only member of its group: owns every partition of its topics, for

@@ -121,3 +121,35 @@ fn noida_db_accepts_offsets_of_a_member_of_a_stale_generation() {
     assert_eq!(committed(&log_b), Some(3));
     drop(a);
 }
+
+#[test]
+fn a_member_reads_its_groups_committed_offsets_through_its_own_connection() {
+    let Some(broker) =
+        TestBroker::start("a_member_reads_its_groups_committed_offsets_through_its_own_connection")
+    else {
+        return;
+    };
+    let log = connect(&broker);
+    log.create_topic(&TopicSpec::new(TOPIC, 2)).unwrap();
+    let mut member = log.join_group(GROUP, "a", &[TOPIC.to_owned()]).unwrap();
+    until_assigned(&mut *member, 2);
+    let partitions = [TopicPartition::new(TOPIC, 0), TopicPartition::new(TOPIC, 1)];
+    let read = |member: &dyn GroupMember| {
+        member
+            .committed_offsets(&partitions)
+            .expect("a Kafka member reads through its own connection")
+            .unwrap()
+    };
+    assert!(read(&*member).iter().all(|(_, om)| om.is_none()));
+    let mut producer = log.transactional_producer("member-offsets").unwrap();
+    commit_offset(&mut producer, 7).unwrap();
+    let through_member = read(&*member);
+    assert_eq!(
+        through_member,
+        log.committed_offsets(GROUP, &partitions).unwrap()
+    );
+    assert_eq!(
+        through_member[0].1.as_ref().map(|om| om.offset),
+        Some(Offset(7))
+    );
+}

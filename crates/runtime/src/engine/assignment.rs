@@ -22,7 +22,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use stoatflow_log::{GroupEvent, GroupMember, Log, TopicPartition};
+use stoatflow_log::{GroupEvent, GroupMember, Log, OffsetAndMetadata, TopicPartition};
 use stoatflow_streams::Topology;
 
 use crate::config::layout::log_topic_name;
@@ -151,6 +151,18 @@ impl Membership {
                 Some(Rebalance::Abandon)
             }
         })
+    }
+
+    /// The group's committed offsets of `partitions` through the member's
+    /// own connection, if it has one (`None`: ask the log).
+    pub(crate) fn committed_offsets(
+        &self,
+        partitions: &[TopicPartition],
+    ) -> Option<Result<Vec<(TopicPartition, Option<OffsetAndMetadata>)>, RuntimeError>> {
+        let member = self.member.as_ref()?;
+        member
+            .committed_offsets(partitions)
+            .map(|r| r.map_err(RuntimeError::from))
     }
 
     /// After the epoch committed: lets the rebalance go on.

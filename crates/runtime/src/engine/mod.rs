@@ -550,7 +550,10 @@ impl<L: Log + 'static> Engine<L> {
         }
         let group = app.clone();
         let tps: Vec<TopicPartition> = slots.iter().map(|s| s.tp.clone()).collect();
-        let committed = log.committed_offsets(&group, &tps)?;
+        let committed = match membership.committed_offsets(&tps) {
+            Some(read) => read?,
+            None => log.committed_offsets(&group, &tps)?,
+        };
         // Kafka Streams' processor metadata per task, for a takeover.
         let mut processor_metadata = Vec::new();
         {
