@@ -137,6 +137,14 @@ impl App {
         each!(self, app => app.wait_until_caught_up(timeout))
     }
 
+    /// See [`StreamsApp::wait_until_consumed`].
+    ///
+    /// # Errors
+    /// The log's error, or the one that stopped the application.
+    pub fn wait_until_consumed(&self, timeout: Duration) -> Result<bool, RuntimeError> {
+        each!(self, app => app.wait_until_consumed(timeout))
+    }
+
     /// See [`StreamsApp::watermarks`].
     pub fn watermarks(&self) -> Option<WatermarksSnapshot> {
         each!(self, app => app.watermarks())

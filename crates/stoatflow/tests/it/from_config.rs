@@ -1,6 +1,8 @@
 //! `App::from_config` on the embedded backend, and the topology checks
 //! that need both the settings and the topology.
 
+use std::time::Duration;
+
 use stoatflow::config::ConfigLoader;
 use stoatflow::log::EmbeddedLog;
 use stoatflow::*;
@@ -46,6 +48,29 @@ fn the_memory_backend_from_a_map() {
     };
     let log = inner.log().clone();
     produce_and_run(&mut app, &*log);
+    assert_eq!(read_output(&*log), expected());
+}
+
+#[test]
+fn an_app_closed_once_its_input_is_consumed_commits_every_result() {
+    let config = ConfigLoader::new()
+        .map([("stoatflow.backend", "memory")])
+        .build()
+        .unwrap();
+    let mut app = App::from_config(topology(), &config).unwrap();
+    let App::Embedded(inner) = &app else {
+        panic!("not the embedded log")
+    };
+    let log = inner.log().clone();
+    topics(&app);
+    produce(&*log);
+    app.start().unwrap();
+    assert!(app.wait_until_consumed(Duration::from_secs(60)).unwrap());
+    assert!(
+        app.close(Duration::from_secs(30)),
+        "close: {:?}",
+        app.error()
+    );
     assert_eq!(read_output(&*log), expected());
 }
 
@@ -122,7 +147,7 @@ fn the_endpoints_start_from_the_settings() {
 #[test]
 fn the_endpoints_limits_come_from_the_settings() {
     use std::io::Read as _;
-    use std::time::{Duration, Instant};
+    use std::time::Instant;
 
     let config = ConfigLoader::new()
         .map([
