@@ -84,9 +84,12 @@ const SNAPSHOT_EVERY: Duration = Duration::from_millis(100);
 /// Records per lane batch before it is sent without waiting for the poll to end.
 const BATCH: usize = 4096;
 /// Bound of each lane's inbox, in messages (batches): backpressure on the
-/// poll loop. A barrier waits behind what is queued, so a deeper queue adds
-/// to every result's latency (4 × 4 096 records: a few ms of lane work).
-const LANE_QUEUE: usize = 4;
+/// poll loop. A barrier waits behind what is queued, so in a backlog a
+/// deeper queue adds to its crossing (16 × 4 096 records: about 10 ms of
+/// lane work; a steady state keeps the queues short). Four were too few: a
+/// commit that takes the poll thread's core for 30-60 ms let the lane run
+/// dry after 3 ms (BENCHMARKS, "one committing, one processing").
+const LANE_QUEUE: usize = 16;
 /// The longest fetch wait while a barrier is in flight: its crossings and
 /// its commit are looked for between fetches.
 const IN_FLIGHT_POLL_WAIT: Duration = Duration::from_millis(1);

@@ -26,9 +26,9 @@ struct WatchCommits {
     overlapped: AtomicUsize,
 }
 
-const WATCHED: usize = 3;
+const WATCHED: usize = 2;
 const PATIENCE: Duration = Duration::from_secs(10);
-const RECORD_COST: Duration = Duration::from_micros(10);
+const RECORD_COST: Duration = Duration::from_micros(5);
 
 impl Hooks for WatchCommits {
     fn alive(&self) -> Result<(), LogError> {
@@ -85,7 +85,7 @@ fn the_lanes_process_the_next_epoch_while_the_last_one_commits() {
     create_topics(&*inner);
     // Far more input than the lanes' inboxes hold: every watched commit
     // starts with records still to dispatch.
-    let records = input(200_000, 50, 17);
+    let records = input(400_000, 50, 17);
     produce(&*inner, &records, 5_000);
     let hooks = Arc::new(WatchCommits {
         total: records.len() as u64,
