@@ -31,6 +31,10 @@ use crate::task_id::TaskId;
 
 /// How often the poll loop serves the group protocol.
 const POLL_EVERY: Duration = Duration::from_millis(20);
+/// How long one wait for the first assignment serves the group. A Kafka
+/// member's poll returns only at its deadline when nothing is fetched (its
+/// partitions are paused), so this bounds how late an assignment is seen.
+const ASSIGNMENT_POLL: Duration = Duration::from_millis(5);
 
 /// Per sub-topology, the log name of its leading source.
 pub(crate) fn leading_topics(topology: &Topology, app: &str) -> Vec<String> {
@@ -78,9 +82,30 @@ pub(crate) struct Membership {
     /// (an engine replaced after an error keeps `current`).
     revoked: bool,
     last_poll: Option<Instant>,
+    /// Joined since the last [`Membership::tasks`]: no assignment built yet.
+    joined_now: bool,
 }
 
 impl Membership {
+    /// Joins the group on first use; a no-op after. The join goes on in
+    /// the background (librdkafka's threads on Kafka) until [`Self::tasks`]
+    /// waits for its assignment, so the engine starts it before the
+    /// producer's fencing, which it reads nothing before.
+    pub(crate) fn join<L: Log>(
+        &mut self,
+        log: &L,
+        topology: &Topology,
+        app: &str,
+        member: &str,
+    ) -> Result<(), RuntimeError> {
+        if self.member.is_none() {
+            self.leading = leading_topics(topology, app);
+            self.member = Some(log.join_group(app, member, &self.leading)?);
+            self.joined_now = true;
+        }
+        Ok(())
+    }
+
     /// The tasks to build: the group is joined on first use, then this
     /// waits for an assignment (serving the group) until `stopping` says to
     /// give up, which builds nothing.
@@ -92,10 +117,11 @@ impl Membership {
         member: &str,
         stopping: impl Fn() -> bool,
     ) -> Result<BTreeSet<TaskId>, RuntimeError> {
-        if self.member.is_none() {
-            self.leading = leading_topics(topology, app);
-            self.member = Some(log.join_group(app, member, &self.leading)?);
-        } else if self.next.is_none() && !self.revoked {
+        self.join(log, topology, app, member)?;
+        // After a first join the group's first assignment is awaited; a
+        // rebuilt engine keeps the tasks it had unless they were revoked.
+        let first = std::mem::take(&mut self.joined_now);
+        if !first && self.next.is_none() && !self.revoked {
             self.next = Some(self.current.clone());
         }
         let member = self.member.as_mut().expect("joined above");
@@ -104,7 +130,7 @@ impl Membership {
                 self.next = Some(BTreeSet::new());
                 break;
             }
-            match member.poll(Duration::from_millis(100))? {
+            match member.poll(ASSIGNMENT_POLL)? {
                 Some(GroupEvent::Assigned(p)) => self.next = Some(tasks_of(&self.leading, &p)),
                 // Nothing is built yet: nothing to commit.
                 Some(GroupEvent::Revoked(_)) => member.release()?,

@@ -469,6 +469,10 @@ impl<L: Log + 'static> Engine<L> {
         let plan = Layout::plan(topology, config, &**log)?;
         let now = clock.now();
 
+        // The group join goes on in the background while the producer
+        // fences (it reads nothing; on Kafka the join takes hundreds of ms).
+        membership.join(&**log, topology, &app, &config.transactional_id())?;
+
         // The producer first: creating it fences every older producer of this
         // transactional id and completes the transaction a dead instance left
         // open. Everything read below (the watermark stamps, the committed
