@@ -178,7 +178,7 @@ fn apply(
                 let partition = run.batch.partition().partition.0 as i32;
                 for i in run.from..run.to {
                     let r = run.batch.get(i as usize);
-                    task.process(
+                    task.process_shared(
                         &run.topic,
                         Some(partition),
                         Some(r.offset.0 as i64),

@@ -12,6 +12,7 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use stoatflow_state::{ChangelogBatch, ChangelogValueLayout, StateStore};
 use stoatflow_time::{EventTime, Watermark};
@@ -50,7 +51,7 @@ pub struct StreamTask {
     sources: HashMap<String, Rc<RefCell<dyn SourceInput>>>,
     /// The source of the last processed record's topic: a run of records
     /// of one topic finds it without hashing the topic each time.
-    last_source: Option<(Box<str>, Rc<RefCell<dyn SourceInput>>)>,
+    last_source: Option<(Arc<str>, Rc<RefCell<dyn SourceInput>>)>,
     frontier_ops: Vec<Rc<RefCell<dyn FrontierOperator>>>,
     time_ops: Vec<Rc<RefCell<dyn TimeOperator>>>,
     stores: BTreeMap<String, StoreHandle>,
@@ -170,21 +171,68 @@ impl StreamTask {
         headers: Headers,
     ) -> Result<Option<i64>, ProcessError> {
         if self.last_source.as_ref().is_none_or(|(t, _)| **t != *topic) {
-            let source = self
-                .sources
-                .get(topic)
-                .ok_or_else(|| ProcessError::UnknownTopic {
-                    topic: topic.into(),
-                })?
-                .clone();
-            self.last_source = Some((topic.into(), source));
+            self.select_source(Arc::from(topic))?;
         }
-        let (_, source) = self.last_source.as_ref().expect("set above");
         if &*self.cx.meta.topic != topic {
             self.cx.meta.topic = topic.into();
         }
+        self.apply_bytes(partition, offset, key, value, timestamp, headers)
+    }
+
+    /// [`StreamTask::process`] for a caller that hands every record of a
+    /// topic over with one shared name (a record lane's runs): while the
+    /// name is the same allocation, the source and the context's topic are
+    /// kept by a pointer check, not a comparison of bytes per record.
+    #[allow(clippy::too_many_arguments)]
+    pub fn process_shared(
+        &mut self,
+        topic: &Arc<str>,
+        partition: Option<i32>,
+        offset: Option<i64>,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        timestamp: i64,
+        headers: Headers,
+    ) -> Result<Option<i64>, ProcessError> {
+        if !self
+            .last_source
+            .as_ref()
+            .is_some_and(|(t, _)| Arc::ptr_eq(t, topic))
+        {
+            self.select_source(topic.clone())?;
+        }
+        if !Arc::ptr_eq(&self.cx.meta.topic, topic) {
+            self.cx.meta.topic = topic.clone();
+        }
+        self.apply_bytes(partition, offset, key, value, timestamp, headers)
+    }
+
+    /// Makes `topic`'s source the one records go to.
+    fn select_source(&mut self, topic: Arc<str>) -> Result<(), ProcessError> {
+        let source = self
+            .sources
+            .get(&*topic)
+            .ok_or_else(|| ProcessError::UnknownTopic {
+                topic: topic.to_string(),
+            })?
+            .clone();
+        self.last_source = Some((topic, source));
+        Ok(())
+    }
+
+    /// Hands a record to the selected source.
+    fn apply_bytes(
+        &mut self,
+        partition: Option<i32>,
+        offset: Option<i64>,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        timestamp: i64,
+        headers: Headers,
+    ) -> Result<Option<i64>, ProcessError> {
         self.cx.meta.partition = partition;
         self.cx.meta.offset = offset;
+        let (_, source) = self.last_source.as_ref().expect("selected by the caller");
         source
             .borrow_mut()
             .process_bytes(&mut self.cx, key, value, timestamp, headers)
@@ -491,5 +539,57 @@ mod tests {
         // Nothing left to move: `into` is unchanged.
         task.move_outputs_for(|t| t == "a", &mut moved);
         assert_eq!(moved.len(), 4);
+    }
+
+    /// `process_shared` finds each record's source by its topic whatever
+    /// allocation carries the name, switching between sources, and names an
+    /// unknown topic.
+    #[test]
+    fn records_by_a_shared_topic_name_reach_their_own_source() {
+        let mut b = StreamsBuilder::new();
+        let serdes = || Consumed::with(Serdes::i64(), Serdes::i64());
+        let ys = b
+            .stream("y", serdes())
+            .map_values(|_k: &i64, v: i64| v + 2000);
+        // One sub-topology: both sources feed one task.
+        b.stream("x", serdes())
+            .map_values(|_k: &i64, v: i64| v + 1000)
+            .merge(&ys)
+            .to("out", Produced::with(Serdes::i64(), Serdes::i64()));
+        let topology = b.build().unwrap();
+        let mut task = topology.instantiate(0, &Arc::new(StreamsConfig::new("app")));
+        let (x, y, x_again): (Arc<str>, Arc<str>, Arc<str>) = ("x".into(), "y".into(), "x".into());
+        for (i, topic) in [&x, &y, &y, &x_again, &x].into_iter().enumerate() {
+            let v = (i as i64).to_be_bytes();
+            task.process_shared(
+                topic,
+                Some(0),
+                Some(i as i64),
+                Some(&v),
+                Some(&v),
+                10,
+                crate::Headers::empty(),
+            )
+            .unwrap();
+        }
+        let values: Vec<i64> = task
+            .pending_output()
+            .iter()
+            .map(|r| i64::from_be_bytes(r.value.as_deref().unwrap().try_into().unwrap()))
+            .collect();
+        assert_eq!(values, [1000, 2001, 2002, 1003, 1004]);
+        let z: Arc<str> = "z".into();
+        let err = task
+            .process_shared(
+                &z,
+                Some(0),
+                Some(5),
+                None,
+                None,
+                10,
+                crate::Headers::empty(),
+            )
+            .unwrap_err();
+        assert!(err.to_string().contains("topic z"), "{err}");
     }
 }
