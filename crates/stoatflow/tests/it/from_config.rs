@@ -21,11 +21,7 @@ fn the_embedded_backend_from_yaml_runs_in_its_directory() {
         .unwrap()
         .build()
         .unwrap();
-    let mut app = App::from_config(topology(), &config).unwrap();
-    let App::Embedded(inner) = &app else {
-        panic!("not the embedded log: {app:?}")
-    };
-    let log = inner.log().clone();
+    let (mut app, log) = embedded_app(&config);
     produce_and_run(&mut app, &*log);
     drop((app, log));
     // The results are on disk, in the configured directory.
@@ -42,11 +38,7 @@ fn the_memory_backend_from_a_map() {
         ])
         .build()
         .unwrap();
-    let mut app = App::from_config(topology(), &config).unwrap();
-    let App::Embedded(inner) = &app else {
-        panic!("not the embedded log")
-    };
-    let log = inner.log().clone();
+    let (mut app, log) = embedded_app(&config);
     produce_and_run(&mut app, &*log);
     assert_eq!(read_output(&*log), expected());
 }
@@ -57,11 +49,7 @@ fn an_app_closed_once_its_input_is_consumed_commits_every_result() {
         .map([("stoatflow.backend", "memory")])
         .build()
         .unwrap();
-    let mut app = App::from_config(topology(), &config).unwrap();
-    let App::Embedded(inner) = &app else {
-        panic!("not the embedded log")
-    };
-    let log = inner.log().clone();
+    let (mut app, log) = embedded_app(&config);
     topics(&app);
     produce(&*log);
     app.start().unwrap();

@@ -1,10 +1,13 @@
 //! A windowed count, its input and its committed output on any log.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
+use stoatflow::config::AppConfig;
 use stoatflow::log::{
-    Consumer, Log, Record, SeekTo, Timestamp, TopicPartition, TopicSpec, TransactionalProducer,
+    Consumer, EmbeddedLog, Log, Record, SeekTo, Timestamp, TopicPartition, TopicSpec,
+    TransactionalProducer,
 };
 use stoatflow::*;
 
@@ -103,6 +106,17 @@ pub fn read_output<L: Log>(log: &L) -> BTreeMap<(String, i64), Vec<i64>> {
         }
     }
     out
+}
+
+/// The app `config` builds over [`topology`], which must be on the
+/// embedded log, and that log.
+pub fn embedded_app(config: &AppConfig) -> (App, Arc<EmbeddedLog>) {
+    let app = App::from_config(topology(), config).expect("the app builds");
+    let App::Embedded(inner) = &app else {
+        panic!("not the embedded log: {app:?}")
+    };
+    let log = inner.log().clone();
+    (app, log)
 }
 
 /// Creates the topics, writes the input to `log` (the app's), starts,
