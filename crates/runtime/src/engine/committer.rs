@@ -252,7 +252,6 @@ impl<P: TransactionalProducer> Transactions<P> {
     /// One epoch's transaction. Under at-least-once the records commit
     /// first and the offsets after them, in a second transaction.
     fn commit(&mut self, job: &CommitJob) -> Result<(), RuntimeError> {
-        let group = self.app.clone();
         self.producer.begin()?;
         if let Err(e) = self.send_records(job, !self.at_least_once) {
             let _ = self.producer.abort();
@@ -266,7 +265,7 @@ impl<P: TransactionalProducer> Transactions<P> {
             // transaction.) A crash between the two re-reads the epoch: its
             // output repeats, nothing is lost.
             self.producer.begin()?;
-            if let Err(e) = self.producer.send_offsets(&group, &job.offsets) {
+            if let Err(e) = self.producer.send_offsets(&self.app, &job.offsets) {
                 let _ = self.producer.abort();
                 return Err(e.into());
             }

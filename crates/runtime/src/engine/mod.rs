@@ -780,20 +780,7 @@ impl<L: Log + 'static> Engine<L> {
             }
             if self.shared.stop.load(Ordering::Acquire) {
                 self.shared.transition(AppState::PendingShutdown);
-                // Dispatch what is buffered, then the final flush barrier
-                // once the barrier in flight committed.
-                self.drain_dispatch()?;
-                if !self.finish_barrier()? {
-                    return Ok(Exit::Stopped);
-                }
-                self.cut_barrier(true)?;
-                if !self.finish_barrier()? {
-                    return Ok(Exit::Stopped);
-                }
-                // Committed: the persistent stores can be closed and checkpointed.
-                for lane in &self.lanes {
-                    send(lane, LaneMsg::Checkpoint)?;
-                }
+                self.flush_and_checkpoint()?;
                 return Ok(Exit::Stopped);
             }
             // A barrier in flight is looked after between short fetches.
@@ -863,21 +850,31 @@ impl<L: Log + 'static> Engine<L> {
         membership: &mut Membership,
     ) -> Result<Exit, RuntimeError> {
         self.shared.transition(AppState::Rebalancing);
-        if rebalance == Rebalance::CommitAndRebuild {
-            self.drain_dispatch()?;
-            if !self.finish_barrier()? {
-                return Ok(Exit::Stopped);
-            }
-            self.cut_barrier(true)?;
-            if !self.finish_barrier()? {
-                return Ok(Exit::Stopped);
-            }
-            for lane in &self.lanes {
-                send(lane, LaneMsg::Checkpoint)?;
-            }
+        if rebalance == Rebalance::CommitAndRebuild && !self.flush_and_checkpoint()? {
+            return Ok(Exit::Stopped);
         }
         membership.release()?;
         Ok(Exit::Rebalance)
+    }
+
+    /// The end of an engine that commits (a close, a graceful rebalance):
+    /// dispatch what is buffered, let the barrier in flight commit, then a
+    /// flush barrier; once it committed, the lanes close and checkpoint
+    /// their persistent stores. `false` if the application was halted on
+    /// the way (nothing more is committed or checkpointed then).
+    fn flush_and_checkpoint(&mut self) -> Result<bool, RuntimeError> {
+        self.drain_dispatch()?;
+        if !self.finish_barrier()? {
+            return Ok(false);
+        }
+        self.cut_barrier(true)?;
+        if !self.finish_barrier()? {
+            return Ok(false);
+        }
+        for lane in &self.lanes {
+            send(lane, LaneMsg::Checkpoint)?;
+        }
+        Ok(true)
     }
 
     /// Between two batches of a long dispatch (a fetch holds up to 4 MiB):
