@@ -50,8 +50,8 @@ pub use app_state::AppState;
 pub use config::cadence::BarrierCadence;
 pub use config::layout::WATERMARK_MARKER_HEADER;
 pub use config::{Backend, CommitBarrierConfig, ProcessingGuarantee, RuntimeConfig};
+pub use engine::commit::partitioner::{murmur2, partition_for_key};
 pub use engine::error_response::{HandlerOutcome, StreamThreadExceptionResponse};
-pub use engine::partitioner::{murmur2, partition_for_key};
 pub use engine::{Assignment, ErrorHandler, StateListener};
 pub use error::RuntimeError;
 pub use observe::metrics::{

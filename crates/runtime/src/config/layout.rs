@@ -194,7 +194,7 @@ impl Layout {
         };
         if config.streams.changelog_enabled {
             // One partition per task: each task's stamp ring moves with it
-            // between instances (engine/task_stamps.rs).
+            // between instances (engine/commit/task_stamps.rs).
             log.ensure_topic(
                 &TopicSpec::new(
                     changelog_topic(app, WATERMARK_STORE_NAME),

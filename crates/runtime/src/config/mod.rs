@@ -138,7 +138,7 @@ pub struct RuntimeConfig {
     pub state_dir: Option<PathBuf>,
     /// `num.standby.replicas` (Kafka Streams' name, default 0): above 0, an
     /// instance in a consumer group keeps warm copies of the stateful tasks
-    /// it does not own in `state.dir` (`engine::standby`), so a task moved
+    /// it does not own in `state.dir` (`engine::restore::standby`), so a task moved
     /// to it restores only the changelog tail since the copy's checkpoint.
     pub standby_replicas: u32,
 }

@@ -24,8 +24,8 @@ use stoatflow_streams::{
 };
 use stoatflow_time::{EventTime, WallTime, Watermark};
 
-use crate::engine::store_restore::{StoreReader, close_and_checkpoint};
-use crate::engine::takeover;
+use crate::engine::restore::store_restore::{StoreReader, close_and_checkpoint};
+use crate::engine::restore::takeover;
 use crate::error::RuntimeError;
 use crate::observe::metrics::MetricsCells;
 use crate::task_id::TaskId;
@@ -106,7 +106,7 @@ pub(crate) struct LaneSetup<L: Log> {
     pub(crate) partition_times: Vec<(TaskId, Arc<str>, EventTime)>,
     /// Where it reports its tasks' counters at each barrier crossing.
     pub(crate) metrics: Arc<MetricsCells>,
-    /// When this start takes over from Kafka Streams (`engine::takeover`):
+    /// When this start takes over from Kafka Streams (`engine::restore::takeover`):
     /// per task, the processor metadata committed with its offsets.
     pub(crate) takeover: Option<Vec<(TaskId, String, i64)>>,
 }

@@ -27,7 +27,7 @@ use stoatflow_time::Watermark;
 
 use crate::config::RuntimeConfig;
 use crate::config::layout::Layout;
-use crate::engine::changelog_read::read_to_end;
+use crate::engine::restore::changelog_read::read_to_end;
 use crate::error::RuntimeError;
 use crate::task_id::TaskId;
 

@@ -15,7 +15,7 @@ use stoatflow_log::{Log, TopicPartition};
 use stoatflow_state::{ChangelogEntry, ChangelogOffset, ChangelogPartition, changelog_topic};
 use stoatflow_streams::StreamTask;
 
-use crate::engine::changelog_read::read_to_end;
+use crate::engine::restore::changelog_read::read_to_end;
 use crate::error::RuntimeError;
 use crate::observe::metrics::MetricsCells;
 use crate::task_id::TaskId;

@@ -27,7 +27,7 @@ use stoatflow_state::{ChangelogBatch, ChangelogRecordRef, changelog_topic};
 use stoatflow_streams::{EpochCommit, OutputRecord};
 
 use crate::config::ProcessingGuarantee;
-use crate::engine::partitioner::partition_for_key;
+use crate::engine::commit::partitioner::partition_for_key;
 use crate::error::RuntimeError;
 use crate::task_id::TaskId;
 

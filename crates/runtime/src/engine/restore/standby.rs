@@ -36,8 +36,8 @@ use stoatflow_streams::{StoreType, StreamTask, StreamsConfig, TaskStores, Topolo
 
 use crate::config::RuntimeConfig;
 use crate::engine::Shared;
-use crate::engine::changelog_read::changelog_entry;
-use crate::engine::store_restore::{
+use crate::engine::restore::changelog_read::changelog_entry;
+use crate::engine::restore::store_restore::{
     ChangelogPartitions, apply_entries, changelog_partitions, close_and_checkpoint,
 };
 use crate::error::RuntimeError;

@@ -1,0 +1,342 @@
+//! Commit barriers (DESIGN 3.3): cut barrier N (fix the offsets, stamp
+//! W(N), send it down every lane behind what they hold), gather the lanes'
+//! crossings, hand transaction N to the committer, and finish the barrier
+//! once it committed; the cadence that decides when the next is due; the
+//! flush barrier that ends an engine that commits.
+//!
+//! Owns the barrier in flight (at most one). Knows the lanes only through
+//! their channels and the log only through the committer.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
+use std::time::{Duration, Instant};
+
+use stoatflow_log::offset_metadata::{self, PartitionMetadata};
+use stoatflow_log::{Log, Offset, OffsetAndMetadata, TopicPartition};
+use stoatflow_time::{EventTime, WallTime, Watermark};
+
+use crate::config::layout::marker;
+use crate::engine::commit::committer::{CommitDone, CommitJob};
+use crate::engine::lane::{LaneMsg, LaneReply};
+use crate::engine::{Engine, MARKER_METADATA_KEY, SubtopologyTime, send};
+use crate::error::RuntimeError;
+use crate::observe::timeline::BarrierTiming;
+use crate::task_id::TaskId;
+
+/// A barrier between its cut and its commit: first its lanes cross it (their
+/// commits gather here), then the committer commits its transaction.
+pub(in crate::engine) struct InFlight {
+    barrier: u64,
+    stamps: Arc<[Watermark]>,
+    flush: bool,
+    /// When it was cut, and the clock's time then (the stamp ring's).
+    cut: Instant,
+    now: WallTime,
+    /// The source offsets fixed at the cut (moved into the job).
+    offsets: Vec<(TopicPartition, OffsetAndMetadata)>,
+    /// Lanes still to cross it; once none, the transaction is the committer's.
+    crossing: usize,
+    /// The crossed lanes' commits.
+    commits: Vec<(TaskId, stoatflow_streams::EpochCommit)>,
+}
+
+impl<L: Log + 'static> Engine<L> {
+    /// The end of an engine that commits (a close, a graceful rebalance):
+    /// dispatch what is buffered, let the barrier in flight commit, then a
+    /// flush barrier; once it committed, the lanes close and checkpoint
+    /// their persistent stores. `false` if the application was halted on
+    /// the way (nothing more is committed or checkpointed then).
+    pub(in crate::engine) fn flush_and_checkpoint(&mut self) -> Result<bool, RuntimeError> {
+        self.drain_dispatch()?;
+        if !self.finish_barrier()? {
+            return Ok(false);
+        }
+        self.cut_barrier(true)?;
+        if !self.finish_barrier()? {
+            return Ok(false);
+        }
+        for lane in &self.lanes {
+            send(lane, LaneMsg::Checkpoint)?;
+        }
+        Ok(true)
+    }
+
+    /// Between two batches of a long dispatch (a fetch holds up to 4 MiB):
+    /// the barrier in flight moves on, and the next one is cut when due.
+    /// The tracker has seen only dispatched records, so a cut between any
+    /// two of them is a cut like any other.
+    pub(in crate::engine) fn keep_barriers_moving(&mut self) -> Result<(), RuntimeError> {
+        self.advance_barrier(Duration::ZERO)?;
+        if self.inflight.is_none()
+            && self
+                .cadence
+                .is_due(self.last_barrier_at.elapsed(), self.epoch_has_work())
+        {
+            self.cut_barrier(false)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the epoch since the last barrier did anything, or a later
+    /// barrier still has final results to emit or commit (DESIGN 3.3).
+    pub(in crate::engine) fn epoch_has_work(&self) -> bool {
+        self.dispatched_since_barrier > 0
+            || self.punctuation_since_barrier
+            || self.markers_since_barrier
+            || self.pending_output.load(Ordering::Acquire)
+            || self.times.iter().any(SubtopologyTime::has_work)
+    }
+
+    /// A lane that failed between barriers stops the application now.
+    pub(in crate::engine) fn check_replies(&mut self) -> Result<(), RuntimeError> {
+        match self.replies.try_recv() {
+            Ok(LaneReply::Failed { lane, error }) => Err(lane_failed(lane, error)),
+            Ok(other) => unreachable!("lanes answer only barriers, not {other:?}"),
+            Err(TryRecvError::Empty) => Ok(()),
+            Err(TryRecvError::Disconnected) => Err(lanes_gone()),
+        }
+    }
+
+    /// Cuts barrier N: fixes the offsets, stamps W(N) and sends it down
+    /// every lane behind what they hold. The lanes cross it while the poll
+    /// loop goes on dispatching epoch N+1; [`Engine::advance_barrier`]
+    /// collects their commits and hands the transaction to the committer.
+    pub(in crate::engine) fn cut_barrier(&mut self, flush: bool) -> Result<(), RuntimeError> {
+        debug_assert!(self.inflight.is_none(), "barrier N+1 waits for N's commit");
+        // Everything dispatched before the cut reaches its lane before the
+        // barrier: the offsets fixed below count it as epoch N's.
+        for lane in 0..self.lanes.len() {
+            self.send_runs(lane)?;
+        }
+        let now = self.clock.now();
+        let cut = Instant::now();
+        let stamps: Arc<[Watermark]> = self
+            .times
+            .iter_mut()
+            .map(|t| t.tracker.force_watermark(now))
+            .collect();
+        let n = self.barrier + 1;
+        let offsets: Vec<(TopicPartition, OffsetAndMetadata)> = self
+            .slots
+            .iter()
+            .filter_map(|s| {
+                let position = s.position?;
+                // A repartition partition's watermark is the last marker
+                // read; it commits with the position past it, so a restart
+                // resumes it (markers before the position are not re-read).
+                let processor = s
+                    .last_marker
+                    .as_ref()
+                    .map(|m| m.load(Ordering::Acquire))
+                    .filter(|&w| w != i64::MIN)
+                    .map(|w| vec![(MARKER_METADATA_KEY.to_owned(), w)])
+                    .unwrap_or_default();
+                let meta = PartitionMetadata {
+                    partition_time: s.partition_time.map(EventTime::as_millis),
+                    processor,
+                };
+                Some((
+                    s.tp.clone(),
+                    OffsetAndMetadata {
+                        offset: Offset(position),
+                        metadata: offset_metadata::encode(&meta),
+                    },
+                ))
+            })
+            .collect();
+        self.pending_output.store(false, Ordering::Release);
+        // The force above publishes the watermark, so the throttled poll
+        // would never report it: the advance reaches the lanes here, ahead
+        // of the barrier (DESIGN 3.3). Timers fire against the floor, so an
+        // event is also owed the barrier after the floor moved, or timers
+        // due under the last floor would wait for the watermark to move.
+        for (st, time) in self.times.iter().enumerate() {
+            if stamps[st] > time.recent[1] || time.recent[0] != time.recent[1] {
+                for lane in &self.lanes {
+                    send(
+                        lane,
+                        LaneMsg::Watermark {
+                            subtopology: st,
+                            watermark: stamps[st],
+                        },
+                    )?;
+                }
+            }
+        }
+        for lane in &self.lanes {
+            send(
+                lane,
+                LaneMsg::Barrier {
+                    barrier: n,
+                    stamps: stamps.clone(),
+                    flush,
+                },
+            )?;
+        }
+        // What follows the cut is epoch N+1's.
+        self.dispatched_since_barrier = 0;
+        self.punctuation_since_barrier = false;
+        self.markers_since_barrier = false;
+        self.inflight = Some(InFlight {
+            barrier: n,
+            stamps,
+            flush,
+            cut,
+            now,
+            offsets,
+            crossing: self.lanes.len(),
+            commits: Vec::new(),
+        });
+        Ok(())
+    }
+
+    /// Moves the barrier in flight on: takes the lanes' crossings, hands the
+    /// transaction to the committer once every lane crossed, and finishes
+    /// the barrier once it committed. Waits at most `wait` for each step.
+    /// Without a barrier in flight, only a lane's failure is looked for.
+    pub(in crate::engine) fn advance_barrier(
+        &mut self,
+        wait: Duration,
+    ) -> Result<(), RuntimeError> {
+        let Some(inflight) = &mut self.inflight else {
+            return self.check_replies();
+        };
+        while inflight.crossing > 0 {
+            let reply = if wait.is_zero() {
+                match self.replies.try_recv() {
+                    Ok(r) => r,
+                    Err(TryRecvError::Empty) => return Ok(()),
+                    Err(TryRecvError::Disconnected) => return Err(lanes_gone()),
+                }
+            } else {
+                match self.replies.recv_timeout(wait) {
+                    Ok(r) => r,
+                    Err(RecvTimeoutError::Timeout) => return Ok(()),
+                    Err(RecvTimeoutError::Disconnected) => return Err(lanes_gone()),
+                }
+            };
+            match reply {
+                LaneReply::Crossed { barrier, commits } => {
+                    debug_assert_eq!(barrier, inflight.barrier);
+                    inflight.commits.extend(commits);
+                    inflight.crossing -= 1;
+                    if inflight.crossing == 0 {
+                        self.submit_commit()?;
+                        break;
+                    }
+                }
+                LaneReply::Failed { lane, error } => return Err(lane_failed(lane, error)),
+                LaneReply::Ready { .. } => unreachable!("lanes are ready before any barrier"),
+            }
+        }
+        if let Some(done) = self.committer.answer(wait)? {
+            self.on_committed(done)?;
+        }
+        Ok(())
+    }
+
+    /// Waits until the barrier in flight (if any) committed. `false` if the
+    /// application was halted meanwhile (nothing more is committed then).
+    pub(in crate::engine) fn finish_barrier(&mut self) -> Result<bool, RuntimeError> {
+        while self.inflight.is_some() {
+            if self.shared.halt.load(Ordering::Acquire) {
+                return Ok(false);
+            }
+            self.advance_barrier(Duration::from_millis(20))?;
+        }
+        Ok(true)
+    }
+
+    /// Every lane crossed the barrier in flight: its transaction, in task
+    /// order whatever the lane count (the same output sequence), goes to
+    /// the committer with the stamp ring and the repartition markers.
+    pub(in crate::engine) fn submit_commit(&mut self) -> Result<(), RuntimeError> {
+        let inflight = self.inflight.as_mut().expect("a barrier in flight");
+        let mut commits = std::mem::take(&mut inflight.commits);
+        commits.sort_by_key(|(id, _)| *id);
+        let (n, flush) = (inflight.barrier, inflight.flush);
+        let stamps = inflight.stamps.clone();
+        let offsets = std::mem::take(&mut inflight.offsets);
+        let stamp_records = self
+            .stamps
+            .record(n, &stamps, flush, inflight.now.as_millis())?;
+        // After the epoch's records, a marker carrying W(N) of the writing
+        // sub-topology to every partition of each repartition topic it
+        // writes (DESIGN 3.3); only when that stamp moved: a repeated marker
+        // says nothing new and would keep an idle application cutting
+        // barriers.
+        let mut markers = Vec::new();
+        for sink in self.plan.sinks.values().filter(|s| s.internal) {
+            let stamp = stamps[sink.writer];
+            if stamp <= self.times[sink.writer].last_marker_sent {
+                continue;
+            }
+            let record = marker(stamp.as_millis());
+            for p in 0..sink.partitions {
+                markers.push((TopicPartition::new(&*sink.log_name, p), record.clone()));
+            }
+        }
+        for (time, &stamp) in self.times.iter_mut().zip(stamps.iter()) {
+            time.last_marker_sent.advance_to(stamp);
+            time.recent = [time.recent[1], stamp];
+        }
+        self.committer.submit(CommitJob {
+            barrier: n,
+            commits,
+            markers,
+            stamp_records,
+            offsets,
+        })
+    }
+
+    /// Transaction N committed: barrier N is done, and N+1 may be cut once
+    /// the cadence says so (counted from this commit).
+    pub(in crate::engine) fn on_committed(&mut self, done: CommitDone) -> Result<(), RuntimeError> {
+        let inflight = self.inflight.take().expect("a barrier in flight");
+        debug_assert_eq!(done.barrier, inflight.barrier);
+        done.result?;
+        let n = inflight.barrier;
+        self.cadence.on_commit(done.took);
+        let interval = (self.barrier_cut_at.replace(inflight.cut)).map(|last| inflight.cut - last);
+        self.shared
+            .metrics
+            .on_barrier(interval, done.at.saturating_duration_since(inflight.cut));
+        self.barrier = n;
+        self.last_barrier_at = done.at;
+        {
+            let mut committed = self.shared.committed.lock().expect("committed lock");
+            for (tp, om) in &done.offsets {
+                committed.insert(tp.clone(), om.offset.0);
+            }
+        }
+        self.upkeep.after_commit(&done.offsets);
+        self.timeline.barrier_committed(BarrierTiming {
+            barrier: n,
+            stamps: inflight.stamps.to_vec(),
+            flush: inflight.flush,
+            cut: inflight.cut,
+            committed: done.at,
+        });
+        self.shared
+            .timeline
+            .lock()
+            .expect("timeline lock")
+            .append(&mut self.timeline);
+        self.shared.barriers.fetch_add(1, Ordering::AcqRel);
+        tracing::debug!(barrier = n, stamps = ?inflight.stamps, flush = inflight.flush, "barrier committed");
+        Ok(())
+    }
+}
+
+pub(in crate::engine) fn lane_failed(lane: usize, error: RuntimeError) -> RuntimeError {
+    tracing::error!(lane, error = %error, "record lane failed");
+    error
+}
+
+fn lanes_gone() -> RuntimeError {
+    RuntimeError::ThreadDied {
+        thread: "lane".into(),
+        reason: "hung up before crossing a barrier".into(),
+    }
+}

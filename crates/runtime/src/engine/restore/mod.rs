@@ -1,0 +1,8 @@
+//! A task's state brought back from the log: reading changelogs, restoring
+//! stores from them, standby copies that keep them warm, and taking over
+//! from a Kafka Streams application of the same id (DESIGN 3.6, 5).
+
+pub(crate) mod changelog_read;
+pub(crate) mod standby;
+pub(crate) mod store_restore;
+pub(crate) mod takeover;

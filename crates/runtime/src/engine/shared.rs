@@ -1,0 +1,165 @@
+//! [`Shared`]: what the application's handle and the engine thread share:
+//! the state and its listener, the uncaught-error handler and its
+//! decisions, the stop and halt flags, and what the engine publishes for
+//! the handle to read (the `/watermarks` view, committed and consumed
+//! positions, counters, the timeline, the assignment).
+//!
+//! Owns the state machine's transitions; knows nothing of how the engine
+//! polls, dispatches or commits.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use stoatflow_log::TopicPartition;
+use stoatflow_time::WatermarksSnapshot;
+
+use crate::app_state::AppState;
+use crate::engine::error_response::{StreamThreadExceptionResponse, default_response};
+use crate::engine::restore::standby;
+use crate::error::RuntimeError;
+use crate::observe::metrics::MetricsCells;
+use crate::observe::timeline::Timeline;
+use crate::task_id::TaskId;
+
+/// What the application and the engine share.
+pub(crate) struct Shared {
+    pub(crate) state: Mutex<AppState>,
+    pub(crate) listener: Mutex<Option<StateListener>>,
+    pub(crate) error_handler: Mutex<Option<ErrorHandler>>,
+    /// `close()`: cut a final flush barrier, then stop.
+    pub(crate) stop: AtomicBool,
+    /// Dropped without `close()`: stop at once, commit nothing more.
+    pub(crate) halt: AtomicBool,
+    pub(crate) snapshot: Mutex<Option<WatermarksSnapshot>>,
+    /// Per source partition, the offset committed by the last transaction.
+    pub(crate) committed: Mutex<HashMap<TopicPartition, u64>>,
+    /// Per source partition, the offset up to which records were handed to
+    /// the tasks, as of the last fetch that found nothing new.
+    pub(crate) consumed: Mutex<HashMap<TopicPartition, u64>>,
+    /// Barriers committed since start.
+    pub(crate) barriers: AtomicU64,
+    /// The error that stopped the application.
+    pub(crate) error: Mutex<Option<Arc<RuntimeError>>>,
+    /// Changelog records the last start restored into the tasks' stores.
+    pub(crate) restored: AtomicU64,
+    /// Engines replaced in place after an error.
+    pub(crate) replacements: AtomicU64,
+    /// What `/metrics` reads (written per barrier and per snapshot refresh).
+    pub(crate) metrics: Arc<MetricsCells>,
+    /// Barrier and watermark times (final-result latency), updated per barrier.
+    pub(crate) timeline: Mutex<Timeline>,
+    /// The tasks the running engine owns, and those it keeps standby copies of.
+    pub(crate) assignment: Mutex<Assignment>,
+    /// Changelog records the standby copies applied since start.
+    pub(crate) standby_applied: Arc<AtomicU64>,
+    /// How far the running engine's standby copies are behind their
+    /// changelogs (`standby::LAG_UNKNOWN` before they measured it).
+    pub(crate) standby_lag: Arc<AtomicU64>,
+}
+
+/// Which tasks an instance runs, and which it keeps warm copies of.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Assignment {
+    /// The tasks it owns (processes, commits).
+    pub active: Vec<TaskId>,
+    /// The tasks whose stores it keeps warm from their changelogs
+    /// (`num.standby.replicas`).
+    pub standby: Vec<TaskId>,
+}
+
+/// Called on every state change with (new, old).
+pub type StateListener = Box<dyn Fn(AppState, AppState) + Send + Sync>;
+
+/// Called with each error that stops the engine; its answer (`None`: the
+/// default) decides whether a fresh engine replaces it.
+pub type ErrorHandler =
+    Box<dyn Fn(&RuntimeError) -> Option<StreamThreadExceptionResponse> + Send + Sync>;
+
+impl Shared {
+    /// How far the standby copies are behind their changelogs; `None` until
+    /// the running engine's copies measured it.
+    pub(crate) fn standby_lag(&self) -> Option<u64> {
+        match self.standby_lag.load(Ordering::Acquire) {
+            standby::LAG_UNKNOWN => None,
+            lag => Some(lag),
+        }
+    }
+
+    /// The running engine's active and standby tasks.
+    pub(crate) fn assignment(&self) -> Assignment {
+        self.assignment.lock().expect("assignment lock").clone()
+    }
+
+    pub(crate) fn new() -> Self {
+        Shared {
+            state: Mutex::new(AppState::Created),
+            listener: Mutex::new(None),
+            error_handler: Mutex::new(None),
+            stop: AtomicBool::new(false),
+            halt: AtomicBool::new(false),
+            snapshot: Mutex::new(None),
+            committed: Mutex::new(HashMap::new()),
+            consumed: Mutex::new(HashMap::new()),
+            barriers: AtomicU64::new(0),
+            error: Mutex::new(None),
+            restored: AtomicU64::new(0),
+            replacements: AtomicU64::new(0),
+            metrics: Arc::default(),
+            timeline: Mutex::new(Timeline::default()),
+            assignment: Mutex::new(Assignment::default()),
+            standby_applied: Arc::default(),
+            standby_lag: Arc::new(AtomicU64::new(standby::LAG_UNKNOWN)),
+        }
+    }
+
+    pub(crate) fn state(&self) -> AppState {
+        *self.state.lock().expect("state lock")
+    }
+
+    /// Moves to `to` if the lifecycle allows it; tells the listener.
+    pub(crate) fn transition(&self, to: AppState) -> bool {
+        let from = {
+            let mut s = self.state.lock().expect("state lock");
+            if !s.can_become(to) {
+                return false;
+            }
+            std::mem::replace(&mut *s, to)
+        };
+        tracing::info!(from = %from, to = %to, "application state");
+        if let Some(l) = &*self.listener.lock().expect("listener lock") {
+            l(to, from);
+        }
+        true
+    }
+
+    /// What to do after `error` stopped the engine: the handler's answer,
+    /// else the default.
+    pub(crate) fn decide(&self, error: &RuntimeError) -> StreamThreadExceptionResponse {
+        let answer = match &*self.error_handler.lock().expect("handler lock") {
+            Some(h) => h(error),
+            None => None,
+        };
+        answer.unwrap_or_else(|| default_response(error))
+    }
+
+    /// Stops the application in ERROR (the handler has been asked already).
+    pub(crate) fn fail(&self, error: &RuntimeError) {
+        tracing::error!(error = %error, "application stopped by an error");
+        self.transition(AppState::PendingError);
+        *self.error.lock().expect("error lock") = Some(Arc::new(RuntimeError::Stopped {
+            reason: error.to_string(),
+        }));
+        self.transition(AppState::Error);
+    }
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("state", &self.state())
+            .field("stop", &self.stop)
+            .field("halt", &self.halt)
+            .finish_non_exhaustive()
+    }
+}
