@@ -98,6 +98,18 @@ pub enum RuntimeError {
         /// What is wrong.
         reason: String,
     },
+    /// User code (a processor, a serde, a store supplier) panicked on a
+    /// record lane; the lane stopped.
+    #[error("task {task} panicked on record lane {lane}: {message}")]
+    TaskPanicked {
+        /// The lane.
+        lane: usize,
+        /// The task being worked on (`subtopology_partition`), or `none`
+        /// between tasks (a restore).
+        task: String,
+        /// What the panic said.
+        message: String,
+    },
     /// A thread of the runtime died.
     #[error("runtime thread {thread} stopped unexpectedly: {reason}")]
     ThreadDied {

@@ -10,7 +10,9 @@
 //! key's state lives on one lane. Knows nothing of the tracker, the
 //! producer or transactions: it answers a barrier with the epoch's commits.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
@@ -90,6 +92,9 @@ pub(crate) struct LaneSetup<L: Log> {
     pub(crate) topology: Arc<Topology>,
     pub(crate) config: Arc<StreamsConfig>,
     pub(crate) log: Arc<L>,
+    /// Set by the poll loop when it no longer waits for this lane's restore
+    /// (the application closes first).
+    pub(crate) cancel_restore: Arc<AtomicBool>,
     /// Per task, the (floor, frontier) seeded from its stamp ring.
     pub(crate) seeds: Arc<BTreeMap<TaskId, (Watermark, Watermark)>>,
     pub(crate) restore_stall_timeout: std::time::Duration,
@@ -119,7 +124,48 @@ pub(crate) fn run_lane<L: Log + 'static>(
     replies: SyncSender<LaneReply>,
 ) {
     let lane = setup.lane;
-    let mut tasks = match build_tasks(&setup) {
+    // User code runs here (processors, serdes, store suppliers). A panic in
+    // it must not leave the poll loop waiting for a reply that never comes:
+    // it becomes this lane's failure, naming the task it hit.
+    let current = Cell::new(None);
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+        lane_loop(&setup, &inbox, &replies, &current);
+    }));
+    if let Err(payload) = outcome {
+        let error = RuntimeError::TaskPanicked {
+            lane,
+            task: current
+                .get()
+                .map_or_else(|| "none".to_owned(), |t: TaskId| t.to_string()),
+            message: panic_message(&*payload),
+        };
+        tracing::error!(lane, error = %error, "a task panicked; the lane stops");
+        let _ = replies.send(LaneReply::Failed { lane, error });
+    }
+}
+
+/// What a panic said, when it said it with a string.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".to_owned()
+    }
+}
+
+/// The lane's life: build and restore its tasks, then apply its inbox until
+/// the poll loop hangs up or asks for the checkpoint. `current` names the
+/// task being worked on, for a panic's report.
+fn lane_loop<L: Log + 'static>(
+    setup: &LaneSetup<L>,
+    inbox: &Receiver<LaneMsg>,
+    replies: &SyncSender<LaneReply>,
+    current: &Cell<Option<TaskId>>,
+) {
+    let lane = setup.lane;
+    let mut tasks = match build_tasks(setup, current) {
         Ok((tasks, restored)) => {
             if replies.send(LaneReply::Ready { restored }).is_err() {
                 return;
@@ -133,10 +179,11 @@ pub(crate) fn run_lane<L: Log + 'static>(
     };
     while let Ok(msg) = inbox.recv() {
         if let LaneMsg::Checkpoint = msg {
-            checkpoint_at_ends(tasks, &setup);
+            current.set(None);
+            checkpoint_at_ends(tasks, setup);
             return;
         }
-        let reply = match apply(&mut tasks, msg, &setup.pending_output) {
+        let reply = match apply(&mut tasks, msg, &setup.pending_output, current) {
             Ok(None) => continue,
             Ok(Some((barrier, commits))) => {
                 setup
@@ -168,10 +215,12 @@ fn apply(
     tasks: &mut BTreeMap<TaskId, StreamTask>,
     msg: LaneMsg,
     pending_output: &AtomicBool,
+    current: &Cell<Option<TaskId>>,
 ) -> Result<Option<Crossing>, RuntimeError> {
     match msg {
         LaneMsg::Records(runs) => {
             for run in runs {
+                current.set(Some(run.task));
                 let task = tasks
                     .get_mut(&run.task)
                     .expect("the poll loop routes records only to this lane's tasks");
@@ -199,6 +248,7 @@ fn apply(
                 .iter_mut()
                 .filter(|(id, _)| id.subtopology == subtopology)
             {
+                current.set(Some(*id));
                 task.on_watermark(w);
                 let timers = task.floor();
                 task.fire_event_time(w, timers).map_err(process_err(*id))?;
@@ -207,6 +257,7 @@ fn apply(
         }
         LaneMsg::WallClock(now) => {
             for (id, task) in tasks.iter_mut() {
+                current.set(Some(*id));
                 task.on_wall_clock(now).map_err(process_err(*id))?;
             }
             note_pending(tasks, pending_output);
@@ -225,6 +276,7 @@ fn apply(
             };
             let mut commits = Vec::with_capacity(tasks.len());
             for (id, task) in tasks.iter_mut() {
+                current.set(Some(*id));
                 let stamp = stamps[id.subtopology];
                 let commit = BarrierSchedule::cross(task, stamp, kind).map_err(process_err(*id))?;
                 commits.push((*id, commit));
@@ -259,9 +311,11 @@ fn note_pending(tasks: &BTreeMap<TaskId, StreamTask>, pending_output: &AtomicBoo
 /// changelogs (partition = the task's partition) and seeds their clocks.
 fn build_tasks<L: Log>(
     setup: &LaneSetup<L>,
+    current: &Cell<Option<TaskId>>,
 ) -> Result<(BTreeMap<TaskId, StreamTask>, u64), RuntimeError> {
     let mut tasks = BTreeMap::new();
     for &id in &setup.tasks {
+        current.set(Some(id));
         let stores = TaskStores {
             dir: setup.state_dir.as_ref().map(|d| d.join(id.to_string())),
             default: setup.default_store,
@@ -272,6 +326,7 @@ fn build_tasks<L: Log>(
             .map_err(process_err(id))?;
         tasks.insert(id, task);
     }
+    current.set(None);
     let restored = if setup.config.changelog_enabled {
         let reader = StoreReader {
             log: &*setup.log,
@@ -281,12 +336,14 @@ fn build_tasks<L: Log>(
                 setup.config.application_id, setup.lane
             ),
             stall: setup.restore_stall_timeout,
+            cancel: Some(&setup.cancel_restore),
         };
         reader.restore(&tasks, Some(&setup.metrics))?
     } else {
         0
     };
     for (&id, task) in &mut tasks {
+        current.set(Some(id));
         // The task's frontier starts below everything, so the first barrier
         // always runs an emission pass (on the seeded floor): whether a
         // window was already emitted is the emit-frontier stores' to say,

@@ -43,7 +43,7 @@ use poll::marker_time::marker_policy;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -92,6 +92,8 @@ const LANE_QUEUE: usize = 16;
 /// The longest fetch wait while a barrier is in flight: its crossings and
 /// its commit are looked for between fetches.
 const IN_FLIGHT_POLL_WAIT: Duration = Duration::from_millis(1);
+/// How often the wait for the lanes' restore looks for a close.
+const RESTORE_POLL: Duration = Duration::from_millis(20);
 
 /// The engine thread's body. Returns when the application stops.
 pub(crate) fn run_engine<L: Log + 'static>(
@@ -107,7 +109,10 @@ pub(crate) fn run_engine<L: Log + 'static>(
     loop {
         let barriers_before = shared.barriers.load(Ordering::Acquire);
         let result = Engine::start(&topology, &config, &log, &clock, &shared, &mut membership)
-            .and_then(|mut engine| engine.run(&mut membership));
+            .and_then(|engine| match engine {
+                Some(mut engine) => engine.run(&mut membership),
+                None => Ok(Exit::Stopped),
+            });
         let error = match result {
             Ok(Exit::Stopped) => {
                 shared.transition(AppState::PendingShutdown);
@@ -232,6 +237,10 @@ struct Engine<L: Log> {
 }
 
 impl<L: Log + 'static> Engine<L> {
+    /// Builds an engine for this instance's assignment from the committed
+    /// state: plans and checks the topics, reads the stamp rings and the
+    /// committed offsets, starts the committer and the lanes and waits for
+    /// their restore. `None` if the application closed meanwhile.
     fn start(
         topology: &Arc<Topology>,
         config: &Arc<RuntimeConfig>,
@@ -239,7 +248,7 @@ impl<L: Log + 'static> Engine<L> {
         clock: &Arc<dyn Clock>,
         shared: &Arc<Shared>,
         membership: &mut Membership,
-    ) -> Result<Self, RuntimeError> {
+    ) -> Result<Option<Self>, RuntimeError> {
         shared.transition(AppState::Rebalancing);
         let app = config.application_id().to_owned();
         let plan = Layout::plan(topology, config, &**log)?;
@@ -396,6 +405,7 @@ impl<L: Log + 'static> Engine<L> {
         let takeover = takeover::is_takeover(config, last_barrier);
         let streams_config = Arc::new(config.streams.clone());
         let pending_output = Arc::new(AtomicBool::new(false));
+        let cancel_restore = Arc::new(AtomicBool::new(false));
         let (reply_tx, replies) = sync_channel(lanes_n * 2 + 4);
         let mut lanes = Vec::new();
         let mut lane_threads = Vec::new();
@@ -411,6 +421,7 @@ impl<L: Log + 'static> Engine<L> {
                 restore_stall_timeout: config.restore_stall_timeout,
                 wall_clock: now,
                 pending_output: pending_output.clone(),
+                cancel_restore: cancel_restore.clone(),
                 state_dir: config.effective_state_dir(),
                 default_store: config.default_dsl_store(),
                 partition_times: partition_times.clone(),
@@ -430,12 +441,29 @@ impl<L: Log + 'static> Engine<L> {
         }
         drop(reply_tx);
         let mut restored = 0u64;
-        for _ in 0..lanes_n {
-            match replies.recv() {
-                Ok(LaneReply::Ready { restored: r, .. }) => restored += r,
+        let mut ready = 0;
+        while ready < lanes_n {
+            // A close (or a halt) does not wait for a restore: nothing was
+            // processed yet, so nothing is owed a commit. The lanes stop
+            // reading, and are waited for.
+            if shared.stop.load(Ordering::Acquire) || shared.halt.load(Ordering::Acquire) {
+                cancel_restore.store(true, Ordering::Release);
+                drop(lanes);
+                for h in lane_threads {
+                    let _ = h.join();
+                }
+                tracing::info!("closed while restoring");
+                return Ok(None);
+            }
+            match replies.recv_timeout(RESTORE_POLL) {
+                Ok(LaneReply::Ready { restored: r, .. }) => {
+                    restored += r;
+                    ready += 1;
+                }
                 Ok(LaneReply::Failed { lane, error }) => return Err(lane_failed(lane, error)),
                 Ok(other) => unreachable!("a lane answers Ready or Failed first, not {other:?}"),
-                Err(_) => {
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
                     return Err(RuntimeError::ThreadDied {
                         thread: "lane".into(),
                         reason: "exited during restore".into(),
@@ -527,7 +555,7 @@ impl<L: Log + 'static> Engine<L> {
             standby,
         };
         shared.transition(AppState::Running);
-        Ok(engine)
+        Ok(Some(engine))
     }
 
     fn run(&mut self, membership: &mut Membership) -> Result<Exit, RuntimeError> {

@@ -33,6 +33,12 @@ pub trait Hooks: Send + Sync + std::fmt::Debug + 'static {
         run: impl FnOnce() -> Result<T, LogError>,
     ) -> Result<T, LogError>;
 
+    /// Whether a consumer's fetch on this thread returns nothing after its
+    /// full wait (a broker that delivers nothing).
+    fn starve_fetch(&self) -> bool {
+        false
+    }
+
     /// The member `member` of `group` gets, if not the embedded log's own
     /// (which owns every partition).
     fn join_group(&self, group: &str, member: &str) -> Option<Box<dyn GroupMember>> {
@@ -133,6 +139,10 @@ impl<H: Hooks> Consumer for HookedConsumer<H> {
     }
     fn fetch(&mut self, max_wait: Duration) -> Result<Vec<FetchedRecord>, LogError> {
         self.hooks.alive()?;
+        if self.hooks.starve_fetch() {
+            std::thread::sleep(max_wait);
+            return Ok(Vec::new());
+        }
         self.inner.fetch(max_wait)
     }
     fn end_offset(&mut self, partition: &TopicPartition) -> Result<Offset, LogError> {

@@ -1,5 +1,6 @@
 //! Integration tests of the runtime, through its public API only.
 
+mod close_while_restoring;
 mod commit_faults;
 mod crash_points;
 mod end_to_end;
@@ -10,6 +11,7 @@ mod hooked_log;
 mod kill;
 mod migration;
 mod overlap;
+mod panics;
 mod partition_time;
 mod persistent_stores;
 mod rebalance;

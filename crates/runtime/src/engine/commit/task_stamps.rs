@@ -95,6 +95,7 @@ impl TaskStamps {
                 rings.values().map(|r| (r.tp.clone(), 0)),
                 config.restore_stall_timeout,
                 WATERMARK_STORE_NAME,
+                None,
             )?;
             for r in rings.values_mut() {
                 let entries = read

@@ -12,6 +12,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use stoatflow_log::{Consumer, LogError, Offset, TopicPartition};
 use stoatflow_state::{ChangelogEntry, ChangelogOffset, ChangelogPartition};
 
@@ -21,7 +23,9 @@ pub(crate) type Read = BTreeMap<TopicPartition, Vec<Result<ChangelogEntry, Chang
 
 /// Reads `partitions`, each from the offset paired with it (or its beginning,
 /// if that is later), to their ends with `consumer` (of a group with no
-/// committed offsets), giving up after `stall` without progress.
+/// committed offsets), giving up after `stall` without progress. Stops
+/// early, returning what it read, once `cancel` is set: the caller then
+/// discards the read.
 ///
 /// # Errors
 /// The log's; [`LogError::Timeout`] naming `what` on a stall.
@@ -30,6 +34,7 @@ pub(crate) fn read_to_end<C: Consumer>(
     partitions: impl IntoIterator<Item = (TopicPartition, u64)>,
     stall: Duration,
     what: &str,
+    cancel: Option<&AtomicBool>,
 ) -> Result<Read, LogError> {
     let mut ends = BTreeMap::new();
     let mut starts = Vec::new();
@@ -53,7 +58,7 @@ pub(crate) fn read_to_end<C: Consumer>(
         for (tp, end) in &ends {
             behind |= consumer.position(tp)?.0 < *end;
         }
-        if !behind {
+        if !behind || cancel.is_some_and(|c| c.load(Ordering::Acquire)) {
             return Ok(read);
         }
         let batch = consumer.fetch(Duration::from_millis(100))?;

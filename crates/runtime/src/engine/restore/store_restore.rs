@@ -9,6 +9,7 @@
 //! producer.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use stoatflow_log::{Log, TopicPartition};
@@ -102,6 +103,9 @@ pub(crate) struct StoreReader<'a, L: Log> {
     pub(crate) consumer: String,
     /// Give up after this long without progress.
     pub(crate) stall: Duration,
+    /// Set when the restore's result is no longer wanted (the application
+    /// closes while restoring): the reading stops early.
+    pub(crate) cancel: Option<&'a AtomicBool>,
 }
 
 impl<L: Log> StoreReader<'_, L> {
@@ -129,7 +133,16 @@ impl<L: Log> StoreReader<'_, L> {
             wanted.iter().map(|(tp, (_, _, from))| (tp.clone(), *from)),
             self.stall,
             &format!("the stores read by {}", self.consumer),
+            self.cancel,
         )?;
+        if self.cancel.is_some_and(|c| c.load(Ordering::Acquire)) {
+            return Err(RuntimeError::Stopped {
+                reason: format!(
+                    "{} abandoned its restore: the application closes",
+                    self.consumer
+                ),
+            });
+        }
         let mut restored = 0;
         for (tp, list) in entries {
             let (id, store, _) = &wanted[&tp];

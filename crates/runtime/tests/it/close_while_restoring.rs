@@ -1,0 +1,69 @@
+//! A close while the lanes restore: nothing was processed, so nothing is
+//! owed a commit, and `close()` does not wait for the restore (here one
+//! that would only end at its 30 s stall timeout) but stops it.
+
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use stoatflow_log::{EmbeddedLog, LogError};
+use stoatflow_runtime::{AppState, StreamsApp};
+
+use crate::hooked_log::{Durable, HookedLog, Hooks};
+use crate::support::*;
+
+/// Lanes fetch nothing: their restore never ends on its own.
+#[derive(Debug)]
+struct StarvedLanes;
+
+impl Hooks for StarvedLanes {
+    fn alive(&self) -> Result<(), LogError> {
+        Ok(())
+    }
+
+    fn durable<T>(
+        &self,
+        _: Durable,
+        run: impl FnOnce() -> Result<T, LogError>,
+    ) -> Result<T, LogError> {
+        run()
+    }
+
+    fn starve_fetch(&self) -> bool {
+        std::thread::current()
+            .name()
+            .is_some_and(|n| n.contains("-lane-"))
+    }
+}
+
+#[test]
+fn a_close_while_the_stores_restore_stops_the_restore() {
+    let log = Arc::new(EmbeddedLog::in_memory());
+    create_topics(&*log);
+    produce(&*log, &input(300, 10, 5), 50);
+    // A first run leaves changelogs behind: the next start has a restore.
+    run_to_end(&log, "restoring", 2);
+    let hooked = Arc::new(HookedLog {
+        inner: log,
+        hooks: Arc::new(StarvedLanes),
+    });
+    let mut app = StreamsApp::with_log(tumbling_count(), config("restoring", 2), hooked).unwrap();
+    app.start().unwrap();
+    assert_eq!(
+        app.wait_for_state(AppState::Rebalancing, Duration::from_secs(10)),
+        AppState::Rebalancing
+    );
+    // The lanes are in their restore's fetch loop by now.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(app.state(), AppState::Rebalancing, "{:?}", app.error());
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let closed = app.close(Duration::from_secs(20));
+        let _ = tx.send((closed, app.state()));
+    });
+    let (closed, state) = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("close() returned well before the restore's 30 s stall timeout");
+    assert!(closed, "closed in time");
+    assert_eq!(state, AppState::NotRunning);
+}
