@@ -92,7 +92,7 @@ pub use serde::{
 };
 pub use topology::barrier::{BarrierKind, BarrierSchedule, TopologyTasks};
 pub use topology::context::{
-    DropEvent, DropReason, OutputRecord, RecordMetadata, TaskContext, TaskMetrics,
+    DropEvent, DropReason, Emitted, OutputRecord, RecordMetadata, TaskContext, TaskMetrics,
 };
 pub use topology::task::{EpochCommit, StreamTask, TypedInput};
 pub use topology::{

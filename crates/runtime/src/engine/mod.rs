@@ -240,7 +240,7 @@ impl<L: Log + 'static> Engine<L> {
     /// Builds an engine for this instance's assignment from the committed
     /// state: plans and checks the topics, reads the stamp rings and the
     /// committed offsets, starts the committer and the lanes and waits for
-    /// their restore. `None` if the application closed meanwhile.
+    /// their restore. `None` if the application was halted meanwhile.
     fn start(
         topology: &Arc<Topology>,
         config: &Arc<RuntimeConfig>,
@@ -443,16 +443,18 @@ impl<L: Log + 'static> Engine<L> {
         let mut restored = 0u64;
         let mut ready = 0;
         while ready < lanes_n {
-            // A close (or a halt) does not wait for a restore: nothing was
-            // processed yet, so nothing is owed a commit. The lanes stop
-            // reading, and are waited for.
-            if shared.stop.load(Ordering::Acquire) || shared.halt.load(Ordering::Acquire) {
+            // A halt (a close whose timeout ran out) does not wait for the
+            // restore: the lanes stop reading, and are waited for. A close
+            // in time still does: results may be owed from the committed
+            // state (an emission pass whose transaction was aborted), and
+            // the close's flush barrier commits them.
+            if shared.halt.load(Ordering::Acquire) {
                 cancel_restore.store(true, Ordering::Release);
                 drop(lanes);
                 for h in lane_threads {
                     let _ = h.join();
                 }
-                tracing::info!("closed while restoring");
+                tracing::info!("halted while restoring");
                 return Ok(None);
             }
             match replies.recv_timeout(RESTORE_POLL) {

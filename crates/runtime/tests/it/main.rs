@@ -10,6 +10,7 @@ mod fence_first;
 mod hooked_log;
 mod kill;
 mod migration;
+mod output_sequence;
 mod overlap;
 mod panics;
 mod partition_time;

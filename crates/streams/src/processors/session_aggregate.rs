@@ -148,6 +148,7 @@ where
             i64::MIN,
             |store, from, to| store.fetch_all_by_end(from, to),
             |(w, key, value)| (key, window_of(w), value, w.end),
+            |w| w.end,
         )
     }
 

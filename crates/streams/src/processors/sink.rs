@@ -35,6 +35,7 @@ impl<K, V> Push<K, V> for Sink<K, V> {
             value,
             timestamp: rec.timestamp,
             headers: rec.headers,
+            emitted: cx.emitting,
         });
         Ok(())
     }

@@ -459,6 +459,7 @@ where
             0,
             |store, from, to| store.fetch_all(from, to),
             |(start, key, vt)| (key, windows.window(start), vt.value, vt.timestamp),
+            |w| w.start,
         )
     }
 

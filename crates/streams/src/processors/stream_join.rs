@@ -41,7 +41,7 @@ use stoatflow_time::Watermark;
 use crate::error::ProcessError;
 use crate::processors::windowed::EmitFrontier;
 use crate::record::{Headers, Record};
-use crate::topology::context::TaskContext;
+use crate::topology::context::{Emitted, TaskContext};
 use crate::topology::graph::{Downstream, FrontierOperator, Push};
 
 /// Every arrival of one (key, time), in arrival order; one is held inline, so the usual
@@ -316,15 +316,21 @@ where
                         LeftOrRight::Left(l) => (self.full)(&k, Some(l), None),
                         LeftOrRight::Right(r) => (self.full)(&k, None, Some(r)),
                     };
-                    self.down.forward(
-                        cx,
-                        Record {
-                            key: k.clone(),
-                            value,
-                            timestamp: key.ts,
-                            headers: Headers::empty(),
-                        },
-                    )?;
+                    let emitted = Emitted {
+                        close: key.close,
+                        start: key.ts,
+                    };
+                    cx.as_final(emitted, |cx| {
+                        self.down.forward(
+                            cx,
+                            Record {
+                                key: k.clone(),
+                                value,
+                                timestamp: key.ts,
+                                headers: Headers::empty(),
+                            },
+                        )
+                    })?;
                 }
                 outer
                     .store

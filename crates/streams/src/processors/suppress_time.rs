@@ -29,7 +29,7 @@ use stoatflow_time::Watermark;
 
 use crate::error::ProcessError;
 use crate::record::{Headers, Record};
-use crate::topology::context::TaskContext;
+use crate::topology::context::{Emitted, TaskContext};
 use crate::topology::graph::{Downstream, FrontierOperator, Push};
 
 /// One buffered key: its first buffer time and its latest update.
@@ -288,8 +288,12 @@ where
             if !self.frontier.has_closed(bt.saturating_add(self.delay_ms)) {
                 break;
             }
-            let (_, key) = self.index.pop_first().expect("checked non-empty");
-            self.evict(cx, key)?;
+            let (bt, key) = self.index.pop_first().expect("checked non-empty");
+            let emitted = Emitted {
+                close: bt.saturating_add(self.delay_ms),
+                start: bt,
+            };
+            cx.as_final(emitted, |cx| self.evict(cx, key))?;
         }
         Ok(())
     }

@@ -115,6 +115,7 @@ where
                 Ok(due)
             },
             |(start, key, vt)| (key, windows.window(start), vt.value, vt.timestamp),
+            |w| w.start,
         )
     }
 

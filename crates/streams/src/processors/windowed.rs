@@ -19,7 +19,7 @@ use stoatflow_time::Watermark;
 
 use crate::error::ProcessError;
 use crate::record::{Headers, Record, Window, Windowed};
-use crate::topology::context::{DropReason, TaskContext};
+use crate::topology::context::{DropReason, Emitted, TaskContext};
 use crate::topology::graph::Downstream;
 use crate::topology::shared_store::Shared;
 use crate::windows::EmitStrategy;
@@ -223,8 +223,9 @@ where
     ///
     /// A window's close is its store time (window start, session end) plus
     /// `span`; `due(store, from, to)` lists the windows with store time in
-    /// `from..=to` (`from` no lower than `lowest`), and `result` turns one
-    /// into (key, window, value, timestamp).
+    /// `from..=to` (`from` no lower than `lowest`), `result` turns one
+    /// into (key, window, value, timestamp), and `store_time` gives a
+    /// window's store time back (its close is that plus `span`).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn on_frontier<S: Segmented, T>(
         &mut self,
@@ -235,6 +236,7 @@ where
         lowest: i64,
         due: impl FnOnce(&S, i64, i64) -> Result<Vec<T>, StateError>,
         result: impl Fn(T) -> (K, Window, A, i64),
+        store_time: impl Fn(&Window) -> i64,
     ) -> Result<(), ProcessError> {
         if frontier.is_none_yet() {
             return Ok(());
@@ -253,7 +255,13 @@ where
                 let due = due(&store.borrow(), from, to).map_err(|e| self.state_err(e))?;
                 for item in due {
                     let (key, window, value, timestamp) = result(item);
-                    self.forward(cx, key, window, Some(value), timestamp, Headers::empty())?;
+                    let emitted = Emitted {
+                        close: store_time(&window).saturating_add(span),
+                        start: window.start,
+                    };
+                    cx.as_final(emitted, |cx| {
+                        self.forward(cx, key, window, Some(value), timestamp, Headers::empty())
+                    })?;
                 }
             }
             self.emit_frontier

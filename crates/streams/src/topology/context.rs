@@ -121,6 +121,22 @@ pub struct OutputRecord {
     pub timestamp: i64,
     /// Headers.
     pub headers: Headers,
+    /// Set when an emission pass produced it: the close and start of the
+    /// window (or join null side, or suppressed record) whose final result
+    /// it is. A runner merges the final results of several tasks by
+    /// (close, key, start), so an output partition's sequence does not
+    /// depend on which epoch each was emitted in.
+    pub emitted: Option<Emitted>,
+}
+
+/// The window a final result closes, as an emission pass forwarded it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Emitted {
+    /// The window's close (DESIGN 3.4).
+    pub close: i64,
+    /// The window's start (a join null side's or a suppressed record's
+    /// timestamp).
+    pub start: i64,
 }
 
 /// Where the record being processed came from.
@@ -147,6 +163,8 @@ pub struct TaskContext {
     /// Dropped records as data, when someone collects them (the test
     /// driver); `None` otherwise, so nothing accumulates in the engine.
     pub(crate) drop_events: Option<Vec<DropEvent>>,
+    /// While an emission pass forwards a final result: its window.
+    pub(crate) emitting: Option<Emitted>,
 }
 
 impl Default for TaskContext {
@@ -159,11 +177,26 @@ impl Default for TaskContext {
             meta: RecordMetadata::default(),
             wall_clock: stoatflow_time::WallTime::EPOCH,
             drop_events: None,
+            emitting: None,
         }
     }
 }
 
 impl TaskContext {
+    /// Runs `forward` with the records it produces marked as the final
+    /// result of the window `emitted`.
+    #[inline]
+    pub(crate) fn as_final<R>(
+        &mut self,
+        emitted: Emitted,
+        forward: impl FnOnce(&mut Self) -> R,
+    ) -> R {
+        let outer = self.emitting.replace(emitted);
+        let result = forward(self);
+        self.emitting = outer;
+        result
+    }
+
     /// Counts a dropped record under its reason when `counted` (once per
     /// record: a caller passes false for each further window the same record
     /// missed) and, when drop events are collected, records the drop (the

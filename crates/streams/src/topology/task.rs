@@ -592,4 +592,99 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("topic z"), "{err}");
     }
+
+    /// Records an emission pass forwards carry the window they close (the
+    /// runtime merges tasks' final results by it); on-update output and
+    /// join matches carry nothing.
+    #[test]
+    fn final_results_carry_the_window_they_close() {
+        use std::time::Duration;
+
+        use crate::{
+            EmitStrategy, Emitted, JoinWindows, SessionWindows, StreamJoined, TimeWindows,
+        };
+
+        let secs = Duration::from_secs;
+        let mut b = StreamsBuilder::new();
+        let s = b.stream("in", Consumed::with(Serdes::string(), Serdes::i64()));
+        s.group_by_key()
+            .windowed_by(TimeWindows::of_size_and_grace(secs(10), secs(2)))
+            .emit_strategy(EmitStrategy::on_window_close())
+            .count()
+            .to_stream()
+            .to(
+                "tumbling",
+                Produced::with(
+                    Serdes::time_windowed(Serdes::string(), 10_000),
+                    Serdes::i64(),
+                ),
+            );
+        s.group_by_key()
+            .windowed_by(SessionWindows::of_inactivity_gap_and_grace(
+                secs(3),
+                secs(1),
+            ))
+            .emit_strategy(EmitStrategy::on_window_close())
+            .count()
+            .to_stream()
+            .to(
+                "sessions",
+                Produced::with(Serdes::session_windowed(Serdes::string()), Serdes::i64()),
+            );
+        s.group_by_key()
+            .windowed_by(TimeWindows::of_size_and_grace(secs(10), secs(2)))
+            .count()
+            .to_stream()
+            .to(
+                "updates",
+                Produced::with(
+                    Serdes::time_windowed(Serdes::string(), 10_000),
+                    Serdes::i64(),
+                ),
+            );
+        let other = b.stream("other", Consumed::with(Serdes::string(), Serdes::i64()));
+        s.left_join(
+            &other,
+            |l: &i64, r: Option<&i64>| l + r.copied().unwrap_or(-1),
+            JoinWindows::of_time_difference_and_grace(secs(1), secs(2)),
+            StreamJoined::with(Serdes::string(), Serdes::i64(), Serdes::i64()),
+        )
+        .to("joined", Produced::with(Serdes::string(), Serdes::i64()));
+        let topology = b.build().unwrap();
+        let mut task = topology.instantiate(0, &Arc::new(StreamsConfig::new("app")));
+        let input = task.typed_input::<String, i64>("in").unwrap();
+        task.push_typed(&input, "a".to_owned(), 1, 1_000).unwrap();
+        task.push_typed(&input, "a".to_owned(), 1, 2_000).unwrap();
+        let marks = |task: &crate::StreamTask, topic: &str| -> Vec<Option<Emitted>> {
+            task.pending_output()
+                .iter()
+                .filter(|r| &*r.topic == topic)
+                .map(|r| r.emitted)
+                .collect()
+        };
+        assert_eq!(marks(&task, "updates"), [None, None]);
+        assert!(marks(&task, "joined").is_empty());
+        task.advance_frontier(stoatflow_time::Watermark::from_millis(60_000))
+            .unwrap();
+        // Tumbling [0, 10 s): close 10 s + 2 s.
+        let tumbling = Emitted {
+            close: 12_000,
+            start: 0,
+        };
+        assert_eq!(marks(&task, "tumbling"), [Some(tumbling)]);
+        // Session [1 s, 2 s]: close end + gap + 1 + grace.
+        let session = Emitted {
+            close: 2_000 + 3_000 + 1 + 1_000,
+            start: 1_000,
+        };
+        assert_eq!(marks(&task, "sessions"), [Some(session)]);
+        // Each unmatched left record: close ts + after + 1 + grace.
+        let null_side = |ts: i64| {
+            Some(Emitted {
+                close: ts + 1_000 + 1 + 2_000,
+                start: ts,
+            })
+        };
+        assert_eq!(marks(&task, "joined"), [null_side(1_000), null_side(2_000)]);
+    }
 }

@@ -4,9 +4,10 @@
 //! processing").
 //!
 //! Owns the producer, the sinks' partitions and the order in which a
-//! transaction's records are written: the epoch's sink and changelog records
-//! in task order, then the repartition topics' watermark markers, then the
-//! stamp ring, then the source offsets. It commits one job at a time, in the
+//! transaction's records are written: the epoch's sink records (in
+//! `output_order`'s order), its changelog records in task order, then the
+//! repartition topics' watermark markers, then the stamp ring, then the
+//! source offsets. It commits one job at a time, in the
 //! order it gets them, and answers each with its outcome; the poll loop hands
 //! it job N+1 only after it heard that N committed (barrier N+1 is cut only
 //! then).
@@ -27,6 +28,7 @@ use stoatflow_state::{ChangelogBatch, ChangelogRecordRef, changelog_topic};
 use stoatflow_streams::{EpochCommit, OutputRecord};
 
 use crate::config::ProcessingGuarantee;
+use crate::engine::commit::output_order::output_order;
 use crate::engine::commit::partitioner::partition_for_key;
 use crate::error::RuntimeError;
 use crate::task_id::TaskId;
@@ -275,15 +277,16 @@ impl<P: TransactionalProducer> Transactions<P> {
     }
 
     fn send_records(&mut self, job: &CommitJob, with_offsets: bool) -> Result<(), LogError> {
-        for (id, commit) in &job.commits {
-            for out in &commit.outputs {
-                let tp = self.routing.partition_of(out)?;
-                if out.headers.is_empty() {
-                    self.producer.send_ref(tp, output_ref(out))?;
-                } else {
-                    self.producer.send(tp, &to_log_record(out))?;
-                }
+        for (c, r) in output_order(&job.commits) {
+            let out = &job.commits[c as usize].1.outputs[r as usize];
+            let tp = self.routing.partition_of(out)?;
+            if out.headers.is_empty() {
+                self.producer.send_ref(tp, output_ref(out))?;
+            } else {
+                self.producer.send(tp, &to_log_record(out))?;
             }
+        }
+        for (id, commit) in &job.commits {
             for (store, records) in &commit.changelogs {
                 let tp = TopicPartition::new(changelog_topic(&self.app, store), id.partition);
                 for r in records {
