@@ -12,14 +12,14 @@ use std::time::{Duration, Instant};
 
 use stoatflow_log::EmbeddedLog;
 use stoatflow_log::{Consumer, Log, TopicPartition};
-use stoatflow_streams::{CoordinationMode, Topology};
+use stoatflow_streams::Topology;
 use stoatflow_time::{Clock, SystemClock, WatermarksSnapshot};
 
 use crate::app_state::AppState;
 use crate::config::layout::log_topic_name;
 use crate::config::{Backend, RuntimeConfig};
 use crate::engine::error_response::HandlerOutcome;
-use crate::engine::{Assignment, Shared, run_engine};
+use crate::engine::{Assignment, Shared, run_engine, tracks_event_time};
 use crate::error::RuntimeError;
 use crate::observe::metrics::{MetricsSnapshot, lag_at};
 
@@ -362,11 +362,7 @@ impl<L: Log + 'static> StreamsApp<L> {
     /// A cheap, shareable read-only view of the application (state,
     /// watermarks) for the operating surface.
     pub fn handle(&self) -> AppHandle {
-        let event_time_tracking = match self.config.streams.coordination {
-            CoordinationMode::Enabled => true,
-            CoordinationMode::Disabled => false,
-            CoordinationMode::Auto => self.topology.needs_event_time(),
-        };
+        let event_time_tracking = tracks_event_time(&self.topology, &self.config);
         AppHandle {
             shared: self.shared.clone(),
             application_id: self.config.application_id().into(),

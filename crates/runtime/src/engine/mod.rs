@@ -49,7 +49,7 @@ use std::time::{Duration, Instant};
 
 use stoatflow_log::offset_metadata;
 use stoatflow_log::{Consumer, Log, TopicPartition};
-use stoatflow_streams::{CoordinationMode, Topology};
+use stoatflow_streams::{CoordinationMode, DispatchMode, Topology};
 use stoatflow_time::{
     Clock, EventTime, OrderedDispatch, SourcePartition, Watermark, WatermarkTracker,
     WatermarksSnapshot,
@@ -167,6 +167,17 @@ pub(crate) fn run_engine<L: Log + 'static>(
     }
 }
 
+/// Whether the engine tracks event time (DESIGN 3.7): always under
+/// `ENABLED`, never under `DISABLED`, under `AUTO` when the topology has
+/// anything a watermark drives or a source with a watermark strategy.
+pub(crate) fn tracks_event_time(topology: &Topology, config: &RuntimeConfig) -> bool {
+    match config.streams.coordination {
+        CoordinationMode::Enabled => true,
+        CoordinationMode::Disabled => false,
+        CoordinationMode::Auto => topology.needs_event_time(),
+    }
+}
+
 /// Why an engine's poll loop ended without an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Exit {
@@ -234,6 +245,10 @@ struct Engine<L: Log> {
     upkeep: Upkeep<L>,
     /// The standby copies' thread, if this instance keeps any.
     standby: Option<Standby>,
+    /// DIRECT dispatch (DESIGN 3.7): no event time is tracked, so records
+    /// go to their lanes in fetch order, past the tracker and ordered
+    /// dispatch, and barriers carry no stamp.
+    direct: bool,
 }
 
 impl<L: Log + 'static> Engine<L> {
@@ -291,7 +306,8 @@ impl<L: Log + 'static> Engine<L> {
 
         // Source partitions: tracker registration, committed offsets, partition times.
         let lanes_n = config.lanes;
-        let tracking = config.streams.coordination != CoordinationMode::Disabled;
+        let tracking = tracks_event_time(topology, config);
+        let direct = !tracking && config.streams.dispatch != DispatchMode::Lane;
         let mut slots = Vec::new();
         let mut slot_of = HashMap::new();
         for source in topology.sources() {
@@ -555,6 +571,7 @@ impl<L: Log + 'static> Engine<L> {
             timeline: Timeline::default(),
             upkeep,
             standby,
+            direct,
         };
         shared.transition(AppState::Running);
         Ok(Some(engine))
@@ -598,7 +615,11 @@ impl<L: Log + 'static> Engine<L> {
             let caught_up = fetched.is_empty();
             let now = self.clock.now();
             for batch in fetched {
-                self.buffer(batch, now)?;
+                if self.direct {
+                    self.hand_over(batch)?;
+                } else {
+                    self.buffer(batch, now)?;
+                }
             }
             self.drain_dispatch()?;
             // Also after an empty fetch: Kafka can hand over a transaction's
@@ -609,7 +630,7 @@ impl<L: Log + 'static> Engine<L> {
             if caught_up {
                 self.publish_consumed();
             }
-            for st in 0..self.times.len() {
+            for st in (0..self.times.len()).filter(|_| !self.direct) {
                 if let Some(w) = self.times[st].tracker.poll_watermark(now) {
                     self.timeline.watermark_reached(st, w, Instant::now());
                     for lane in &self.lanes {
@@ -630,7 +651,7 @@ impl<L: Log + 'static> Engine<L> {
                     send(lane, LaneMsg::WallClock(now))?;
                 }
             }
-            if self.last_snapshot.elapsed() >= SNAPSHOT_EVERY {
+            if !self.direct && self.last_snapshot.elapsed() >= SNAPSHOT_EVERY {
                 self.last_snapshot = Instant::now();
                 *self.shared.snapshot.lock().expect("snapshot lock") = Some(self.snapshot());
                 if let Some(m) = combine(self.times.iter().map(|t| t.tracker.metrics(now))) {

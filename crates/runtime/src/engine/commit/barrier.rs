@@ -111,10 +111,14 @@ impl<L: Log + 'static> Engine<L> {
         }
         let now = self.clock.now();
         let cut = Instant::now();
+        let direct = self.direct;
         let stamps: Arc<[Watermark]> = self
             .times
             .iter_mut()
-            .map(|t| t.tracker.force_watermark(now))
+            .map(|t| match direct {
+                true => Watermark::MIN,
+                false => t.tracker.force_watermark(now),
+            })
             .collect();
         let n = self.barrier + 1;
         let offsets: Vec<(TopicPartition, OffsetAndMetadata)> = self

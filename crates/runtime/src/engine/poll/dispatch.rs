@@ -97,6 +97,48 @@ impl<L: Log + 'static> Engine<L> {
         Ok(())
     }
 
+    /// DIRECT dispatch (no event time tracked): a fetched batch's records
+    /// go to their lanes in offset order, at once, past the tracker and
+    /// ordered dispatch; the partition time is the largest record
+    /// timestamp, as Kafka Streams' with its default extractor.
+    pub(in crate::engine) fn hand_over(&mut self, batch: FetchedBatch) -> Result<(), RuntimeError> {
+        let Some(&slot) = self.slot_of.get(batch.partition()) else {
+            return Ok(());
+        };
+        let batch = Arc::new(batch);
+        let s = &mut self.slots[slot];
+        let (seq, partition) = (s.next_seq, s.index);
+        s.next_seq += 1;
+        // Where `route` finds the batch of each record it hands over.
+        s.fetched.push_back((seq, batch.clone()));
+        let mut since_check = 0usize;
+        for (index, r) in batch.iter().enumerate() {
+            if self.slots[slot].last_marker.is_some() && self.read_marker(slot, &r)? {
+                continue;
+            }
+            self.slots[slot].buffered += 1;
+            let event_time = EventTime::new(r.timestamp.0.max(0))
+                .unwrap_or_else(|_| EventTime::new(0).expect("zero is a valid event time"));
+            self.route(Dispatched {
+                partition,
+                offset: stoatflow_time::Offset(r.offset.0 as i64),
+                event_time,
+                late: false,
+                record: Pending {
+                    slot: slot as u32,
+                    index: index as u32,
+                    seq,
+                },
+            })?;
+            since_check += 1;
+            if since_check == BATCH {
+                since_check = 0;
+                self.keep_barriers_moving()?;
+            }
+        }
+        Ok(())
+    }
+
     /// A repartition partition's record: if it is a watermark marker,
     /// takes its watermark and returns true.
     pub(in crate::engine) fn read_marker(
