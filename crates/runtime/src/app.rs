@@ -23,6 +23,9 @@ use crate::engine::{Assignment, Shared, run_engine, tracks_event_time};
 use crate::error::RuntimeError;
 use crate::observe::metrics::{MetricsSnapshot, lag_at};
 
+/// How long [`StreamsApp::run`] gives its close.
+pub const RUN_CLOSE_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// A topology running on a log: Kafka Streams' `KafkaStreams`.
 ///
 /// `start()` returns at once; the application restores its state
@@ -169,9 +172,10 @@ impl<L: Log + 'static> StreamsApp<L> {
     pub fn close(&mut self, timeout: Duration) -> bool {
         self.shared.stop.store(true, Ordering::Release);
         let Some(handle) = self.engine.take() else {
+            // Never started, or closed already (ERROR stays ERROR).
             self.shared.transition(AppState::PendingShutdown);
             self.shared.transition(AppState::NotRunning);
-            return true;
+            return self.state() == AppState::NotRunning;
         };
         let deadline = Instant::now() + timeout;
         while !handle.is_finished() && Instant::now() < deadline {
@@ -185,28 +189,41 @@ impl<L: Log + 'static> StreamsApp<L> {
         in_time && self.state() == AppState::NotRunning
     }
 
-    /// Starts, runs until SIGINT or SIGTERM, then closes gracefully.
+    /// Starts, runs until SIGINT or SIGTERM, then closes gracefully (a
+    /// second signal during the close exits the process at once, with
+    /// status 1).
     ///
     /// # Errors
-    /// The start error, or the error that stopped the application.
+    /// The start error, the error that stopped the application, or
+    /// [`RuntimeError::Stopped`] when the close did not end within
+    /// [`RUN_CLOSE_TIMEOUT`] (the application was then stopped as a crash
+    /// would stop it: what was not committed is processed again at the
+    /// next start).
     pub fn run(mut self) -> Result<(), RuntimeError> {
         let signalled = Arc::new(std::sync::atomic::AtomicBool::new(false));
         for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            signal_hook::flag::register(signal, signalled.clone()).map_err(|e| {
-                RuntimeError::ThreadDied {
-                    thread: "signal handler".into(),
-                    reason: e.to_string(),
-                }
+            let registered =
+                signal_hook::flag::register_conditional_shutdown(signal, 1, signalled.clone())
+                    .and_then(|_| signal_hook::flag::register(signal, signalled.clone()));
+            registered.map_err(|e| RuntimeError::ThreadDied {
+                thread: "signal handler".into(),
+                reason: e.to_string(),
             })?;
         }
         self.start()?;
         while !signalled.load(Ordering::Acquire) && !self.state().has_stopped() {
             std::thread::sleep(Duration::from_millis(50));
         }
-        self.close(Duration::from_secs(60));
+        let closed = self.close(RUN_CLOSE_TIMEOUT);
         match self.error() {
             Some(e) => Err(RuntimeError::Stopped {
                 reason: e.to_string(),
+            }),
+            None if !closed => Err(RuntimeError::Stopped {
+                reason: format!(
+                    "the close did not end within {} s; stopped as a crash would stop it",
+                    RUN_CLOSE_TIMEOUT.as_secs()
+                ),
             }),
             None => Ok(()),
         }

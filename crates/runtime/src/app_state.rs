@@ -69,7 +69,6 @@ impl AppState {
                 | (Running, Rebalancing | PendingShutdown | PendingError)
                 | (PendingShutdown, NotRunning | PendingError)
                 | (PendingError, Error)
-                | (Error, PendingShutdown)
         )
     }
 
@@ -142,6 +141,18 @@ mod tests {
         assert!(PendingError.can_become(Error));
         assert!(!Created.can_become(Running));
         assert!(!NotRunning.can_become(Running));
+        // ERROR is terminal, as in Kafka Streams: a close after it changes
+        // nothing.
+        for to in [
+            Created,
+            Rebalancing,
+            Running,
+            PendingShutdown,
+            NotRunning,
+            PendingError,
+        ] {
+            assert!(!Error.can_become(to), "ERROR -> {to:?}");
+        }
         assert!(!Error.can_become(Running));
         assert!(!PendingShutdown.can_become(Running));
     }

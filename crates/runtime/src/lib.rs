@@ -45,7 +45,7 @@ mod error;
 mod observe;
 mod task_id;
 
-pub use app::{AppHandle, StreamsApp};
+pub use app::{AppHandle, RUN_CLOSE_TIMEOUT, StreamsApp};
 pub use app_state::AppState;
 pub use config::cadence::BarrierCadence;
 pub use config::layout::WATERMARK_MARKER_HEADER;

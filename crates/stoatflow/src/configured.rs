@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use stoatflow_config::{AppConfig, BackendSettings, ConfigError, EndpointsSettings};
 use stoatflow_log::{EmbeddedLog, Log, LogError, TopicSpec};
-use stoatflow_runtime::{AppHandle, AppState, RuntimeError, StreamsApp};
+use stoatflow_runtime::{AppHandle, AppState, HandlerOutcome, RuntimeError, StreamsApp};
 use stoatflow_server::{HttpServer, ServerError};
 use stoatflow_streams::Topology;
 use stoatflow_time::WatermarksSnapshot;
@@ -112,6 +112,34 @@ impl App {
     /// See [`StreamsApp::close`].
     pub fn close(&mut self, timeout: Duration) -> bool {
         each!(self, app => app.close(timeout))
+    }
+
+    /// See [`StreamsApp::run`]: starts, runs until SIGINT or SIGTERM, then
+    /// closes gracefully.
+    ///
+    /// # Errors
+    /// The start error, the error that stopped the application, or a close
+    /// that did not end in time.
+    pub fn run(self) -> Result<(), RuntimeError> {
+        each!(self, app => app.run())
+    }
+
+    /// See [`StreamsApp::set_state_listener`]: `listener(new, old)` on
+    /// every state change.
+    pub fn set_state_listener(
+        &self,
+        listener: impl Fn(AppState, AppState) + Send + Sync + 'static,
+    ) {
+        each!(self, app => app.set_state_listener(listener))
+    }
+
+    /// See [`StreamsApp::set_uncaught_error_handler`]: what `handler`
+    /// returns for an error that stops the engine decides what follows.
+    pub fn set_uncaught_error_handler<R: HandlerOutcome>(
+        &self,
+        handler: impl Fn(&RuntimeError) -> R + Send + Sync + 'static,
+    ) {
+        each!(self, app => app.set_uncaught_error_handler(handler))
     }
 
     /// See [`StreamsApp::state`].

@@ -125,7 +125,7 @@ pub(crate) fn run_engine<L: Log + 'static>(
         };
         if shared.halt.load(Ordering::Acquire) {
             tracing::debug!(error = %error, "stopped without close");
-            shared.fail(&error);
+            shared.fail(error);
             return;
         }
         // A fenced producer is never replaced: the replacement would fence
@@ -143,7 +143,7 @@ pub(crate) fn run_engine<L: Log + 'static>(
         if response != StreamThreadExceptionResponse::ReplaceThread
             || shared.stop.load(Ordering::Acquire)
         {
-            shared.fail(&error);
+            shared.fail(error);
             return;
         }
         // Replace the engine in place: the failed one aborted its epoch and
@@ -159,7 +159,7 @@ pub(crate) fn run_engine<L: Log + 'static>(
         let until = Instant::now() + backoff;
         while Instant::now() < until {
             if shared.halt.load(Ordering::Acquire) {
-                shared.fail(&error);
+                shared.fail(error);
                 return;
             }
             std::thread::sleep(Duration::from_millis(5));

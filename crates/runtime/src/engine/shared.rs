@@ -144,12 +144,12 @@ impl Shared {
     }
 
     /// Stops the application in ERROR (the handler has been asked already).
-    pub(crate) fn fail(&self, error: &RuntimeError) {
+    /// `StreamsApp::error` then returns `error` itself, so a caller can
+    /// match on what stopped it.
+    pub(crate) fn fail(&self, error: RuntimeError) {
         tracing::error!(error = %error, "application stopped by an error");
         self.transition(AppState::PendingError);
-        *self.error.lock().expect("error lock") = Some(Arc::new(RuntimeError::Stopped {
-            reason: error.to_string(),
-        }));
+        *self.error.lock().expect("error lock") = Some(Arc::new(error));
         self.transition(AppState::Error);
     }
 }

@@ -19,6 +19,7 @@ mod persistent_stores;
 mod rebalance;
 mod recovery;
 mod refusals;
+mod run_signals;
 mod scripted_group;
 mod standby;
 mod support;

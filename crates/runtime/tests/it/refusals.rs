@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use stoatflow_log::{EmbeddedLog, Log, TopicSpec};
-use stoatflow_runtime::{AppState, Backend, RuntimeConfig, StreamsApp};
+use stoatflow_runtime::{AppState, Backend, RuntimeConfig, RuntimeError, StreamsApp};
 
 use crate::support::*;
 
@@ -23,9 +23,19 @@ fn a_missing_source_topic_stops_the_app_in_error_naming_it() {
         app.wait_for_state(AppState::Error, Duration::from_secs(10)),
         AppState::Error
     );
-    let message = app.error().unwrap().to_string();
+    let error = app.error().unwrap();
+    // The error itself, not its message only: a caller can match on it.
+    assert!(
+        matches!(&*error, RuntimeError::MissingSourceTopic { .. }),
+        "{error:?}"
+    );
+    let message = error.to_string();
     assert!(message.contains(INPUT), "{message}");
     assert_eq!(handled.lock().unwrap().as_deref(), Some(message.as_str()));
+    // ERROR is terminal: a close changes nothing.
+    assert!(!app.close(Duration::from_secs(5)));
+    assert!(!app.close(Duration::from_secs(5)));
+    assert_eq!(app.state(), AppState::Error);
 }
 
 #[test]

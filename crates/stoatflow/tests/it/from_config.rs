@@ -168,3 +168,48 @@ fn the_endpoints_limits_come_from_the_settings() {
     );
     server.shutdown();
 }
+
+/// The facade's `App` takes a state listener and an uncaught-error handler
+/// whatever its backend: the listener hears the lifecycle, and the handler
+/// hears the error that stops the app (here, its output topic is missing).
+#[test]
+fn the_app_takes_a_state_listener_and_an_error_handler() {
+    let config = ConfigLoader::new()
+        .map([("stoatflow.backend", "memory")])
+        .build()
+        .unwrap();
+    let (mut app, log) = embedded_app(&config);
+    topics(&app);
+    produce(&*log);
+    let states = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = states.clone();
+    app.set_state_listener(move |new, old| seen.lock().unwrap().push((old, new)));
+    app.start().unwrap();
+    assert!(app.wait_until_consumed(Duration::from_secs(60)).unwrap());
+    assert!(app.close(Duration::from_secs(30)), "{:?}", app.error());
+    use AppState::*;
+    assert_eq!(
+        *states.lock().unwrap(),
+        [
+            (Created, Rebalancing),
+            (Rebalancing, Running),
+            (Running, PendingShutdown),
+            (PendingShutdown, NotRunning)
+        ]
+    );
+
+    let (mut app, _log) = embedded_app(&config);
+    app.ensure_topic(&stoatflow::log::TopicSpec::new(INPUT, 1))
+        .unwrap();
+    let handled = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let h = handled.clone();
+    app.set_uncaught_error_handler(move |e| *h.lock().unwrap() = Some(e.to_string()));
+    app.start().unwrap();
+    assert_eq!(app.wait_for_state(Error, Duration::from_secs(10)), Error);
+    let handled = handled
+        .lock()
+        .unwrap()
+        .clone()
+        .expect("the handler heard it");
+    assert!(handled.contains(OUTPUT), "{handled}");
+}
