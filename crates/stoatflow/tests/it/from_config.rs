@@ -179,14 +179,10 @@ fn the_app_takes_a_state_listener_and_an_error_handler() {
         .build()
         .unwrap();
     let (mut app, log) = embedded_app(&config);
-    topics(&app);
-    produce(&*log);
     let states = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = states.clone();
     app.set_state_listener(move |new, old| seen.lock().unwrap().push((old, new)));
-    app.start().unwrap();
-    assert!(app.wait_until_consumed(Duration::from_secs(60)).unwrap());
-    assert!(app.close(Duration::from_secs(30)), "{:?}", app.error());
+    produce_and_run(&mut app, &*log);
     use AppState::*;
     assert_eq!(
         *states.lock().unwrap(),
