@@ -151,8 +151,11 @@ impl Layout {
                 });
             }
         }
+        // The topics this start needs: checked all first, created after,
+        // so a refused start leaves nothing behind.
+        let mut needed = Vec::new();
         for (topic, &n) in &internal {
-            log.ensure_topic(&TopicSpec::new(log_topic_name(app, topic, true), n))?;
+            needed.push(TopicSpec::new(log_topic_name(app, topic, true), n));
         }
         let mut sinks = HashMap::new();
         for (topic, writer) in &writers {
@@ -184,7 +187,7 @@ impl Layout {
             for (&st, (_, n)) in &partitions {
                 let task = topology.instantiate(st, &streams_config);
                 for name in task.store_names() {
-                    log.ensure_topic(&TopicSpec::new(changelog_topic(app, name), *n).compacted())?;
+                    needed.push(TopicSpec::new(changelog_topic(app, name), *n).compacted());
                 }
             }
         }
@@ -195,13 +198,24 @@ impl Layout {
         if config.streams.changelog_enabled {
             // One partition per task: each task's stamp ring moves with it
             // between instances (engine/commit/task_stamps.rs).
-            log.ensure_topic(
-                &TopicSpec::new(
+            needed.push(
+                TopicSpec::new(
                     changelog_topic(app, WATERMARK_STORE_NAME),
                     layout.partitions.values().sum(),
                 )
                 .compacted(),
-            )?;
+            );
+        }
+        let mut missing = Vec::new();
+        for spec in &needed {
+            match log.describe_topic(&spec.name)? {
+                // Checks its shape, naming the topic.
+                Some(_) => log.ensure_topic(spec)?,
+                None => missing.push(spec),
+            }
+        }
+        for spec in missing {
+            log.ensure_topic(spec)?;
         }
         Ok(layout)
     }

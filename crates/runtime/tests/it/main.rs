@@ -9,6 +9,7 @@ mod families;
 mod faulty_log;
 mod fence_first;
 mod hooked_log;
+mod idle;
 mod kill;
 mod migration;
 mod output_sequence;

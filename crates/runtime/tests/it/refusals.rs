@@ -131,7 +131,7 @@ fn a_poisoned_record_under_log_and_fail_stops_the_app_naming_it() {
 
 #[test]
 fn sources_of_one_subtopology_with_different_partition_counts_are_refused_naming_both() {
-    use stoatflow_streams::{Consumed, Produced, Serdes, StreamsBuilder};
+    use stoatflow_streams::{Consumed, Grouped, Produced, Serdes, StreamsBuilder};
     let log = Arc::new(EmbeddedLog::in_memory());
     log.create_topic(&TopicSpec::new("clicks", 2)).unwrap();
     log.create_topic(&TopicSpec::new("views", 3)).unwrap();
@@ -159,4 +159,36 @@ fn sources_of_one_subtopology_with_different_partition_counts_are_refused_naming
         .committed_offsets("copart", &[stoatflow_log::TopicPartition::new("clicks", 0)])
         .unwrap();
     assert_eq!(committed[0].1, None);
+}
+
+/// A start refused for a missing sink topic creates nothing first: not the
+/// repartition topic, the stores' changelogs or the watermark store's.
+#[test]
+fn a_missing_sink_topic_is_named_and_nothing_is_created() {
+    use stoatflow_streams::{Consumed, Grouped, Produced, Serdes, StreamsBuilder};
+
+    let log = Arc::new(EmbeddedLog::in_memory());
+    log.create_topic(&TopicSpec::new(INPUT, PARTITIONS))
+        .unwrap();
+    let mut b = StreamsBuilder::new();
+    b.stream(INPUT, Consumed::with(Serdes::string(), Serdes::i64()))
+        .select_key(|_, v: &i64| format!("k{}", v % 5))
+        .group_by_key_with(Grouped::with(Serdes::string(), Serdes::i64()))
+        .count()
+        .to_stream()
+        .to(OUTPUT, Produced::with(Serdes::string(), Serdes::i64()));
+    let topology = b.build().unwrap();
+    let mut app = StreamsApp::with_log(topology, config("sinkless", 1), log.clone()).unwrap();
+    app.start().unwrap();
+    assert_eq!(
+        app.wait_for_state(AppState::Error, Duration::from_secs(10)),
+        AppState::Error
+    );
+    let error = app.error().unwrap();
+    assert!(
+        matches!(&*error, RuntimeError::MissingSinkTopic { topic } if topic == OUTPUT),
+        "{error:?}"
+    );
+    let topics: Vec<String> = log.topics().into_iter().map(|t| t.name).collect();
+    assert_eq!(topics, [INPUT], "a refused start created topics");
 }
