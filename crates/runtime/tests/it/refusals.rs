@@ -9,6 +9,18 @@ use stoatflow_runtime::{AppState, Backend, RuntimeConfig, RuntimeError, StreamsA
 
 use crate::support::*;
 
+/// Starts `app`, waits for ERROR, returns the error that stopped it.
+fn starts_into_error<L: stoatflow_log::Log + 'static>(
+    app: &mut StreamsApp<L>,
+) -> Arc<RuntimeError> {
+    app.start().unwrap();
+    assert_eq!(
+        app.wait_for_state(AppState::Error, Duration::from_secs(10)),
+        AppState::Error
+    );
+    app.error().expect("an app in ERROR has its error")
+}
+
 #[test]
 fn a_missing_source_topic_stops_the_app_in_error_naming_it() {
     let log = Arc::new(EmbeddedLog::in_memory());
@@ -18,12 +30,7 @@ fn a_missing_source_topic_stops_the_app_in_error_naming_it() {
     let handled = Arc::new(std::sync::Mutex::new(None));
     let h = handled.clone();
     app.set_uncaught_error_handler(move |e| *h.lock().unwrap() = Some(e.to_string()));
-    app.start().unwrap();
-    assert_eq!(
-        app.wait_for_state(AppState::Error, Duration::from_secs(10)),
-        AppState::Error
-    );
-    let error = app.error().unwrap();
+    let error = starts_into_error(&mut app);
     // The error itself, not its message only: a caller can match on it.
     assert!(
         matches!(&*error, RuntimeError::MissingSourceTopic { .. }),
@@ -131,7 +138,7 @@ fn a_poisoned_record_under_log_and_fail_stops_the_app_naming_it() {
 
 #[test]
 fn sources_of_one_subtopology_with_different_partition_counts_are_refused_naming_both() {
-    use stoatflow_streams::{Consumed, Grouped, Produced, Serdes, StreamsBuilder};
+    use stoatflow_streams::{Consumed, Produced, Serdes, StreamsBuilder};
     let log = Arc::new(EmbeddedLog::in_memory());
     log.create_topic(&TopicSpec::new("clicks", 2)).unwrap();
     log.create_topic(&TopicSpec::new("views", 3)).unwrap();
@@ -179,12 +186,7 @@ fn a_missing_sink_topic_is_named_and_nothing_is_created() {
         .to(OUTPUT, Produced::with(Serdes::string(), Serdes::i64()));
     let topology = b.build().unwrap();
     let mut app = StreamsApp::with_log(topology, config("sinkless", 1), log.clone()).unwrap();
-    app.start().unwrap();
-    assert_eq!(
-        app.wait_for_state(AppState::Error, Duration::from_secs(10)),
-        AppState::Error
-    );
-    let error = app.error().unwrap();
+    let error = starts_into_error(&mut app);
     assert!(
         matches!(&*error, RuntimeError::MissingSinkTopic { topic } if topic == OUTPUT),
         "{error:?}"
