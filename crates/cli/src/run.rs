@@ -43,6 +43,8 @@ pub fn run(config: &Path, example: Example, partitions: u32, stop: Stop) -> anyh
     }
     let signalled = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // A second signal during the close exits at once (status 1).
+        signal_hook::flag::register_conditional_shutdown(signal, 1, signalled.clone())?;
         signal_hook::flag::register(signal, signalled.clone())?;
     }
     let server = app.start_endpoints(&config)?;
@@ -56,12 +58,18 @@ pub fn run(config: &Path, example: Example, partitions: u32, stop: Stop) -> anyh
     }
     app.start()?;
     let started = Instant::now();
-    // Restore runs while the state is REBALANCING; the runtime reports no
-    // record counts outside itself, so this shows time and state only.
+    // Restore runs while the state is REBALANCING: its progress in
+    // changelog records, as `/metrics` reports it.
     let restoring = ProgressBar::new_spinner().with_message("restoring state (REBALANCING)");
     restoring.set_style(ProgressStyle::with_template("{spinner} {msg} {elapsed}")?);
+    let handle = app.handle();
     let reason = loop {
         if app.state() == AppState::Rebalancing {
+            let restore = handle.metrics().restore;
+            restoring.set_message(format!(
+                "restoring state (REBALANCING): {} of {} changelog records",
+                restore.records_restored, restore.records_total
+            ));
             restoring.tick();
         } else if !restoring.is_finished() {
             restoring.finish_and_clear();
