@@ -88,6 +88,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! A service runs it as `KafkaStreams#start` plus a shutdown hook would:
+//! `app.run()` starts, blocks until SIGINT or SIGTERM, then closes
+//! gracefully. `set_state_listener` and `set_uncaught_error_handler` are
+//! Kafka Streams' (the handler's `StreamThreadExceptionResponse` can
+//! replace the engine in place, resuming from the last commit), and
+//! `error()` returns the `RuntimeError` that stopped the application, to
+//! match on.
+//!
 //! **What changes for a ported application** (DESIGN 3, spec part 1):
 //! windows close on the one application-wide watermark, not on each task's
 //! stream time; a record is late when its window's close is at or before

@@ -23,36 +23,27 @@ use crate::task_id::TaskId;
 /// The epoch's output records in the order they are written: (commit
 /// index, record index) pairs.
 pub(crate) fn output_order(commits: &[(TaskId, EpochCommit)]) -> Vec<(u32, u32)> {
-    let records = commits.iter().map(|(_, c)| c.outputs.len()).sum();
-    let mut order = Vec::with_capacity(records);
-    let indexed = || {
-        commits.iter().enumerate().flat_map(|(c, (_, commit))| {
-            commit
-                .outputs
-                .iter()
-                .enumerate()
-                .map(move |(r, out)| ((c as u32, r as u32), out))
-        })
-    };
+    // One pass: the final results with their sort keys, the rest by place.
     // Sorted by (close, key bytes (a null key first), start), then by
     // place: the same key closing the same window in two tasks (possible
-    // only after a re-key) keeps task order. The sort keys are gathered
-    // once, so the sort compares flat values, not records.
-    let mut finals: Vec<(i64, Option<&[u8]>, i64, (u32, u32))> = indexed()
-        .filter_map(|(at, out)| {
-            let e = out.emitted?;
-            Some((e.close, out.key.as_deref(), e.start, at))
-        })
-        .collect();
+    // only after a re-key) keeps task order.
+    let mut finals: Vec<(i64, Option<&[u8]>, i64, (u32, u32))> = Vec::new();
+    let mut rest = Vec::new();
+    for (c, (_, commit)) in commits.iter().enumerate() {
+        for (r, out) in commit.outputs.iter().enumerate() {
+            let at = (c as u32, r as u32);
+            match out.emitted {
+                Some(e) => finals.push((e.close, out.key.as_deref(), e.start, at)),
+                None => rest.push(at),
+            }
+        }
+    }
     // The stable sort finds the runs each task's pass already emitted in
-    // order and merges them: linear for a typical epoch.
+    // order and merges them: about linear for a typical epoch.
     finals.sort();
+    let mut order: Vec<(u32, u32)> = Vec::with_capacity(finals.len() + rest.len());
     order.extend(finals.into_iter().map(|(.., at)| at));
-    order.extend(
-        indexed()
-            .filter(|(_, out)| out.emitted.is_none())
-            .map(|(at, _)| at),
-    );
+    order.extend(rest);
     order
 }
 
