@@ -48,7 +48,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use stoatflow_log::offset_metadata;
-use stoatflow_log::{Consumer, Log, TopicPartition};
+use stoatflow_log::{Consumer, ErrorKind, Log, TopicPartition};
 use stoatflow_streams::{CoordinationMode, DispatchMode, Topology};
 use stoatflow_time::{
     Clock, EventTime, OrderedDispatch, SourcePartition, Watermark, WatermarkTracker,
@@ -92,6 +92,16 @@ const LANE_QUEUE: usize = 16;
 /// The longest fetch wait while a barrier is in flight: its crossings and
 /// its commit are looked for between fetches.
 const IN_FLIGHT_POLL_WAIT: Duration = Duration::from_millis(1);
+/// Retriable fetch failures in a row the poll loop rides out before the
+/// error replaces the engine (about 4.5 s of backoff in all).
+const FETCH_RETRIES: u32 = 8;
+
+/// The wait before retrying the `n`th failed fetch in a row (from 1):
+/// 50 ms, doubling, at most 1 s.
+fn fetch_backoff(n: u32) -> Duration {
+    Duration::from_millis((50u64 << n.saturating_sub(1).min(5)).min(1_000))
+}
+
 /// How often the wait for the lanes' restore looks for a close.
 const RESTORE_POLL: Duration = Duration::from_millis(20);
 
@@ -232,6 +242,8 @@ struct Engine<L: Log> {
     /// When the last barrier was cut (the commit-barrier interval metric).
     barrier_cut_at: Option<Instant>,
     dispatched_since_barrier: u64,
+    /// Retriable fetch failures in a row.
+    fetch_failures: u32,
     punctuation_since_barrier: bool,
     /// A repartition marker, or a position past what is not a record, was
     /// read since the last barrier: the moved position is owed a commit.
@@ -566,6 +578,7 @@ impl<L: Log + 'static> Engine<L> {
             // committed position is past them).
             markers_since_barrier: true,
             runs: (0..lanes_n).map(|_| (Vec::new(), 0)).collect(),
+            fetch_failures: 0,
             last_tick: Instant::now(),
             last_snapshot: Instant::now() - SNAPSHOT_EVERY,
             timeline: Timeline::default(),
@@ -611,7 +624,27 @@ impl<L: Log + 'static> Engine<L> {
                 Some(_) => self.config.poll_wait.min(IN_FLIGHT_POLL_WAIT),
                 None => self.config.poll_wait,
             };
-            let fetched = self.consumer.fetch_batches(wait)?;
+            let fetched = match self.consumer.fetch_batches(wait) {
+                Ok(fetched) => {
+                    self.fetch_failures = 0;
+                    fetched
+                }
+                // A broker that restarts, a connection that drops: the
+                // consumer keeps its positions, so the fetch is tried again
+                // (the barrier in flight moves on meanwhile) before the
+                // engine is replaced.
+                Err(e)
+                    if e.kind() == ErrorKind::Retriable && self.fetch_failures < FETCH_RETRIES =>
+                {
+                    self.fetch_failures += 1;
+                    let backoff = fetch_backoff(self.fetch_failures);
+                    tracing::warn!(error = %e, attempt = self.fetch_failures, backoff_ms = backoff.as_millis() as u64, "a fetch failed; trying again");
+                    std::thread::sleep(backoff);
+                    self.keep_barriers_moving()?;
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
             let caught_up = fetched.is_empty();
             let now = self.clock.now();
             for batch in fetched {

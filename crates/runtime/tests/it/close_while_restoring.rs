@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use stoatflow_log::{EmbeddedLog, LogError};
+use stoatflow_log::EmbeddedLog;
 use stoatflow_runtime::{AppState, StreamsApp};
 
-use crate::hooked_log::{Durable, HookedLog, Hooks};
+use crate::hooked_log::{HookedLog, Hooks};
 use crate::support::*;
 
 /// Lanes fetch nothing: their restore never ends on its own.
@@ -19,18 +19,6 @@ use crate::support::*;
 struct StarvedLanes;
 
 impl Hooks for StarvedLanes {
-    fn alive(&self) -> Result<(), LogError> {
-        Ok(())
-    }
-
-    fn durable<T>(
-        &self,
-        _: Durable,
-        run: impl FnOnce() -> Result<T, LogError>,
-    ) -> Result<T, LogError> {
-        run()
-    }
-
     fn starve_fetch(&self) -> bool {
         std::thread::current()
             .name()

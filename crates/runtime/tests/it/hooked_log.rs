@@ -23,15 +23,28 @@ pub enum Durable {
 
 /// What a test does around the wrapped log's calls.
 pub trait Hooks: Send + Sync + std::fmt::Debug + 'static {
-    /// Before every call: an error makes the call fail.
-    fn alive(&self) -> Result<(), LogError>;
+    /// Before every call: an error makes the call fail. By default the
+    /// log is always reachable.
+    fn alive(&self) -> Result<(), LogError> {
+        Ok(())
+    }
 
-    /// Runs the durable operation `op` (by calling `run`, or not).
+    /// Runs the durable operation `op` (by calling `run`, or not). By
+    /// default it runs.
     fn durable<T>(
         &self,
         op: Durable,
         run: impl FnOnce() -> Result<T, LogError>,
-    ) -> Result<T, LogError>;
+    ) -> Result<T, LogError> {
+        let _ = op;
+        run()
+    }
+
+    /// An error a consumer's fetch on this thread fails with instead of
+    /// fetching.
+    fn fetch_fault(&self) -> Option<LogError> {
+        None
+    }
 
     /// Whether a consumer's fetch on this thread returns nothing after its
     /// full wait (a broker that delivers nothing).
@@ -139,6 +152,9 @@ impl<H: Hooks> Consumer for HookedConsumer<H> {
     }
     fn fetch(&mut self, max_wait: Duration) -> Result<Vec<FetchedRecord>, LogError> {
         self.hooks.alive()?;
+        if let Some(e) = self.hooks.fetch_fault() {
+            return Err(e);
+        }
         if self.hooks.starve_fetch() {
             std::thread::sleep(max_wait);
             return Ok(Vec::new());

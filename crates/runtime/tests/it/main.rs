@@ -8,6 +8,7 @@ mod end_to_end;
 mod families;
 mod faulty_log;
 mod fence_first;
+mod fetch_retry;
 mod hooked_log;
 mod idle;
 mod kill;

@@ -1,0 +1,60 @@
+//! A fetch that fails with a retriable error (a broker restarting, a
+//! dropped connection) is tried again by the poll loop: no engine is
+//! replaced, nothing is restored again, and the output is the driver's.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use stoatflow_log::{EmbeddedLog, LogError};
+use stoatflow_runtime::StreamsApp;
+
+use crate::hooked_log::{HookedLog, Hooks};
+use crate::support::*;
+
+/// The poll loop's first `failures` fetches time out.
+#[derive(Debug)]
+struct FlakyFetches {
+    failures: AtomicU32,
+}
+
+impl Hooks for FlakyFetches {
+    fn fetch_fault(&self) -> Option<LogError> {
+        let poll = std::thread::current()
+            .name()
+            .is_some_and(|n| n.ends_with("-poll"));
+        if !poll {
+            return None;
+        }
+        let left = self
+            .failures
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+        left.is_ok().then(|| LogError::Timeout {
+            op: "fetching (injected)".into(),
+            after_ms: 100,
+        })
+    }
+}
+
+#[test]
+fn a_retriable_fetch_failure_is_retried_without_replacing_the_engine() {
+    let records = input(400, 7, 61);
+    let log = Arc::new(EmbeddedLog::in_memory());
+    create_topics(&*log);
+    produce(&*log, &records, 40);
+    let hooked = Arc::new(HookedLog {
+        inner: log.clone(),
+        hooks: Arc::new(FlakyFetches {
+            failures: AtomicU32::new(4),
+        }),
+    });
+    let mut app = StreamsApp::with_log(tumbling_count(), config("flaky-fetch", 2), hooked).unwrap();
+    start_and_finish(&mut app);
+    assert_eq!(
+        app.replacements(),
+        0,
+        "a retriable fetch failure replaced the engine"
+    );
+    let engine = regular(read_output(&*log));
+    assert_each_once(&engine);
+    assert_eq!(engine, regular(driver_finals(tumbling_count(), &records)));
+}
