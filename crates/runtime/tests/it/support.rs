@@ -30,15 +30,40 @@ pub const GRACE_MS: i64 = 5_000;
 pub const BOUND_MS: u64 = 3_000;
 pub const START: i64 = 1_790_000_000_000;
 
+thread_local! {
+    /// Set by [`with_lane_delays`] on the thread building a topology.
+    static LANE_DELAYS: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Builds with `build` topologies whose sources stall their lane for 2 ms
+/// on a pseudo-random one record in 32 (chosen by `seed` and the value), so
+/// the lanes and the barriers interleave differently per seed.
+pub fn with_lane_delays<T>(seed: u64, build: impl FnOnce() -> T) -> T {
+    let outer = LANE_DELAYS.with(|d| d.replace(Some(seed)));
+    let built = build();
+    LANE_DELAYS.with(|d| d.set(outer));
+    built
+}
+
 /// The input stream every test topology starts from: string keys, `i64`
-/// values, a bounded-out-of-orderness strategy of [`BOUND_MS`].
+/// values, a bounded-out-of-orderness strategy of [`BOUND_MS`] (and lane
+/// delays inside [`with_lane_delays`]).
 pub fn source(builder: &mut StreamsBuilder, topic: &str) -> KStream<String, i64> {
-    builder.stream(
+    let stream = builder.stream(
         topic,
         Consumed::with(Serdes::string(), Serdes::i64()).with_watermark_strategy(
             WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(BOUND_MS)),
         ),
-    )
+    );
+    match LANE_DELAYS.with(std::cell::Cell::get) {
+        None => stream,
+        Some(seed) => stream.peek(move |_k: &String, v: &i64| {
+            let h = (*v as u64 ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 59;
+            if h == 0 {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }),
+    }
 }
 
 /// `stage`, then a count per key in `windows` (of `size_ms`), final results
