@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use stoatflow_log::EmbeddedLog;
 use stoatflow_runtime::{AppState, StreamsApp};
+use stoatflow_streams::DropReason;
 
 use crate::support::*;
 
@@ -65,6 +66,52 @@ fn graceful_close_then_restart_emits_nothing_again() {
     run_to_end(&log, "graceful", 2);
     assert_eq!(read_output(&*log), first);
     assert_each_once(&first);
+}
+
+/// A restart's floor is the newest stamp its watermark store committed
+/// (DESIGN 3.6; a crash leaves the newest stamp out of the frontier only):
+/// a record for a window that closed at or before it is dropped as late,
+/// counted under `late_window`, and changes no result. The close's barrier
+/// is the only one here (barriers every 10 s), so without the seeded floor
+/// nothing would be below it.
+#[test]
+fn after_a_graceful_close_the_floor_is_its_final_stamp() {
+    let records = input(300, 4, 8);
+    let log = Arc::new(EmbeddedLog::in_memory());
+    create_topics(&*log);
+    produce(&*log, &records, 30);
+    let slow = |app: &str| {
+        config(app, 2).with_barrier(stoatflow_runtime::CommitBarrierConfig {
+            interval: Duration::from_secs(10),
+            ..stoatflow_runtime::CommitBarrierConfig::default()
+        })
+    };
+    let run = |log: &Arc<EmbeddedLog>| {
+        let mut app = StreamsApp::with_log(tumbling_count(), slow("floored"), log.clone()).unwrap();
+        app.start().unwrap();
+        assert!(app.wait_until_consumed(Duration::from_secs(30)).unwrap());
+        assert!(app.close(Duration::from_secs(30)), "{:?}", app.error());
+        let late = app
+            .handle()
+            .metrics()
+            .dropped
+            .iter()
+            .find(|(reason, _)| *reason == DropReason::LateWindow)
+            .map_or(0, |(_, n)| *n);
+        (app.timeline().barriers().count(), late)
+    };
+    assert_eq!(run(&log), (1, 0), "the close's barrier only, nothing late");
+    let first = read_output(&*log);
+    assert_each_once(&first);
+    // A day before everything: its window closed long before the stamp.
+    let late = Input {
+        key: "late".into(),
+        ts: START - 86_400_000,
+        value: 1,
+    };
+    produce(&*log, &[late], 1);
+    assert_eq!(run(&log), (1, 1), "the record is dropped as late");
+    assert_eq!(read_output(&*log), first, "the late record made a result");
 }
 
 #[test]
