@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use stoatflow_log::{EmbeddedLog, LogError};
+use stoatflow_log::LogError;
 use stoatflow_runtime::StreamsApp;
 
 use crate::hooked_log::{HookedLog, Hooks};
@@ -38,9 +38,7 @@ impl Hooks for FlakyFetches {
 #[test]
 fn a_retriable_fetch_failure_is_retried_without_replacing_the_engine() {
     let records = input(400, 7, 61);
-    let log = Arc::new(EmbeddedLog::in_memory());
-    create_topics(&*log);
-    produce(&*log, &records, 40);
+    let log = log_with_input(&records, 40);
     let hooked = Arc::new(HookedLog {
         inner: log.clone(),
         hooks: Arc::new(FlakyFetches {

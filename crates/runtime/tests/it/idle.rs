@@ -4,7 +4,6 @@
 //! stops them. And a restart with no new input resumes its watermark from
 //! the committed partition times instead of starting below everything.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use stoatflow_log::EmbeddedLog;
@@ -35,9 +34,7 @@ fn goes_quiet(app: &StreamsApp<EmbeddedLog>, quiet: Duration, within: Duration) 
 fn final_results_commit_without_close_and_then_barriers_stop() {
     let records = input(500, 8, 51);
     let expected = regular(driver_finals(tumbling_count(), &records));
-    let log = Arc::new(EmbeddedLog::in_memory());
-    create_topics(&*log);
-    produce(&*log, &records, 50);
+    let log = log_with_input(&records, 50);
     // Barriers every 20 ms while there is work.
     let mut app = StreamsApp::with_log(tumbling_count(), config("idle", 2), log.clone()).unwrap();
     app.start().unwrap();
@@ -62,9 +59,7 @@ fn final_results_commit_without_close_and_then_barriers_stop() {
 #[test]
 fn a_restart_without_new_input_resumes_the_watermark_from_partition_times() {
     let records = input(300, 6, 52);
-    let log = Arc::new(EmbeddedLog::in_memory());
-    create_topics(&*log);
-    produce(&*log, &records, 50);
+    let log = log_with_input(&records, 50);
     run_to_end(&log, "resumed", 1);
     let mut app = StreamsApp::with_log(tumbling_count(), config("resumed", 1), log).unwrap();
     app.start().unwrap();

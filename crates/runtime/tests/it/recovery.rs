@@ -58,9 +58,7 @@ fn a_crash_at_varied_points_then_restart_emits_each_final_result_once() {
 #[test]
 fn graceful_close_then_restart_emits_nothing_again() {
     let records = input(300, 4, 5);
-    let log = Arc::new(EmbeddedLog::in_memory());
-    create_topics(&*log);
-    produce(&*log, &records, 30);
+    let log = log_with_input(&records, 30);
     run_to_end(&log, "graceful", 2);
     let first = read_output(&*log);
     run_to_end(&log, "graceful", 2);
@@ -77,9 +75,7 @@ fn graceful_close_then_restart_emits_nothing_again() {
 #[test]
 fn after_a_graceful_close_the_floor_is_its_final_stamp() {
     let records = input(300, 4, 8);
-    let log = Arc::new(EmbeddedLog::in_memory());
-    create_topics(&*log);
-    produce(&*log, &records, 30);
+    let log = log_with_input(&records, 30);
     let slow = |app: &str| {
         config(app, 2).with_barrier(stoatflow_runtime::CommitBarrierConfig {
             interval: Duration::from_secs(10),

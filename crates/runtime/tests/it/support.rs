@@ -155,6 +155,15 @@ pub fn create_topics<L: Log>(log: &L) {
         .unwrap();
 }
 
+/// A fresh in-memory log with the input and output topics, `records`
+/// written to the input in transactions of `per_txn`.
+pub fn log_with_input(records: &[Input], per_txn: usize) -> Arc<EmbeddedLog> {
+    let log = Arc::new(EmbeddedLog::in_memory());
+    create_topics(&*log);
+    produce(&*log, records, per_txn);
+    log
+}
+
 /// Writes `records` to the input topic in transactions of `per_txn`,
 /// partitioned by key as Kafka's producer would.
 pub fn produce<L: Log>(log: &L, records: &[Input], per_txn: usize) {
