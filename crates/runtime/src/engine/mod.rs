@@ -314,7 +314,7 @@ impl<L: Log + 'static> Engine<L> {
                 last_marker_sent: Watermark::MIN,
             })
             .collect();
-        let seeds = Arc::new(seeds.tasks);
+        let mut task_seeds = seeds.tasks;
 
         // Source partitions: tracker registration, committed offsets, partition times.
         let lanes_n = config.lanes;
@@ -418,6 +418,18 @@ impl<L: Log + 'static> Engine<L> {
         }
         let mut consumer = log.consumer(&group)?;
         consumer.assign(&tps)?;
+        // Without changelogs there are no stamp rings: each task's floor
+        // starts at the watermark its committed partition times give (the
+        // least over its sub-topology's partitions, none above the stamp
+        // the last commit carried), so a record for a window closed before
+        // the restart is late, and cannot reopen a window already emitted.
+        if !config.streams.changelog_enabled && tracking {
+            for (id, (floor, _)) in &mut task_seeds {
+                let resumed = times[id.subtopology].tracker.force_watermark(now);
+                *floor = (*floor).max(resumed);
+            }
+        }
+        let seeds = Arc::new(task_seeds);
 
         // Lanes: each builds, restores and seeds its own tasks.
         let mut by_lane: Vec<Vec<TaskId>> = vec![Vec::new(); lanes_n];

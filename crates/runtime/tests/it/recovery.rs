@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use stoatflow_log::EmbeddedLog;
 use stoatflow_runtime::{AppState, StreamsApp};
-use stoatflow_streams::DropReason;
+use stoatflow_streams::{DropReason, StreamsConfig};
 
 use crate::support::*;
 
@@ -135,4 +135,43 @@ fn the_state_listener_sees_the_lifecycle() {
             (AppState::PendingShutdown, AppState::NotRunning),
         ]
     );
+}
+
+/// Without changelogs there are no stamp rings to seed the floor from: a
+/// restart starts it at the watermark the committed partition times give,
+/// so a record for a window emitted before the restart is dropped as late
+/// instead of making a second "final" result (the in-memory emit frontier
+/// is gone with the changelogs).
+#[test]
+fn without_changelogs_a_restart_drops_what_closed_before_it() {
+    let records = input(300, 4, 9);
+    let log = log_with_input(&records, 30);
+    let unlogged =
+        || config("unlogged", 2).with_streams(StreamsConfig::new("unlogged").with_changelog(false));
+    let run = |log: &Arc<EmbeddedLog>| {
+        let mut app = StreamsApp::with_log(tumbling_count(), unlogged(), log.clone()).unwrap();
+        app.start().unwrap();
+        assert!(app.wait_until_consumed(Duration::from_secs(30)).unwrap());
+        assert!(app.close(Duration::from_secs(30)), "{:?}", app.error());
+        app.handle()
+            .metrics()
+            .dropped
+            .iter()
+            .find(|(reason, _)| *reason == DropReason::LateWindow)
+            .map_or(0, |(_, n)| *n)
+    };
+    assert_eq!(run(&log), 0);
+    let first = read_output(&*log);
+    assert_eq!(
+        regular(first.clone()),
+        regular(driver_finals(tumbling_count(), &records))
+    );
+    // Into the first window, emitted long ago.
+    let late = Input {
+        value: 1,
+        ..records[0].clone()
+    };
+    produce(&*log, &[late], 1);
+    assert_eq!(run(&log), 1, "the record is dropped as late");
+    assert_eq!(read_output(&*log), first, "a window was emitted twice");
 }
