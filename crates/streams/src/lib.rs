@@ -94,7 +94,7 @@ pub use topology::barrier::{BarrierKind, BarrierSchedule, TopologyTasks};
 pub use topology::context::{
     DropEvent, DropReason, Emitted, OutputRecord, RecordMetadata, TaskContext, TaskMetrics,
 };
-pub use topology::task::{EpochCommit, StreamTask, TypedInput};
+pub use topology::task::{EpochCommit, RawRecord, StreamTask, TypedInput};
 pub use topology::{
     BytesStoreSupplier, EventTimeReader, PersistentStore, SourceDescription, StoreShape, StoreType,
     TaskStores, Topology,

@@ -21,8 +21,8 @@ use std::path::PathBuf;
 
 use stoatflow_log::{Consumer, FetchedBatch, Header, Log};
 use stoatflow_streams::{
-    BarrierKind, BarrierSchedule, EpochCommit, Headers, StoreType, StreamTask, StreamsConfig,
-    TaskStores, Topology,
+    BarrierKind, BarrierSchedule, EpochCommit, Headers, RawRecord, StoreType, StreamTask,
+    StreamsConfig, TaskStores, Topology,
 };
 use stoatflow_time::{EventTime, WallTime, Watermark};
 
@@ -225,19 +225,18 @@ fn apply(
                     .get_mut(&run.task)
                     .expect("the poll loop routes records only to this lane's tasks");
                 let partition = run.batch.partition().partition.0 as i32;
-                for i in run.from..run.to {
+                let records = (run.from..run.to).map(|i| {
                     let r = run.batch.get(i as usize);
-                    task.process_shared(
-                        &run.topic,
-                        Some(partition),
-                        Some(r.offset.0 as i64),
-                        r.key,
-                        r.value,
-                        r.timestamp.0,
-                        to_headers(r.headers),
-                    )
+                    RawRecord {
+                        offset: Some(r.offset.0 as i64),
+                        key: r.key,
+                        value: r.value,
+                        timestamp: r.timestamp.0,
+                        headers: to_headers(r.headers),
+                    }
+                });
+                task.process_run(&run.topic, Some(partition), records)
                     .map_err(process_err(run.task))?;
-                }
             }
         }
         LaneMsg::Watermark {

@@ -8,10 +8,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use stoatflow_log::{Log, TopicSpec};
+use stoatflow_log::{EmbeddedLog, Log, TopicSpec};
 use stoatflow_runtime::{AppState, Backend, RuntimeConfig, StreamsApp};
 use stoatflow_server::{EndpointsConfig, HttpServer};
 use stoatflow_streams::{Consumed, Produced, Serdes, StreamsBuilder};
+use stoatflow_time::WatermarkStrategy;
 
 fn get(addr: SocketAddr, path: &str) -> (u16, Value) {
     let mut s = TcpStream::connect(addr).expect("connect to the listener");
@@ -27,14 +28,11 @@ fn get(addr: SocketAddr, path: &str) -> (u16, Value) {
     (status, serde_json::from_str(body).unwrap_or(Value::Null))
 }
 
-#[test]
-fn endpoints_follow_a_running_application() {
-    let mut builder = StreamsBuilder::new();
-    builder
-        .stream("in", Consumed::with(Serdes::string(), Serdes::i64()))
-        .to("out", Produced::with(Serdes::string(), Serdes::i64()));
-    let config = RuntimeConfig::new("served", Backend::InMemory).with_lanes(1);
-    let mut app = StreamsApp::new(builder.build().unwrap(), config).unwrap();
+/// The app `builder` describes, on one lane in memory with its topics `in`
+/// and `out` (2 partitions each), and a listener on loopback in front of it.
+fn served(builder: StreamsBuilder, app_id: &str) -> (StreamsApp<EmbeddedLog>, HttpServer) {
+    let config = RuntimeConfig::new(app_id, Backend::InMemory).with_lanes(1);
+    let app = StreamsApp::new(builder.build().unwrap(), config).unwrap();
     app.log().create_topic(&TopicSpec::new("in", 2)).unwrap();
     app.log().create_topic(&TopicSpec::new("out", 2)).unwrap();
     let server = HttpServer::start(
@@ -45,6 +43,22 @@ fn endpoints_follow_a_running_application() {
         Arc::new(app.handle()),
     )
     .unwrap();
+    (app, server)
+}
+
+#[test]
+fn endpoints_follow_a_running_application() {
+    // A watermark strategy on the source: the engine tracks event time.
+    let mut builder = StreamsBuilder::new();
+    builder
+        .stream(
+            "in",
+            Consumed::with(Serdes::string(), Serdes::i64()).with_watermark_strategy(
+                WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_secs(1)),
+            ),
+        )
+        .to("out", Produced::with(Serdes::string(), Serdes::i64()));
+    let (mut app, server) = served(builder, "served");
     let addr = server.local_addr();
     assert_eq!(
         get(addr, "/health/readiness").0,
@@ -450,5 +464,30 @@ fn the_listener_thread_yields_to_the_engine() {
         listener,
         (process + stoatflow_server::LISTENER_NICE).min(19)
     );
+    server.shutdown();
+}
+
+/// A processing-time topology (nothing on event time, no watermark
+/// strategy) runs DIRECT: no event time is tracked, so `/watermarks`
+/// answers 503 while it runs, by design (spec part 4), and the tracking
+/// gauge reads 0.
+#[test]
+fn a_processing_time_topology_has_no_watermarks_by_design() {
+    let mut builder = StreamsBuilder::new();
+    builder
+        .stream("in", Consumed::with(Serdes::string(), Serdes::i64()))
+        .to("out", Produced::with(Serdes::string(), Serdes::i64()));
+    let (mut app, server) = served(builder, "direct");
+    let addr = server.local_addr();
+    app.start().unwrap();
+    assert_eq!(
+        app.wait_for_state(AppState::Running, Duration::from_secs(10)),
+        AppState::Running
+    );
+    // Past the view's refresh and the server's answer cache.
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(get(addr, "/watermarks").0, 503);
+    assert!(!app.handle().metrics().event_time_tracking);
+    assert!(app.close(Duration::from_secs(10)));
     server.shutdown();
 }

@@ -24,6 +24,22 @@ use crate::topology::graph::{
     FrontierOperator, Instantiation, Port, SourceInput, StoreHandle, TimeOperator,
 };
 
+/// A record as a log holds it, borrowed: what [`StreamTask::process_run`]
+/// takes.
+#[derive(Debug, Clone)]
+pub struct RawRecord<'a> {
+    /// Its offset, if from a log.
+    pub offset: Option<i64>,
+    /// The key bytes; `None` is null.
+    pub key: Option<&'a [u8]>,
+    /// The value bytes; `None` is null.
+    pub value: Option<&'a [u8]>,
+    /// The record timestamp, ms.
+    pub timestamp: i64,
+    /// Its headers.
+    pub headers: Headers,
+}
+
 /// What one epoch commits: its output records and its changelog writes.
 #[derive(Debug, Default)]
 pub struct EpochCommit {
@@ -194,6 +210,37 @@ impl StreamTask {
         timestamp: i64,
         headers: Headers,
     ) -> Result<Option<i64>, ProcessError> {
+        self.select_topic(topic)?;
+        self.apply_bytes(partition, offset, key, value, timestamp, headers)
+    }
+
+    /// Processes `records`, consecutive records of one partition of
+    /// `topic`, in order: as [`StreamTask::process_shared`] each, with the
+    /// source found and borrowed once for the run. Stops at the first
+    /// error, after the records before it.
+    ///
+    /// # Errors
+    /// As [`StreamTask::process`].
+    pub fn process_run<'a>(
+        &mut self,
+        topic: &Arc<str>,
+        partition: Option<i32>,
+        records: impl Iterator<Item = RawRecord<'a>>,
+    ) -> Result<(), ProcessError> {
+        self.select_topic(topic)?;
+        self.cx.meta.partition = partition;
+        let (_, source) = self.last_source.as_ref().expect("selected above");
+        let mut source = source.borrow_mut();
+        for r in records {
+            self.cx.meta.offset = r.offset;
+            source.process_bytes(&mut self.cx, r.key, r.value, r.timestamp, r.headers)?;
+        }
+        Ok(())
+    }
+
+    /// Makes `topic`'s source the one records go to and the topic the
+    /// records' metadata names, unless they already are (a pointer check).
+    fn select_topic(&mut self, topic: &Arc<str>) -> Result<(), ProcessError> {
         if !self
             .last_source
             .as_ref()
@@ -204,7 +251,7 @@ impl StreamTask {
         if !Arc::ptr_eq(&self.cx.meta.topic, topic) {
             self.cx.meta.topic = topic.clone();
         }
-        self.apply_bytes(partition, offset, key, value, timestamp, headers)
+        Ok(())
     }
 
     /// Makes `topic`'s source the one records go to.
@@ -686,5 +733,40 @@ mod tests {
             })
         };
         assert_eq!(marks(&task, "joined"), [null_side(1_000), null_side(2_000)]);
+    }
+
+    /// `process_run` hands a run of one topic's records to its source in
+    /// order, each with its offset, and names an unknown topic.
+    #[test]
+    fn a_run_of_records_reaches_its_source_in_order() {
+        let mut b = StreamsBuilder::new();
+        b.stream("x", Consumed::with(Serdes::i64(), Serdes::i64()))
+            .map_values(|_k: &i64, v: i64| v * 10)
+            .to("out", Produced::with(Serdes::i64(), Serdes::i64()));
+        let topology = b.build().unwrap();
+        let mut task = topology.instantiate(0, &Arc::new(StreamsConfig::new("app")));
+        let x: Arc<str> = "x".into();
+        let bytes: Vec<[u8; 8]> = (1..=3i64).map(i64::to_be_bytes).collect();
+        let run = bytes.iter().enumerate().map(|(i, v)| super::RawRecord {
+            offset: Some(40 + i as i64),
+            key: Some(v),
+            value: Some(v),
+            timestamp: 10,
+            headers: crate::Headers::empty(),
+        });
+        task.process_run(&x, Some(2), run).unwrap();
+        let values: Vec<i64> = task
+            .pending_output()
+            .iter()
+            .map(|r| i64::from_be_bytes(r.value.as_deref().unwrap().try_into().unwrap()))
+            .collect();
+        assert_eq!(values, [10, 20, 30]);
+        assert_eq!(task.cx.meta.offset, Some(42));
+        assert_eq!(task.cx.meta.partition, Some(2));
+        let z: Arc<str> = "z".into();
+        let err = task
+            .process_run(&z, Some(0), std::iter::empty())
+            .unwrap_err();
+        assert!(err.to_string().contains("topic z"), "{err}");
     }
 }
