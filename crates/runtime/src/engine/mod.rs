@@ -446,6 +446,7 @@ impl<L: Log + 'static> Engine<L> {
         let streams_config = Arc::new(config.streams.clone());
         let pending_output = Arc::new(AtomicBool::new(false));
         let cancel_restore = Arc::new(AtomicBool::new(false));
+        shared.metrics.restore_started();
         let (reply_tx, replies) = sync_channel(lanes_n * 2 + 4);
         let mut lanes = Vec::new();
         let mut lane_threads = Vec::new();

@@ -155,6 +155,13 @@ impl MetricsCells {
         lanes[lane] = figures;
     }
 
+    /// A start's restore begins: its figures are its own, not added to an
+    /// earlier engine's (an in-place replacement, a rebalance).
+    pub(crate) fn restore_started(&self) {
+        self.restore_total.store(0, Ordering::Relaxed);
+        self.restored.store(0, Ordering::Relaxed);
+    }
+
     /// Records about to be restored.
     pub(crate) fn restore_expected(&self, n: u64) {
         self.restore_total.fetch_add(n, Ordering::Relaxed);
