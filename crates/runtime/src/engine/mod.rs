@@ -123,6 +123,8 @@ pub(crate) fn run_engine<L: Log + 'static>(
                 Some(mut engine) => engine.run(&mut membership),
                 None => Ok(Exit::Stopped),
             });
+        // The engine is gone (its lanes joined): its counters are kept.
+        shared.metrics.retire_lanes();
         let error = match result {
             Ok(Exit::Stopped) => {
                 shared.transition(AppState::PendingShutdown);
@@ -446,7 +448,6 @@ impl<L: Log + 'static> Engine<L> {
         let streams_config = Arc::new(config.streams.clone());
         let pending_output = Arc::new(AtomicBool::new(false));
         let cancel_restore = Arc::new(AtomicBool::new(false));
-        shared.metrics.restore_started();
         let (reply_tx, replies) = sync_channel(lanes_n * 2 + 4);
         let mut lanes = Vec::new();
         let mut lane_threads = Vec::new();

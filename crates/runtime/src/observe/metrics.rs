@@ -106,6 +106,9 @@ pub(crate) struct MetricsCells {
     watermark: Mutex<Option<TrackerMetrics>>,
     barriers: Mutex<BarrierFigures>,
     lanes: Mutex<Vec<LaneFigures>>,
+    /// The task counters of engines that ended (a rebalance, an in-place
+    /// replacement): counters never go back when an engine is rebuilt.
+    retired: Mutex<TaskMetrics>,
     restore_total: AtomicU64,
     restored: AtomicU64,
 }
@@ -155,11 +158,14 @@ impl MetricsCells {
         lanes[lane] = figures;
     }
 
-    /// A start's restore begins: its figures are its own, not added to an
-    /// earlier engine's (an in-place replacement, a rebalance).
-    pub(crate) fn restore_started(&self) {
-        self.restore_total.store(0, Ordering::Relaxed);
-        self.restored.store(0, Ordering::Relaxed);
+    /// The engine ended: its lanes' counters move to the retired totals,
+    /// and its gauges (store segments) go with it.
+    pub(crate) fn retire_lanes(&self) {
+        let mut lanes = self.lanes.lock().expect("metrics lock");
+        let mut retired = self.retired.lock().expect("metrics lock");
+        for lane in lanes.drain(..) {
+            retired.merge(&lane.tasks);
+        }
     }
 
     /// Records about to be restored.
@@ -174,7 +180,7 @@ impl MetricsCells {
 
     pub(crate) fn snapshot(&self, state: AppState, event_time_tracking: bool) -> MetricsSnapshot {
         let lanes = self.lanes.lock().expect("metrics lock");
-        let mut tasks = TaskMetrics::default();
+        let mut tasks = self.retired.lock().expect("metrics lock").clone();
         let mut store_segments = Vec::new();
         for lane in lanes.iter() {
             tasks.merge(&lane.tasks);
