@@ -357,6 +357,7 @@ impl<L: Log + 'static> Engine<L> {
                     position: None,
                     partition_time: None,
                     last_marker,
+                    fetched_to: None,
                     buffered: 0,
                     marker_offset: None,
                     fetched: VecDeque::new(),
@@ -420,6 +421,9 @@ impl<L: Log + 'static> Engine<L> {
         }
         let mut consumer = log.consumer(&group)?;
         consumer.assign(&tps)?;
+        for slot in &mut slots {
+            slot.fetched_to = Some(consumer.position(&slot.tp)?.0);
+        }
         // Without changelogs there are no stamp rings: each task's floor
         // starts at the watermark its committed partition times give (the
         // least over its sub-topology's partitions, none above the stamp
@@ -650,6 +654,7 @@ impl<L: Log + 'static> Engine<L> {
                 Err(e)
                     if e.kind() == ErrorKind::Retriable && self.fetch_failures < FETCH_RETRIES =>
                 {
+                    self.rewind_to_fetched()?;
                     self.fetch_failures += 1;
                     let backoff = fetch_backoff(self.fetch_failures);
                     tracing::warn!(error = %e, attempt = self.fetch_failures, backoff_ms = backoff.as_millis() as u64, "a fetch failed; trying again");

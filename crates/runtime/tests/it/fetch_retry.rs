@@ -1,6 +1,8 @@
 //! A fetch that fails with a retriable error (a broker restarting, a
 //! dropped connection) is tried again by the poll loop: no engine is
-//! replaced, nothing is restored again, and the output is the driver's.
+//! replaced, nothing is restored again, and the output is the driver's,
+//! also when the failed fetch had taken records from the consumer before
+//! failing (they are read again, not skipped).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -35,17 +37,16 @@ impl Hooks for FlakyFetches {
     }
 }
 
-#[test]
-fn a_retriable_fetch_failure_is_retried_without_replacing_the_engine() {
-    let records = input(400, 7, 61);
+/// Runs the tumbling count on a log behind `hooks`: no engine is
+/// replaced, and each final result is the driver's, once.
+fn runs_as_the_driver<H: Hooks>(hooks: H, app: &str, seed: u64) {
+    let records = input(400, 7, seed);
     let log = log_with_input(&records, 40);
     let hooked = Arc::new(HookedLog {
         inner: log.clone(),
-        hooks: Arc::new(FlakyFetches {
-            failures: AtomicU32::new(4),
-        }),
+        hooks: Arc::new(hooks),
     });
-    let mut app = StreamsApp::with_log(tumbling_count(), config("flaky-fetch", 2), hooked).unwrap();
+    let mut app = StreamsApp::with_log(tumbling_count(), config(app, 2), hooked).unwrap();
     start_and_finish(&mut app);
     assert_eq!(
         app.replacements(),
@@ -55,4 +56,38 @@ fn a_retriable_fetch_failure_is_retried_without_replacing_the_engine() {
     let engine = regular(read_output(&*log));
     assert_each_once(&engine);
     assert_eq!(engine, regular(driver_finals(tumbling_count(), &records)));
+}
+
+#[test]
+fn a_retriable_fetch_failure_is_retried_without_replacing_the_engine() {
+    let hooks = FlakyFetches {
+        failures: AtomicU32::new(4),
+    };
+    runs_as_the_driver(hooks, "flaky-fetch", 61);
+}
+
+/// The poll loop's first `failures` fetches take their records and fail.
+#[derive(Debug)]
+struct SwallowingFetches {
+    failures: AtomicU32,
+}
+
+impl Hooks for SwallowingFetches {
+    fn swallow_fetch(&self) -> bool {
+        let poll = std::thread::current()
+            .name()
+            .is_some_and(|n| n.ends_with("-poll"));
+        poll && self
+            .failures
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok()
+    }
+}
+
+#[test]
+fn records_a_failed_fetch_took_are_read_again() {
+    let hooks = SwallowingFetches {
+        failures: AtomicU32::new(3),
+    };
+    runs_as_the_driver(hooks, "swallowed", 62);
 }

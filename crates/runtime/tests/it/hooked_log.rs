@@ -46,6 +46,13 @@ pub trait Hooks: Send + Sync + std::fmt::Debug + 'static {
         None
     }
 
+    /// Whether a consumer's fetch on this thread takes its records from the
+    /// log and then fails with a timeout, handing out none of them (a
+    /// client that loses a response it had read part of).
+    fn swallow_fetch(&self) -> bool {
+        false
+    }
+
     /// Whether a consumer's fetch on this thread returns nothing after its
     /// full wait (a broker that delivers nothing).
     fn starve_fetch(&self) -> bool {
@@ -154,6 +161,13 @@ impl<H: Hooks> Consumer for HookedConsumer<H> {
         self.hooks.alive()?;
         if let Some(e) = self.hooks.fetch_fault() {
             return Err(e);
+        }
+        if self.hooks.swallow_fetch() {
+            self.inner.fetch(max_wait)?;
+            return Err(LogError::Timeout {
+                op: "fetching (injected, after taking the records)".into(),
+                after_ms: max_wait.as_millis() as u64,
+            });
         }
         if self.hooks.starve_fetch() {
             std::thread::sleep(max_wait);

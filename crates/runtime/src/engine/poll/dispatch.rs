@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use stoatflow_log::{Consumer, FetchedBatch, Log, RecordView, TopicPartition};
+use stoatflow_log::{Consumer, FetchedBatch, Log, RecordView, SeekTo, TopicPartition};
 use stoatflow_streams::EventTimeReader;
 use stoatflow_time::{Dispatched, EventTime, PartitionIndex, WallTime};
 
@@ -34,6 +34,9 @@ pub(in crate::engine) struct SourceSlot {
     pub(in crate::engine) partition_time: Option<EventTime>,
     /// A repartition partition: the last marker read from it.
     pub(in crate::engine) last_marker: Option<Arc<AtomicI64>>,
+    /// One past the last record (or marker) the engine received for this
+    /// partition: where a fetch that failed must leave the consumer.
+    pub(in crate::engine) fetched_to: Option<u64>,
     /// Records fetched and not yet dispatched.
     pub(in crate::engine) buffered: usize,
     /// The offset of the newest marker read (committed past once every
@@ -80,6 +83,7 @@ impl<L: Log + 'static> Engine<L> {
             return Ok(());
         };
         let batch = Arc::new(batch);
+        note_fetched(&mut self.slots[slot], &batch);
         let seq = self.slots[slot].next_seq;
         let mut pushed = false;
         for (index, r) in batch.iter().enumerate() {
@@ -107,6 +111,7 @@ impl<L: Log + 'static> Engine<L> {
         };
         let batch = Arc::new(batch);
         let s = &mut self.slots[slot];
+        note_fetched(s, &batch);
         let (seq, partition) = (s.next_seq, s.index);
         s.next_seq += 1;
         // Where `route` finds the batch of each record it hands over.
@@ -134,6 +139,21 @@ impl<L: Log + 'static> Engine<L> {
             if since_check == BATCH {
                 since_check = 0;
                 self.keep_barriers_moving()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// After a fetch that failed: a consumer may have taken records before
+    /// it failed, which the engine never received. Each partition goes back
+    /// to one past the last record the engine did receive, so the next
+    /// fetch reads them again (and the committed offsets never pass them).
+    pub(in crate::engine) fn rewind_to_fetched(&mut self) -> Result<(), RuntimeError> {
+        for s in &self.slots {
+            let Some(to) = s.fetched_to else { continue };
+            if self.consumer.position(&s.tp)?.0 > to {
+                self.consumer
+                    .seek(&s.tp, SeekTo::Offset(stoatflow_log::Offset(to)))?;
             }
         }
         Ok(())
@@ -325,5 +345,13 @@ impl<L: Log + 'static> Engine<L> {
         }
         *count = 0;
         send(&self.lanes[lane], LaneMsg::Records(std::mem::take(runs)))
+    }
+}
+
+/// `batch` reached the engine: its partition was fetched up to its last
+/// record.
+fn note_fetched(slot: &mut SourceSlot, batch: &FetchedBatch) {
+    if let Some(last) = batch.len().checked_sub(1) {
+        slot.fetched_to = Some(batch.get(last).offset.0 + 1);
     }
 }
