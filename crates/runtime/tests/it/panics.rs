@@ -3,14 +3,13 @@
 //! the task and the panic's message, whether it struck while the lanes
 //! restore or while they process, and `close()` returns.
 
-use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
 use stoatflow_log::EmbeddedLog;
 use stoatflow_runtime::partition_for_key;
 use stoatflow_runtime::{AppState, StreamsApp};
-use stoatflow_streams::{Produced, Serdes, StreamsBuilder, TimeWindows, Topology};
+use stoatflow_streams::{Produced, Serdes, StreamsBuilder, Topology};
 
 use crate::support::*;
 
@@ -19,19 +18,12 @@ const POISON: i64 = 999_999;
 
 /// A tumbling count whose `map_values` panics on [`POISON`].
 fn panicking_on_poison() -> Topology {
-    windowed_count(
-        TimeWindows::of_size_and_grace(
-            Duration::from_millis(WINDOW_MS as u64),
-            Duration::from_millis(GRACE_MS as u64),
-        ),
-        WINDOW_MS,
-        |s| {
-            s.map_values(|_, v| {
-                assert_ne!(v, POISON, "poisoned value {POISON}");
-                v
-            })
-        },
-    )
+    tumbling_count_after(|s| {
+        s.map_values(|_, v| {
+            assert_ne!(v, POISON, "poisoned value {POISON}");
+            v
+        })
+    })
 }
 
 /// A pass-through whose processor supplier panics when the task is built on
@@ -80,21 +72,12 @@ fn close_within_30s(mut app: StreamsApp<EmbeddedLog>) -> StreamsApp<EmbeddedLog>
 
 #[test]
 fn a_panic_while_processing_stops_the_app_in_error_naming_the_task() {
-    let log = Arc::new(EmbeddedLog::in_memory());
-    create_topics(&*log);
     let mut records = input(600, 12, 7);
     records[300].value = POISON;
-    produce(&*log, &records, 50);
+    let log = log_with_input(&records, 50);
     let poisoned = partition_for_key(records[300].key.as_bytes(), PARTITIONS);
     let mut app = StreamsApp::with_log(panicking_on_poison(), config("poison", 2), log).unwrap();
-    app.start().unwrap();
-    assert_eq!(
-        app.wait_for_state(AppState::Error, Duration::from_secs(20)),
-        AppState::Error,
-        "error: {:?}",
-        app.error()
-    );
-    let message = app.error().unwrap().to_string();
+    let message = starts_into_error(&mut app).to_string();
     assert!(message.contains("panicked"), "{message}");
     assert!(message.contains("poisoned value 999999"), "{message}");
     assert!(message.contains(&format!("task 0_{poisoned}")), "{message}");
@@ -104,18 +87,9 @@ fn a_panic_while_processing_stops_the_app_in_error_naming_the_task() {
 
 #[test]
 fn a_panic_while_the_lanes_restore_stops_the_app_in_error() {
-    let log = Arc::new(EmbeddedLog::in_memory());
-    create_topics(&*log);
-    produce(&*log, &input(60, 6, 3), 20);
+    let log = log_with_input(&input(60, 6, 3), 20);
     let mut app = StreamsApp::with_log(panicking_on_lane_1(), config("supplier", 2), log).unwrap();
-    app.start().unwrap();
-    assert_eq!(
-        app.wait_for_state(AppState::Error, Duration::from_secs(20)),
-        AppState::Error,
-        "error: {:?}",
-        app.error()
-    );
-    let message = app.error().unwrap().to_string();
+    let message = starts_into_error(&mut app).to_string();
     assert!(message.contains("record lane 1"), "{message}");
     assert!(
         message.contains("this supplier refuses lane 1"),

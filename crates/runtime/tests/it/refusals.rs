@@ -9,18 +9,6 @@ use stoatflow_runtime::{AppState, Backend, RuntimeConfig, RuntimeError, StreamsA
 
 use crate::support::*;
 
-/// Starts `app`, waits for ERROR, returns the error that stopped it.
-fn starts_into_error<L: stoatflow_log::Log + 'static>(
-    app: &mut StreamsApp<L>,
-) -> Arc<RuntimeError> {
-    app.start().unwrap();
-    assert_eq!(
-        app.wait_for_state(AppState::Error, Duration::from_secs(10)),
-        AppState::Error
-    );
-    app.error().expect("an app in ERROR has its error")
-}
-
 #[test]
 fn a_missing_source_topic_stops_the_app_in_error_naming_it() {
     let log = Arc::new(EmbeddedLog::in_memory());

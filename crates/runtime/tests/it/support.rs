@@ -92,14 +92,36 @@ pub fn windowed_count(
 
 /// A tumbling count per key, final results only.
 pub fn tumbling_count() -> Topology {
+    tumbling_count_after(|s| s)
+}
+
+/// `stage`, then the tumbling count of [`tumbling_count`].
+pub fn tumbling_count_after(
+    stage: impl FnOnce(KStream<String, i64>) -> KStream<String, i64>,
+) -> Topology {
     windowed_count(
         TimeWindows::of_size_and_grace(
             Duration::from_millis(WINDOW_MS as u64),
             Duration::from_millis(GRACE_MS as u64),
         ),
         WINDOW_MS,
-        |s| s,
+        stage,
     )
+}
+
+/// Starts `app` and waits (10 s at most) for ERROR: the error that
+/// stopped it.
+pub fn starts_into_error<L: Log + 'static>(
+    app: &mut StreamsApp<L>,
+) -> Arc<stoatflow_runtime::RuntimeError> {
+    app.start().unwrap();
+    assert_eq!(
+        app.wait_for_state(stoatflow_runtime::AppState::Error, Duration::from_secs(10)),
+        stoatflow_runtime::AppState::Error,
+        "error: {:?}",
+        app.error()
+    );
+    app.error().expect("an app in ERROR has its error")
 }
 
 /// One input record: key, event time (the record timestamp), value.
