@@ -143,14 +143,7 @@ mod tests {
         assert!(!NotRunning.can_become(Running));
         // ERROR is terminal, as in Kafka Streams: a close after it changes
         // nothing.
-        for to in [
-            Created,
-            Rebalancing,
-            Running,
-            PendingShutdown,
-            NotRunning,
-            PendingError,
-        ] {
+        for to in (0..=u8::MAX).filter_map(AppState::from_code) {
             assert!(!Error.can_become(to), "ERROR -> {to:?}");
         }
         assert!(!Error.can_become(Running));
