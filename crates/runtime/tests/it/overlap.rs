@@ -31,10 +31,6 @@ const PATIENCE: Duration = Duration::from_secs(10);
 const RECORD_COST: Duration = Duration::from_micros(5);
 
 impl Hooks for WatchCommits {
-    fn alive(&self) -> Result<(), LogError> {
-        Ok(())
-    }
-
     fn durable<T>(
         &self,
         op: Durable,

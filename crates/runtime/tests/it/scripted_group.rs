@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use stoatflow_log::{EmbeddedLog, GroupEvent, GroupMember, LogError};
 
-use crate::hooked_log::{Durable, HookedLog, Hooks};
+use crate::hooked_log::{HookedLog, Hooks};
 use crate::support::create_topics;
 
 /// An in-memory log with the input and output topics, its group scripted:
@@ -72,18 +72,6 @@ impl GroupMember for ScriptedMember {
 pub struct Script(pub Arc<ScriptedGroup>);
 
 impl Hooks for Script {
-    fn alive(&self) -> Result<(), LogError> {
-        Ok(())
-    }
-
-    fn durable<T>(
-        &self,
-        _op: Durable,
-        run: impl FnOnce() -> Result<T, LogError>,
-    ) -> Result<T, LogError> {
-        run()
-    }
-
     fn join_group(&self, _group: &str, member: &str) -> Option<Box<dyn GroupMember>> {
         Some(Box::new(ScriptedMember {
             group: self.0.clone(),

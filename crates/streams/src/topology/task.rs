@@ -195,28 +195,11 @@ impl StreamTask {
         self.apply_bytes(partition, offset, key, value, timestamp, headers)
     }
 
-    /// [`StreamTask::process`] for a caller that hands every record of a
-    /// topic over with one shared name (a record lane's runs): while the
-    /// name is the same allocation, the source and the context's topic are
-    /// kept by a pointer check, not a comparison of bytes per record.
-    #[allow(clippy::too_many_arguments)]
-    pub fn process_shared(
-        &mut self,
-        topic: &Arc<str>,
-        partition: Option<i32>,
-        offset: Option<i64>,
-        key: Option<&[u8]>,
-        value: Option<&[u8]>,
-        timestamp: i64,
-        headers: Headers,
-    ) -> Result<Option<i64>, ProcessError> {
-        self.select_topic(topic)?;
-        self.apply_bytes(partition, offset, key, value, timestamp, headers)
-    }
-
     /// Processes `records`, consecutive records of one partition of
-    /// `topic`, in order: as [`StreamTask::process_shared`] each, with the
-    /// source found and borrowed once for the run. Stops at the first
+    /// `topic`, in order: as [`StreamTask::process`] each, with the source
+    /// found and borrowed once for the run. While `topic` is the same
+    /// allocation, the source and the context's topic are kept by a pointer
+    /// check, not a comparison of bytes. Stops at the first
     /// error, after the records before it.
     ///
     /// # Errors
@@ -588,11 +571,10 @@ mod tests {
         assert_eq!(moved.len(), 4);
     }
 
-    /// `process_shared` finds each record's source by its topic whatever
-    /// allocation carries the name, switching between sources, and names an
-    /// unknown topic.
+    /// `process_run` finds each run's source by its topic whatever
+    /// allocation carries the name, switching between sources.
     #[test]
-    fn records_by_a_shared_topic_name_reach_their_own_source() {
+    fn runs_by_a_shared_topic_name_reach_their_own_source() {
         let mut b = StreamsBuilder::new();
         let serdes = || Consumed::with(Serdes::i64(), Serdes::i64());
         let ys = b
@@ -608,16 +590,15 @@ mod tests {
         let (x, y, x_again): (Arc<str>, Arc<str>, Arc<str>) = ("x".into(), "y".into(), "x".into());
         for (i, topic) in [&x, &y, &y, &x_again, &x].into_iter().enumerate() {
             let v = (i as i64).to_be_bytes();
-            task.process_shared(
-                topic,
-                Some(0),
-                Some(i as i64),
-                Some(&v),
-                Some(&v),
-                10,
-                crate::Headers::empty(),
-            )
-            .unwrap();
+            let record = super::RawRecord {
+                offset: Some(i as i64),
+                key: Some(&v),
+                value: Some(&v),
+                timestamp: 10,
+                headers: crate::Headers::empty(),
+            };
+            task.process_run(topic, Some(0), std::iter::once(record))
+                .unwrap();
         }
         let values: Vec<i64> = task
             .pending_output()
@@ -625,19 +606,6 @@ mod tests {
             .map(|r| i64::from_be_bytes(r.value.as_deref().unwrap().try_into().unwrap()))
             .collect();
         assert_eq!(values, [1000, 2001, 2002, 1003, 1004]);
-        let z: Arc<str> = "z".into();
-        let err = task
-            .process_shared(
-                &z,
-                Some(0),
-                Some(5),
-                None,
-                None,
-                10,
-                crate::Headers::empty(),
-            )
-            .unwrap_err();
-        assert!(err.to_string().contains("topic z"), "{err}");
     }
 
     /// Records an emission pass forwards carry the window they close (the
