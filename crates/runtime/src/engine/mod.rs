@@ -647,14 +647,14 @@ impl<L: Log + 'static> Engine<L> {
                     self.fetch_failures = 0;
                     fetched
                 }
-                // A broker that restarts, a connection that drops: the
-                // consumer keeps its positions, so the fetch is tried again
-                // (the barrier in flight moves on meanwhile) before the
-                // engine is replaced.
+                // A broker that restarts, a connection that drops: a fetch
+                // that took nothing is tried again (the barrier in flight
+                // moves on meanwhile) before the engine is replaced.
                 Err(e)
-                    if e.kind() == ErrorKind::Retriable && self.fetch_failures < FETCH_RETRIES =>
+                    if e.kind() == ErrorKind::Retriable
+                        && self.fetch_failures < FETCH_RETRIES
+                        && !self.fetch_took_records()? =>
                 {
-                    self.rewind_to_fetched()?;
                     self.fetch_failures += 1;
                     let backoff = fetch_backoff(self.fetch_failures);
                     tracing::warn!(error = %e, attempt = self.fetch_failures, backoff_ms = backoff.as_millis() as u64, "a fetch failed; trying again");

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use stoatflow_log::{Consumer, FetchedBatch, Log, RecordView, SeekTo, TopicPartition};
+use stoatflow_log::{Consumer, FetchedBatch, Log, RecordView, TopicPartition};
 use stoatflow_streams::EventTimeReader;
 use stoatflow_time::{Dispatched, EventTime, PartitionIndex, WallTime};
 
@@ -144,19 +144,22 @@ impl<L: Log + 'static> Engine<L> {
         Ok(())
     }
 
-    /// After a fetch that failed: a consumer may have taken records before
-    /// it failed, which the engine never received. Each partition goes back
-    /// to one past the last record the engine did receive, so the next
-    /// fetch reads them again (and the committed offsets never pass them).
-    pub(in crate::engine) fn rewind_to_fetched(&mut self) -> Result<(), RuntimeError> {
+    /// After a fetch that failed: whether the consumer took records before
+    /// it failed, which the engine never received (its position passed
+    /// where the engine was fetched to). Such a fetch is not retried: the
+    /// engine is replaced and resumes from the last commit, which reads them
+    /// again. Seeking the consumer back instead would reassign it, and
+    /// librdkafka can abort on an assertion when a consumer is reassigned
+    /// while its broker is away.
+    pub(in crate::engine) fn fetch_took_records(&self) -> Result<bool, RuntimeError> {
         for s in &self.slots {
-            let Some(to) = s.fetched_to else { continue };
-            if self.consumer.position(&s.tp)?.0 > to {
-                self.consumer
-                    .seek(&s.tp, SeekTo::Offset(stoatflow_log::Offset(to)))?;
+            if let Some(to) = s.fetched_to
+                && self.consumer.position(&s.tp)?.0 > to
+            {
+                return Ok(true);
             }
         }
-        Ok(())
+        Ok(false)
     }
 
     /// A repartition partition's record: if it is a watermark marker,
