@@ -118,6 +118,28 @@ pub(crate) fn map_with_group(
     }
 }
 
+/// Maps `err`, raised while committing offsets of consumer `group` outside
+/// a transaction (at-least-once): a refusal by the group (a generation it
+/// has moved past, a member it no longer knows, a rebalance under way)
+/// says so and names the group; the member must rejoin and read its
+/// partitions again from their last commit, so it is
+/// [`ErrorKind::AbortTransaction`]. Anything else as [`map`].
+pub(crate) fn map_offset_commit(err: &KafkaError, op: impl Into<String>, group: &str) -> LogError {
+    match err.rdkafka_error_code() {
+        Some(code) if is_group_fenced(code) || code == Code::RebalanceInProgress => {
+            LogError::Broker {
+                op: op.into(),
+                message: format!(
+                    "refused by consumer group {group:?} ({code}): the group is rebalancing or \
+                     has moved past this member's generation; the offsets were not committed"
+                ),
+                kind: ErrorKind::AbortTransaction,
+            }
+        }
+        _ => map(err, op, None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,5 +197,25 @@ mod tests {
             "orders-app",
         );
         assert!(matches!(e, LogError::Fenced { .. }), "{e}");
+    }
+
+    #[test]
+    fn a_group_refusing_an_offset_commit_is_named_and_aborts_the_epoch() {
+        for code in [
+            Code::IllegalGeneration,
+            Code::UnknownMemberId,
+            Code::FencedInstanceId,
+            Code::RebalanceInProgress,
+        ] {
+            let e = map_offset_commit(&KafkaError::ConsumerCommit(code), "committing", "app");
+            assert_eq!(e.kind(), ErrorKind::AbortTransaction, "{code}");
+            assert!(e.to_string().contains("\"app\""), "{e}");
+        }
+        let e = map_offset_commit(
+            &KafkaError::ConsumerCommit(Code::RequestTimedOut),
+            "committing",
+            "app",
+        );
+        assert_eq!(e.kind(), ErrorKind::Retriable);
     }
 }

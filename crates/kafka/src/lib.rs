@@ -9,6 +9,10 @@
 //! - [`KafkaProducer`]: one Kafka transaction per epoch, with source
 //!   offsets (and their metadata) added to it as the log's group member,
 //!   so a zombie of an older generation is fenced (KIP-447).
+//! - [`KafkaPlainProducer`]: at-least-once, idempotent, `acks=all`; its
+//!   flush reports the first failed delivery. Offsets are then committed
+//!   with [`stoatflow_log::Log::commit_offsets`], as the log's group
+//!   member where it has one.
 //! - [`KafkaMember`]: a consumer-group member ([`stoatflow_log::Log::join_group`]):
 //!   librdkafka's group protocol, eager, a revocation released only once
 //!   the caller committed its work.
@@ -36,10 +40,13 @@ mod errors;
 mod generation;
 mod log;
 mod member;
+mod plain_producer;
 mod producer;
+mod send;
 
 pub use config::{ClientProperties, KafkaConfig, PROTECTED_KEYS};
 pub use consumer::KafkaConsumer;
 pub use log::KafkaLog;
 pub use member::KafkaMember;
+pub use plain_producer::KafkaPlainProducer;
 pub use producer::KafkaProducer;

@@ -1,9 +1,11 @@
 //! [`KafkaLog`]: topics, clients and committed offsets over a Kafka cluster.
 //!
 //! Owns: the admin client (create and describe topics) and the creation of
-//! consumers, group members and transactional producers with the
-//! properties our semantics need; its members and producers share the
-//! groups' generations (a producer commits offsets as the log's member). Knows nothing of streams, windows or watermarks.
+//! consumers, group members, transactional and at-least-once producers with
+//! the properties our semantics need; its members and producers share the
+//! groups' generations (offsets, in a transaction or outside one, are
+//! committed as the log's member). Knows nothing of streams, windows or
+//! watermarks.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -11,7 +13,7 @@ use std::time::Duration;
 use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::consumer::{BaseConsumer, Consumer as _};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer as _};
 use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::{Offset as KOffset, TopicPartitionList};
 use stoatflow_log::{
@@ -23,9 +25,10 @@ use crate::block_on::block_on;
 use crate::committed::committed;
 use crate::config::KafkaConfig;
 use crate::consumer::KafkaConsumer;
-use crate::errors::map;
+use crate::errors::{map, map_offset_commit};
 use crate::generation::Generations;
 use crate::member::KafkaMember;
+use crate::plain_producer::KafkaPlainProducer;
 use crate::producer::KafkaProducer;
 
 /// A Kafka cluster seen through the broker interface.
@@ -116,6 +119,7 @@ impl KafkaConfig {
 impl Log for KafkaLog {
     type Consumer = KafkaConsumer;
     type Producer = KafkaProducer;
+    type PlainProducer = KafkaPlainProducer;
 
     fn create_topic(&self, spec: &TopicSpec) -> Result<(), LogError> {
         let partitions = i32::try_from(spec.shape.partitions).map_err(|_| LogError::Config {
@@ -218,6 +222,42 @@ impl Log for KafkaLog {
 
     fn transactional_producer(&self, transactional_id: &str) -> Result<KafkaProducer, LogError> {
         KafkaProducer::new(&self.config, transactional_id, self.generations.clone())
+    }
+
+    fn producer(&self, client_id: &str) -> Result<KafkaPlainProducer, LogError> {
+        KafkaPlainProducer::new(&self.config, client_id)
+    }
+
+    /// As the log's member of `group` when it has one (its consumer, in its
+    /// generation), else as a client outside the group, which the broker
+    /// accepts only while the group has no members.
+    fn commit_offsets(
+        &self,
+        group: &str,
+        offsets: &[(TopicPartition, OffsetAndMetadata)],
+    ) -> Result<(), LogError> {
+        let op = format!("committing offsets of group {group:?}");
+        let mut tpl = TopicPartitionList::new();
+        for (tp, om) in offsets {
+            let mut e = tpl.add_partition(&tp.topic, tp.partition.0 as i32);
+            e.set_offset(KOffset::Offset(om.offset.0 as i64))
+                .map_err(|err| map(&err, format!("adding the offset of {tp}"), None))?;
+            e.set_metadata(om.metadata.clone());
+        }
+        let committed = match self.generations.committer(group) {
+            Some(member) => member.commit_offsets(&tpl),
+            None => {
+                let c: BaseConsumer = self
+                    .config
+                    .client_config("offsets")
+                    .set("group.id", group)
+                    .set("enable.auto.commit", "false")
+                    .create()
+                    .map_err(|e| map(&e, "creating an offsets client", None))?;
+                c.commit(&tpl, CommitMode::Sync)
+            }
+        };
+        committed.map_err(|e| map_offset_commit(&e, op, group))
     }
 
     fn purge_below(&self, tp: &TopicPartition, before: Offset) -> Result<(), LogError> {

@@ -19,11 +19,12 @@
 //! [`Generations`]: crate::generation::Generations
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::{BaseConsumer, Consumer as _, ConsumerContext};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer as _, ConsumerContext};
+use rdkafka::error::KafkaResult;
 use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{ClientContext, TopicPartitionList};
@@ -34,7 +35,7 @@ use stoatflow_log::{
 use crate::committed::committed;
 use crate::config::KafkaConfig;
 use crate::errors::map;
-use crate::generation::{Generations, MemberToken};
+use crate::generation::{Generations, MemberCommit, MemberToken};
 
 /// What the rebalance callback saw, in order.
 #[derive(Debug)]
@@ -108,9 +109,18 @@ impl ConsumerContext for MemberContext {
     }
 }
 
+impl MemberCommit for BaseConsumer<MemberContext> {
+    /// librdkafka's synchronous commit waits on a queue of its own, so it
+    /// may run on another thread than the one serving the group.
+    fn commit_offsets(&self, offsets: &TopicPartitionList) -> KafkaResult<()> {
+        self.commit(offsets, CommitMode::Sync)
+    }
+}
+
 /// A member of a Kafka consumer group. Dropping it leaves the group.
 pub struct KafkaMember {
-    consumer: BaseConsumer<MemberContext>,
+    /// Shared (weakly) with the log's at-least-once offset commits.
+    consumer: Arc<BaseConsumer<MemberContext>>,
     group: String,
     request_timeout: Duration,
 }
@@ -146,6 +156,7 @@ impl KafkaMember {
         if config.static_membership {
             client.set("group.instance.id", member);
         }
+        let token = MemberToken::next();
         let consumer: BaseConsumer<MemberContext> = client
             .set("group.id", group)
             .set("isolation.level", "read_committed")
@@ -155,7 +166,7 @@ impl KafkaMember {
                 seen: Mutex::default(),
                 closing: AtomicBool::new(false),
                 group: group.to_owned(),
-                token: MemberToken::next(),
+                token,
                 generations: generations.clone(),
             })
             .map_err(|e| map(&e, format!("joining consumer group {group:?}"), None))?;
@@ -167,6 +178,9 @@ impl KafkaMember {
                 None,
             )
         })?;
+        let consumer = Arc::new(consumer);
+        let commit: Arc<dyn MemberCommit> = consumer.clone();
+        generations.register(group, token, Arc::downgrade(&commit));
         Ok(KafkaMember {
             consumer,
             group: group.to_owned(),

@@ -11,18 +11,19 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use rdkafka::consumer::{BaseConsumer, Consumer as _, ConsumerGroupMetadata};
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Header as KHeader, OwnedHeaders};
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer as _};
+use rdkafka::error::KafkaError;
+use rdkafka::producer::{BaseProducer, Producer as _};
 use rdkafka::{Offset as KOffset, TopicPartitionList};
-use stoatflow_log::{LogError, OffsetAndMetadata, Record, TopicPartition, TransactionalProducer};
+use stoatflow_log::{
+    LogError, OffsetAndMetadata, Record, RecordRef, TopicPartition, TransactionalProducer,
+};
 
 use crate::config::KafkaConfig;
 use crate::errors::{map, map_with_group};
 use crate::generation::Generations;
+use crate::send::queue_record;
 
 /// A transactional Kafka producer.
 pub struct KafkaProducer {
@@ -147,62 +148,16 @@ impl TransactionalProducer for KafkaProducer {
     }
 
     fn send(&mut self, tp: &TopicPartition, record: &Record) -> Result<(), LogError> {
+        self.send_ref(tp, record.into())
+    }
+
+    fn send_ref(&mut self, tp: &TopicPartition, record: RecordRef<'_>) -> Result<(), LogError> {
         if !self.open {
             return Err(self.state_error("send outside a transaction"));
         }
-        let size = record.key.as_ref().map_or(0, Vec::len)
-            + record.value.as_ref().map_or(0, Vec::len)
-            + record
-                .headers
-                .iter()
-                .map(|h| h.key.len() + h.value.as_ref().map_or(0, Vec::len))
-                .sum::<usize>();
-        if size > self.config.max_record_bytes {
-            return Err(LogError::RecordTooLarge {
-                topic: tp.topic.clone(),
-                partition: tp.partition,
-                size,
-                max: self.config.max_record_bytes,
-            });
-        }
-        let mut headers = OwnedHeaders::new_with_capacity(record.headers.len());
-        for h in &record.headers {
-            headers = headers.insert(KHeader {
-                key: &h.key,
-                value: h.value.as_deref(),
-            });
-        }
-        let mut rec: BaseRecord<'_, [u8], [u8]> = BaseRecord::to(&tp.topic)
-            .partition(tp.partition.0 as i32)
-            .timestamp(record.timestamp.0)
-            .headers(headers);
-        if let Some(k) = &record.key {
-            rec = rec.key(k.as_slice());
-        }
-        if let Some(v) = &record.value {
-            rec = rec.payload(v.as_slice());
-        }
-        let deadline = std::time::Instant::now() + self.config.request_timeout;
-        loop {
-            match self.producer.send(rec) {
-                Ok(()) => return Ok(()),
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back))
-                    if std::time::Instant::now() < deadline =>
-                {
-                    self.producer.poll(Duration::from_millis(10));
-                    rec = back;
-                }
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::MessageSizeTooLarge), _)) => {
-                    return Err(LogError::RecordTooLarge {
-                        topic: tp.topic.clone(),
-                        partition: tp.partition,
-                        size,
-                        max: self.config.max_record_bytes,
-                    });
-                }
-                Err((e, _)) => return Err(self.err(&e, format!("sending to {tp}"))),
-            }
-        }
+        queue_record(&self.producer, &self.config, tp, record, |e, op| {
+            self.err(e, op)
+        })
     }
 
     fn send_offsets(

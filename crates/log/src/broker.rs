@@ -2,8 +2,10 @@
 //! transactional log.
 //!
 //! Owns: the traits [`Log`] (topics, clients, committed offsets),
-//! [`Consumer`] (read-committed fetch, seek, end offsets) and
-//! [`TransactionalProducer`] (one atomic unit per epoch), and
+//! [`Consumer`] (read-committed fetch, seek, end offsets),
+//! [`TransactionalProducer`] (one atomic unit per epoch) and [`Producer`]
+//! (at-least-once: records made durable by a flush, offsets committed on
+//! their own with [`Log::commit_offsets`]), and
 //! [`Log::join_group`] (consumer-group membership). Both backends, the
 //! embedded log and Kafka, implement them and pass one contract test suite,
 //! so nothing above this layer can tell them apart. Must never know streams,
@@ -25,6 +27,8 @@ pub trait Log: Send + Sync + Debug {
     type Consumer: Consumer;
     /// The transactional producer this log hands out.
     type Producer: TransactionalProducer;
+    /// The at-least-once (non-transactional) producer this log hands out.
+    type PlainProducer: Producer;
 
     /// Creates a topic.
     ///
@@ -111,6 +115,30 @@ pub trait Log: Send + Sync + Debug {
     /// # Errors
     /// Backend failures.
     fn transactional_producer(&self, transactional_id: &str) -> Result<Self::Producer, LogError>;
+
+    /// An at-least-once producer: no transaction, no fencing. `client_id`
+    /// names it in the backend's logs and metrics only.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn producer(&self, client_id: &str) -> Result<Self::PlainProducer, LogError>;
+
+    /// Commits `group`'s offsets (with metadata) outside any transaction:
+    /// at-least-once's commit, made after the records they cover are
+    /// flushed. Where this log has a member of `group` (from
+    /// [`Log::join_group`]), the offsets are committed as that member, so
+    /// the group refuses them once it has moved past the member's
+    /// generation; otherwise as a client outside the group.
+    ///
+    /// # Errors
+    /// Unknown topic or partition, the group's refusal (an
+    /// [`ErrorKind::AbortTransaction`](crate::ErrorKind): the member must
+    /// rejoin and read its partitions again from their last commit), backend failures.
+    fn commit_offsets(
+        &self,
+        group: &str,
+        offsets: &[(TopicPartition, OffsetAndMetadata)],
+    ) -> Result<(), LogError>;
 
     /// The offsets (and metadata) group `group` has committed, `None` where
     /// it has committed none.
@@ -271,6 +299,38 @@ pub trait TransactionalProducer: Send + Debug {
     /// # Errors
     /// [`LogError::Fenced`], backend failures.
     fn abort(&mut self) -> Result<(), LogError>;
+}
+
+/// An at-least-once producer: records are sent without a transaction and
+/// become durable by [`Producer::flush`]. A record may be readable before
+/// the flush that covers it; a failed flush leaves some of the records sent
+/// since the last one written and some not, so its caller goes back to its
+/// last committed offsets and sends them again (duplicates, never a loss).
+pub trait Producer: Send + Debug {
+    /// Sends a record to `partition`.
+    ///
+    /// # Errors
+    /// [`LogError::RecordTooLarge`], unknown topic/partition, backend failures.
+    fn send(&mut self, partition: &TopicPartition, record: &Record) -> Result<(), LogError>;
+
+    /// [`Producer::send`] of a borrowed record. The default copies it.
+    ///
+    /// # Errors
+    /// As [`Producer::send`].
+    fn send_ref(
+        &mut self,
+        partition: &TopicPartition,
+        record: RecordRef<'_>,
+    ) -> Result<(), LogError> {
+        self.send(partition, &record.to_record())
+    }
+
+    /// Returns once every record sent before it is durable and readable,
+    /// or fails if any of them could not be written.
+    ///
+    /// # Errors
+    /// Backend failures: not every record since the last flush is durable.
+    fn flush(&mut self) -> Result<(), LogError>;
 }
 
 /// What [`restore`] read.

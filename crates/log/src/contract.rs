@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use crate::broker::{Consumer, Log, TransactionalProducer, restore};
+use crate::broker::{Consumer, Log, Producer, TransactionalProducer, restore};
 use crate::error::{ErrorKind, LogError};
 use crate::offset_metadata::{self, PartitionMetadata};
 use crate::types::{
@@ -652,6 +652,100 @@ pub fn purge_keeps_what_is_at_or_past_it<L: Log>(log: &L, prefix: &str) {
     );
 }
 
+/// The at-least-once producer: its records are readable (read committed)
+/// once flushed, whether or not transactions run beside it, and neither it
+/// nor a transactional producer fences the other; offsets committed with
+/// [`Log::commit_offsets`] are the group's committed offsets, metadata
+/// included, where its consumers start.
+///
+/// # Panics
+/// When the property does not hold.
+pub fn at_least_once_producer<L: Log>(log: &L, prefix: &str) {
+    let topic = format!("{prefix}-alos");
+    log.ensure_topic(&TopicSpec::new(topic.clone(), 2))
+        .expect("create topic");
+    let (p0, p1) = (
+        TopicPartition::new(topic.clone(), 0),
+        TopicPartition::new(topic, 1),
+    );
+    let mut plain = log
+        .producer(&format!("{prefix}-alos-client"))
+        .expect("producer");
+    plain.send(&p0, &v("a")).expect("send");
+    plain.send(&p0, &v("b")).expect("send");
+    plain.send(&p1, &v("c")).expect("send");
+    plain.flush().expect("flush");
+    plain
+        .flush()
+        .expect("a flush with nothing sent since the last one");
+
+    let mut tx = log
+        .transactional_producer(&format!("{prefix}-alos-tx"))
+        .expect("transactional producer");
+    tx.begin().expect("begin");
+    tx.send(&p0, &v("t")).expect("send");
+    tx.commit().expect("commit");
+    plain
+        .send(&p0, &v("d"))
+        .and_then(|()| plain.flush())
+        .expect("a transactional producer fences no at-least-once producer");
+    tx.begin().expect("begin");
+    tx.send(&p1, &v("u")).expect("send");
+    tx.commit()
+        .expect("an at-least-once producer fences no transactional producer");
+
+    let mut c = log
+        .consumer(&format!("{prefix}-alos-reader"))
+        .expect("consumer");
+    let got = read_to_end(&mut c, &[p0.clone(), p1.clone()]);
+    let of = |tp: &TopicPartition| {
+        let mine: Vec<FetchedRecord> = got.iter().filter(|r| r.partition == *tp).cloned().collect();
+        values(&mine)
+    };
+    assert_eq!(
+        of(&p0),
+        ["a", "b", "t", "d"].map(|s| s.as_bytes().to_vec()),
+        "flushed records are readable, in the order sent"
+    );
+    assert_eq!(of(&p1), ["c", "u"].map(|s| s.as_bytes().to_vec()));
+
+    let group = format!("{prefix}-alos-g");
+    let ends = [
+        (p0.clone(), p_end(log, prefix, &p0)),
+        (p1.clone(), p_end(log, prefix, &p1)),
+    ];
+    let offsets: Vec<(TopicPartition, OffsetAndMetadata)> = ends
+        .iter()
+        .zip(["partition time 7", ""])
+        .map(|((tp, end), metadata)| {
+            (
+                tp.clone(),
+                OffsetAndMetadata {
+                    offset: *end,
+                    metadata: metadata.into(),
+                },
+            )
+        })
+        .collect();
+    log.commit_offsets(&group, &offsets)
+        .expect("commit offsets");
+    let committed = log
+        .committed_offsets(&group, &[p0.clone(), p1.clone()])
+        .expect("committed offsets");
+    let committed: Vec<(TopicPartition, OffsetAndMetadata)> = committed
+        .into_iter()
+        .map(|(tp, om)| (tp, om.expect("committed")))
+        .collect();
+    assert_eq!(committed, offsets, "committed offsets and metadata");
+    let mut member = log.consumer(&group).expect("consumer");
+    member.assign(std::slice::from_ref(&p0)).expect("assign");
+    assert_eq!(
+        member.position(&p0).expect("position"),
+        ends[0].1,
+        "the group's consumer starts at its committed offset"
+    );
+}
+
 /// Every check above, in order.
 ///
 /// # Panics
@@ -666,4 +760,5 @@ pub fn all<L: Log>(log: &L, prefix: &str) {
     ensure_topic_checks_shape(log, prefix);
     batched_fetch(log, prefix);
     purge_keeps_what_is_at_or_past_it(log, prefix);
+    at_least_once_producer(log, prefix);
 }

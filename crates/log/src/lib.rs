@@ -8,7 +8,9 @@
 //!   read-committed fetch of [`FetchedRecord`]s, or of [`FetchedBatch`]es
 //!   that share one buffer per batch (the poll loop's path); one transaction per epoch
 //!   carrying records *and* consumer-group offsets ([`OffsetAndMetadata`]);
-//!   fencing of zombie producers by transactional id. [`restore`] reads a
+//!   fencing of zombie producers by transactional id. [`Producer`] is
+//!   at-least-once's: no transaction, records durable at a flush, offsets
+//!   committed after them with [`Log::commit_offsets`]. [`restore`] reads a
 //!   partition from its beginning to its end (changelog restore).
 //! - [`GroupMember`]: consumer-group membership ([`Log::join_group`]):
 //!   which partitions this member owns, and [`GroupEvent`]s when a
@@ -67,9 +69,10 @@ fn fuzz_cases() -> u32 {
     }
 }
 
-pub use broker::{Consumer, Log, RestoreSummary, TransactionalProducer, restore};
+pub use broker::{Consumer, Log, Producer, RestoreSummary, TransactionalProducer, restore};
 pub use embedded::{
-    EmbeddedConfig, EmbeddedConsumer, EmbeddedLog, EmbeddedProducer, MaintenanceReport,
+    EmbeddedConfig, EmbeddedConsumer, EmbeddedLog, EmbeddedPlainProducer, EmbeddedProducer,
+    MaintenanceReport,
 };
 pub use error::{ErrorKind, LogError};
 pub use membership::{GroupEvent, GroupMember, SoleMember};

@@ -2,7 +2,9 @@
 //! exactly-once, crashed (the app dropped mid-run: its open transaction is
 //! never committed, and the next producer with its transactional id fences
 //! it), restarted, and closed. Read committed, every final result is there
-//! exactly once with the count of the records it covers.
+//! exactly once with the count of the records it covers. And the same
+//! count under at-least-once: no transaction, its offsets committed as the
+//! group's member while it runs.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,7 +16,8 @@ use stoatflow_log::{
     TransactionalProducer,
 };
 use stoatflow_runtime::{
-    AppState, Backend, CommitBarrierConfig, RuntimeConfig, StreamsApp, partition_for_key,
+    AppState, Backend, CommitBarrierConfig, ProcessingGuarantee, RuntimeConfig, StreamsApp,
+    partition_for_key,
 };
 use stoatflow_streams::{
     Consumed, EmitStrategy, Produced, Serde, Serdes, StreamsBuilder, TimeWindows, Topology,
@@ -205,18 +208,25 @@ pub(crate) fn config_for(app_id: &str) -> RuntimeConfig {
         })
 }
 
-#[test]
-fn runtime_on_kafka_crash_restart_commits_each_final_result_once() {
-    let Some(broker) =
-        TestBroker::start("runtime_on_kafka_crash_restart_commits_each_final_result_once")
-    else {
-        return;
-    };
+/// A broker for `test` with the input and output topics created (`None`
+/// where the broker cannot run outside CI).
+fn broker_with_topics(test: &str) -> Option<(TestBroker, Arc<KafkaLog>)> {
+    let broker = TestBroker::start(test)?;
     let log = Arc::new(broker.log());
     log.create_topic(&TopicSpec::new(INPUT, PARTITIONS))
         .unwrap();
     log.create_topic(&TopicSpec::new(OUTPUT, PARTITIONS))
         .unwrap();
+    Some((broker, log))
+}
+
+#[test]
+fn runtime_on_kafka_crash_restart_commits_each_final_result_once() {
+    let Some((_broker, log)) =
+        broker_with_topics("runtime_on_kafka_crash_restart_commits_each_final_result_once")
+    else {
+        return;
+    };
     let records = input();
     let (first, rest) = records.split_at(200);
     produce(&log, first);
@@ -239,6 +249,50 @@ fn runtime_on_kafka_crash_restart_commits_each_final_result_once() {
     app.start().unwrap();
     finish(&mut app);
     assert_eq!(read_committed(&log), expected(&records));
+}
+
+#[test]
+fn runtime_on_kafka_at_least_once_commits_its_offsets_as_the_groups_member() {
+    let Some((_broker, log)) = broker_with_topics(
+        "runtime_on_kafka_at_least_once_commits_its_offsets_as_the_groups_member",
+    ) else {
+        return;
+    };
+    let records = input();
+    produce(&log, &records);
+    let app_id = "alos-app";
+    let config = config_for(app_id).with_guarantee(ProcessingGuarantee::AtLeastOnce);
+    let inputs: Vec<TopicPartition> = (0..PARTITIONS)
+        .map(|p| TopicPartition::new(INPUT, p))
+        .collect();
+    let mut app = StreamsApp::with_log(topology(), config, log.clone()).unwrap();
+    app.start().unwrap();
+    // While the member is in the group, its offsets commit: a client
+    // outside an active group would be refused.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert_ne!(app.state(), AppState::Error, "{:?}", app.error());
+        let committed = log.committed_offsets(app_id, &inputs).unwrap();
+        if committed.iter().any(|(_, om)| om.is_some()) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no offset committed while running"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    finish(&mut app);
+    assert_eq!(read_committed(&log), expected(&records));
+    let mut consumer = log.consumer("alos-ends").unwrap();
+    for (tp, om) in log.committed_offsets(app_id, &inputs).unwrap() {
+        let end = consumer.end_offset(&tp).unwrap();
+        assert_eq!(
+            om.map(|om| om.offset),
+            Some(end),
+            "{tp}: offsets at the end"
+        );
+    }
 }
 
 /// Waits until `app` has consumed its input, then closes it.

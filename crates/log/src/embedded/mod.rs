@@ -70,7 +70,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 pub use consumer::EmbeddedConsumer;
-pub use producer::EmbeddedProducer;
+pub use producer::{EmbeddedPlainProducer, EmbeddedProducer};
 
 use self::format::FrameAt;
 use self::partition::PartitionLog;
@@ -653,6 +653,7 @@ fn recover(root: &Path) -> Result<State, LogError> {
 impl Log for EmbeddedLog {
     type Consumer = EmbeddedConsumer;
     type Producer = EmbeddedProducer;
+    type PlainProducer = EmbeddedPlainProducer;
 
     fn create_topic(&self, spec: &TopicSpec) -> Result<(), LogError> {
         if let Some(reason) = spec.invalid() {
@@ -714,7 +715,25 @@ impl Log for EmbeddedLog {
         self.maintain(now).map(|_| ())
     }
 
+    fn producer(&self, _client_id: &str) -> Result<EmbeddedPlainProducer, LogError> {
+        Ok(EmbeddedPlainProducer::new(Arc::clone(&self.shared)))
+    }
+
+    fn commit_offsets(
+        &self,
+        group: &str,
+        offsets: &[(TopicPartition, OffsetAndMetadata)],
+    ) -> Result<(), LogError> {
+        producer::commit_offsets(Arc::clone(&self.shared), group, offsets)
+    }
+
     fn transactional_producer(&self, transactional_id: &str) -> Result<EmbeddedProducer, LogError> {
+        if transactional_id == producer::UNFENCED {
+            return Err(LogError::Config {
+                key: "transactional.id".into(),
+                reason: "must not be empty".into(),
+            });
+        }
         let mut st = self.lock();
         let epoch = st
             .meta

@@ -1,9 +1,15 @@
-//! The embedded log's transactional producer.
+//! The embedded log's producers: the transactional one and the
+//! at-least-once one.
 //!
 //! Owns: buffering one epoch's records and offsets in memory, and the
 //! commit protocol's steps 1–4 (see the module documentation of
 //! `embedded`). Fencing is by epoch: each new producer for a transactional
 //! id takes the next epoch, durably, and a commit from an older epoch fails.
+//! The at-least-once producer is the same buffer under the empty
+//! transactional id, which nothing fences: its flush is a commit of what it
+//! buffered (so its records become readable at the flush, all at once,
+//! which is more than at-least-once asks), and [`commit_offsets`] is a
+//! commit of offsets alone.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,7 +17,7 @@ use std::sync::Arc;
 use super::format::{self, BatchBuilder};
 use super::txlog::{CommitPart, Entry};
 use super::{Shared, State};
-use crate::broker::TransactionalProducer;
+use crate::broker::{Producer, TransactionalProducer};
 use crate::error::LogError;
 use crate::types::{OffsetAndMetadata, Record, RecordRef, TopicPartition};
 
@@ -45,6 +51,57 @@ struct Pending {
     offsets: Vec<(String, TopicPartition, OffsetAndMetadata)>,
 }
 
+/// The transactional id of the at-least-once producer and of offsets
+/// committed alone: the transaction log checks no epoch for it.
+pub(crate) const UNFENCED: &str = "";
+
+/// An at-least-once producer of an [`EmbeddedLog`](super::EmbeddedLog):
+/// no transaction to begin, and no fencing.
+#[derive(Debug)]
+pub struct EmbeddedPlainProducer {
+    buffer: EmbeddedProducer,
+}
+
+impl EmbeddedPlainProducer {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        EmbeddedPlainProducer {
+            buffer: EmbeddedProducer::new(shared, UNFENCED, 0),
+        }
+    }
+}
+
+impl Producer for EmbeddedPlainProducer {
+    fn send(&mut self, tp: &TopicPartition, record: &Record) -> Result<(), LogError> {
+        self.send_ref(tp, record.into())
+    }
+
+    fn send_ref(&mut self, tp: &TopicPartition, record: RecordRef<'_>) -> Result<(), LogError> {
+        if self.buffer.txn.is_none() {
+            self.buffer.txn = Some(Pending::default());
+        }
+        self.buffer.send_ref(tp, record)
+    }
+
+    fn flush(&mut self) -> Result<(), LogError> {
+        if self.buffer.txn.is_none() {
+            return Ok(());
+        }
+        self.buffer.commit()
+    }
+}
+
+/// Commits `group`'s offsets alone, unfenced ([`crate::Log::commit_offsets`]).
+pub(crate) fn commit_offsets(
+    shared: Arc<Shared>,
+    group: &str,
+    offsets: &[(TopicPartition, OffsetAndMetadata)],
+) -> Result<(), LogError> {
+    let mut p = EmbeddedProducer::new(shared, UNFENCED, 0);
+    p.begin()?;
+    p.send_offsets(group, offsets)?;
+    p.commit()
+}
+
 impl EmbeddedProducer {
     pub(crate) fn new(shared: Arc<Shared>, tid: &str, epoch: u32) -> Self {
         EmbeddedProducer {
@@ -63,7 +120,7 @@ impl EmbeddedProducer {
     }
 
     fn check_epoch(&self, st: &State) -> Result<(), LogError> {
-        if st.meta.producers.get(&self.tid) == Some(&self.epoch) {
+        if self.tid == UNFENCED || st.meta.producers.get(&self.tid) == Some(&self.epoch) {
             Ok(())
         } else {
             Err(LogError::Fenced {
@@ -319,6 +376,31 @@ mod tests {
                     .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("txn-"))
             })
             .count()
+    }
+
+    /// The empty transactional id is the unfenced one (the at-least-once
+    /// producer's): no transactional producer may take it, and the
+    /// unfenced commits replay on reopen.
+    #[test]
+    fn the_unfenced_id_is_refused_to_transactions_and_its_commits_survive_a_reopen() {
+        use crate::broker::Producer;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = log_rotating_after_every_commit(dir.path());
+        let err = log.transactional_producer("").expect_err("the empty id");
+        assert!(err.to_string().contains("transactional.id"), "{err}");
+        let mut plain = log.producer("plain").expect("producer");
+        let mut tx = log.transactional_producer("tx").expect("producer");
+        send_one(&mut tx, 1).expect("a transaction");
+        plain
+            .send(
+                &TopicPartition::new("t", 0),
+                &Record::new(None, Some(&[2]), Timestamp(2)),
+            )
+            .expect("send");
+        plain.flush().expect("flush");
+        send_one(&mut tx, 3).expect("a transaction after the flush");
+        drop((plain, tx, log));
+        assert_eq!(committed_values(dir.path()), vec![1, 2, 3]);
     }
 
     /// An error from `commit` means it did not commit: a failed rotation

@@ -151,7 +151,9 @@ impl Meta {
                         self.next_txn
                     ));
                 }
-                if self.producers.get(tid) != Some(epoch) {
+                // An empty id is a plain producer's flush or a commit of
+                // offsets alone: nothing fences those.
+                if !tid.is_empty() && self.producers.get(tid) != Some(epoch) {
                     return Err(format!(
                         "commit by producer {tid:?} epoch {epoch}, which is not current"
                     ));

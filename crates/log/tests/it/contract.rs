@@ -37,6 +37,7 @@ contract_tests!(
     ensure_topic_checks_shape,
     purge_keeps_what_is_at_or_past_it,
     batched_fetch,
+    at_least_once_producer,
 );
 
 #[test]

@@ -56,11 +56,11 @@ use stoatflow_time::{
 };
 
 use crate::app_state::AppState;
-use crate::config::RuntimeConfig;
 use crate::config::cadence::BarrierCadence;
 use crate::config::layout::{Layout, log_topic_name};
+use crate::config::{ProcessingGuarantee, RuntimeConfig};
 use crate::engine::assignment::{Membership, Rebalance};
-use crate::engine::commit::committer::{Committer, SinkRouting};
+use crate::engine::commit::committer::{CommitPath, Committer, SinkRouting};
 use crate::engine::commit::task_stamps::TaskStamps;
 use crate::engine::commit::upkeep::Upkeep;
 use crate::engine::error_response::{StreamThreadExceptionResponse, fenced, replacement_backoff};
@@ -294,7 +294,17 @@ impl<L: Log + 'static> Engine<L> {
         // the open transaction and offsets stay unstable until the broker
         // times it out (a minute on Kafka), and a broker that shows pending
         // offsets would let us start past input whose output is then aborted.
-        let producer = log.transactional_producer(&config.transactional_id())?;
+        // Under at-least-once nothing is fenced: its producer has no
+        // transactions, and what a dead instance wrote is already readable.
+        let commit_path = match config.guarantee {
+            ProcessingGuarantee::ExactlyOnceV2 => {
+                CommitPath::ExactlyOnce(log.transactional_producer(&config.transactional_id())?)
+            }
+            ProcessingGuarantee::AtLeastOnce => CommitPath::AtLeastOnce {
+                producer: log.producer(&config.transactional_id())?,
+                log: log.clone(),
+            },
+        };
 
         // The tasks this instance owns (after the fence: the previous owner
         // has committed and released them), then their stamp rings: their
@@ -565,8 +575,7 @@ impl<L: Log + 'static> Engine<L> {
             repartition,
             Instant::now(),
         );
-        let committer =
-            Committer::start(producer, SinkRouting::new(sink_tps), &app, config.guarantee)?;
+        let committer = Committer::start(commit_path, SinkRouting::new(sink_tps), &app)?;
         let engine = Engine {
             config: config.clone(),
             clock: clock.clone(),

@@ -19,7 +19,8 @@ use stoatflow_streams::{Produced, Serdes, StreamsBuilder, Topology};
 use crate::hooked_log::{Durable, HookedLog, Hooks};
 use crate::support::*;
 
-/// What the `k`th commit (counted over every producer, from 1) does.
+/// What the `k`th commit (counted over every producer, from 1; under
+/// at-least-once a flush and an offset commit count as one each) does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fault {
     /// Fails with this kind without committing.
@@ -36,6 +37,8 @@ struct Plan {
     commits: AtomicU64,
     faults: Mutex<BTreeMap<u64, Fault>>,
     dead: AtomicBool,
+    /// Every durable operation asked for, in order.
+    ops: Mutex<Vec<Durable>>,
 }
 
 impl Plan {
@@ -61,7 +64,11 @@ impl Hooks for Plan {
         commit: impl FnOnce() -> Result<T, LogError>,
     ) -> Result<T, LogError> {
         self.alive()?;
-        if op != Durable::Commit {
+        self.ops.lock().unwrap().push(op);
+        if !matches!(
+            op,
+            Durable::Commit | Durable::Flush | Durable::CommitOffsets
+        ) {
             return commit();
         }
         let k = self.commits.fetch_add(1, Ordering::AcqRel) + 1;
@@ -160,8 +167,8 @@ fn until_stopped<L: Log + 'static>(app: &StreamsApp<L>) {
 #[test]
 fn at_least_once_loses_nothing_when_it_dies_between_its_records_and_its_offsets() {
     let records = input(300, 6, 21);
-    // Commits alternate: an epoch's records, then its offsets. The process
-    // dies right after the first epoch's records committed.
+    // An epoch flushes its records, then commits its offsets. The process
+    // dies right after the first epoch's records were flushed.
     let log = prepared(&records);
     let plan = Plan::with([(1, Fault::CrashAfter)]);
     let mut app =
@@ -171,6 +178,13 @@ fn at_least_once_loses_nothing_when_it_dies_between_its_records_and_its_offsets(
     until_stopped(&app);
     drop(app);
     run_to_end_on(copies(), at_least_once("alos"), log.clone());
+    let ops = std::mem::take(&mut *plan.ops.lock().unwrap());
+    assert_eq!(
+        ops.last(),
+        Some(&Durable::Flush),
+        "the first run died at its first flush: {ops:?}"
+    );
+    assert!(!ops.contains(&Durable::CommitOffsets), "{ops:?}");
 
     let seen = copied(&log);
     let once = once_each(&records);
@@ -188,7 +202,25 @@ fn at_least_once_loses_nothing_when_it_dies_between_its_records_and_its_offsets(
 fn at_least_once_emits_each_result_once_on_the_graceful_path() {
     let records = input(300, 6, 22);
     let log = prepared(&records);
-    run_to_end_on(copies(), at_least_once("alos-graceful"), log.clone());
+    let plan = Plan::with([]);
+    run_to_end_on(copies(), at_least_once("alos-graceful"), flaky(&log, &plan));
+    // No transaction: records flushed, then their offsets committed alone.
+    let ops = std::mem::take(&mut *plan.ops.lock().unwrap());
+    assert!(
+        !ops.contains(&Durable::TakeProducerEpoch) && !ops.contains(&Durable::Commit),
+        "at-least-once used a transactional producer: {ops:?}"
+    );
+    let commits: Vec<&Durable> = ops
+        .iter()
+        .filter(|op| **op != Durable::CreateTopic)
+        .collect();
+    assert!(
+        !commits.is_empty()
+            && commits
+                .chunks(2)
+                .all(|pair| pair == [&Durable::Flush, &Durable::CommitOffsets]),
+        "each epoch flushes its records, then commits its offsets: {ops:?}"
+    );
     // And a restart after the graceful close emits nothing again.
     run_to_end_on(copies(), at_least_once("alos-graceful"), log.clone());
     assert_eq!(copied(&log), once_each(&records));

@@ -36,6 +36,7 @@ impl Recorded {
 impl Log for Recorded {
     type Consumer = <EmbeddedLog as Log>::Consumer;
     type Producer = <EmbeddedLog as Log>::Producer;
+    type PlainProducer = <EmbeddedLog as Log>::PlainProducer;
 
     fn create_topic(&self, spec: &TopicSpec) -> Result<(), LogError> {
         self.inner.create_topic(spec)
@@ -50,6 +51,18 @@ impl Log for Recorded {
     fn transactional_producer(&self, id: &str) -> Result<Self::Producer, LogError> {
         self.note(format!("producer {id}"));
         self.inner.transactional_producer(id)
+    }
+    fn producer(&self, client_id: &str) -> Result<Self::PlainProducer, LogError> {
+        self.note(format!("plain producer {client_id}"));
+        self.inner.producer(client_id)
+    }
+    fn commit_offsets(
+        &self,
+        group: &str,
+        offsets: &[(TopicPartition, OffsetAndMetadata)],
+    ) -> Result<(), LogError> {
+        self.note(format!("commit offsets of {group}"));
+        self.inner.commit_offsets(group, offsets)
     }
     fn committed_offsets(
         &self,

@@ -1,15 +1,17 @@
 //! A `Log` wrapper for fault injection: every call first asks a [`Hooks`]
 //! whether the log is still reachable, and each operation that changes
 //! durable state (creating a topic, taking a producer epoch, committing or
-//! aborting a transaction) runs through it, so a test can count them, fail
-//! them or "lose power" around them.
+//! aborting a transaction, an at-least-once flush or offset commit) runs
+//! through it, so a test can count them, fail them or "lose power" around
+//! them.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use stoatflow_log::{
     Consumer, EmbeddedLog, FetchedRecord, GroupMember, Log, LogError, Offset, OffsetAndMetadata,
-    Record, SeekTo, Timestamp, TopicPartition, TopicShape, TopicSpec, TransactionalProducer,
+    Producer, Record, SeekTo, Timestamp, TopicPartition, TopicShape, TopicSpec,
+    TransactionalProducer,
 };
 
 /// An operation that changes durable state.
@@ -19,6 +21,10 @@ pub enum Durable {
     TakeProducerEpoch,
     Commit,
     Abort,
+    /// An at-least-once producer's flush.
+    Flush,
+    /// Offsets committed outside a transaction.
+    CommitOffsets,
 }
 
 /// What a test does around the wrapped log's calls.
@@ -86,9 +92,16 @@ pub struct HookedProducer<H> {
     hooks: Arc<H>,
 }
 
+#[derive(Debug)]
+pub struct HookedPlainProducer<H> {
+    inner: <EmbeddedLog as Log>::PlainProducer,
+    hooks: Arc<H>,
+}
+
 impl<H: Hooks> Log for HookedLog<H> {
     type Consumer = HookedConsumer<H>;
     type Producer = HookedProducer<H>;
+    type PlainProducer = HookedPlainProducer<H>;
 
     fn create_topic(&self, spec: &TopicSpec) -> Result<(), LogError> {
         self.hooks
@@ -112,6 +125,22 @@ impl<H: Hooks> Log for HookedLog<H> {
         Ok(HookedProducer {
             inner,
             hooks: self.hooks.clone(),
+        })
+    }
+    fn producer(&self, client_id: &str) -> Result<Self::PlainProducer, LogError> {
+        self.hooks.alive()?;
+        Ok(HookedPlainProducer {
+            inner: self.inner.producer(client_id)?,
+            hooks: self.hooks.clone(),
+        })
+    }
+    fn commit_offsets(
+        &self,
+        group: &str,
+        offsets: &[(TopicPartition, OffsetAndMetadata)],
+    ) -> Result<(), LogError> {
+        self.hooks.durable(Durable::CommitOffsets, || {
+            self.inner.commit_offsets(group, offsets)
         })
     }
     fn committed_offsets(
@@ -209,5 +238,16 @@ impl<H: Hooks> TransactionalProducer for HookedProducer<H> {
     fn abort(&mut self) -> Result<(), LogError> {
         let inner = &mut self.inner;
         self.hooks.durable(Durable::Abort, || inner.abort())
+    }
+}
+
+impl<H: Hooks> Producer for HookedPlainProducer<H> {
+    fn send(&mut self, partition: &TopicPartition, record: &Record) -> Result<(), LogError> {
+        self.hooks.alive()?;
+        self.inner.send(partition, record)
+    }
+    fn flush(&mut self) -> Result<(), LogError> {
+        let inner = &mut self.inner;
+        self.hooks.durable(Durable::Flush, || inner.flush())
     }
 }

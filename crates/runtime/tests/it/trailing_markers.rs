@@ -67,6 +67,7 @@ impl MarkerConsumer {
 impl Log for MarkerLog {
     type Consumer = MarkerConsumer;
     type Producer = <EmbeddedLog as Log>::Producer;
+    type PlainProducer = <EmbeddedLog as Log>::PlainProducer;
 
     fn create_topic(&self, spec: &TopicSpec) -> Result<(), LogError> {
         self.inner.create_topic(spec)
@@ -83,6 +84,16 @@ impl Log for MarkerLog {
     }
     fn transactional_producer(&self, id: &str) -> Result<Self::Producer, LogError> {
         self.inner.transactional_producer(id)
+    }
+    fn producer(&self, client_id: &str) -> Result<Self::PlainProducer, LogError> {
+        self.inner.producer(client_id)
+    }
+    fn commit_offsets(
+        &self,
+        group: &str,
+        offsets: &[(TopicPartition, OffsetAndMetadata)],
+    ) -> Result<(), LogError> {
+        self.inner.commit_offsets(group, offsets)
     }
     fn committed_offsets(
         &self,

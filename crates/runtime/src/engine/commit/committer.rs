@@ -1,13 +1,17 @@
-//! The committer: the thread that owns the instance's one transactional
-//! producer and commits each epoch's transaction while the poll loop and the
-//! lanes already process the next epoch (DESIGN 3.3, "one committing, one
-//! processing").
+//! The committer: the thread that owns the instance's one producer and
+//! commits each epoch while the poll loop and the lanes already process the
+//! next epoch (DESIGN 3.3, "one committing, one processing").
 //!
-//! Owns the producer, the sinks' partitions and the order in which a
-//! transaction's records are written: the epoch's sink records (in
+//! Owns the producer, the sinks' partitions and the order in which an
+//! epoch's records are written: the epoch's sink records (in
 //! `output_order`'s order), its changelog records in task order, then the
 //! repartition topics' watermark markers, then the stamp ring, then the
-//! source offsets. It commits one job at a time, in the
+//! source offsets. Under exactly-once all of it is one transaction of the
+//! transactional producer; under at-least-once an untransactional producer
+//! sends the records and flushes them, and only then are the offsets
+//! committed on their own ([`Log::commit_offsets`]): a crash between the two
+//! reads the epoch again (its output repeats, nothing is lost). It commits
+//! one job at a time, in the
 //! order it gets them, and answers each with its outcome; the poll loop hands
 //! it job N+1 only after it heard that N committed (barrier N+1 is cut only
 //! then).
@@ -21,13 +25,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use stoatflow_log::{
-    ErrorKind, LogError, OffsetAndMetadata, Record, RecordRef, Timestamp, TopicPartition,
-    TransactionalProducer,
+    ErrorKind, Log, LogError, OffsetAndMetadata, Producer, Record, RecordRef, Timestamp,
+    TopicPartition, TransactionalProducer,
 };
 use stoatflow_state::{ChangelogBatch, ChangelogRecordRef, changelog_topic};
 use stoatflow_streams::{EpochCommit, OutputRecord};
 
-use crate::config::ProcessingGuarantee;
 use crate::engine::commit::output_order::output_order;
 use crate::engine::commit::partitioner::partition_for_key;
 use crate::error::RuntimeError;
@@ -35,6 +38,18 @@ use crate::task_id::TaskId;
 
 /// Retries of a commit that failed with a retriable error.
 const COMMIT_RETRIES: u32 = 5;
+
+/// How an epoch commits: the processing guarantee, with what it needs.
+#[derive(Debug)]
+pub(crate) enum CommitPath<L: Log> {
+    /// One transaction per epoch: records, changelogs, stamps and offsets.
+    ExactlyOnce(L::Producer),
+    /// Records sent and flushed, then the offsets committed to `log`.
+    AtLeastOnce {
+        producer: L::PlainProducer,
+        log: Arc<L>,
+    },
+}
 
 /// One epoch's transaction, everything in it fixed at its barrier.
 #[derive(Debug)]
@@ -136,19 +151,17 @@ impl Committer {
     ///
     /// # Errors
     /// The thread could not be started.
-    pub(crate) fn start<P: TransactionalProducer + 'static>(
-        producer: P,
+    pub(crate) fn start<L: Log + 'static>(
+        path: CommitPath<L>,
         routing: SinkRouting,
         application_id: &str,
-        guarantee: ProcessingGuarantee,
     ) -> Result<Self, RuntimeError> {
         let (jobs, inbox) = sync_channel::<CommitJob>(1);
         let (answers, done) = sync_channel::<CommitDone>(1);
-        let mut work = Transactions {
-            producer,
+        let mut work = EpochWriter {
+            path,
             routing,
             app: application_id.to_owned(),
-            at_least_once: guarantee == ProcessingGuarantee::AtLeastOnce,
         };
         let thread = std::thread::Builder::new()
             .name(format!("{application_id}-commit"))
@@ -243,93 +256,106 @@ fn gone() -> RuntimeError {
 }
 
 /// The committer thread's state: the producer and where records go.
-struct Transactions<P> {
-    producer: P,
+struct EpochWriter<L: Log> {
+    path: CommitPath<L>,
     routing: SinkRouting,
     app: String,
-    at_least_once: bool,
 }
 
-impl<P: TransactionalProducer> Transactions<P> {
-    /// One epoch's transaction. Under at-least-once the records commit
-    /// first and the offsets after them, in a second transaction.
+impl<L: Log> EpochWriter<L> {
+    /// One epoch's commit.
     fn commit(&mut self, job: &CommitJob) -> Result<(), RuntimeError> {
-        self.producer.begin()?;
-        if let Err(e) = self.send_records(job, !self.at_least_once) {
-            let _ = self.producer.abort();
-            return Err(e.into());
-        }
-        self.commit_open_transaction()?;
-        if self.at_least_once && !job.offsets.is_empty() {
-            // The offsets only after the records are durable, and not
-            // atomically with them. (The log trait has a transactional
-            // producer only, so "flush" is the commit of the records'
-            // transaction.) A crash between the two re-reads the epoch: its
-            // output repeats, nothing is lost.
-            self.producer.begin()?;
-            if let Err(e) = self.producer.send_offsets(&self.app, &job.offsets) {
-                let _ = self.producer.abort();
-                return Err(e.into());
-            }
-            self.commit_open_transaction()?;
-        }
-        Ok(())
-    }
-
-    fn send_records(&mut self, job: &CommitJob, with_offsets: bool) -> Result<(), LogError> {
-        for (c, r) in output_order(&job.commits) {
-            let out = &job.commits[c as usize].1.outputs[r as usize];
-            let tp = self.routing.partition_of(out)?;
-            if out.headers.is_empty() {
-                self.producer.send_ref(tp, output_ref(out))?;
-            } else {
-                self.producer.send(tp, &to_log_record(out))?;
-            }
-        }
-        for (id, commit) in &job.commits {
-            for (store, records) in &commit.changelogs {
-                let tp = TopicPartition::new(changelog_topic(&self.app, store), id.partition);
-                for r in records {
-                    self.producer.send_ref(&tp, changelog_ref(r))?;
-                }
-            }
-        }
-        for (tp, marker) in &job.markers {
-            self.producer.send(tp, marker)?;
-        }
-        for (tp, records) in &job.stamp_records {
-            for r in records {
-                self.producer.send_ref(tp, changelog_ref(r))?;
-            }
-        }
-        if with_offsets && !job.offsets.is_empty() {
-            self.producer.send_offsets(&self.app, &job.offsets)?;
-        }
-        Ok(())
-    }
-
-    /// Commits the open transaction, retrying a retriable failure with a
-    /// doubling backoff; any other failure aborts it (unless the producer is
-    /// unusable) and is returned.
-    fn commit_open_transaction(&mut self) -> Result<(), RuntimeError> {
-        let mut attempt = 0;
-        loop {
-            match self.producer.commit() {
-                Ok(()) => return Ok(()),
-                Err(e) if e.kind() == ErrorKind::Retriable && attempt < COMMIT_RETRIES => {
-                    attempt += 1;
-                    tracing::warn!(error = %e, attempt, "commit failed, retrying");
-                    std::thread::sleep(Duration::from_millis(50 << attempt));
-                }
-                Err(e) => {
-                    if e.kind() != ErrorKind::Fatal {
-                        let _ = self.producer.abort();
-                    }
+        let (routing, app) = (&mut self.routing, self.app.as_str());
+        match &mut self.path {
+            CommitPath::ExactlyOnce(producer) => {
+                producer.begin()?;
+                let sent = send_records(job, routing, app, |tp, r| producer.send_ref(tp, r))
+                    .and_then(|()| match job.offsets.is_empty() {
+                        true => Ok(()),
+                        false => producer.send_offsets(app, &job.offsets),
+                    });
+                if let Err(e) = sent {
+                    let _ = producer.abort();
                     return Err(e.into());
                 }
+                with_retries("the commit", || producer.commit()).inspect_err(|e| {
+                    // Unless the producer is unusable, the transaction is
+                    // aborted (a retriable failure too, once out of retries).
+                    if e.kind() != ErrorKind::Fatal {
+                        let _ = producer.abort();
+                    }
+                })?;
+            }
+            CommitPath::AtLeastOnce { producer, log } => {
+                // A failure before the offsets leaves them where they were:
+                // the replacement engine reads the epoch again.
+                send_records(job, routing, app, |tp, r| producer.send_ref(tp, r))?;
+                producer.flush()?;
+                if !job.offsets.is_empty() {
+                    with_retries("the offset commit", || {
+                        log.commit_offsets(app, &job.offsets)
+                    })?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs `attempt` until it succeeds, retrying a retriable failure with a
+/// doubling backoff, at most [`COMMIT_RETRIES`] times; returns the last
+/// failure otherwise.
+fn with_retries(
+    what: &str,
+    mut attempt: impl FnMut() -> Result<(), LogError>,
+) -> Result<(), LogError> {
+    let mut retries = 0;
+    loop {
+        match attempt() {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == ErrorKind::Retriable && retries < COMMIT_RETRIES => {
+                retries += 1;
+                tracing::warn!(error = %e, attempt = retries, "{what} failed, retrying");
+                std::thread::sleep(Duration::from_millis(50 << retries));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Sends an epoch's records in their order (see the module documentation).
+fn send_records(
+    job: &CommitJob,
+    routing: &mut SinkRouting,
+    app: &str,
+    mut send: impl FnMut(&TopicPartition, RecordRef<'_>) -> Result<(), LogError>,
+) -> Result<(), LogError> {
+    for (c, r) in output_order(&job.commits) {
+        let out = &job.commits[c as usize].1.outputs[r as usize];
+        let tp = routing.partition_of(out)?;
+        if out.headers.is_empty() {
+            send(tp, output_ref(out))?;
+        } else {
+            send(tp, (&to_log_record(out)).into())?;
+        }
+    }
+    for (id, commit) in &job.commits {
+        for (store, records) in &commit.changelogs {
+            let tp = TopicPartition::new(changelog_topic(app, store), id.partition);
+            for r in records {
+                send(&tp, changelog_ref(r))?;
             }
         }
     }
+    for (tp, marker) in &job.markers {
+        send(tp, marker.into())?;
+    }
+    for (tp, records) in &job.stamp_records {
+        for r in records {
+            send(tp, changelog_ref(r))?;
+        }
+    }
+    Ok(())
 }
 
 fn to_log_record(out: &OutputRecord) -> Record {
