@@ -19,13 +19,16 @@ use stoatflow_log::{
 use crate::committed::committed;
 use crate::config::KafkaConfig;
 use crate::errors::map;
+use crate::reaper::Reaped;
 
 /// Records drained per fetch.
 const MAX_BATCH: usize = 10_000;
 
 /// A read-committed Kafka consumer. Never commits offsets by itself.
+/// Dropping it returns at once: librdkafka's destruction runs on a thread
+/// of its own.
 pub struct KafkaConsumer {
-    consumer: BaseConsumer,
+    consumer: Reaped<BaseConsumer>,
     group: String,
     timeout: Duration,
     /// Assigned partitions, in order, with tracked positions.
@@ -54,7 +57,7 @@ impl KafkaConsumer {
             .create()
             .map_err(|e| map(&e, format!("creating a consumer for group {group:?}"), None))?;
         Ok(KafkaConsumer {
-            consumer,
+            consumer: Reaped::new(consumer),
             group: group.to_owned(),
             timeout: config.request_timeout,
             positions: Vec::new(),

@@ -42,6 +42,7 @@ mod log;
 mod member;
 mod plain_producer;
 mod producer;
+mod reaper;
 mod send;
 
 pub use config::{ClientProperties, KafkaConfig, PROTECTED_KEYS};
