@@ -26,6 +26,7 @@ use stoatflow_streams::{
 };
 use stoatflow_time::{EventTime, WallTime, Watermark};
 
+use crate::engine::commit::committer::EarlyOutput;
 use crate::engine::restore::store_restore::{StoreReader, close_and_checkpoint};
 use crate::engine::restore::takeover;
 use crate::error::RuntimeError;
@@ -114,7 +115,18 @@ pub(crate) struct LaneSetup<L: Log> {
     /// When this start takes over from Kafka Streams (`engine::restore::takeover`):
     /// per task, the processor metadata committed with its offsets.
     pub(crate) takeover: Option<Vec<(TaskId, String, i64)>>,
+    /// Where output produced before a barrier goes once [`EARLY_OUTPUT`]
+    /// records pile up: the committer sends it inside the epoch's
+    /// transaction while the lane goes on.
+    pub(crate) early: EarlyOutput,
+    /// The epoch the lane's first records belong to (the last committed
+    /// barrier's successor).
+    pub(crate) first_epoch: u64,
 }
+
+/// Output records a lane's tasks hold before it hands them to the
+/// committer ahead of the barrier.
+const EARLY_OUTPUT: usize = 1024;
 
 /// The lane thread's body: restore, report ready, then serve messages until
 /// the sender hangs up.
@@ -177,6 +189,12 @@ fn lane_loop<L: Log + 'static>(
             return;
         }
     };
+    // The epoch of what the tasks produce now: the barrier after the last
+    // one crossed.
+    let mut epoch = setup.first_epoch;
+    // Final results the tasks hold for the next commit (an emission pass
+    // at a crossing leaves them; nothing else produces any).
+    let mut finals = 0;
     while let Ok(msg) = inbox.recv() {
         if let LaneMsg::Checkpoint = msg {
             current.set(None);
@@ -184,8 +202,13 @@ fn lane_loop<L: Log + 'static>(
             return;
         }
         let reply = match apply(&mut tasks, msg, &setup.pending_output, current) {
-            Ok(None) => continue,
+            Ok(None) => {
+                hand_over_early(&mut tasks, &setup.early, epoch, &mut finals);
+                continue;
+            }
             Ok(Some((barrier, commits))) => {
+                epoch = barrier + 1;
+                finals = held_outputs(&tasks);
                 setup
                     .metrics
                     .set_lane(lane, tasks.iter().map(|(id, t)| (*id, t)));
@@ -199,6 +222,34 @@ fn lane_loop<L: Log + 'static>(
         if replies.send(reply).is_err() {
             return;
         }
+    }
+}
+
+fn held_outputs(tasks: &BTreeMap<TaskId, StreamTask>) -> usize {
+    tasks.values().map(|t| t.pending_output().len()).sum()
+}
+
+/// Hands the output the tasks produced since the last crossing to the
+/// committer once there is enough of it; the `finals` the last crossing's
+/// emission pass left stay for the commit (and are not scanned again for
+/// every message: they can be many).
+fn hand_over_early(
+    tasks: &mut BTreeMap<TaskId, StreamTask>,
+    early: &EarlyOutput,
+    epoch: u64,
+    finals: &mut usize,
+) {
+    let held = held_outputs(tasks);
+    if held.saturating_sub(*finals) < EARLY_OUTPUT {
+        return;
+    }
+    let mut outputs = Vec::with_capacity(held.saturating_sub(*finals));
+    for task in tasks.values_mut() {
+        task.move_early_outputs(&mut outputs);
+    }
+    *finals = held_outputs(tasks);
+    if !outputs.is_empty() {
+        early.send(epoch, outputs);
     }
 }
 

@@ -60,7 +60,7 @@ use crate::config::cadence::BarrierCadence;
 use crate::config::layout::{Layout, log_topic_name};
 use crate::config::{ProcessingGuarantee, RuntimeConfig};
 use crate::engine::assignment::{Membership, Rebalance};
-use crate::engine::commit::committer::{CommitPath, Committer, SinkRouting};
+use crate::engine::commit::committer::{self, CommitPath, Committer, SinkRouting};
 use crate::engine::commit::task_stamps::TaskStamps;
 use crate::engine::commit::upkeep::Upkeep;
 use crate::engine::error_response::{StreamThreadExceptionResponse, fenced, replacement_backoff};
@@ -463,6 +463,7 @@ impl<L: Log + 'static> Engine<L> {
         let pending_output = Arc::new(AtomicBool::new(false));
         let cancel_restore = Arc::new(AtomicBool::new(false));
         let (reply_tx, replies) = sync_channel(lanes_n * 2 + 4);
+        let commit_inbox = committer::inbox();
         let mut lanes = Vec::new();
         let mut lane_threads = Vec::new();
         for (lane, tasks) in by_lane.into_iter().enumerate() {
@@ -483,6 +484,8 @@ impl<L: Log + 'static> Engine<L> {
                 partition_times: partition_times.clone(),
                 metrics: shared.metrics.clone(),
                 takeover: takeover.then(|| processor_metadata.clone()),
+                early: commit_inbox.0.clone(),
+                first_epoch: last_barrier + 1,
             };
             let reply_tx = reply_tx.clone();
             let handle = std::thread::Builder::new()
@@ -575,7 +578,13 @@ impl<L: Log + 'static> Engine<L> {
             repartition,
             Instant::now(),
         );
-        let committer = Committer::start(commit_path, SinkRouting::new(sink_tps), &app)?;
+        let committer = Committer::start(
+            commit_path,
+            SinkRouting::new(sink_tps),
+            &app,
+            commit_inbox,
+            barrier + 1,
+        )?;
         let engine = Engine {
             config: config.clone(),
             clock: clock.clone(),

@@ -22,7 +22,7 @@ use crate::support::*;
 /// What the `k`th commit (counted over every producer, from 1; under
 /// at-least-once a flush and an offset commit count as one each) does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Fault {
+pub(crate) enum Fault {
     /// Fails with this kind without committing.
     Fail(ErrorKind),
     /// Fails as a fenced producer, without committing.
@@ -33,16 +33,18 @@ enum Fault {
 }
 
 #[derive(Debug, Default)]
-struct Plan {
+pub(crate) struct Plan {
     commits: AtomicU64,
     faults: Mutex<BTreeMap<u64, Fault>>,
     dead: AtomicBool,
     /// Every durable operation asked for, in order.
-    ops: Mutex<Vec<Durable>>,
+    pub(crate) ops: Mutex<Vec<Durable>>,
+    /// Records sent, by any producer.
+    pub(crate) sends: AtomicU64,
 }
 
 impl Plan {
-    fn with(faults: impl IntoIterator<Item = (u64, Fault)>) -> Arc<Self> {
+    pub(crate) fn with(faults: impl IntoIterator<Item = (u64, Fault)>) -> Arc<Self> {
         Arc::new(Plan {
             faults: Mutex::new(faults.into_iter().collect()),
             ..Plan::default()
@@ -51,6 +53,10 @@ impl Plan {
 }
 
 impl Hooks for Plan {
+    fn sent(&self) {
+        self.sends.fetch_add(1, Ordering::AcqRel);
+    }
+
     fn alive(&self) -> Result<(), LogError> {
         match self.dead.load(Ordering::Acquire) {
             true => Err(broker(ErrorKind::Fatal, "the process died (injected)")),
@@ -96,18 +102,18 @@ fn broker(kind: ErrorKind, message: &str) -> LogError {
     }
 }
 
-const COPIES: &str = "copies";
+pub(crate) const COPIES: &str = "copies";
 
 /// Every input record, value and all, to [`COPIES`]: nothing lost and
 /// nothing repeated is checkable record by record.
-fn copies() -> Topology {
+pub(crate) fn copies() -> Topology {
     let mut builder = StreamsBuilder::new();
     source(&mut builder, INPUT).to(COPIES, Produced::with(Serdes::string(), Serdes::i64()));
     builder.build().unwrap()
 }
 
 /// How many times each input value reached [`COPIES`].
-fn copied(log: &EmbeddedLog) -> BTreeMap<i64, usize> {
+pub(crate) fn copied(log: &EmbeddedLog) -> BTreeMap<i64, usize> {
     let mut consumer = log.consumer("copies-reader").unwrap();
     let tps: Vec<_> = (0..PARTITIONS)
         .map(|p| TopicPartition::new(COPIES, p))
@@ -122,7 +128,7 @@ fn copied(log: &EmbeddedLog) -> BTreeMap<i64, usize> {
 
 /// Each input value as often as the input holds it (the far-future
 /// sentinels share a value).
-fn once_each(records: &[Input]) -> BTreeMap<i64, usize> {
+pub(crate) fn once_each(records: &[Input]) -> BTreeMap<i64, usize> {
     let mut counts = BTreeMap::new();
     for r in records {
         *counts.entry(r.value).or_insert(0) += 1;
@@ -130,7 +136,7 @@ fn once_each(records: &[Input]) -> BTreeMap<i64, usize> {
     counts
 }
 
-fn prepared(records: &[Input]) -> Arc<EmbeddedLog> {
+pub(crate) fn prepared(records: &[Input]) -> Arc<EmbeddedLog> {
     let log = Arc::new(EmbeddedLog::in_memory());
     create_topics(&*log);
     log.create_topic(&TopicSpec::new(COPIES, PARTITIONS))
@@ -139,24 +145,28 @@ fn prepared(records: &[Input]) -> Arc<EmbeddedLog> {
     log
 }
 
-fn flaky(log: &Arc<EmbeddedLog>, plan: &Arc<Plan>) -> Arc<HookedLog<Plan>> {
+pub(crate) fn flaky(log: &Arc<EmbeddedLog>, plan: &Arc<Plan>) -> Arc<HookedLog<Plan>> {
     Arc::new(HookedLog {
         inner: log.clone(),
         hooks: plan.clone(),
     })
 }
 
-fn at_least_once(app: &str) -> RuntimeConfig {
+pub(crate) fn at_least_once(app: &str) -> RuntimeConfig {
     config(app, 2).with_guarantee(ProcessingGuarantee::AtLeastOnce)
 }
 
 /// Runs `topology` on `log` until the input is consumed, then closes it.
-fn run_to_end_on<L: Log + 'static>(topology: Topology, config: RuntimeConfig, log: Arc<L>) {
+pub(crate) fn run_to_end_on<L: Log + 'static>(
+    topology: Topology,
+    config: RuntimeConfig,
+    log: Arc<L>,
+) {
     start_and_finish(&mut StreamsApp::with_log(topology, config, log).unwrap());
 }
 
 /// Waits until the app stopped (a crash injected by the plan).
-fn until_stopped<L: Log + 'static>(app: &StreamsApp<L>) {
+pub(crate) fn until_stopped<L: Log + 'static>(app: &StreamsApp<L>) {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while !app.state().has_stopped() {
         assert!(std::time::Instant::now() < deadline, "never stopped");

@@ -46,6 +46,9 @@ pub trait Hooks: Send + Sync + std::fmt::Debug + 'static {
         run()
     }
 
+    /// A producer (either kind) was handed a record.
+    fn sent(&self) {}
+
     /// An error a consumer's fetch on this thread fails with instead of
     /// fetching.
     fn fetch_fault(&self) -> Option<LogError> {
@@ -221,6 +224,7 @@ impl<H: Hooks> TransactionalProducer for HookedProducer<H> {
     }
     fn send(&mut self, partition: &TopicPartition, record: &Record) -> Result<(), LogError> {
         self.hooks.alive()?;
+        self.hooks.sent();
         self.inner.send(partition, record)
     }
     fn send_offsets(
@@ -244,6 +248,7 @@ impl<H: Hooks> TransactionalProducer for HookedProducer<H> {
 impl<H: Hooks> Producer for HookedPlainProducer<H> {
     fn send(&mut self, partition: &TopicPartition, record: &Record) -> Result<(), LogError> {
         self.hooks.alive()?;
+        self.hooks.sent();
         self.inner.send(partition, record)
     }
     fn flush(&mut self) -> Result<(), LogError> {

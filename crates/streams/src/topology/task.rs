@@ -418,6 +418,16 @@ impl StreamTask {
         into.extend(self.cx.outputs.extract_if(.., |o| is_internal(&o.topic)));
     }
 
+    /// Moves the output produced since the last commit that is not a final
+    /// result (every record of an epoch before its barrier: emission passes
+    /// run only when a barrier is crossed) to the end of `into`, in order,
+    /// so a runner can hand it to its producer before the barrier, inside
+    /// the epoch's transaction. Final results stay for the commit, where a
+    /// runner merges them across tasks by the window they close.
+    pub fn move_early_outputs(&mut self, into: &mut Vec<OutputRecord>) {
+        into.extend(self.cx.outputs.extract_if(.., |o| o.emitted.is_none()));
+    }
+
     /// The task's counters.
     pub fn metrics(&self) -> &TaskMetrics {
         &self.cx.metrics
@@ -701,6 +711,19 @@ mod tests {
             })
         };
         assert_eq!(marks(&task, "joined"), [null_side(1_000), null_side(2_000)]);
+
+        // Early output is everything but the final results, in order.
+        task.push_typed(&input, "b".to_owned(), 1, 70_000).unwrap();
+        let mut early = Vec::new();
+        task.move_early_outputs(&mut early);
+        let topics = |rs: &[crate::OutputRecord]| -> Vec<String> {
+            rs.iter().map(|r| r.topic.to_string()).collect()
+        };
+        assert_eq!(topics(&early), ["updates", "updates", "updates"]);
+        assert!(early.iter().all(|r| r.emitted.is_none()));
+        assert_eq!(early[2].timestamp, 70_000, "in order");
+        assert!(task.pending_output().iter().all(|r| r.emitted.is_some()));
+        assert_eq!(task.pending_output().len(), 4, "the final results stay");
     }
 
     /// `process_run` hands a run of one topic's records to its source in

@@ -16,6 +16,18 @@
 //! it job N+1 only after it heard that N committed (barrier N+1 is cut only
 //! then).
 //!
+//! Early output: a lane hands over the records its tasks produced before the
+//! barrier (never final results, which only barriers produce) as they pile
+//! up, tagged with their epoch ([`EarlyOutput`]), so the producer sends them
+//! while the lanes still process, and a commit carries only the epoch's
+//! tail. Epoch N's early records go into transaction N, begun for them if
+//! need be; those of N+1, which a lane that crossed barrier N may send
+//! before the poll loop hands over job N, wait until N committed. One
+//! channel carries both, and a lane sends its early records before it
+//! reports crossing barrier N, so all of epoch N's arrive before job N. In
+//! transaction N they come first, in the order they arrived (each task's in
+//! its own order), then the job's records as above.
+//!
 //! Knows the log only through its traits; never the tracker, the lanes, the
 //! tasks or the barrier cadence.
 
@@ -38,6 +50,37 @@ use crate::task_id::TaskId;
 
 /// Retries of a commit that failed with a retriable error.
 const COMMIT_RETRIES: u32 = 5;
+
+/// Messages the committer's channel holds: early output and jobs from the
+/// lanes and the poll loop. Lanes that fill it wait (backpressure).
+const INBOX: usize = 64;
+
+/// What reaches the committer, in order.
+#[derive(Debug)]
+pub(crate) enum CommitMsg {
+    /// Records of epoch `epoch` produced before its barrier, in order.
+    Early {
+        epoch: u64,
+        outputs: Vec<OutputRecord>,
+    },
+    /// Commit this epoch.
+    Job(CommitJob),
+    /// Stop (the committer's handle is being dropped).
+    Hangup,
+}
+
+/// A lane's way to hand early output to the committer.
+#[derive(Debug, Clone)]
+pub(crate) struct EarlyOutput(SyncSender<CommitMsg>);
+
+impl EarlyOutput {
+    /// Hands over `outputs` of `epoch`, waiting while the committer's
+    /// inbox is full. A committer that is gone (the engine is ending, and
+    /// commits nothing more) drops them.
+    pub(crate) fn send(&self, epoch: u64, outputs: Vec<OutputRecord>) {
+        let _ = self.0.send(CommitMsg::Early { epoch, outputs });
+    }
+}
 
 /// How an epoch commits: the processing guarantee, with what it needs.
 #[derive(Debug)]
@@ -139,15 +182,24 @@ impl SinkRouting {
 /// still locked for a moment after `close()`.
 #[derive(Debug)]
 pub(crate) struct Committer {
-    jobs: Option<SyncSender<CommitJob>>,
+    jobs: SyncSender<CommitMsg>,
     done: Receiver<CommitDone>,
     thread: Option<JoinHandle<()>>,
     /// A job was handed over and its answer not yet taken.
     busy: bool,
 }
 
+/// The committer's inbox, made before the lanes (which send to it) and
+/// the thread (which reads it).
+pub(crate) fn inbox() -> (EarlyOutput, Receiver<CommitMsg>) {
+    let (tx, rx) = sync_channel(INBOX);
+    (EarlyOutput(tx), rx)
+}
+
 impl Committer {
-    /// Starts the thread that owns `producer`.
+    /// Starts the thread that owns the producer, reading `inbox` (made by
+    /// [`inbox`], with `sender` its sending side). The first transaction is
+    /// epoch `first_epoch`'s.
     ///
     /// # Errors
     /// The thread could not be started.
@@ -155,20 +207,34 @@ impl Committer {
         path: CommitPath<L>,
         routing: SinkRouting,
         application_id: &str,
+        (sender, inbox): (EarlyOutput, Receiver<CommitMsg>),
+        first_epoch: u64,
     ) -> Result<Self, RuntimeError> {
-        let (jobs, inbox) = sync_channel::<CommitJob>(1);
         let (answers, done) = sync_channel::<CommitDone>(1);
         let mut work = EpochWriter {
             path,
             routing,
             app: application_id.to_owned(),
+            next_epoch: first_epoch,
+            open: false,
+            held: Vec::new(),
+            early_failure: None,
         };
         let thread = std::thread::Builder::new()
             .name(format!("{application_id}-commit"))
             .spawn(move || {
-                while let Ok(mut job) = inbox.recv() {
+                while let Ok(msg) = inbox.recv() {
+                    let mut job = match msg {
+                        CommitMsg::Early { epoch, outputs } => {
+                            work.early(epoch, outputs);
+                            continue;
+                        }
+                        CommitMsg::Job(job) => job,
+                        CommitMsg::Hangup => return,
+                    };
                     let started = Instant::now();
                     let result = work.commit(&job);
+                    let committed = result.is_ok();
                     let answer = CommitDone {
                         barrier: job.barrier,
                         offsets: std::mem::take(&mut job.offsets),
@@ -180,8 +246,10 @@ impl Committer {
                         return;
                     }
                     // The records are freed after the answer, off the
-                    // barrier's path.
+                    // barrier's path; then the next epoch's early records
+                    // go out.
                     drop(job);
+                    work.next_transaction(committed);
                 }
             })
             .map_err(|e| RuntimeError::ThreadDied {
@@ -189,7 +257,7 @@ impl Committer {
                 reason: e.to_string(),
             })?;
         Ok(Committer {
-            jobs: Some(jobs),
+            jobs: sender.0,
             done,
             thread: Some(thread),
             busy: false,
@@ -205,8 +273,7 @@ impl Committer {
             !self.busy,
             "one transaction at a time: the last one's answer is owed first"
         );
-        let jobs = self.jobs.as_ref().expect("jobs are sent until drop");
-        jobs.send(job).map_err(|_| gone())?;
+        self.jobs.send(CommitMsg::Job(job)).map_err(|_| gone())?;
         self.busy = true;
         Ok(())
     }
@@ -241,7 +308,9 @@ impl Committer {
 
 impl Drop for Committer {
     fn drop(&mut self) {
-        self.jobs.take();
+        // Lanes hold senders too: the thread is told to stop. (A thread
+        // already gone fails the send.)
+        let _ = self.jobs.send(CommitMsg::Hangup);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -255,20 +324,93 @@ fn gone() -> RuntimeError {
     }
 }
 
-/// The committer thread's state: the producer and where records go.
+/// The committer thread's state: the producer, where records go, and the
+/// early output of the epochs to come.
 struct EpochWriter<L: Log> {
     path: CommitPath<L>,
     routing: SinkRouting,
     app: String,
+    /// The epoch the next job commits.
+    next_epoch: u64,
+    /// Its transaction is begun (early records were sent in it).
+    open: bool,
+    /// Early output of the epoch after it, waiting for its commit.
+    held: Vec<Vec<OutputRecord>>,
+    /// An early record of the next epoch could not be sent: its job fails
+    /// with this.
+    early_failure: Option<LogError>,
 }
 
 impl<L: Log> EpochWriter<L> {
+    /// Early output of `epoch`: sent now if it is the next to commit, held
+    /// if it is the one after.
+    fn early(&mut self, epoch: u64, outputs: Vec<OutputRecord>) {
+        if epoch == self.next_epoch {
+            self.send_early(&outputs);
+        } else {
+            assert_eq!(
+                epoch,
+                self.next_epoch + 1,
+                "early output of epoch {epoch} while epoch {} commits next: a lane is at most one barrier ahead",
+                self.next_epoch
+            );
+            self.held.push(outputs);
+        }
+    }
+
+    fn send_early(&mut self, outputs: &[OutputRecord]) {
+        if self.early_failure.is_some() {
+            return;
+        }
+        let sent = self.begin().and_then(|()| {
+            for out in outputs {
+                send_output(&mut self.routing, out, |tp, r| self.path.send_ref(tp, r))?;
+            }
+            Ok(())
+        });
+        if let Err(e) = sent {
+            self.early_failure = Some(e);
+        }
+    }
+
+    /// Begins the next epoch's transaction if it is not yet.
+    fn begin(&mut self) -> Result<(), LogError> {
+        if !self.open {
+            if let CommitPath::ExactlyOnce(producer) = &mut self.path {
+                producer.begin()?;
+            }
+            self.open = true;
+        }
+        Ok(())
+    }
+
+    /// The job of the next epoch committed (or failed, and the engine is
+    /// ending): the epoch after it is next, and its held output goes out.
+    fn next_transaction(&mut self, committed: bool) {
+        self.next_epoch += 1;
+        self.open = false;
+        self.early_failure = None;
+        let held = std::mem::take(&mut self.held);
+        if committed {
+            for outputs in &held {
+                self.send_early(outputs);
+            }
+        }
+    }
+
     /// One epoch's commit.
     fn commit(&mut self, job: &CommitJob) -> Result<(), RuntimeError> {
+        assert_eq!(job.barrier, self.next_epoch, "jobs commit in epoch order");
+        if let Some(e) = self.early_failure.take() {
+            if let (true, CommitPath::ExactlyOnce(producer)) = (self.open, &mut self.path) {
+                let _ = producer.abort();
+            }
+            return Err(e.into());
+        }
+        self.begin()?;
         let (routing, app) = (&mut self.routing, self.app.as_str());
         match &mut self.path {
             CommitPath::ExactlyOnce(producer) => {
-                producer.begin()?;
                 let sent = send_records(job, routing, app, |tp, r| producer.send_ref(tp, r))
                     .and_then(|()| match job.offsets.is_empty() {
                         true => Ok(()),
@@ -302,6 +444,15 @@ impl<L: Log> EpochWriter<L> {
     }
 }
 
+impl<L: Log> CommitPath<L> {
+    fn send_ref(&mut self, tp: &TopicPartition, record: RecordRef<'_>) -> Result<(), LogError> {
+        match self {
+            CommitPath::ExactlyOnce(producer) => producer.send_ref(tp, record),
+            CommitPath::AtLeastOnce { producer, .. } => producer.send_ref(tp, record),
+        }
+    }
+}
+
 /// Runs `attempt` until it succeeds, retrying a retriable failure with a
 /// doubling backoff, at most [`COMMIT_RETRIES`] times; returns the last
 /// failure otherwise.
@@ -323,6 +474,20 @@ fn with_retries(
     }
 }
 
+/// Sends one output record to its sink's partition.
+fn send_output(
+    routing: &mut SinkRouting,
+    out: &OutputRecord,
+    mut send: impl FnMut(&TopicPartition, RecordRef<'_>) -> Result<(), LogError>,
+) -> Result<(), LogError> {
+    let tp = routing.partition_of(out)?;
+    if out.headers.is_empty() {
+        send(tp, output_ref(out))
+    } else {
+        send(tp, (&to_log_record(out)).into())
+    }
+}
+
 /// Sends an epoch's records in their order (see the module documentation).
 fn send_records(
     job: &CommitJob,
@@ -332,12 +497,7 @@ fn send_records(
 ) -> Result<(), LogError> {
     for (c, r) in output_order(&job.commits) {
         let out = &job.commits[c as usize].1.outputs[r as usize];
-        let tp = routing.partition_of(out)?;
-        if out.headers.is_empty() {
-            send(tp, output_ref(out))?;
-        } else {
-            send(tp, (&to_log_record(out)).into())?;
-        }
+        send_output(routing, out, &mut send)?;
     }
     for (id, commit) in &job.commits {
         for (store, records) in &commit.changelogs {
