@@ -115,7 +115,8 @@ pub(crate) struct CommitDone {
     pub(crate) barrier: u64,
     pub(crate) offsets: Vec<(TopicPartition, OffsetAndMetadata)>,
     pub(crate) result: Result<(), RuntimeError>,
-    /// From the first record sent to the end of the commit.
+    /// From the job's arrival to the end of its commit (the epoch's early
+    /// output went out before: this is the part the barrier waits for).
     pub(crate) took: Duration,
     /// When it ended.
     pub(crate) at: Instant,
