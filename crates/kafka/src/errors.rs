@@ -38,6 +38,7 @@ fn is_retriable_code(code: Code) -> bool {
             | Code::NotCoordinator
             | Code::CoordinatorNotAvailable
             | Code::CoordinatorLoadInProgress
+            | Code::WaitingForCoordinator
             | Code::ConcurrentTransactions
             | Code::NotEnoughReplicas
             | Code::NotEnoughReplicasAfterAppend
@@ -211,11 +212,11 @@ mod tests {
             assert_eq!(e.kind(), ErrorKind::AbortTransaction, "{code}");
             assert!(e.to_string().contains("\"app\""), "{e}");
         }
-        let e = map_offset_commit(
-            &KafkaError::ConsumerCommit(Code::RequestTimedOut),
-            "committing",
-            "app",
-        );
-        assert_eq!(e.kind(), ErrorKind::Retriable);
+        // A coordinator away for a while (librdkafka holds the commit, then
+        // gives up waiting) is retried, then replaces the engine.
+        for code in [Code::RequestTimedOut, Code::WaitingForCoordinator] {
+            let e = map_offset_commit(&KafkaError::ConsumerCommit(code), "committing", "app");
+            assert_eq!(e.kind(), ErrorKind::Retriable, "{code}");
+        }
     }
 }

@@ -11,7 +11,7 @@
 //! producer or transactions: it answers a barrier with the epoch's commits.
 
 use std::cell::Cell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -192,9 +192,9 @@ fn lane_loop<L: Log + 'static>(
     // The epoch of what the tasks produce now: the barrier after the last
     // one crossed.
     let mut epoch = setup.first_epoch;
-    // Final results the tasks hold for the next commit (an emission pass
-    // at a crossing leaves them; nothing else produces any).
-    let mut finals = 0;
+    // The tasks holding final results for the next commit (an emission
+    // pass at a crossing leaves them; nothing else produces any).
+    let mut holding_finals = BTreeSet::new();
     while let Ok(msg) = inbox.recv() {
         if let LaneMsg::Checkpoint = msg {
             current.set(None);
@@ -203,12 +203,12 @@ fn lane_loop<L: Log + 'static>(
         }
         let reply = match apply(&mut tasks, msg, &setup.pending_output, current) {
             Ok(None) => {
-                hand_over_early(&mut tasks, &setup.early, epoch, &mut finals);
+                hand_over_early(&mut tasks, &setup.early, epoch, &holding_finals);
                 continue;
             }
             Ok(Some((barrier, commits))) => {
                 epoch = barrier + 1;
-                finals = held_outputs(&tasks);
+                holding_finals = tasks_holding_output(&tasks);
                 setup
                     .metrics
                     .set_lane(lane, tasks.iter().map(|(id, t)| (*id, t)));
@@ -225,32 +225,42 @@ fn lane_loop<L: Log + 'static>(
     }
 }
 
-fn held_outputs(tasks: &BTreeMap<TaskId, StreamTask>) -> usize {
-    tasks.values().map(|t| t.pending_output().len()).sum()
+/// Right after a crossing: the tasks whose emission pass left final
+/// results for the next commit.
+fn tasks_holding_output(tasks: &BTreeMap<TaskId, StreamTask>) -> BTreeSet<TaskId> {
+    tasks
+        .iter()
+        .filter(|(_, t)| !t.pending_output().is_empty())
+        .map(|(id, _)| *id)
+        .collect()
 }
 
 /// Hands the output the tasks produced since the last crossing to the
-/// committer once there is enough of it; the `finals` the last crossing's
-/// emission pass left stay for the commit (and are not scanned again for
-/// every message: they can be many).
+/// committer once there is enough of it. A task `holding_finals` hands
+/// nothing over until its next crossing: its final results are written
+/// with the commit, and what it produced after them must follow them (a
+/// left join's null side, then a later match of the same key). So an
+/// early hand-over never scans final results either.
 fn hand_over_early(
     tasks: &mut BTreeMap<TaskId, StreamTask>,
     early: &EarlyOutput,
     epoch: u64,
-    finals: &mut usize,
+    holding_finals: &BTreeSet<TaskId>,
 ) {
-    let held = held_outputs(tasks);
-    if held.saturating_sub(*finals) < EARLY_OUTPUT {
+    let free = |id: &TaskId| !holding_finals.contains(id);
+    let held: usize = tasks
+        .iter()
+        .filter(|(id, _)| free(id))
+        .map(|(_, t)| t.pending_output().len())
+        .sum();
+    if held < EARLY_OUTPUT {
         return;
     }
-    let mut outputs = Vec::with_capacity(held.saturating_sub(*finals));
-    for task in tasks.values_mut() {
+    let mut outputs = Vec::with_capacity(held);
+    for (_, task) in tasks.iter_mut().filter(|(id, _)| free(id)) {
         task.move_early_outputs(&mut outputs);
     }
-    *finals = held_outputs(tasks);
-    if !outputs.is_empty() {
-        early.send(epoch, outputs);
-    }
+    early.send(epoch, outputs);
 }
 
 fn process_err(task: TaskId) -> impl FnOnce(stoatflow_streams::ProcessError) -> RuntimeError {
@@ -440,4 +450,91 @@ fn checkpoint_at_ends<L: Log>(tasks: BTreeMap<TaskId, StreamTask>, setup: &LaneS
             .map(|o| o.0)
             .map_err(|e| e.to_string())
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use stoatflow_streams::{
+        Consumed, EmitStrategy, OutputRecord, Produced, Serdes, StreamsBuilder, TimeWindows,
+    };
+
+    use super::*;
+    use crate::engine::commit::committer::{self, CommitMsg};
+
+    /// Every record to `copies`, and a 10 s tumbling count emitted on
+    /// close to `finals`.
+    fn copies_and_finals() -> Topology {
+        let mut b = StreamsBuilder::new();
+        let s = b.stream("in", Consumed::with(Serdes::string(), Serdes::i64()));
+        s.to("copies", Produced::with(Serdes::string(), Serdes::i64()));
+        s.group_by_key()
+            .windowed_by(TimeWindows::of_size_and_grace(
+                Duration::from_secs(10),
+                Duration::ZERO,
+            ))
+            .emit_strategy(EmitStrategy::on_window_close())
+            .count()
+            .to_stream()
+            .to(
+                "finals",
+                Produced::with(
+                    Serdes::time_windowed(Serdes::string(), 10_000),
+                    Serdes::i64(),
+                ),
+            );
+        b.build().unwrap()
+    }
+
+    fn push(task: &mut StreamTask, n: usize, ts: i64) {
+        let input = task.typed_input::<String, i64>("in").unwrap();
+        for i in 0..n {
+            task.push_typed(&input, format!("k{}", i % 7), i as i64, ts)
+                .unwrap();
+        }
+    }
+
+    fn topics(records: &[OutputRecord]) -> Vec<&str> {
+        records.iter().map(|r| &*r.topic).collect()
+    }
+
+    /// Task 0's last crossing left final results: its later copies stay
+    /// behind them for the commit; task 1's go early, in order.
+    #[test]
+    fn a_task_holding_final_results_hands_nothing_over_early() {
+        let topology = copies_and_finals();
+        let config = Arc::new(StreamsConfig::new("app"));
+        let (with_finals, without) = (TaskId::new(0, 0), TaskId::new(0, 1));
+        let mut tasks = BTreeMap::new();
+        for id in [with_finals, without] {
+            tasks.insert(id, topology.instantiate(0, &config));
+        }
+        let task = tasks.get_mut(&with_finals).unwrap();
+        push(task, 3, 1_000);
+        let w = Watermark::from_millis;
+        BarrierSchedule::cross(task, w(20_000), BarrierKind::Regular).unwrap();
+        for task in tasks.values_mut() {
+            // The pass on W(1) = 20 s closes [0, 10 s) on task 0.
+            BarrierSchedule::cross(task, w(20_000), BarrierKind::Regular).unwrap();
+        }
+        let holding = tasks_holding_output(&tasks);
+        assert_eq!(holding.iter().copied().collect::<Vec<_>>(), [with_finals]);
+        for task in tasks.values_mut() {
+            push(task, EARLY_OUTPUT, 30_000);
+        }
+        let (early, inbox) = committer::inbox();
+        hand_over_early(&mut tasks, &early, 3, &holding);
+        let Ok(CommitMsg::Early { epoch, outputs }) = inbox.try_recv() else {
+            panic!("nothing handed over");
+        };
+        assert_eq!(epoch, 3);
+        assert_eq!(outputs.len(), EARLY_OUTPUT, "task 1's copies only");
+        assert!(topics(&outputs).iter().all(|t| *t == "copies"));
+        assert!(tasks[&without].pending_output().is_empty());
+        let kept = tasks[&with_finals].pending_output();
+        let finals = kept.iter().take_while(|r| &*r.topic == "finals").count();
+        assert_eq!(finals, 3, "the finals first (one per key)");
+        assert_eq!(kept.len(), finals + EARLY_OUTPUT, "then task 0's copies");
+    }
 }

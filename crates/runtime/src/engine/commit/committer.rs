@@ -17,8 +17,10 @@
 //! then).
 //!
 //! Early output: a lane hands over the records its tasks produced before the
-//! barrier (never final results, which only barriers produce) as they pile
-//! up, tagged with their epoch ([`EarlyOutput`]), so the producer sends them
+//! barrier (never final results, which only barriers produce, and nothing
+//! of a task still holding final results from its last crossing, which
+//! must precede them) as they pile up, tagged with their epoch
+//! ([`EarlyOutput`]), so the producer sends them
 //! while the lanes still process, and a commit carries only the epoch's
 //! tail. Epoch N's early records go into transaction N, begun for them if
 //! need be; those of N+1, which a lane that crossed barrier N may send

@@ -12,7 +12,10 @@
 //! the barriers' timing, the lane count or the task a key lives on. Records
 //! that are not final results (on-update output, stateless output) follow
 //! in task order; across tasks their interleaving cannot be fixed by the
-//! runtime, and Kafka Streams does not fix it either.
+//! runtime, and Kafka Streams does not fix it either. (Some of them may
+//! already have gone ahead of this job as early output, from tasks that
+//! held no final results: see the committer. The final results' sequence,
+//! and each task's order, are unchanged by that.)
 //!
 //! Pure: knows the epoch's commits, nothing of the producer.
 
