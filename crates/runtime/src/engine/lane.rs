@@ -211,7 +211,7 @@ fn lane_loop<L: Log + 'static>(
                 holding_finals = tasks_holding_output(&tasks);
                 setup
                     .metrics
-                    .set_lane(lane, tasks.iter().map(|(id, t)| (*id, t)));
+                    .set_lane(lane, barrier, tasks.iter().map(|(id, t)| (*id, t)));
                 LaneReply::Crossed { barrier, commits }
             }
             Err(error) => {

@@ -434,6 +434,17 @@ impl<L: Log + 'static> Engine<L> {
         for slot in &mut slots {
             slot.fetched_to = Some(consumer.position(&slot.tp)?.0);
         }
+        // The watermark resumes from the committed partition times before
+        // anything is dispatched: a record read again after a restart or a
+        // replacement is judged (and counted as a late arrival) against the
+        // watermark it was dispatched under before, not against none.
+        let resumed: Vec<Watermark> = times
+            .iter_mut()
+            .map(|t| match tracking {
+                true => t.tracker.force_watermark(now),
+                false => Watermark::MIN,
+            })
+            .collect();
         // Without changelogs there are no stamp rings: each task's floor
         // starts at the watermark its committed partition times give (the
         // least over its sub-topology's partitions, none above the stamp
@@ -441,8 +452,7 @@ impl<L: Log + 'static> Engine<L> {
         // the restart is late, and cannot reopen a window already emitted.
         if !config.streams.changelog_enabled && tracking {
             for (id, (floor, _)) in &mut task_seeds {
-                let resumed = times[id.subtopology].tracker.force_watermark(now);
-                *floor = (*floor).max(resumed);
+                *floor = (*floor).max(resumed[id.subtopology]);
             }
         }
         let seeds = Arc::new(task_seeds);
@@ -534,6 +544,21 @@ impl<L: Log + 'static> Engine<L> {
         }
         tracing::info!(restored, lanes = lanes_n, "stores restored");
         shared.restored.store(restored, Ordering::Release);
+        // The resumed watermark reaches the lanes before the first record,
+        // as the poll loop's advances do after it.
+        for (subtopology, &watermark) in resumed.iter().enumerate() {
+            if !watermark.is_none_yet() {
+                for lane in &lanes {
+                    send(
+                        lane,
+                        LaneMsg::Watermark {
+                            subtopology,
+                            watermark,
+                        },
+                    )?;
+                }
+            }
+        }
 
         // Standby copies of the tasks owned elsewhere, once this instance's
         // own tasks are restored.

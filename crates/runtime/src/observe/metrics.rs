@@ -8,6 +8,14 @@
 //! refresh and during restore: never per record (each lane sums its tasks'
 //! own counters when it crosses a barrier). Knows no exposition format and
 //! no metric names: the server crate turns a snapshot into Prometheus text.
+//!
+//! The record counters (records in and out, drops, late arrivals) count
+//! what committed: a lane's figures at its crossing of barrier N, and the
+//! trackers' late arrivals at N's cut, show once transaction N committed.
+//! An epoch that aborts (its engine replaced, the application halted) is
+//! processed again by the next engine, which counts it then; counted at
+//! once, it would be counted twice. When an engine ends, what it committed
+//! moves to retired totals, so a counter never goes back.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -83,11 +91,26 @@ pub struct StoreSegments {
     pub segments: usize,
 }
 
-/// What one lane last reported, at its last barrier crossing.
+/// What one lane reported at its barrier crossings.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct LaneFigures {
-    tasks: TaskMetrics,
+    /// Its tasks' counters at the last crossing whose barrier committed.
+    committed: TaskMetrics,
+    /// Its tasks' counters at a crossing whose barrier has not committed yet.
+    crossed: Option<(u64, TaskMetrics)>,
     segments: Vec<StoreSegments>,
+}
+
+/// The trackers' counters and gauges beyond the live engine's own.
+#[derive(Debug, Clone, Default)]
+struct TrackerTotals {
+    /// Late arrivals the live engine dispatched before its last committed cut.
+    committed_late: u64,
+    /// Of engines that ended: late arrivals committed, time held by alignment,
+    /// the largest out-of-orderness.
+    retired_late: u64,
+    retired_held_ms: i64,
+    retired_out_of_orderness_ms: i64,
 }
 
 /// Restore of the changelogs at start.
@@ -104,10 +127,11 @@ pub struct RestoreFigures {
 #[derive(Debug, Default)]
 pub(crate) struct MetricsCells {
     watermark: Mutex<Option<TrackerMetrics>>,
+    tracker_totals: Mutex<TrackerTotals>,
     barriers: Mutex<BarrierFigures>,
     lanes: Mutex<Vec<LaneFigures>>,
-    /// The task counters of engines that ended (a rebalance, an in-place
-    /// replacement): counters never go back when an engine is rebuilt.
+    /// The committed task counters of engines that ended (a rebalance, an
+    /// in-place replacement): counters never go back when an engine is rebuilt.
     retired: Mutex<TaskMetrics>,
     restore_total: AtomicU64,
     restored: AtomicU64,
@@ -119,34 +143,58 @@ impl MetricsCells {
         *self.watermark.lock().expect("metrics lock") = Some(m);
     }
 
-    /// A committed barrier: the interval since the previous cut, and how long
-    /// this one took from cut to commit.
-    pub(crate) fn on_barrier(&self, interval: Option<Duration>, duration: Duration) {
-        let mut b = self.barriers.lock().expect("metrics lock");
-        if let Some(i) = interval {
-            b.interval.observe(i);
+    /// Barrier `barrier` committed: the interval since the previous cut, how
+    /// long this one took from cut to commit, and `late_at_cut`, the late
+    /// arrivals the engine's trackers had counted when it was cut. What the
+    /// lanes counted up to their crossing of it counts from now on.
+    pub(crate) fn on_barrier(
+        &self,
+        barrier: u64,
+        late_at_cut: u64,
+        interval: Option<Duration>,
+        duration: Duration,
+    ) {
+        {
+            let mut b = self.barriers.lock().expect("metrics lock");
+            if let Some(i) = interval {
+                b.interval.observe(i);
+            }
+            b.duration.observe(duration);
         }
-        b.duration.observe(duration);
+        for lane in self.lanes.lock().expect("metrics lock").iter_mut() {
+            if lane.crossed.as_ref().is_some_and(|(n, _)| *n <= barrier)
+                && let Some((_, tasks)) = lane.crossed.take()
+            {
+                lane.committed = tasks;
+            }
+        }
+        self.tracker_totals
+            .lock()
+            .expect("metrics lock")
+            .committed_late = late_at_cut;
     }
 
-    /// Lane `lane` crossed a barrier: its tasks' counters and segments now.
+    /// Lane `lane` crossed barrier `barrier`: its tasks' counters (shown
+    /// once the barrier commits) and segments now.
     pub(crate) fn set_lane<'a>(
         &self,
         lane: usize,
+        barrier: u64,
         tasks: impl Iterator<Item = (TaskId, &'a stoatflow_streams::StreamTask)>,
     ) {
-        let mut figures = LaneFigures::default();
+        let mut counters = TaskMetrics::default();
+        let mut segments = Vec::new();
         for (id, task) in tasks {
-            figures.tasks.merge(task.metrics());
+            counters.merge(task.metrics());
             for store in task.store_names() {
-                let segments = task
+                let live = task
                     .state_store(store)
                     .and_then(|s| s.borrow().live_segments());
-                if let Some(segments) = segments {
-                    figures.segments.push(StoreSegments {
+                if let Some(live) = live {
+                    segments.push(StoreSegments {
                         task: id,
                         store: store.to_owned(),
-                        segments,
+                        segments: live,
                     });
                 }
             }
@@ -155,16 +203,27 @@ impl MetricsCells {
         if lanes.len() <= lane {
             lanes.resize_with(lane + 1, LaneFigures::default);
         }
-        lanes[lane] = figures;
+        lanes[lane].crossed = Some((barrier, counters));
+        lanes[lane].segments = segments;
     }
 
-    /// The engine ended: its lanes' counters move to the retired totals,
-    /// and its gauges (store segments) go with it.
+    /// The engine ended: what its lanes and trackers counted up to its last
+    /// committed barrier moves to the retired totals (what they counted
+    /// after it is counted again by the next engine, which processes it
+    /// again), and its gauges (store segments) go with it.
     pub(crate) fn retire_lanes(&self) {
         let mut lanes = self.lanes.lock().expect("metrics lock");
         let mut retired = self.retired.lock().expect("metrics lock");
         for lane in lanes.drain(..) {
-            retired.merge(&lane.tasks);
+            retired.merge(&lane.committed);
+        }
+        let mut totals = self.tracker_totals.lock().expect("metrics lock");
+        totals.retired_late += std::mem::take(&mut totals.committed_late);
+        if let Some(live) = self.watermark.lock().expect("metrics lock").as_mut() {
+            totals.retired_held_ms += std::mem::take(&mut live.alignment_held_time_total_ms);
+            totals.retired_out_of_orderness_ms = totals
+                .retired_out_of_orderness_ms
+                .max(std::mem::take(&mut live.out_of_orderness_max_ms));
         }
     }
 
@@ -183,15 +242,30 @@ impl MetricsCells {
         let mut tasks = self.retired.lock().expect("metrics lock").clone();
         let mut store_segments = Vec::new();
         for lane in lanes.iter() {
-            tasks.merge(&lane.tasks);
+            tasks.merge(&lane.committed);
             store_segments.extend(lane.segments.iter().cloned());
         }
         drop(lanes);
         store_segments.sort_by(|a, b| (a.task, &a.store).cmp(&(b.task, &b.store)));
+        let totals = self.tracker_totals.lock().expect("metrics lock").clone();
+        let watermark = self
+            .watermark
+            .lock()
+            .expect("metrics lock")
+            .clone()
+            .map(|live| TrackerMetrics {
+                late_records_total: totals.retired_late + totals.committed_late,
+                alignment_held_time_total_ms: totals.retired_held_ms
+                    + live.alignment_held_time_total_ms,
+                out_of_orderness_max_ms: totals
+                    .retired_out_of_orderness_ms
+                    .max(live.out_of_orderness_max_ms),
+                ..live
+            });
         MetricsSnapshot {
             client_state: state,
             event_time_tracking,
-            watermark: self.watermark.lock().expect("metrics lock").clone(),
+            watermark,
             dropped: DropReason::ALL.map(|r| (r, tasks.dropped(r))),
             records_in: tasks.records_in,
             records_out: tasks.records_out,
@@ -218,12 +292,17 @@ pub struct MetricsSnapshot {
     /// The `stoatflow.watermark.*` family (the global figures: the least
     /// watermark over sub-topologies, sums of counts); `None` before the
     /// engine published one. `lag_ms` is against the wall clock when read.
+    /// `late_records_total` counts the records dispatched below the global
+    /// watermark of their sub-topology (late arrivals, most of them still
+    /// inside their window's grace; the drops are `dropped`), each once:
+    /// those of committed epochs.
     pub watermark: Option<TrackerMetrics>,
-    /// `stoatflow.dropped.records.total{reason}`, every reason.
+    /// `stoatflow.dropped.records.total{reason}`, every reason, in
+    /// committed epochs.
     pub dropped: [(DropReason, u64); DropReason::ALL.len()],
-    /// Records that entered the tasks through a source.
+    /// Records that entered the tasks through a source, in committed epochs.
     pub records_in: u64,
-    /// Records that left the tasks through a sink.
+    /// Records that left the tasks through a sink, in committed epochs.
     pub records_out: u64,
     /// `store.segments` of every segmented store, by task and store.
     pub store_segments: Vec<StoreSegments>,

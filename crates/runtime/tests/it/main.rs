@@ -13,6 +13,7 @@ mod fetch_retry;
 mod hooked_log;
 mod idle;
 mod kill;
+mod late_arrivals;
 mod migration;
 mod output_sequence;
 mod overlap;

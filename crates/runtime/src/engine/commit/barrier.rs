@@ -33,6 +33,9 @@ pub(in crate::engine) struct InFlight {
     /// When it was cut, and the clock's time then (the stamp ring's).
     cut: Instant,
     now: WallTime,
+    /// The late arrivals the trackers had counted at the cut: those of the
+    /// epochs up to this one.
+    late_at_cut: u64,
     /// The source offsets fixed at the cut (moved into the job).
     offsets: Vec<(TopicPartition, OffsetAndMetadata)>,
     /// Lanes still to cross it; once none, the transaction is the committer's.
@@ -120,6 +123,11 @@ impl<L: Log + 'static> Engine<L> {
                 false => t.tracker.force_watermark(now),
             })
             .collect();
+        let late_at_cut = self
+            .times
+            .iter()
+            .map(|t| t.tracker.metrics(now).late_records_total)
+            .sum();
         let n = self.barrier + 1;
         let offsets: Vec<(TopicPartition, OffsetAndMetadata)> = self
             .slots
@@ -188,6 +196,7 @@ impl<L: Log + 'static> Engine<L> {
             flush,
             cut,
             now,
+            late_at_cut,
             offsets,
             crossing: self.lanes.len(),
             commits: Vec::new(),
@@ -303,9 +312,12 @@ impl<L: Log + 'static> Engine<L> {
         let n = inflight.barrier;
         self.cadence.on_commit(done.took);
         let interval = (self.barrier_cut_at.replace(inflight.cut)).map(|last| inflight.cut - last);
-        self.shared
-            .metrics
-            .on_barrier(interval, done.at.saturating_duration_since(inflight.cut));
+        self.shared.metrics.on_barrier(
+            n,
+            inflight.late_at_cut,
+            interval,
+            done.at.saturating_duration_since(inflight.cut),
+        );
         self.barrier = n;
         self.last_barrier_at = done.at;
         {
