@@ -23,9 +23,15 @@
 //!
 //! The emission pass (the this-join processor, as a frontier operator)
 //! forwards every unmatched record whose close is at or below the frontier,
-//! in order of close, then key, with the unmatched record's time, persists
+//! in order of close, then key, then side, then time ([`OuterKey`]'s `Ord`,
+//! on either store engine), with the unmatched record's time, persists
 //! the emitted frontier in `<outer store>-emitfrontier`, and expires the
 //! window stores at the frontier.
+//!
+//! The unmatched store's key layout ([`OuterKeyCodec`]) keeps its times in
+//! byte order, so the persistent engine's range over encoded keys stops at
+//! the same close as the in-memory engine's over `OuterKey`; the key's bytes
+//! need not sort as `K` does, so the pass sorts what is due by `OuterKey`.
 //!
 //! This module knows nothing of the DSL or of how the frontier is computed.
 
@@ -298,17 +304,22 @@ where
         if let Some(outer) = &mut self.outer
             && frontier > outer.emitted()?
         {
-            let bound = OuterKey {
-                close: frontier.as_millis().saturating_add(1),
+            // Every close at or below the frontier: up to the first key of the next
+            // close, or everything at the end of time (a close may saturate there).
+            let bound = frontier.as_millis().checked_add(1).map(|close| OuterKey {
+                close,
                 key: None,
                 side: 0,
                 ts: i64::MIN,
-            };
-            let due = outer
+            });
+            let to = bound.as_ref().map_or(Bound::Unbounded, Bound::Excluded);
+            let mut due = outer
                 .store
                 .borrow()
-                .range(Bound::Unbounded, Bound::Excluded(&bound))
+                .range(Bound::Unbounded, to)
                 .map_err(|e| outer.err(e))?;
+            // The persistent engine lists a close's keys in their bytes' order.
+            due.sort_by(|a, b| a.0.cmp(&b.0));
             for (key, values) in due {
                 let k = key.key.clone().expect("stored unmatched keys are Some");
                 for v in &values {
@@ -373,9 +384,15 @@ fn take_len(b: &mut &[u8], what: &str) -> Result<usize, CodecError> {
     Ok(u32::from_be_bytes(head.try_into().expect("4 bytes")) as usize)
 }
 
-fn take_i64(b: &mut &[u8], what: &str) -> Result<i64, CodecError> {
+/// A time as 8 bytes whose byte order is numeric order (the sign bit flipped, big-endian).
+fn put_ordered_time(out: &mut Vec<u8>, t: i64) {
+    out.extend_from_slice(&((t as u64) ^ (1 << 63)).to_be_bytes());
+}
+
+/// The inverse of [`put_ordered_time`].
+fn take_ordered_time(b: &mut &[u8], what: &str) -> Result<i64, CodecError> {
     let head = take(b, 8, what)?;
-    Ok(i64::from_be_bytes(head.try_into().expect("8 bytes")))
+    Ok((u64::from_be_bytes(head.try_into().expect("8 bytes")) ^ (1 << 63)) as i64)
 }
 
 /// `[count u32][len u32, bytes]...`: a side store's list of arrivals.
@@ -454,14 +471,20 @@ impl<V1, V2> Codec<Vec<LeftOrRight<V1, V2>>> for LeftOrRightListCodec<V1, V2> {
     }
 }
 
-/// `[close i64 BE][side u8][ts i64 BE][key]`.
+/// Marks the side byte of [`OuterKeyCodec`]'s layout. The first layout wrote the
+/// side as 0 or 1 and its times as plain two's complement (which sort negative
+/// times after positive ones), so its keys are told apart and refused, never misread.
+const ORDERED_SIDE: u8 = 0x80;
+
+/// `[close][0x80 | side][ts][key]`, each time sign-flipped big-endian, so that byte
+/// order is `OuterKey`'s order up to the key (whose bytes are `K`'s codec's).
 pub(crate) struct OuterKeyCodec<K>(pub(crate) Box<dyn Codec<K>>);
 
 impl<K> Codec<OuterKey<K>> for OuterKeyCodec<K> {
     fn encode(&self, k: &OuterKey<K>, out: &mut Vec<u8>) -> Result<(), CodecError> {
-        out.extend_from_slice(&k.close.to_be_bytes());
-        out.push(k.side);
-        out.extend_from_slice(&k.ts.to_be_bytes());
+        put_ordered_time(out, k.close);
+        out.push(ORDERED_SIDE | k.side);
+        put_ordered_time(out, k.ts);
         match &k.key {
             Some(key) => self.0.encode(key, out),
             None => Ok(()),
@@ -469,9 +492,19 @@ impl<K> Codec<OuterKey<K>> for OuterKeyCodec<K> {
     }
 
     fn decode(&self, mut b: &[u8]) -> Result<OuterKey<K>, CodecError> {
-        let close = take_i64(&mut b, "unmatched key close")?;
-        let side = take(&mut b, 1, "unmatched key side")?[0];
-        let ts = take_i64(&mut b, "unmatched key time")?;
+        let close = take_ordered_time(&mut b, "unmatched key close")?;
+        let side = match take(&mut b, 1, "unmatched key side")?[0] {
+            s @ (LEFT | RIGHT) => {
+                return Err(CodecError::new(format!(
+                    "unmatched key side byte {s}: a key of the first unmatched-store layout \
+                     (plain big-endian times), written by an older version; its close and \
+                     time would be misread, so the store cannot be restored from it"
+                )));
+            }
+            s if s == ORDERED_SIDE | LEFT || s == ORDERED_SIDE | RIGHT => s & !ORDERED_SIDE,
+            s => return Err(CodecError::new(format!("unmatched key side byte {s}"))),
+        };
+        let ts = take_ordered_time(&mut b, "unmatched key time")?;
         Ok(OuterKey {
             close,
             key: Some(self.0.decode(b)?),
@@ -545,6 +578,73 @@ mod tests {
         let one = c.decode(&out).unwrap();
         assert_eq!(one.as_slice(), &[5]);
         assert!(!one.spilled());
+    }
+
+    /// Encoded unmatched keys of one key sort as `OuterKey` does, negative and extreme
+    /// times included, and the pass's bound for frontier `f` lies above exactly the
+    /// entries whose close is at or below `f` (the persistent engine ranges over bytes).
+    #[test]
+    fn unmatched_key_bytes_sort_by_close_side_time_and_the_bound_stops_at_the_frontier() {
+        let c = OuterKeyCodec::<String>(Box::new(StringCodec));
+        let enc = |k: &OuterKey<String>| c.to_bytes(k).unwrap();
+        let times = [
+            i64::MIN,
+            i64::MIN + 1,
+            -51,
+            -1,
+            0,
+            1,
+            50,
+            51,
+            i64::MAX - 1,
+            i64::MAX,
+        ];
+        let mut keys = Vec::new();
+        for close in times {
+            for side in [LEFT, RIGHT] {
+                for ts in times {
+                    keys.push(OuterKey {
+                        close,
+                        key: Some("k".to_owned()),
+                        side,
+                        ts,
+                    });
+                }
+            }
+        }
+        let mut by_bytes = keys.clone();
+        by_bytes.sort_by_key(|k| enc(k));
+        keys.sort();
+        assert_eq!(by_bytes, keys);
+        for frontier in &times[..times.len() - 1] {
+            let bound = enc(&OuterKey {
+                close: frontier + 1,
+                key: None,
+                side: 0,
+                ts: i64::MIN,
+            });
+            for k in &keys {
+                assert_eq!(enc(k) < bound, k.close <= *frontier, "{k:?} at {frontier}");
+            }
+        }
+        for k in &keys {
+            assert_eq!(&c.decode(&enc(k)).unwrap(), k);
+        }
+    }
+
+    /// A key of the first layout (plain big-endian times, side 0 or 1) is refused, not
+    /// read as another close.
+    #[test]
+    fn unmatched_keys_of_the_first_layout_are_refused() {
+        let c = OuterKeyCodec::<String>(Box::new(StringCodec));
+        let mut old = 51i64.to_be_bytes().to_vec();
+        old.push(LEFT);
+        old.extend_from_slice(&30i64.to_be_bytes());
+        old.extend_from_slice(b"k");
+        let e = c.decode(&old).unwrap_err();
+        assert!(e.message().contains("older version"), "{e:?}");
+        old[8] = 0x82;
+        assert!(c.decode(&old).is_err());
     }
 
     #[test]
