@@ -232,7 +232,7 @@ where
             SubscriptionKey::First(rec.key.clone()),
             SubscriptionKey::Last(rec.key),
         );
-        let subscribers = {
+        let mut subscribers = {
             let subs = &self.stores.subscriptions;
             let scan = subs
                 .store
@@ -240,6 +240,9 @@ where
                 .range(Bound::Included(&from), Bound::Included(&to));
             scan.map_err(|e| subs.err(e))?
         };
+        // In primary-key order on either engine: the persistent one lists a foreign key's
+        // subscribers in their bytes' order, which need not be `K`'s.
+        subscribers.sort_by(|a, b| a.0.cmp(&b.0));
         for (key, hash) in subscribers {
             let SubscriptionKey::Entry(_, pk) = key else {
                 continue;

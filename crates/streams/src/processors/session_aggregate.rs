@@ -146,7 +146,13 @@ where
             &self.store,
             self.windows.close_span(),
             i64::MIN,
-            |store, from, to| store.fetch_all_by_end(from, to),
+            |store, from, to| {
+                // By end (so close), then key, then start: the persistent engine lists an
+                // end's keys in their bytes' order, which need not be `K`'s.
+                let mut due = store.fetch_all_by_end(from, to)?;
+                due.sort_by(|a, b| (a.0.end, &a.1, a.0.start).cmp(&(b.0.end, &b.1, b.0.start)));
+                Ok(due)
+            },
             |(w, key, value)| (key, window_of(w), value, w.end),
             |w| w.end,
         )

@@ -457,7 +457,13 @@ where
             &self.store,
             windows.close_span(),
             0,
-            |store, from, to| store.fetch_all(from, to),
+            |store, from, to| {
+                // By start (so close), then key: the persistent engine lists a start's
+                // keys in their bytes' order, which need not be `K`'s.
+                let mut due = store.fetch_all(from, to)?;
+                due.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+                Ok(due)
+            },
             |(start, key, vt)| (key, windows.window(start), vt.value, vt.timestamp),
             |w| w.start,
         )

@@ -250,7 +250,11 @@ where
                 .saturating_sub(span)
                 .saturating_add(1)
                 .max(lowest);
-            let to = frontier.as_millis().saturating_sub(span);
+            // At the end of time every window is due, a close that saturated there too.
+            let to = match frontier == Watermark::MAX {
+                true => i64::MAX,
+                false => frontier.as_millis().saturating_sub(span),
+            };
             if to >= from {
                 let due = due(&store.borrow(), from, to).map_err(|e| self.state_err(e))?;
                 for item in due {
