@@ -56,8 +56,8 @@ pub struct StreamsConfig {
     pub max_out_of_orderness: Duration,
     /// `default.dsl.store`: the engine of the DSL's stores whose supplier names none.
     /// `None` lets the runner decide: the runtime keeps them on disk when it runs on the
-    /// embedded log in a directory and in memory otherwise; the test driver always keeps
-    /// every store in memory.
+    /// embedded log in a directory and in memory otherwise; the test driver keeps them on
+    /// disk when given a state directory and every store in memory otherwise.
     pub default_dsl_store: Option<StoreType>,
 }
 

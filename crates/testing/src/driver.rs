@@ -2,6 +2,7 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,8 +14,8 @@ use stoatflow_state::{
 };
 use stoatflow_streams::{
     BarrierSchedule, DropEvent, DropReason, EpochCommit, Headers, KeyValueStoreOf, OutputRecord,
-    ProcessError, SessionStoreOf, StreamTask, StreamsConfig, TaskMetrics, Topology, TopologyError,
-    TopologyTasks, WindowStoreOf,
+    ProcessError, SessionStoreOf, StoreType, StreamTask, StreamsConfig, TaskMetrics, TaskStores,
+    Topology, TopologyError, TopologyTasks, WindowStoreOf,
 };
 use stoatflow_time::{WallTime, Watermark};
 
@@ -25,6 +26,17 @@ pub struct DriverConfig {
     pub commit_per_pipe: bool,
     /// The driver's initial wall-clock time.
     pub initial_wall_clock: WallTime,
+    /// Where persistent stores live. `None` (the default): every store is in memory,
+    /// whatever its supplier or `default.dsl.store` says. `Some(dir)`: each store runs on
+    /// the engine its supplier names, else `default.dsl.store`, else the persistent one,
+    /// in its own directory under `<dir>/<sub-topology>/`. The caller owns `dir` (a fresh
+    /// temporary directory per driver). A restart closes every store before reopening it
+    /// (so two engines never share a directory); no checkpoint is written, so a reopened
+    /// store drops its local copy and is restored from the committed changelogs, as an
+    /// in-memory one is (a crash loses what was not committed on both engines alike).
+    /// Drop store handles before a restart: one still held keeps its retired engine open
+    /// on the directory the fresh store opens.
+    pub state_dir: Option<PathBuf>,
 }
 
 impl Default for DriverConfig {
@@ -32,6 +44,7 @@ impl Default for DriverConfig {
         DriverConfig {
             commit_per_pipe: true,
             initial_wall_clock: WallTime::EPOCH,
+            state_dir: None,
         }
     }
 }
@@ -193,8 +206,18 @@ impl TopologyTestDriver {
         first_tick: bool,
     ) -> Result<Self, DriverError> {
         let tasks: Vec<StreamTask> = (0..topology.subtopology_count())
-            .map(|st| topology.instantiate(st, &config))
-            .collect();
+            .map(|st| match &driver.state_dir {
+                None => Ok(topology.instantiate(st, &config)),
+                Some(dir) => topology.instantiate_in(
+                    st,
+                    &config,
+                    TaskStores {
+                        dir: Some(dir.join(st.to_string())),
+                        default: config.default_dsl_store.unwrap_or(StoreType::Persistent),
+                    },
+                ),
+            })
+            .collect::<Result<_, _>>()?;
         let mut task_of_topic = HashMap::new();
         let mut internal_topics = HashSet::new();
         for s in topology.sources() {
@@ -385,6 +408,10 @@ impl TopologyTestDriver {
             for t in &i.tasks {
                 carried.merge(t.metrics());
             }
+            // The retired tasks close their stores, so the fresh ones can open the same
+            // directories; their counters stay readable through `carried`.
+            i.tasks.clear();
+            i.carried = carried.clone();
             (
                 std::mem::take(&mut i.outputs),
                 carried,

@@ -134,3 +134,20 @@ fn a_watermark_source_closes_windows_without_a_dummy_sink() {
         ])
         .run();
 }
+
+/// A window whose close saturates at the end of time (a grace of
+/// `Duration::MAX`) is emitted by the final flush, a frontier at `i64::MAX`.
+#[test]
+fn a_window_whose_close_saturates_is_emitted_at_the_end_of_time() {
+    let windows = TimeWindows::of_size_and_grace(Duration::from_millis(10), Duration::MAX);
+    counting(windows, EmitStrategy::on_window_close())
+        .named("saturated close")
+        .steps([
+            pipe_to("in", "k", "a", 15),
+            Step::Advance(i64::MAX - 1),
+            nothing("out"),
+            Step::Advance(i64::MAX),
+            expect("out", [("k@10", 1, 15)]),
+        ])
+        .run();
+}

@@ -217,3 +217,31 @@ fn a_left_table_without_a_value_serde_is_refused_at_build() {
         "{err}"
     );
 }
+
+/// A right row's update reaches its subscribers in primary-key order on both
+/// engines: the subscription store's byte order put `1` before `-2` and `-1`
+/// (big-endian two's complement).
+#[test]
+fn a_right_update_fans_out_in_primary_key_order_with_negative_keys() {
+    both(|left_join| {
+        // A left row with no right row: `(l,null)` in a left join, nothing in an inner one.
+        let unmatched = |k: i32, l: &'static str, ts: i64| {
+            let rows: Vec<_> = left_join.then_some((k, Some(l), ts)).into_iter().collect();
+            expect_rows(&rows)
+        };
+        vec![
+            left(1, "lhsValue1|1", B),
+            unmatched(1, "(lhsValue1|1,null)", B),
+            left(-1, "lhsValue-1|1", B + 1),
+            unmatched(-1, "(lhsValue-1|1,null)", B + 1),
+            left(-2, "lhsValue-2|1", B + 2),
+            unmatched(-2, "(lhsValue-2|1,null)", B + 2),
+            right(1, "rhsValue1", B + 3),
+            expect_rows(&[
+                (-2, Some("(lhsValue-2|1,rhsValue1)"), B + 3),
+                (-1, Some("(lhsValue-1|1,rhsValue1)"), B + 3),
+                (1, Some("(lhsValue1|1,rhsValue1)"), B + 3),
+            ]),
+        ]
+    });
+}

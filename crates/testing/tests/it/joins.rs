@@ -706,3 +706,74 @@ fn outer_join_asymmetric_window_null_sides_ordered_by_close() {
         ])
         .run();
 }
+
+/// A null side is final only once the frontier reaches its close, on either
+/// store engine: a left record at 30 with a 20 ms window closes at 51, so at
+/// frontier 50 a right record at 50 is on time and joins it, and no null side
+/// is ever emitted (the persistent engine once emitted it at 50, one
+/// millisecond early, then the match contradicted it).
+#[test]
+fn left_null_side_waits_for_its_close_on_every_engine() {
+    let w = JoinWindows::of_time_difference_with_no_grace(ms(20));
+    sides(topology(Kind::Left, w))
+        .named("null side at frontier 50, close 51")
+        .steps([
+            left(0, "A0", 30),
+            Advance(50),
+            none(),
+            right(0, "a0", 50),
+            expect_out(&[(0, "A0+a0", 50)]),
+            Advance(51),
+            none(),
+            Advance(1_000),
+            none(),
+        ])
+        .run();
+}
+
+/// The same pass order (close, then key, then side, then time) on both
+/// engines, with negative keys: the unmatched store's key bytes once put the
+/// side before the key and key `1` before `-1` (big-endian two's complement).
+#[test]
+fn null_sides_in_one_pass_order_by_close_then_key_with_negative_keys() {
+    // Both sides close at t + 11.
+    let w = JoinWindows::of_time_difference_with_no_grace(ms(10));
+    sides(topology(Kind::Outer, w))
+        .named("negative keys")
+        .steps([
+            left(1, "A1", 100),
+            right(2, "b2", 100),
+            left(-1, "A-1", 100),
+            left(3, "A3", 100),
+            right(-5, "b-5", 100),
+            left(0, "A0", 90),
+            none(),
+            Advance(111),
+            expect_out(&[
+                (0, "A0+null", 90),
+                (-5, "null+b-5", 100),
+                (-1, "A-1+null", 100),
+                (1, "A1+null", 100),
+                (2, "null+b2", 100),
+                (3, "A3+null", 100),
+            ]),
+        ])
+        .run();
+}
+
+/// A close that saturates at the end of time (a grace of `Duration::MAX`) is
+/// emitted by the final flush, a frontier at `i64::MAX`, on both engines.
+#[test]
+fn null_side_whose_close_saturates_is_emitted_at_the_end_of_time() {
+    let w = JoinWindows::of_time_difference_and_grace(ms(10), Duration::MAX);
+    sides(topology(Kind::Left, w))
+        .named("saturated close")
+        .steps([
+            left(0, "A0", 5),
+            Advance(i64::MAX - 1),
+            none(),
+            Advance(i64::MAX),
+            expect_out(&[(0, "A0+null", 5)]),
+        ])
+        .run();
+}

@@ -8,7 +8,8 @@ use std::time::Duration;
 use stoatflow_streams::{DropReason, EmitStrategy, Materialized, Serdes, SessionWindows};
 
 use crate::harness::{
-    INPUT, Out, Outcome, Scenario, Step, grouped_text, out, pipe, to_topic_windowed, tombstone,
+    INPUT, Out, Outcome, Scenario, Step, grouped_ints, grouped_text, out, pipe, pipe_to,
+    to_topic_windowed, tombstone,
 };
 
 #[derive(Clone, Copy, Debug)]
@@ -398,4 +399,47 @@ fn session_updates_and_tombstones_carry_the_session_end_design_3_5() {
             out("[k@12/20]", "2", 20),
         ]
     );
+}
+
+/// The emission pass lists the sessions it closes by close, then key, then
+/// start, on both engines: with `i32` keys the persistent store's byte order
+/// put `1` and `2` before `-3` and `-1` (big-endian two's complement).
+#[test]
+fn closed_sessions_leave_in_key_order_with_negative_keys() {
+    Scenario::build(|b| {
+        to_topic_windowed(
+            grouped_ints(b, INPUT)
+                .windowed_by(SessionWindows::of_inactivity_gap_and_grace(
+                    Duration::from_millis(10),
+                    Duration::ZERO,
+                ))
+                .emit_strategy(EmitStrategy::on_window_close())
+                .count_with(Materialized::as_("store"))
+                .to_stream(),
+            "out",
+        )
+    })
+    .named("negative session keys")
+    .input::<i32, String>(INPUT)
+    .output::<String, Option<String>>("out")
+    .steps([
+        pipe_to(INPUT, 1, "a", 5),
+        pipe_to(INPUT, -1, "b", 5),
+        pipe_to(INPUT, 2, "c", 3),
+        pipe_to(INPUT, 2, "c", 5),
+        pipe_to(INPUT, -3, "d", 5),
+        Step::Advance(15),
+        crate::harness::nothing("out"),
+        Step::Advance(16),
+        crate::harness::expect(
+            "out",
+            [
+                out("[-3@5/5]", "1", 5),
+                out("[-1@5/5]", "1", 5),
+                out("[1@5/5]", "1", 5),
+                out("[2@3/5]", "2", 5),
+            ],
+        ),
+    ])
+    .run();
 }

@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use stoatflow_streams::{DropReason, EmitStrategy, Materialized, Serdes, SlidingWindows};
 
-use crate::harness::{INPUT, Out, Scenario, Step, grouped_text, pipe, to_topic_windowed};
+use crate::harness::{
+    INPUT, Out, Scenario, Step, expect, grouped_ints, grouped_text, nothing, out, pipe, pipe_to,
+    to_topic_windowed,
+};
 
 #[derive(Clone, Copy, Debug)]
 pub enum Agg {
@@ -281,4 +284,46 @@ fn a_sliding_record_is_late_when_its_window_closes_at_the_floor() {
     assert_eq!(outcome.metrics.dropped(DropReason::LateWindow), 1);
     assert!(outcome.at(1, "out").is_empty());
     assert!(!outcome.at(2, "out").is_empty());
+}
+
+/// The emission pass lists the windows it closes by close, then key, on both
+/// engines: with `i32` keys the persistent store's byte order put `1` and `2`
+/// before `-3` and `-1` (big-endian two's complement).
+#[test]
+fn closed_sliding_windows_leave_in_key_order_with_negative_keys() {
+    Scenario::build(|b| {
+        to_topic_windowed(
+            grouped_ints(b, INPUT)
+                .windowed_by(SlidingWindows::of_time_difference_and_grace(
+                    Duration::from_millis(10),
+                    Duration::ZERO,
+                ))
+                .emit_strategy(EmitStrategy::on_window_close())
+                .count_with(Materialized::as_("store"))
+                .to_stream(),
+            "out",
+        )
+    })
+    .named("negative sliding keys")
+    .input::<i32, String>(INPUT)
+    .output::<String, Option<String>>("out")
+    .steps([
+        pipe_to(INPUT, 1, "a", 20),
+        pipe_to(INPUT, -1, "b", 20),
+        pipe_to(INPUT, 2, "c", 20),
+        pipe_to(INPUT, -3, "d", 20),
+        nothing("out"),
+        // [10, 20] closes at 10 + 10 + 1.
+        Step::Advance(21),
+        expect(
+            "out",
+            [
+                out("[-3@10/20]", "1", 20),
+                out("[-1@10/20]", "1", 20),
+                out("[1@10/20]", "1", 20),
+                out("[2@10/20]", "1", 20),
+            ],
+        ),
+    ])
+    .run();
 }

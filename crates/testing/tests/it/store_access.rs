@@ -5,13 +5,19 @@
 
 use std::time::Duration;
 
+use stoatflow_state::{AnyKeyValueStore, STORE_METADATA_FILE};
 use stoatflow_streams::{
     Consumed, KeyValueStore, Materialized, Serdes, SessionStore, SessionWindows, StreamsBuilder,
     StreamsConfig, TimeWindows, WindowStore,
 };
-use stoatflow_testing::{DriverError, TopologyTestDriver};
+use stoatflow_testing::{DriverConfig, DriverError, TopologyTestDriver};
 
 fn driver() -> TopologyTestDriver {
+    driver_in(None)
+}
+
+/// The stores' topology; with `state_dir`, stores on the persistent engine under it.
+fn driver_in(state_dir: Option<&std::path::Path>) -> TopologyTestDriver {
     let mut b = StreamsBuilder::new();
     let grouped = b
         .stream("in", Consumed::with(Serdes::string(), Serdes::string()))
@@ -27,7 +33,59 @@ fn driver() -> TopologyTestDriver {
             Duration::from_millis(5),
         ))
         .count_with(Materialized::as_("sessions"));
-    TopologyTestDriver::new(b.build().unwrap(), StreamsConfig::new("stores")).unwrap()
+    TopologyTestDriver::with_driver_config(
+        b.build().unwrap(),
+        StreamsConfig::new("stores"),
+        DriverConfig {
+            state_dir: state_dir.map(ToOwned::to_owned),
+            ..DriverConfig::default()
+        },
+    )
+    .unwrap()
+}
+
+/// With a state directory the driver keeps the stores on disk, each in its own
+/// directory under `<dir>/<sub-topology>/`; a graceful or crash restart closes
+/// them, reopens them and restores them from the committed changelogs.
+/// Without one every store stays in memory.
+#[test]
+fn a_state_dir_puts_the_stores_on_disk_and_restarts_reopen_them() {
+    let counts = |d: &TopologyTestDriver| {
+        let store = d.key_value_store::<String, i64>("counts").unwrap();
+        let store = store.borrow();
+        let persistent = matches!(&*store, AnyKeyValueStore::Persistent(_));
+        let all: Vec<(String, i64)> = store
+            .all()
+            .unwrap()
+            .into_iter()
+            .map(|(k, v)| (k, v.value))
+            .collect();
+        (persistent, all)
+    };
+    let pipe = |d: &TopologyTestDriver, k: &str, ts| {
+        d.create_input_topic("in", Serdes::string(), Serdes::string())
+            .pipe_input_with_timestamp(k.into(), "x".into(), ts)
+            .unwrap();
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = driver_in(Some(dir.path()));
+    for (k, ts) in [("a", 1), ("b", 2), ("a", 3)] {
+        pipe(&d, k, ts);
+    }
+    let want = vec![("a".to_owned(), 2), ("b".to_owned(), 1)];
+    assert_eq!(counts(&d), (true, want.clone()));
+    assert!(
+        dir.path()
+            .join("0")
+            .join("counts")
+            .join(STORE_METADATA_FILE)
+            .is_file()
+    );
+    let d = d.restart().unwrap();
+    assert_eq!(counts(&d), (true, want.clone()));
+    let d = d.crash_restart().unwrap();
+    assert_eq!(counts(&d), (true, want.clone()));
+    assert!(!counts(&driver()).0);
 }
 
 #[test]

@@ -12,6 +12,14 @@
 //! checks what the table says and returns an [`Outcome`] for checks that are
 //! computed rather than listed (models, reorderings, stores).
 //!
+//! Every scenario runs twice, on each store engine ([`Engine`]): first with
+//! every store in memory, then with the stores on disk (the persistent
+//! engine, in a temporary state directory). Each run checks the table, and
+//! the two runs must leave the same output at every step, the same error and
+//! the same metrics; the in-memory run's [`Outcome`] is returned. The engines
+//! order keys differently (by `Ord` in memory, by encoded bytes on disk), so
+//! an operator that scans a store must not depend on the engine's order.
+//!
 //! Beside the scenario: `cells` (table literals and the typed topics'
 //! [`Data`]), `step` (the step vocabulary), `outcome` (what a run left),
 //! `text` (the `String` topics most topologies read and write) and `sides`
@@ -40,7 +48,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use std::time::Duration;
 
-use stoatflow_streams::{DropReason, Headers, StreamsBuilder, StreamsConfig, Topology};
+use stoatflow_streams::{DropReason, Headers, StoreType, StreamsBuilder, StreamsConfig, Topology};
 use stoatflow_testing::{DriverConfig, DriverError, TestRecord, TopologyTestDriver};
 
 pub use cells::{Cell, Data};
@@ -49,7 +57,7 @@ pub use sides::{
     LEFT, OUT, RIGHT, delete, expect_out, expect_rows, left, none, right, sides, table_sides,
 };
 pub use step::{INPUT, Step, dropped, expect, expect_key_values, nothing, pipe, pipe_to};
-pub use text::{grouped_text, to_topic, to_topic_windowed};
+pub use text::{grouped_ints, grouped_text, to_topic, to_topic_windowed};
 
 use outcome::Readable;
 
@@ -57,10 +65,22 @@ type PipeFn =
     Rc<dyn Fn(&TopologyTestDriver, &Cell, &Cell, i64, Headers) -> Result<(), DriverError>>;
 type ReadFn = Rc<dyn Fn(&TopologyTestDriver) -> Vec<(Out, Headers)>>;
 
+/// The store engine a run keeps the topology's stores on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// Every store in memory (the driver's default).
+    InMemory,
+    /// Stores on the persistent engine, in a temporary state directory, unless the
+    /// scenario's config or a store's supplier says in memory.
+    Persistent,
+}
+
 /// A topology, its typed topics, the driver settings and a table of steps.
 #[derive(Clone)]
 pub struct Scenario {
     name: String,
+    /// The engine of the run under way (messages name it).
+    engine: Engine,
     topology: Topology,
     config: StreamsConfig,
     commit_per_pipe: bool,
@@ -75,6 +95,7 @@ impl Scenario {
     pub fn new(topology: Topology) -> Self {
         Scenario {
             name: String::new(),
+            engine: Engine::InMemory,
             topology,
             config: StreamsConfig::new("app"),
             commit_per_pipe: true,
@@ -199,10 +220,11 @@ impl Scenario {
         self.step(dropped(reason, n))
     }
 
-    /// Runs the steps and checks the table's expectations.
+    /// Runs the steps on each engine and checks the table's expectations, and that
+    /// both engines gave the same outputs, error and metrics.
     ///
     /// # Panics
-    /// If a check fails or a step returns an error.
+    /// If a check fails, a step returns an error or the engines differ.
     pub fn run(&self) -> Outcome {
         let outcome = self.run_until_error();
         if let Some((i, e)) = &outcome.error {
@@ -211,17 +233,72 @@ impl Scenario {
         outcome
     }
 
-    /// As [`Scenario::run`], but a step's error stops the run and is
+    /// As [`Scenario::run`], but a step's error stops each run and is
     /// returned in [`Outcome::error`] instead of failing the test.
     ///
     /// # Panics
-    /// If a check fails.
+    /// If a check fails or the engines differ.
     pub fn run_until_error(&self) -> Outcome {
+        let memory = self.run_on(Engine::InMemory);
+        let disk = self.run_on(Engine::Persistent);
+        let label = Scenario {
+            engine: Engine::Persistent,
+            ..self.clone()
+        }
+        .label();
+        for (i, (m, d)) in memory.per_step.iter().zip(&disk.per_step).enumerate() {
+            assert_eq!(
+                d, m,
+                "{label}step {i} ({:?}) output differs from the in-memory run's",
+                self.steps[i]
+            );
+        }
+        assert_eq!(
+            disk.per_step.len(),
+            memory.per_step.len(),
+            "{label}the run stopped at another step than the in-memory run"
+        );
+        assert_eq!(
+            disk.error, memory.error,
+            "{label}error differs from the in-memory run's"
+        );
+        assert_eq!(
+            disk.metrics, memory.metrics,
+            "{label}metrics differ from the in-memory run's"
+        );
+        memory
+    }
+
+    /// One run on `engine`: the steps until the first error, each table check made.
+    ///
+    /// # Panics
+    /// If a check fails.
+    pub fn run_on(&self, engine: Engine) -> Outcome {
+        let this = Scenario {
+            engine,
+            ..self.clone()
+        };
+        this.run_here()
+    }
+
+    fn run_here(&self) -> Outcome {
+        let state_dir =
+            match self.engine {
+                Engine::InMemory => None,
+                Engine::Persistent => Some(tempfile::tempdir().unwrap_or_else(|e| {
+                    panic!("{}no temporary state directory: {e}", self.label())
+                })),
+            };
+        let mut config = self.config.clone();
+        if state_dir.is_some() && config.default_dsl_store.is_none() {
+            config = config.with_default_dsl_store(StoreType::Persistent);
+        }
         let mut driver = TopologyTestDriver::with_driver_config(
             self.topology.clone(),
-            self.config.clone(),
+            config,
             DriverConfig {
                 commit_per_pipe: self.commit_per_pipe,
+                state_dir: state_dir.as_ref().map(|d| d.path().to_owned()),
                 ..DriverConfig::default()
             },
         )
@@ -265,15 +342,21 @@ impl Scenario {
             per_step,
             error,
             driver,
+            _state_dir: state_dir,
         }
     }
 
-    /// `scenario <name>: ` for messages, empty without a name.
+    /// `scenario <name>: ` for messages (` on persistent stores` added on that engine),
+    /// empty for an unnamed in-memory run.
     fn label(&self) -> String {
-        if self.name.is_empty() {
-            String::new()
-        } else {
-            format!("scenario {}: ", self.name)
+        let engine = match self.engine {
+            Engine::InMemory => "",
+            Engine::Persistent => " on persistent stores",
+        };
+        match (self.name.is_empty(), engine.is_empty()) {
+            (true, true) => String::new(),
+            (true, false) => format!("scenario{engine}: "),
+            (false, _) => format!("scenario {}{engine}: ", self.name),
         }
     }
 

@@ -55,6 +55,8 @@ pub struct Outcome {
     /// The error that stopped the run, rendered, and the step it came at.
     pub error: Option<(usize, String)>,
     pub(super) driver: TopologyTestDriver,
+    /// The persistent run's state directory, removed when the outcome goes.
+    pub(super) _state_dir: Option<tempfile::TempDir>,
 }
 
 impl Outcome {

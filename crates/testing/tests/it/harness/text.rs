@@ -1,7 +1,10 @@
 //! The text topics most scenario tables use: a source grouping `String`
-//! keys and values by key, and sinks writing a table's updates with
-//! `String` keys (a window rendered `[key@start/end]`, as Kafka Streams'
+//! keys and values by key (or `i32` keys, whose big-endian bytes do not sort
+//! as the numbers do), and sinks writing a table's updates with `String`
+//! keys (a window rendered `[key@start/end]`, as Kafka Streams'
 //! `Windowed::toString`) and nullable `String` values.
+
+use std::fmt::Display;
 
 use stoatflow_streams::{
     Consumed, Grouped, KGroupedStream, KStream, Produced, Serdes, StreamsBuilder, Windowed,
@@ -13,11 +16,18 @@ pub fn grouped_text(b: &mut StreamsBuilder, topic: &str) -> KGroupedStream<Strin
         .group_by_key_with(Grouped::with(Serdes::string(), Serdes::string()))
 }
 
+/// `topic` read with `i32` keys and `String` values, grouped by key.
+pub fn grouped_ints(b: &mut StreamsBuilder, topic: &str) -> KGroupedStream<i32, String> {
+    b.stream(topic, Consumed::with(Serdes::i32(), Serdes::string()))
+        .group_by_key_with(Grouped::with(Serdes::i32(), Serdes::string()))
+}
+
 /// Writes a windowed table's updates (tombstones included) to `topic`.
-pub fn to_topic_windowed<V: Clone + ToString + Send + Sync + 'static>(
-    s: KStream<Windowed<String>, Option<V>>,
-    topic: &str,
-) {
+pub fn to_topic_windowed<K, V>(s: KStream<Windowed<K>, Option<V>>, topic: &str)
+where
+    K: Clone + Display + Send + Sync + 'static,
+    V: Clone + ToString + Send + Sync + 'static,
+{
     s.map(|k, v: Option<V>| {
         (
             format!("[{}@{}/{}]", k.key, k.window.start, k.window.end),
