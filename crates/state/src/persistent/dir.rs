@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use super::checkpoint::{Checkpoint, Manifest, STORE_CHECKPOINT_FILE};
 use super::sealed::{seal, unseal, write_atomic};
+use super::write_cache::DEFAULT_CACHE_MAX_BYTES;
 use crate::changelog::{ChangelogOffset, ChangelogPartition};
 use crate::error::StateError;
 
@@ -29,23 +30,43 @@ pub const STORE_FORMAT: u32 = 2;
 
 const FORMAT_KEY: &str = "stoatflow-store-format=";
 
+/// Left in a store directory by a close that could not write its cache to the engine.
+const UNCLEAN_MARKER_FILE: &str = "stoatflow-store.unclean";
+
 /// The engine's lock file inside the data directory (held while the engine is open).
 const ENGINE_LOCK_FILE: &str = "lock";
 
-/// Where persistent stores live and whose they are.
+/// Where persistent stores live, whose they are, and how much each may cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PersistentConfig {
     state_dir: PathBuf,
     application_id: String,
+    cache_max_bytes: usize,
 }
 
 impl PersistentConfig {
-    /// Stores under `state_dir`, owned by `application_id`.
+    /// Stores under `state_dir`, owned by `application_id`, each with a write-back cache of
+    /// [`DEFAULT_CACHE_MAX_BYTES`].
     pub fn new(state_dir: impl Into<PathBuf>, application_id: impl Into<String>) -> Self {
         Self {
             state_dir: state_dir.into(),
             application_id: application_id.into(),
+            cache_max_bytes: DEFAULT_CACHE_MAX_BYTES,
         }
+    }
+
+    /// Bounds each store's write-back cache (keys, values and a per-entry overhead); past
+    /// it the store writes its cache to the engine and empties it. 0 writes every write
+    /// through at once.
+    #[must_use]
+    pub fn with_cache_max_bytes(mut self, bytes: usize) -> Self {
+        self.cache_max_bytes = bytes;
+        self
+    }
+
+    /// The bound of each store's write-back cache.
+    pub fn cache_max_bytes(&self) -> usize {
+        self.cache_max_bytes
     }
 
     /// The state directory.
@@ -271,8 +292,10 @@ impl StoreDirectory {
     /// before `offsets` is in its files. Written atomically and synced.
     ///
     /// # Errors
-    /// [`StateError::StoreInUse`] if the store's engine is still open; [`StateError::Io`]
-    /// on a file-system failure or a file the manifest cannot record.
+    /// [`StateError::StoreInUse`] if the store's engine is still open;
+    /// [`StateError::DamagedStore`] if the store's last close could not write its cache to
+    /// its files; [`StateError::Io`] on a file-system failure or a file the manifest cannot
+    /// record.
     pub fn write_checkpoint(
         &self,
         offsets: &[(ChangelogPartition, ChangelogOffset)],
@@ -291,6 +314,12 @@ impl StoreDirectory {
             },
             Err(e) if e.kind() == ErrorKind::NotFound => {}
             Err(e) => return Err(self.io_err(&lock_path, e)),
+        }
+        if self.is_marked_unclean() {
+            return Err(self.damaged(
+                UNCLEAN_MARKER_FILE,
+                "the store closed without writing its cache to its files: no checkpoint",
+            ));
         }
         let manifest = Manifest::scan(&self.data_path()).map_err(|(p, e)| self.io_err(&p, e))?;
         let checkpoint = Checkpoint {
@@ -339,9 +368,29 @@ impl StoreDirectory {
         }
     }
 
-    /// Deletes the checkpoint, then the engine's files.
+    /// Records that the store closed without writing every cached entry to the engine, so
+    /// that no checkpoint vouches for its files ([`StoreDirectory::write_checkpoint`]
+    /// refuses) and the next open rebuilds them from the changelog.
+    pub(crate) fn mark_unclean(&self) -> Result<(), StateError> {
+        let path = self.path.join(UNCLEAN_MARKER_FILE);
+        write_atomic(&path, b"the last close lost cached writes\n")
+            .map_err(|(p, e)| self.io_err(&p, e))
+    }
+
+    fn is_marked_unclean(&self) -> bool {
+        self.path.join(UNCLEAN_MARKER_FILE).exists()
+    }
+
+    /// Deletes the checkpoint, then the engine's files (and the unclean-close mark with
+    /// them).
     pub(crate) fn remove_local_copy(&self) -> Result<(), StateError> {
         self.remove_checkpoint()?;
+        let marker = self.path.join(UNCLEAN_MARKER_FILE);
+        match fs::remove_file(&marker) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => return Err(self.io_err(&marker, e)),
+        }
         let data = self.data_path();
         match fs::remove_dir_all(&data) {
             Ok(()) => Ok(()),
@@ -661,5 +710,25 @@ mod tests {
             let _ = parse_meta(body.as_bytes());
             let _ = parse_meta(seal(body).as_bytes());
         }
+    }
+
+    #[test]
+    fn a_store_marked_unclean_gets_no_checkpoint_and_is_rebuilt() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = PersistentConfig::new(tmp.path(), "app");
+        let dir = StoreDirectory::open(&cfg, "s").unwrap();
+        std::fs::create_dir_all(dir.data_path()).unwrap();
+        std::fs::write(dir.data_path().join("table"), b"x").unwrap();
+        dir.mark_unclean().unwrap();
+        let err = dir.write_checkpoint(&[]).unwrap_err().to_string();
+        assert!(err.contains(UNCLEAN_MARKER_FILE), "{err}");
+        let (dir, recovery) =
+            StoreDirectory::recover(&cfg, "s", super::super::LocalCopy::VerifyOrRebuild).unwrap();
+        assert!(
+            matches!(recovery, super::super::Recovery::Rebuilt { .. }),
+            "{recovery:?}"
+        );
+        assert!(!dir.path().join(UNCLEAN_MARKER_FILE).exists());
+        dir.write_checkpoint(&[]).unwrap();
     }
 }

@@ -1,10 +1,11 @@
-//! Persistent key-value store.
+//! Persistent key-value store: one fjall keyspace behind a write-back cache.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Bound;
 use std::sync::Arc;
 
+use super::segmented::Stored;
+use super::write_cache::{WriteCache, merge};
 use super::{
     PersistentConfig, StoreDirectory, decode_stored, encode_value, engine_err, open_database,
     validate_entry,
@@ -28,14 +29,15 @@ fn engine_key(encoded: &[u8]) -> Vec<u8> {
 }
 
 /// A key-value store on disk: encoded keys (behind [`KEY_PREFIX`]) and values in one fjall
-/// keyspace.
+/// keyspace, written through a write-back cache (once per key per barrier, in one batch).
 pub struct PersistentKeyValueStore<K, V> {
     config: StoreConfig,
     dir: StoreDirectory,
-    _db: fjall::Database,
+    db: fjall::Database,
     ks: fjall::Keyspace,
-    /// Engine keys written since the last flush, with their last write's timestamp.
-    dirty: BTreeMap<Vec<u8>, i64>,
+    /// Writes not yet in the engine (and the last ones that are), with the keys written
+    /// since the last flush.
+    cache: WriteCache<()>,
     key_codec: Arc<dyn Codec<K>>,
     value_codec: Arc<dyn Codec<V>>,
 }
@@ -45,7 +47,8 @@ impl<K, V> fmt::Debug for PersistentKeyValueStore<K, V> {
         f.debug_struct("PersistentKeyValueStore")
             .field("name", &self.config.name())
             .field("dir", &self.dir.path())
-            .field("dirty", &self.dirty.len())
+            .field("cached", &self.cache.len())
+            .field("dirty", &self.cache.logged_len())
             .finish()
     }
 }
@@ -69,23 +72,65 @@ impl<K, V> PersistentKeyValueStore<K, V> {
         Ok(Self {
             config,
             dir,
-            _db: db,
+            db,
             ks,
-            dirty: BTreeMap::new(),
+            cache: WriteCache::new(persistent.cache_max_bytes()),
             key_codec: Arc::new(key_codec),
             value_codec: Arc::new(value_codec),
         })
     }
 
-    fn mark_dirty(&mut self, key: &[u8], timestamp: i64) {
-        if !self.config.changelog_enabled() {
-            return;
+    /// What a live write at `timestamp` owes the changelog.
+    fn logged(&self, timestamp: i64) -> Option<i64> {
+        self.config.changelog_enabled().then_some(timestamp)
+    }
+
+    /// The value under engine key `key`, from the cache or the engine.
+    fn get_raw(&self, key: &[u8]) -> Result<Option<Stored<'_>>, StateError> {
+        if let Some(cached) = self.cache.get((), key) {
+            return Ok(cached.map(Stored::Cached));
         }
-        if let Some(ts) = self.dirty.get_mut(key) {
-            *ts = timestamp;
-        } else {
-            self.dirty.insert(key.to_vec(), timestamp);
+        Ok(self
+            .ks
+            .get(key)
+            .map_err(engine_err(self.config.name()))?
+            .map(Stored::Engine))
+    }
+
+    /// Writes `value` (`None`: removes) under engine key `key` into the cache, and the cache
+    /// to the engine if it is over its bound.
+    fn write_raw(
+        &mut self,
+        key: &[u8],
+        value: Option<&[u8]>,
+        logged: Option<i64>,
+    ) -> Result<(), StateError> {
+        self.cache.write((), key, value, logged);
+        if self.cache.is_over() {
+            self.write_back()?;
+            self.cache.clear();
         }
+        Ok(())
+    }
+
+    /// Writes the cache's dirty entries to the engine in one batch. All or nothing: on an
+    /// engine error they stay dirty in the cache.
+    fn write_back(&mut self) -> Result<(), StateError> {
+        if self.cache.dirty_len() == 0 {
+            return Ok(());
+        }
+        let mut batch = self.db.batch();
+        let ks = &self.ks;
+        self.cache.for_each_dirty(|(), key, value| {
+            match value {
+                Some(v) => batch.insert(ks, key, v),
+                None => batch.remove(ks, key),
+            }
+            Ok(())
+        })?;
+        batch.commit().map_err(engine_err(self.config.name()))?;
+        self.cache.mark_clean();
+        Ok(())
     }
 
     /// Decodes the value stored under engine key `key`.
@@ -121,36 +166,42 @@ impl<K, V> StateStore for PersistentKeyValueStore<K, V> {
         self.config.changelog_enabled()
     }
 
+    /// One record per dirty key, after the cache is written to the engine. All or nothing:
+    /// on an engine error `out` is left as it was and the keys stay dirty.
     fn flush_changelog(&mut self, out: &mut ChangelogBatch) -> Result<(), StateError> {
-        let dirty = std::mem::take(&mut self.dirty);
-        out.reserve(dirty.len());
-        for (key, timestamp) in dirty {
-            let value = self.ks.get(&key).map_err(engine_err(self.config.name()))?;
-            out.push(&key[1..], value.as_deref(), timestamp);
+        self.write_back()?;
+        let logged = self.cache.logged_keys();
+        out.reserve(logged.len());
+        let first = out.len();
+        for ((), key, timestamp) in &logged {
+            match self.get_raw(key) {
+                Ok(value) => out.push(&key[1..], value.as_deref(), *timestamp),
+                Err(e) => {
+                    out.truncate(first);
+                    return Err(e);
+                }
+            }
         }
+        self.cache.clear_logged();
         Ok(())
     }
 
     fn dirty_keys(&self) -> usize {
-        self.dirty.len()
+        self.cache.logged_len()
     }
 
     fn apply_changelog(&mut self, entry: &ChangelogEntry) -> Result<(), StateError> {
         let name = self.config.name();
         validate_entry(&*self.key_codec, &entry.key, "key", name, entry)?;
         let key = engine_key(&entry.key);
-        match &entry.value {
-            None => self.ks.remove(key),
-            Some(v) => {
-                validate_entry(&*self.value_codec, v, "value", name, entry)?;
-                self.ks.insert(key, v.as_slice())
-            }
+        if let Some(v) = &entry.value {
+            validate_entry(&*self.value_codec, v, "value", name, entry)?;
         }
-        .map_err(engine_err(name))
+        self.write_raw(&key, entry.value.as_deref(), None)
     }
 
     fn approximate_num_entries(&self) -> u64 {
-        self.ks.approximate_len() as u64
+        self.ks.approximate_len() as u64 + self.cache.len() as u64
     }
 }
 
@@ -158,32 +209,24 @@ impl<K, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
     fn put(&mut self, key: K, value: V, timestamp: i64) -> Result<(), StateError> {
         let k = self.key_bytes(&key, "put")?;
         let v = encode_value(&*self.value_codec, &value, self.config.name(), &k[1..])?;
-        self.ks
-            .insert(k.as_slice(), v)
-            .map_err(engine_err(self.config.name()))?;
-        self.mark_dirty(&k, timestamp);
-        Ok(())
+        self.write_raw(&k, Some(&v), self.logged(timestamp))
     }
 
     fn get(&self, key: &K) -> Result<Option<V>, StateError> {
         let k = self.key_bytes(key, "get")?;
-        match self.ks.get(&k).map_err(engine_err(self.config.name()))? {
+        match self.get_raw(&k)? {
             None => Ok(None),
             Some(v) => self.decode_value(&k, &v).map(Some),
         }
     }
 
     fn delete(&mut self, key: &K, timestamp: i64) -> Result<Option<V>, StateError> {
-        let name = self.config.name();
         let k = self.key_bytes(key, "delete")?;
-        let old = match self.ks.get(&k).map_err(engine_err(name))? {
+        let old = match self.get_raw(&k)? {
             None => None,
             Some(v) => Some(self.decode_value(&k, &v)?),
         };
-        self.ks
-            .remove(k.as_slice())
-            .map_err(engine_err(self.config.name()))?;
-        self.mark_dirty(&k, timestamp);
+        self.write_raw(&k, None, self.logged(timestamp))?;
         Ok(old)
     }
 
@@ -202,18 +245,41 @@ impl<K, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
             return Ok(Vec::new());
         }
         let mut out = Vec::new();
-        for guard in self.ks.range::<Vec<u8>, _>((from, to)) {
-            let (k, v) = guard.into_inner().map_err(engine_err(name))?;
+        let engine = self
+            .ks
+            .range::<Vec<u8>, _>((from.clone(), to.clone()))
+            .map(|g| g.into_inner().map_err(engine_err(name)));
+        let cached = self.cache.range(
+            (),
+            from.as_ref().map(Vec::as_slice),
+            to.as_ref().map(Vec::as_slice),
+        );
+        merge(engine, cached, |k, v| {
             let Some((&KEY_PREFIX, encoded)) = k.split_first() else {
                 return Err(StateError::Engine {
                     store: name.to_string(),
-                    detail: format!("stored key {} lacks the key prefix", hex(&k)),
+                    detail: format!("stored key {} lacks the key prefix", hex(k)),
                 });
             };
             let key = decode_stored(&*self.key_codec, encoded, "key", name, encoded)?;
-            out.push((key, self.decode_value(&k, &v)?));
-        }
+            out.push((key, self.decode_value(k, v)?));
+            Ok(())
+        })?;
         Ok(out)
+    }
+}
+
+impl<K, V> Drop for PersistentKeyValueStore<K, V> {
+    /// A close writes the cache to the engine, so that a checkpoint written after it vouches
+    /// for files that hold every write; if that fails the directory is marked so that no
+    /// checkpoint is written and the next open rebuilds from the changelog.
+    fn drop(&mut self) {
+        if let Err(e) = self.write_back() {
+            tracing::warn!(store = self.config.name(), error = %e, "cache not written back on close; the store will be rebuilt from its changelog");
+            if let Err(e) = self.dir.mark_unclean() {
+                tracing::error!(store = self.config.name(), error = %e, "cannot mark the store unclean");
+            }
+        }
     }
 }
 

@@ -16,7 +16,8 @@
 //! uses Kafka Streams' layouts instead (see [`crate::encode_window_key`]).
 //!
 //! Durability comes from the changelog, not from this engine: the journal is not synced on
-//! every write. A clean close writes a checkpoint with a manifest of every file; the next
+//! every write, and writes reach the engine only from each store's write-back cache
+//! ([`write_cache`]), once per key per barrier, in one batch. A clean close writes a checkpoint with a manifest of every file; the next
 //! open ([`StoreDirectory::recover`]) trusts the files only if they match it, and otherwise
 //! deletes them for a rebuild from the changelog. The engine itself is never shown files it
 //! could misread: it reads its own files as if whole.
@@ -32,6 +33,7 @@ mod sealed;
 mod segmented;
 mod session;
 mod window;
+mod write_cache;
 
 pub use checkpoint::STORE_CHECKPOINT_FILE;
 pub use dir::{PersistentConfig, STORE_FORMAT, STORE_METADATA_FILE, StoreDirectory};
@@ -39,6 +41,7 @@ pub use kv::PersistentKeyValueStore;
 pub use recover::{LocalCopy, RebuildReason, Recovery};
 pub use session::PersistentSessionStore;
 pub use window::PersistentWindowStore;
+pub use write_cache::DEFAULT_CACHE_MAX_BYTES;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -188,21 +191,14 @@ impl SegmentSet {
         Ok(&self.keyspaces[&segment])
     }
 
-    pub(crate) fn range(
-        &self,
-        segments: impl std::ops::RangeBounds<i64>,
-    ) -> impl Iterator<Item = (&i64, &fjall::Keyspace)> {
-        self.keyspaces.range(segments)
-    }
-
-    /// Drops every segment below `first_live`; returns how many held entries.
-    pub(crate) fn drop_below(&mut self, first_live: i64) -> Result<usize, StateError> {
+    /// Drops every segment below `first_live`; returns the ids of those that held entries.
+    pub(crate) fn drop_below(&mut self, first_live: i64) -> Result<Vec<i64>, StateError> {
         let live = self.keyspaces.split_off(&first_live);
         let dropped = std::mem::replace(&mut self.keyspaces, live);
-        let mut non_empty = 0;
-        for (_, ks) in dropped {
+        let mut non_empty = Vec::new();
+        for (id, ks) in dropped {
             if !ks.is_empty().map_err(engine_err(&self.store))? {
-                non_empty += 1;
+                non_empty.push(id);
             }
             self.db
                 .delete_keyspace(ks)
@@ -211,12 +207,14 @@ impl SegmentSet {
         Ok(non_empty)
     }
 
-    /// Segments holding at least one entry.
-    pub(crate) fn non_empty(&self) -> usize {
-        self.keyspaces
-            .values()
-            .filter(|ks| !ks.is_empty().unwrap_or(true))
-            .count()
+    /// The ids of the segments whose keyspace exists.
+    pub(crate) fn ids(&self) -> impl Iterator<Item = i64> + '_ {
+        self.keyspaces.keys().copied()
+    }
+
+    /// A batch of writes to commit to the engine at once.
+    pub(crate) fn batch(&self) -> fjall::OwnedWriteBatch {
+        self.db.batch()
     }
 
     pub(crate) fn approximate_len(&self) -> u64 {

@@ -4,18 +4,21 @@
 //! segment), which segment an entry goes to, retention and expiry against the monotonic
 //! committed frontier, the `segments` gauge, the expired-write counter, dirty tracking (an
 //! ordered map of encoded (key, window) ids) with the barrier flush, restore (skipping whole
-//! expired segments), single-entry reads and writes, and the two scans the queries are built
-//! from (one key's entries in a range, every entry in a range). A store brings its
+//! expired segments), single-entry reads and writes through the store's write-back cache
+//! ([`WriteCache`], written to the engine in one batch per barrier, when full and on
+//! close), and the two scans the queries are built from (one key's entries in a range,
+//! every entry in a range), each merging the cache over the engine. A store brings its
 //! [`DiskLayout`] (the engine key of an entry) and keeps its queries.
 //!
 //! This module never knows which queries a store answers.
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
 use std::fmt;
-use std::ops::RangeBounds;
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
+use super::write_cache::{WriteCache, merge};
 use super::{
     PersistentConfig, SegmentSet, StoreDirectory, decode_stored, encode_key, encode_value,
     engine_err, open_database, validate_entry,
@@ -31,8 +34,16 @@ use crate::windowed::WindowKind;
 /// How a kind of entry is keyed on disk: `[key][times]`, times sign-flipped big-endian so
 /// that byte order is time order.
 pub(crate) trait DiskLayout: WindowKind {
+    /// Appends the times of `window` to an encoded key.
+    fn push_window(window: Self::Window, out: &mut Vec<u8>);
+
     /// The engine key of (encoded key, window).
-    fn engine_key(key: &[u8], window: Self::Window) -> Vec<u8>;
+    fn engine_key(key: &[u8], window: Self::Window) -> Vec<u8> {
+        let mut k = Vec::with_capacity(key.len() + 16);
+        k.extend_from_slice(key);
+        Self::push_window(window, &mut k);
+        k
+    }
 
     /// Splits an engine key into (key bytes, window); `None` if it is too short.
     fn split(engine_key: &[u8]) -> Option<(&[u8], Self::Window)>;
@@ -44,10 +55,29 @@ pub(crate) struct SegmentedCore<K, V, L: DiskLayout> {
     retention: Retention,
     dir: StoreDirectory,
     segments: SegmentSet,
-    /// (encoded key, window) written since the last flush → last write's timestamp.
-    dirty: BTreeMap<L::Id<Vec<u8>>, i64>,
+    /// Writes not yet in the engine (and the last ones that are), by segment, with the
+    /// entries written since the last flush.
+    cache: WriteCache<i64>,
     key_codec: Arc<dyn Codec<K>>,
     value_codec: Arc<dyn Codec<V>>,
+    layout: PhantomData<L>,
+}
+
+/// A value read through the cache: borrowed from it, or owned from the engine.
+pub(crate) enum Stored<'a> {
+    Cached(&'a [u8]),
+    Engine(fjall::UserValue),
+}
+
+impl std::ops::Deref for Stored<'_> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Stored::Cached(v) => v,
+            Stored::Engine(v) => v,
+        }
+    }
 }
 
 impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
@@ -67,9 +97,10 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
             retention: Retention::new(segmented),
             dir,
             segments,
-            dirty: BTreeMap::new(),
+            cache: WriteCache::new(persistent.cache_max_bytes()),
             key_codec: Arc::new(key_codec),
             value_codec: Arc::new(value_codec),
+            layout: PhantomData,
         })
     }
 
@@ -79,7 +110,8 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
             .field("name", &self.config.name())
             .field("dir", &self.dir.path())
             .field("segments", &self.segments)
-            .field("dirty", &self.dirty.len())
+            .field("cached", &self.cache.len())
+            .field("dirty", &self.cache.logged_len())
             .finish()
     }
 
@@ -108,9 +140,47 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         }
         let k = encode_key(&*self.key_codec, key, name, "put")?;
         let v = encode_value(&*self.value_codec, value, name, &k)?;
-        self.put_raw(&k, window, &v)?;
-        self.mark_dirty(k, window, timestamp);
-        Ok(())
+        let logged = self.logged(timestamp);
+        self.write_raw(&k, window, Some(&v), logged)
+    }
+
+    /// Replaces (key, window) with `f(current)` at `timestamp`: the key is encoded once and
+    /// the new value encoded straight into the cache. An expired window: `f` sees the
+    /// current value and the write is counted and ignored, as [`SegmentedCore::put`] does.
+    pub(crate) fn update(
+        &mut self,
+        key: &K,
+        window: L::Window,
+        timestamp: i64,
+        f: &mut dyn FnMut(Option<V>) -> V,
+    ) -> Result<(), StateError> {
+        let name = self.config.name();
+        let mut ek = encode_key(&*self.key_codec, key, name, "update")?;
+        let key_len = ek.len();
+        L::push_window(window, &mut ek);
+        let segment = self.segment_id(L::time(window));
+        let current = match self.get_engine_key(segment, &ek)? {
+            None => None,
+            Some(v) => Some(decode_stored(
+                &*self.value_codec,
+                &v,
+                "value",
+                name,
+                &ek[..key_len],
+            )?),
+        };
+        let value = f(current);
+        if !self.retention.admit(name, L::time(window)) {
+            return Ok(());
+        }
+        let logged = self.logged(timestamp);
+        let codec = &*self.value_codec;
+        self.cache.write_encoded(segment, &ek, logged, |out| {
+            codec
+                .encode(&value, out)
+                .map_err(|e| StateError::encode_value(name, &ek[..key_len], e))
+        })?;
+        self.spill_if_over()
     }
 
     /// The value of (key, window).
@@ -131,9 +201,8 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         timestamp: i64,
     ) -> Result<(), StateError> {
         let k = encode_key(&*self.key_codec, key, self.config.name(), "delete")?;
-        self.remove_raw(&k, window)?;
-        self.mark_dirty(k, window, timestamp);
-        Ok(())
+        let logged = self.logged(timestamp);
+        self.write_raw(&k, window, None, logged)
     }
 
     /// The entries of `key` in `segments` whose engine keys lie in `from..=to` and whose
@@ -151,16 +220,27 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         let k = encode_key(&*self.key_codec, key, name, "a key range query")?;
         let (lo, hi) = (L::engine_key(&k, from), L::engine_key(&k, to));
         let mut out = Vec::new();
-        for (_, ks) in self.segments.range(segments) {
-            for guard in ks.range(lo.as_slice()..=hi.as_slice()) {
-                let (ek, v) = guard.into_inner().map_err(engine_err(name))?;
-                match L::split(&ek) {
+        for id in self.segment_ids(segments) {
+            let engine = self
+                .segments
+                .get(id)
+                .into_iter()
+                .flat_map(|ks| ks.range(lo.as_slice()..=hi.as_slice()))
+                .map(|g| g.into_inner().map_err(engine_err(name)));
+            let cached = self.cache.range(
+                id,
+                Bound::Included(lo.as_slice()),
+                Bound::Included(hi.as_slice()),
+            );
+            merge(engine, cached, |ek, v| {
+                match L::split(ek) {
                     Some((kb, w)) if kb == k.as_slice() && keep(w) => {
-                        out.push((w, decode_stored(&*self.value_codec, &v, "value", name, kb)?));
+                        out.push((w, decode_stored(&*self.value_codec, v, "value", name, kb)?));
                     }
                     _ => {}
                 }
-            }
+                Ok(())
+            })?;
         }
         Ok(out)
     }
@@ -178,15 +258,22 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         }
         let name = self.config.name();
         let mut rows = Vec::new();
-        for (_, ks) in self.segments.range(self.segments_between(from, to)) {
-            for guard in ks.iter() {
-                let (ek, v) = guard.into_inner().map_err(engine_err(name))?;
-                if let Some((kb, w)) = L::split(&ek)
+        for id in self.segment_ids(self.segments_between(from, to)) {
+            let engine = self
+                .segments
+                .get(id)
+                .into_iter()
+                .flat_map(|ks| ks.iter())
+                .map(|g| g.into_inner().map_err(engine_err(name)));
+            let cached = self.cache.range(id, Bound::Unbounded, Bound::Unbounded);
+            merge(engine, cached, |ek, v| {
+                if let Some((kb, w)) = L::split(ek)
                     && (from..=to).contains(&L::time(w))
                 {
-                    rows.push((w, kb.to_vec(), v));
+                    rows.push((w, kb.to_vec(), v.to_vec()));
                 }
-            }
+                Ok(())
+            })?;
         }
         rows.sort_by(|a, b| cmp((a.0, &a.1), (b.0, &b.1)));
         rows.into_iter()
@@ -198,39 +285,87 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
             .collect()
     }
 
-    fn mark_dirty(&mut self, key: Vec<u8>, window: L::Window, timestamp: i64) {
-        if self.config.changelog_enabled() {
-            self.dirty.insert(L::id(key, window), timestamp);
+    /// The ids of the segments in `range` that the engine or the cache holds, ascending.
+    fn segment_ids(&self, range: impl RangeBounds<i64>) -> Vec<i64> {
+        let in_range = |id: &i64| range.contains(id);
+        let mut ids: Vec<i64> = self.segments.ids().filter(in_range).collect();
+        ids.extend(self.cache.segment_ids().filter(in_range));
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
+    /// What a live write at `timestamp` owes the changelog.
+    fn logged(&self, timestamp: i64) -> Option<i64> {
+        self.config.changelog_enabled().then_some(timestamp)
+    }
+
+    fn get_raw(&self, key: &[u8], window: L::Window) -> Result<Option<Stored<'_>>, StateError> {
+        let segment = self.segment_id(L::time(window));
+        self.get_engine_key(segment, &L::engine_key(key, window))
+    }
+
+    /// The value under engine key `ek` of `segment`, from the cache or the engine.
+    fn get_engine_key(&self, segment: i64, ek: &[u8]) -> Result<Option<Stored<'_>>, StateError> {
+        if let Some(cached) = self.cache.get(segment, ek) {
+            return Ok(cached.map(Stored::Cached));
+        }
+        match self.segments.get(segment) {
+            None => Ok(None),
+            Some(ks) => Ok(ks
+                .get(ek)
+                .map_err(engine_err(self.config.name()))?
+                .map(Stored::Engine)),
         }
     }
 
-    fn get_raw(
-        &self,
+    /// Writes `value` (`None`: removes) under (key, window) into the cache, and the cache to
+    /// the engine if it is over its bound.
+    fn write_raw(
+        &mut self,
         key: &[u8],
         window: L::Window,
-    ) -> Result<Option<fjall::UserValue>, StateError> {
-        match self.segments.get(self.segment_id(L::time(window))) {
-            None => Ok(None),
-            Some(ks) => ks
-                .get(L::engine_key(key, window))
-                .map_err(engine_err(self.config.name())),
-        }
-    }
-
-    fn put_raw(&mut self, key: &[u8], window: L::Window, value: &[u8]) -> Result<(), StateError> {
+        value: Option<&[u8]>,
+        logged: Option<i64>,
+    ) -> Result<(), StateError> {
         let segment = self.segment_id(L::time(window));
-        let ks = self.segments.get_or_create(segment)?;
-        ks.insert(L::engine_key(key, window), value)
-            .map_err(engine_err(self.config.name()))
+        self.cache
+            .write(segment, &L::engine_key(key, window), value, logged);
+        self.spill_if_over()
     }
 
-    fn remove_raw(&mut self, key: &[u8], window: L::Window) -> Result<(), StateError> {
-        match self.segments.get(self.segment_id(L::time(window))) {
-            None => Ok(()),
-            Some(ks) => ks
-                .remove(L::engine_key(key, window))
-                .map_err(engine_err(self.config.name())),
+    /// Past its bound, the cache is written to the engine and emptied.
+    fn spill_if_over(&mut self) -> Result<(), StateError> {
+        if self.cache.is_over() {
+            self.write_back()?;
+            self.cache.clear();
         }
+        Ok(())
+    }
+
+    /// Writes the cache's dirty entries to the engine in one batch. All or nothing: on an
+    /// engine error they stay dirty in the cache.
+    fn write_back(&mut self) -> Result<(), StateError> {
+        if self.cache.dirty_len() == 0 {
+            return Ok(());
+        }
+        for segment in self.cache.segments_with_dirty_values() {
+            self.segments.get_or_create(segment)?;
+        }
+        let mut batch = self.segments.batch();
+        let segments = &self.segments;
+        self.cache.for_each_dirty(|segment, key, value| {
+            if let Some(ks) = segments.get(segment) {
+                match value {
+                    Some(v) => batch.insert(ks, key, v),
+                    None => batch.remove(ks, key),
+                }
+            }
+            Ok(())
+        })?;
+        batch.commit().map_err(engine_err(self.config.name()))?;
+        self.cache.mark_clean();
+        Ok(())
     }
 
     // What every segmented store does, handed over by `delegate_to_segmented_core!`.
@@ -243,17 +378,32 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         self.config.changelog_enabled()
     }
 
-    /// One record per dirty entry, its stored value or a tombstone. All or nothing: on an
-    /// engine error `out` is left as it was and the entries stay dirty.
+    /// One record per dirty entry, its stored value or a tombstone, after the cache is
+    /// written to the engine. All or nothing: on an engine error `out` is left as it was and
+    /// the entries stay dirty.
     pub(crate) fn flush_changelog(&mut self, out: &mut ChangelogBatch) -> Result<(), StateError> {
-        out.reserve(self.dirty.len());
+        self.write_back()?;
+        let name = self.config.name();
+        // Records go out in id order ((start, key) or (key, end, start)), as the in-memory
+        // engine writes them.
+        let keys = self.cache.logged_keys();
+        let mut logged: Vec<(L::Id<&[u8]>, i64, &[u8])> = Vec::with_capacity(keys.len());
+        for (_, ek, timestamp) in &keys {
+            let (key, window) = L::split(ek).ok_or_else(|| StateError::Engine {
+                store: name.to_string(),
+                detail: format!("cached key {} is too short", crate::error::hex(ek)),
+            })?;
+            logged.push((L::id(key, window), *timestamp, ek));
+        }
+        logged.sort_by(|a, b| a.0.cmp(&b.0));
+        out.reserve(logged.len());
         let first = out.len();
         let mut record_key = Vec::new();
-        for (id, timestamp) in &self.dirty {
-            let (key, window) = (L::key(id), L::window(id));
+        for (id, timestamp, ek) in &logged {
+            let window = L::window(id);
             record_key.clear();
-            L::changelog_key(key, window, &mut record_key);
-            match self.get_raw(key, window) {
+            L::changelog_key(L::key::<&[u8]>(id), window, &mut record_key);
+            match self.get_engine_key(self.segment_id(L::time(window)), ek) {
                 Ok(value) => out.push(&record_key, value.as_deref(), *timestamp),
                 Err(e) => {
                     out.truncate(first);
@@ -261,12 +411,13 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
                 }
             }
         }
-        self.dirty.clear();
+        drop(logged);
+        self.cache.clear_logged();
         Ok(())
     }
 
     pub(crate) fn dirty_keys(&self) -> usize {
-        self.dirty.len()
+        self.cache.logged_len()
     }
 
     pub(crate) fn apply_changelog(&mut self, entry: &ChangelogEntry) -> Result<(), StateError> {
@@ -274,11 +425,11 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         let (key, window) = L::restored(entry, name)?;
         validate_entry(&*self.key_codec, key, "key", name, entry)?;
         match &entry.value {
-            None => self.remove_raw(key, window),
+            None => self.write_raw(key, window, None, None),
             Some(v) => {
                 validate_entry(&*self.value_codec, v, "value", name, entry)?;
                 if self.retention.restores(L::time(window)) {
-                    self.put_raw(key, window, v)
+                    self.write_raw(key, window, Some(v), None)
                 } else {
                     Ok(())
                 }
@@ -287,16 +438,30 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
     }
 
     pub(crate) fn approximate_num_entries(&self) -> u64 {
-        self.segments.approximate_len()
+        self.segments.approximate_len() + self.cache.len() as u64
     }
 
     pub(crate) fn expire(&mut self, committed_frontier: i64) -> Result<usize, StateError> {
         let first_live = self.retention.advance(committed_frontier);
-        self.segments.drop_below(first_live)
+        let mut dropped = self.segments.drop_below(first_live)?;
+        dropped.extend(self.cache.drop_below(first_live));
+        dropped.sort_unstable();
+        dropped.dedup();
+        Ok(dropped.len())
     }
 
+    /// Segments holding at least one entry (in the engine or the cache).
     pub(crate) fn segments(&self) -> usize {
-        self.segments.non_empty()
+        self.segment_ids(..)
+            .into_iter()
+            .filter(|&id| {
+                self.cache.has_value_in(id)
+                    || self.segments.get(id).is_some_and(|ks| {
+                        ks.iter()
+                            .any(|g| g.key().is_ok_and(|k| self.cache.get(id, &k) != Some(None)))
+                    })
+            })
+            .count()
     }
 
     /// The earliest time not expired at the frontier (`i64::MIN` before the first expiry).
@@ -306,5 +471,30 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
 
     pub(crate) fn expired_writes(&self) -> u64 {
         self.retention.expired_writes()
+    }
+
+    /// Entries the engine itself holds (not counting the cache), for tests of what reaches
+    /// it when.
+    #[cfg(test)]
+    pub(crate) fn engine_entries(&self) -> usize {
+        self.segment_ids(..)
+            .into_iter()
+            .filter_map(|id| self.segments.get(id))
+            .map(|ks| ks.iter().count())
+            .sum()
+    }
+}
+
+impl<K, V, L: DiskLayout> Drop for SegmentedCore<K, V, L> {
+    /// A close writes the cache to the engine, so that a checkpoint written after it vouches
+    /// for files that hold every write; if that fails the directory is marked so that no
+    /// checkpoint is written and the next open rebuilds from the changelog.
+    fn drop(&mut self) {
+        if let Err(e) = self.write_back() {
+            tracing::warn!(store = self.config.name(), error = %e, "cache not written back on close; the store will be rebuilt from its changelog");
+            if let Err(e) = self.dir.mark_unclean() {
+                tracing::error!(store = self.config.name(), error = %e, "cannot mark the store unclean");
+            }
+        }
     }
 }

@@ -13,12 +13,9 @@ use crate::store::{SessionStore, SessionWindow, StoreConfig, delegate_to_segment
 use crate::windowed::SessionKind;
 
 impl DiskLayout for SessionKind {
-    fn engine_key(key: &[u8], w: SessionWindow) -> Vec<u8> {
-        let mut k = Vec::with_capacity(key.len() + 16);
-        k.extend_from_slice(key);
-        k.extend_from_slice(&time_bytes(w.end));
-        k.extend_from_slice(&time_bytes(w.start));
-        k
+    fn push_window(w: SessionWindow, out: &mut Vec<u8>) {
+        out.extend_from_slice(&time_bytes(w.end));
+        out.extend_from_slice(&time_bytes(w.start));
     }
 
     fn split(engine_key: &[u8]) -> Option<(&[u8], SessionWindow)> {

@@ -1,0 +1,495 @@
+//! The write-back cache in front of a persistent store's engine.
+//!
+//! Owns, per segment, the entries the store wrote since it was opened or the cache was last
+//! emptied: each is a value or a deletion, and is dirty until the engine has it. Writes land
+//! here only; reads look here first; [`WriteCache::for_each_dirty`] hands the dirty entries
+//! over so the store can write them to the engine in one batch (at a barrier, when the cache
+//! is over its size, and on close), after which they stay as clean entries that reads still
+//! find. The size is counted in bytes; past [`WriteCache::is_over`] the store writes back and
+//! [`WriteCache::clear`]s.
+//!
+//! Why: the engine pays per write (a journal append, a memtable entry per version) and per
+//! read (a search through every memtable version); a stream task rewrites the same few keys
+//! many times an epoch, and durability comes from the changelog and the checkpoint, never
+//! from the engine between two barriers. So only the last value of each key per epoch
+//! reaches the engine.
+//!
+//! Invariant: a key in the cache shadows the engine (its value, or its absence if deleted);
+//! a key not in the cache is as the engine has it.
+//!
+//! This module never knows the engine, the codecs or the changelog.
+
+use std::collections::BTreeMap;
+use std::iter::Peekable;
+use std::ops::Bound;
+
+use crate::error::StateError;
+
+/// What a cache entry costs beyond its key and value bytes (map node and bookkeeping), so
+/// that many tiny entries still count.
+const ENTRY_OVERHEAD: usize = 64;
+
+/// The default bound of one store's cache (`PersistentConfig::with_cache_max_bytes`).
+pub const DEFAULT_CACHE_MAX_BYTES: usize = 8 << 20;
+
+/// One cached entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Cached {
+    /// The value, `None` if the key is deleted.
+    pub(crate) value: Option<Vec<u8>>,
+    /// Whether the engine does not have it yet.
+    pub(crate) dirty: bool,
+    /// Written live since the changelog was last flushed: the last such write's timestamp.
+    pub(crate) logged: Option<i64>,
+}
+
+/// The cache of one store: segment → engine key → entry (a key-value store uses one segment).
+#[derive(Debug)]
+pub(crate) struct WriteCache<S> {
+    segments: BTreeMap<S, BTreeMap<Vec<u8>, Cached>>,
+    /// Keys written live since the last changelog flush whose entries the cache has let go
+    /// of (emptied past its bound, or their segment dropped): their values are the engine's.
+    spilled: BTreeMap<(S, Vec<u8>), i64>,
+    bytes: usize,
+    max_bytes: usize,
+    dirty: usize,
+    logged: usize,
+    /// A buffer values are encoded into before they replace an entry's (so a failed encoding
+    /// leaves the entry as it was); it keeps the replaced value's allocation for the next.
+    scratch: Vec<u8>,
+}
+
+fn cost(key: &[u8], value: Option<&[u8]>) -> usize {
+    key.len() + value.map_or(0, <[u8]>::len) + ENTRY_OVERHEAD
+}
+
+impl<S: Ord + Copy> WriteCache<S> {
+    /// An empty cache bounded by `max_bytes`.
+    pub(crate) fn new(max_bytes: usize) -> Self {
+        Self {
+            segments: BTreeMap::new(),
+            spilled: BTreeMap::new(),
+            bytes: 0,
+            max_bytes,
+            dirty: 0,
+            logged: 0,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// `Some(value or None if deleted)` if the cache knows `key` in `segment`; `None` if the
+    /// engine must be asked.
+    pub(crate) fn get(&self, segment: S, key: &[u8]) -> Option<Option<&[u8]>> {
+        self.segments
+            .get(&segment)?
+            .get(key)
+            .map(|c| c.value.as_deref())
+    }
+
+    /// Writes `value` (`None`: a deletion) under `key` in `segment`, dirty; `logged` is the
+    /// timestamp of a live write the changelog must carry (`None` for a restored one).
+    pub(crate) fn write(
+        &mut self,
+        segment: S,
+        key: &[u8],
+        value: Option<&[u8]>,
+        logged: Option<i64>,
+    ) {
+        self.scratch.clear();
+        if let Some(v) = value {
+            self.scratch.extend_from_slice(v);
+        }
+        self.install(segment, key, value.is_some(), logged);
+    }
+
+    /// Writes the value `encode` puts into an empty buffer under `key` in `segment`, as
+    /// [`WriteCache::write`] does; if `encode` fails the cache is unchanged.
+    pub(crate) fn write_encoded(
+        &mut self,
+        segment: S,
+        key: &[u8],
+        logged: Option<i64>,
+        encode: impl FnOnce(&mut Vec<u8>) -> Result<(), StateError>,
+    ) -> Result<(), StateError> {
+        self.scratch.clear();
+        encode(&mut self.scratch)?;
+        self.install(segment, key, true, logged);
+        Ok(())
+    }
+
+    /// Puts the scratch buffer (if `present`) or a deletion under `key`.
+    fn install(&mut self, segment: S, key: &[u8], present: bool, logged: Option<i64>) {
+        let map = self.segments.entry(segment).or_default();
+        let added = key.len() + if present { self.scratch.len() } else { 0 } + ENTRY_OVERHEAD;
+        let entry = match map.get_mut(key) {
+            Some(entry) => {
+                self.bytes -= cost(key, entry.value.as_deref());
+                match (&mut entry.value, present) {
+                    (Some(old), true) => std::mem::swap(old, &mut self.scratch),
+                    (slot, true) => *slot = Some(std::mem::take(&mut self.scratch)),
+                    (slot, false) => *slot = None,
+                }
+                entry
+            }
+            None => {
+                let value = present.then(|| std::mem::take(&mut self.scratch));
+                map.entry(key.to_vec()).or_insert(Cached {
+                    value,
+                    dirty: false,
+                    logged: None,
+                })
+            }
+        };
+        if !entry.dirty {
+            entry.dirty = true;
+            self.dirty += 1;
+        }
+        if let Some(ts) = logged {
+            if entry.logged.is_none() {
+                self.logged += 1;
+            }
+            entry.logged = Some(ts);
+            if !self.spilled.is_empty() {
+                // The entry carries the key to the changelog now.
+                self.spilled.remove(&(segment, key.to_vec()));
+            }
+        }
+        self.bytes += added;
+    }
+
+    /// Whether the cache holds more than its bound.
+    pub(crate) fn is_over(&self) -> bool {
+        self.bytes > self.max_bytes
+    }
+
+    /// Entries the engine does not have yet.
+    pub(crate) fn dirty_len(&self) -> usize {
+        self.dirty
+    }
+
+    /// Keys written live since the last changelog flush.
+    pub(crate) fn logged_len(&self) -> usize {
+        self.logged + self.spilled.len()
+    }
+
+    /// Entries held.
+    pub(crate) fn len(&self) -> usize {
+        self.segments.values().map(BTreeMap::len).sum()
+    }
+
+    /// The segments holding a dirty value (a segment with only deletions needs nothing
+    /// created in the engine).
+    pub(crate) fn segments_with_dirty_values(&self) -> Vec<S> {
+        self.segments
+            .iter()
+            .filter(|(_, m)| m.values().any(|c| c.dirty && c.value.is_some()))
+            .map(|(s, _)| *s)
+            .collect()
+    }
+
+    /// The segments the cache holds entries of, ascending.
+    pub(crate) fn segment_ids(&self) -> impl Iterator<Item = S> + '_ {
+        self.segments.keys().copied()
+    }
+
+    /// Calls `f` on every dirty entry in (segment, key) order. On an error the cache is
+    /// unchanged; call [`WriteCache::mark_clean`] once the engine has them all.
+    pub(crate) fn for_each_dirty(
+        &self,
+        mut f: impl FnMut(S, &[u8], Option<&[u8]>) -> Result<(), StateError>,
+    ) -> Result<(), StateError> {
+        if self.dirty == 0 {
+            return Ok(());
+        }
+        for (segment, map) in &self.segments {
+            for (key, entry) in map.iter().filter(|(_, c)| c.dirty) {
+                f(*segment, key, entry.value.as_deref())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Marks every entry clean (the engine has them all now).
+    pub(crate) fn mark_clean(&mut self) {
+        for entry in self.segments.values_mut().flat_map(BTreeMap::values_mut) {
+            entry.dirty = false;
+        }
+        self.dirty = 0;
+    }
+
+    /// The keys written live since the last changelog flush, with the last write's
+    /// timestamp, in (segment, key) order.
+    pub(crate) fn logged_keys(&self) -> Vec<(S, Vec<u8>, i64)> {
+        let mut out: Vec<(S, Vec<u8>, i64)> = Vec::with_capacity(self.logged_len());
+        for (segment, map) in &self.segments {
+            for (key, entry) in map {
+                if let Some(ts) = entry.logged {
+                    out.push((*segment, key.clone(), ts));
+                }
+            }
+        }
+        if !self.spilled.is_empty() {
+            out.extend(self.spilled.iter().map(|((s, k), ts)| (*s, k.clone(), *ts)));
+            out.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        }
+        out
+    }
+
+    /// Forgets which keys the changelog must carry (it has them now).
+    pub(crate) fn clear_logged(&mut self) {
+        if self.logged > 0 {
+            for entry in self.segments.values_mut().flat_map(BTreeMap::values_mut) {
+                entry.logged = None;
+            }
+        }
+        self.logged = 0;
+        self.spilled.clear();
+    }
+
+    /// Forgets every entry (keeping which keys the changelog must carry). Call only when
+    /// none is dirty.
+    pub(crate) fn clear(&mut self) {
+        debug_assert_eq!(self.dirty, 0, "a dirty entry would be lost");
+        for (segment, map) in std::mem::take(&mut self.segments) {
+            self.spill(segment, map);
+        }
+        self.bytes = 0;
+        self.logged = 0;
+    }
+
+    fn spill(&mut self, segment: S, map: BTreeMap<Vec<u8>, Cached>) {
+        for (key, entry) in map {
+            if let Some(ts) = entry.logged {
+                self.spilled.insert((segment, key), ts);
+            }
+        }
+    }
+
+    /// Forgets the segments below `first_live` (their keyspaces are dropped too); returns
+    /// those that held a value.
+    pub(crate) fn drop_below(&mut self, first_live: S) -> Vec<S> {
+        let live = self.segments.split_off(&first_live);
+        let dropped = std::mem::replace(&mut self.segments, live);
+        let mut ids = Vec::with_capacity(dropped.len());
+        for (segment, map) in dropped {
+            for (key, entry) in &map {
+                self.bytes -= cost(key, entry.value.as_deref());
+                self.dirty -= usize::from(entry.dirty);
+                self.logged -= usize::from(entry.logged.is_some());
+            }
+            if map.values().any(|c| c.value.is_some()) {
+                ids.push(segment);
+            }
+            self.spill(segment, map);
+        }
+        ids
+    }
+
+    /// The entries of `segment` with keys within the bounds, in key order.
+    pub(crate) fn range<'a>(
+        &'a self,
+        segment: S,
+        from: Bound<&'a [u8]>,
+        to: Bound<&'a [u8]>,
+    ) -> impl Iterator<Item = (&'a [u8], Option<&'a [u8]>)> + 'a {
+        let inverted = crate::store::bounds_empty(from, to);
+        self.segments
+            .get(&segment)
+            .filter(|_| !inverted)
+            .into_iter()
+            .flat_map(move |m| m.range::<[u8], _>((from, to)))
+            .map(|(k, c)| (k.as_slice(), c.value.as_deref()))
+    }
+
+    /// Whether `segment` holds a value (not only deletions).
+    pub(crate) fn has_value_in(&self, segment: S) -> bool {
+        self.segments
+            .get(&segment)
+            .is_some_and(|m| m.values().any(|c| c.value.is_some()))
+    }
+}
+
+/// Visits, in key order, the union of `engine` (key order, as the engine reads it) and
+/// `cache` (key order): a key in the cache shadows the engine's, and a deleted one is
+/// skipped.
+pub(crate) fn merge<'c, KE, VE>(
+    engine: impl Iterator<Item = Result<(KE, VE), StateError>>,
+    cache: impl Iterator<Item = (&'c [u8], Option<&'c [u8]>)>,
+    mut visit: impl FnMut(&[u8], &[u8]) -> Result<(), StateError>,
+) -> Result<(), StateError>
+where
+    KE: AsRef<[u8]>,
+    VE: AsRef<[u8]>,
+{
+    let mut engine: Peekable<_> = engine.peekable();
+    let mut cache = cache.peekable();
+    loop {
+        if let Some(Err(_)) = engine.peek() {
+            return engine.next().map_or(Ok(()), |r| r.map(|_| ()));
+        }
+        let take_cache = match (engine.peek(), cache.peek()) {
+            (None, None) => return Ok(()),
+            (Some(_), None) => false,
+            (None, Some(_)) => true,
+            (Some(Ok((ek, _))), Some((ck, _))) => {
+                let ord = ek.as_ref().cmp(ck);
+                if ord == std::cmp::Ordering::Equal {
+                    engine.next();
+                }
+                ord != std::cmp::Ordering::Less
+            }
+            (Some(Err(_)), _) => unreachable!("an engine error returned above"),
+        };
+        if take_cache {
+            if let Some((key, Some(value))) = cache.next() {
+                visit(key, value)?;
+            }
+        } else if let Some(Ok((key, value))) = engine.next() {
+            visit(key.as_ref(), value.as_ref())?;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn engine(rows: &[(&str, &str)]) -> Vec<Result<(Vec<u8>, Vec<u8>), StateError>> {
+        rows.iter()
+            .map(|(k, v)| Ok((k.as_bytes().to_vec(), v.as_bytes().to_vec())))
+            .collect()
+    }
+
+    fn merged(cache: &WriteCache<()>, rows: &[(&str, &str)]) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        merge(
+            engine(rows).into_iter(),
+            cache.range((), Bound::Unbounded, Bound::Unbounded),
+            |k, v| {
+                out.push((
+                    String::from_utf8(k.to_vec()).unwrap(),
+                    String::from_utf8(v.to_vec()).unwrap(),
+                ));
+                Ok(())
+            },
+        )
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn the_cache_shadows_the_engine_and_a_deletion_hides_its_key() {
+        let mut cache = WriteCache::new(1 << 20);
+        cache.write((), b"b", Some(b"cached"), None);
+        cache.write((), b"c", None, None);
+        cache.write((), b"e", Some(b"new"), None);
+        let got = merged(&cache, &[("a", "1"), ("b", "2"), ("c", "3"), ("d", "4")]);
+        let want = [("a", "1"), ("b", "cached"), ("d", "4"), ("e", "new")];
+        assert_eq!(
+            got,
+            want.map(|(k, v)| (k.to_string(), v.to_string())).to_vec()
+        );
+    }
+
+    #[test]
+    fn an_engine_error_stops_the_merge() {
+        let cache = WriteCache::<()>::new(1 << 20);
+        let rows: Vec<Result<(Vec<u8>, Vec<u8>), StateError>> = vec![
+            Ok((b"a".to_vec(), b"1".to_vec())),
+            Err(StateError::Engine {
+                store: "s".into(),
+                detail: "broken".into(),
+            }),
+        ];
+        let mut seen = 0;
+        let err = merge(
+            rows.into_iter(),
+            cache.range((), Bound::Unbounded, Bound::Unbounded),
+            |_, _| {
+                seen += 1;
+                Ok(())
+            },
+        )
+        .unwrap_err();
+        assert_eq!(seen, 1);
+        assert!(err.to_string().contains("broken"));
+    }
+
+    #[test]
+    fn bytes_dirt_and_logged_keys_are_counted_through_rewrites_clears_and_drops() {
+        let mut cache = WriteCache::new(3 * (ENTRY_OVERHEAD + 2));
+        cache.write(1, b"a", Some(b"1"), Some(10));
+        cache.write(1, b"a", Some(b"2"), Some(11));
+        cache.write(2, b"b", None, None);
+        assert_eq!(
+            (cache.dirty_len(), cache.len(), cache.logged_len()),
+            (2, 2, 1)
+        );
+        assert!(!cache.is_over());
+        let mut seen = Vec::new();
+        cache
+            .for_each_dirty(|s, k, v| {
+                seen.push((s, k.to_vec(), v.map(<[u8]>::to_vec)));
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(
+            seen,
+            vec![
+                (1, b"a".to_vec(), Some(b"2".to_vec())),
+                (2, b"b".to_vec(), None)
+            ]
+        );
+        cache.mark_clean();
+        assert_eq!(cache.dirty_len(), 0);
+        assert_eq!(cache.get(1, b"a"), Some(Some(&b"2"[..])));
+        cache.write(3, b"cc", Some(b"33"), Some(12));
+        cache
+            .write_encoded(3, b"dd", None, |out| {
+                out.extend_from_slice(b"44");
+                Ok(())
+            })
+            .unwrap();
+        assert!(cache.is_over());
+        assert_eq!(cache.segments_with_dirty_values(), vec![3]);
+        assert_eq!(cache.drop_below(3), vec![1]);
+        assert_eq!((cache.dirty_len(), cache.len()), (2, 2));
+        assert!(!cache.is_over());
+        // The dropped segment's key is still owed to the changelog (it reads as gone now).
+        assert_eq!(
+            cache.logged_keys(),
+            vec![(1, b"a".to_vec(), 11), (3, b"cc".to_vec(), 12)]
+        );
+        cache.mark_clean();
+        cache.clear();
+        assert_eq!((cache.len(), cache.logged_len()), (0, 2));
+        cache.clear_logged();
+        assert_eq!(cache.logged_len(), 0);
+    }
+
+    #[test]
+    fn a_failed_encoding_leaves_the_entry_as_it_was() {
+        let mut cache = WriteCache::new(1 << 20);
+        cache.write((), b"k", Some(b"old"), Some(1));
+        let err = cache.write_encoded((), b"k", Some(2), |out| {
+            out.extend_from_slice(b"half");
+            Err(StateError::Engine {
+                store: "s".into(),
+                detail: "cannot encode".into(),
+            })
+        });
+        assert!(err.is_err());
+        assert_eq!(cache.get((), b"k"), Some(Some(&b"old"[..])));
+        assert_eq!(cache.logged_keys(), vec![((), b"k".to_vec(), 1)]);
+    }
+
+    #[test]
+    fn an_inverted_range_is_empty() {
+        let mut cache = WriteCache::new(1 << 20);
+        cache.write((), b"a", Some(b"1"), None);
+        let n = cache
+            .range((), Bound::Included(&b"b"[..]), Bound::Included(&b"a"[..]))
+            .count();
+        assert_eq!(n, 0);
+    }
+}
