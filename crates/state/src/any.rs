@@ -101,6 +101,10 @@ macro_rules! delegate_state_store {
             fn expired_writes(&self) -> u64 {
                 on_engine!(self, s => s.expired_writes())
             }
+
+            fn first_live_time(&self) -> i64 {
+                on_engine!(self, s => $segmented::first_live_time(s))
+            }
         }
         )?
 

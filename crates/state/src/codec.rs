@@ -35,9 +35,9 @@ impl CodecError {
 
 /// Turns a `T` into bytes and back.
 ///
-/// Implementations must round-trip: `decode(encode(v)) == v`. Range queries on the persistent
-/// engine order keys by their encoded bytes, so a key codec that should give the same range
-/// order as the in-memory engine must be order-preserving (big-endian unsigned integers and
+/// Implementations must round-trip: `decode(encode(v)) == v`. Stores order and bound keys
+/// by `K: Ord`, not by their encodings; the persistent engine, which orders encoded bytes,
+/// does so today only for an order-preserving key codec (big-endian unsigned integers and
 /// UTF-8 strings are; Kafka's big-endian two's-complement `i64` is not, for negative values).
 pub trait Codec<T>: Send + Sync + fmt::Debug {
     /// Appends the encoding of `value` to `out`.

@@ -14,6 +14,11 @@
 //! Times are plain epoch milliseconds (`i64`). Every write takes the timestamp of the
 //! record that caused it: it becomes the changelog record's timestamp.
 //!
+//! Key order is `K: Ord`'s wherever an answer or a flush is ordered by key, and a range's
+//! bounds are compared by it, whatever the key codec, so both engines answer alike. The
+//! persistent engine orders encoded bytes: it keeps this contract only for key codecs whose
+//! byte order is the key order, and not yet for the others (Kafka's `i64`, for one).
+//!
 //! This module never knows about Kafka, threads, the DSL or how watermarks are generated; a
 //! windowed store only receives the committed frontier as a number, in `expire`.
 
@@ -80,13 +85,18 @@ pub trait StateStore: std::fmt::Debug {
 
     /// Appends one changelog record per key written since the last flush (its current value,
     /// or a tombstone if it is gone) to `out` and forgets those keys. Called at the barrier; the
-    /// records belong to the epoch's transaction. Does nothing if changelogging is off.
+    /// records belong to the epoch's transaction. Does nothing if changelogging is off. The
+    /// records come in key order (`K: Ord`; window stores by start, then key; session stores
+    /// by key, end, start); the persistent engine orders by encoded key bytes instead, which
+    /// agrees only for a key codec whose byte order is the key order.
     ///
     /// # Errors
     /// [`StateError::Engine`] if the persistent engine cannot read a dirty key back.
     fn flush_changelog(&mut self, out: &mut ChangelogBatch) -> Result<(), StateError>;
 
-    /// Number of keys written since the last flush.
+    /// Number of keys written since the last flush: zero exactly when the next flush writes
+    /// nothing. The persistent engine counts each key once; the in-memory engine may count
+    /// a key more than once (deleted, then written or deleted again, in one epoch).
     fn dirty_keys(&self) -> usize;
 
     /// Applies one committed changelog record (upsert or delete) without marking it dirty.
@@ -126,9 +136,11 @@ pub trait KeyValueStore<K, V>: StateStore {
     /// As [`KeyValueStore::put`].
     fn delete(&mut self, key: &K, timestamp: i64) -> Result<Option<V>, StateError>;
 
-    /// Entries with keys within the bounds, in key order (the in-memory engine orders by
-    /// `K: Ord`, the persistent engine by encoded bytes; they agree for order-preserving
-    /// codecs).
+    /// Entries with keys within the bounds, in key order. Bounds and order are `K: Ord`'s,
+    /// whatever the key codec: the in-memory engine's. The persistent engine bounds and
+    /// orders by encoded bytes, which agrees only for a key codec whose byte order is the key
+    /// order (UTF-8 strings, unsigned big-endian integers; not Kafka's `i64`, whose negative
+    /// keys sort after the others by bytes).
     ///
     /// # Errors
     /// As [`KeyValueStore::get`].
@@ -176,6 +188,11 @@ pub trait Segmented: StateStore {
 
     /// Writes ignored because their time had already expired.
     fn expired_writes(&self) -> u64;
+
+    /// The earliest time not expired at the frontier the store was last expired to
+    /// (`frontier - retention`; `i64::MIN` before the first expiry): an entry of an earlier
+    /// time has expired, though it stays readable until its whole segment is dropped.
+    fn first_live_time(&self) -> i64;
 }
 
 /// Implements [`StateStore`] and [`Segmented`] for a window or session store by handing each
@@ -230,6 +247,10 @@ macro_rules! delegate_to_segmented_core {
 
             fn expired_writes(&self) -> u64 {
                 self.core.expired_writes()
+            }
+
+            fn first_live_time(&self) -> i64 {
+                self.core.first_live_time()
             }
         }
 
@@ -306,9 +327,10 @@ pub trait WindowStore<K, V>: Segmented {
     /// by start, without cloning the values; each is a write at `timestamp`, changelogged as
     /// [`WindowStore::put`], and, as there, a window whose time has expired is left as it is
     /// (counted in [`Segmented::expired_writes`], `f` not called). Creates no window. The
-    /// default is a [`WindowStore::fetch_key_range`] then one put per window; the in-memory
-    /// engine folds the key's windows in place in one traversal (the sliding aggregation
-    /// adds each record to every window of its key that contains it).
+    /// default is a [`WindowStore::fetch_key_range`] then one put per window (an expired
+    /// window's value goes back unchanged, a write the store ignores and counts); the
+    /// in-memory engine folds the key's windows in place in one traversal (the sliding
+    /// aggregation adds each record to every window of its key that contains it).
     ///
     /// # Errors
     /// As [`KeyValueStore::put`].
@@ -323,8 +345,13 @@ pub trait WindowStore<K, V>: Segmented {
     where
         K: Clone,
     {
+        let first_live = self.first_live_time();
         for (start, value) in self.fetch_key_range(key, time_from, time_to)? {
-            let value = f(start, value);
+            let value = if start < first_live {
+                value
+            } else {
+                f(start, value)
+            };
             self.put(key.clone(), start, value, timestamp)?;
         }
         Ok(())

@@ -347,4 +347,8 @@ impl<K: Ord + Clone, V: Clone, S: Segment<K, V>> SegmentedCore<K, V, S, IdOf<K, 
     pub(crate) fn expired_writes(&self) -> u64 {
         self.retention.expired_writes()
     }
+
+    pub(crate) fn first_live_time(&self) -> i64 {
+        self.retention.first_live_time()
+    }
 }

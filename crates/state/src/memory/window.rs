@@ -911,6 +911,9 @@ mod tests {
             fn expired_writes(&self) -> u64 {
                 0
             }
+            fn first_live_time(&self) -> i64 {
+                i64::MIN
+            }
         }
         impl WindowStore<u64, i64> for Fixed {
             fn put(&mut self, _: u64, _: i64, _: i64, _: i64) -> Result<(), StateError> {

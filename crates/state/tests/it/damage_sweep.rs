@@ -28,6 +28,7 @@ use stoatflow_state::{
 
 use crate::engines::{Changelog, restore_from, segmented};
 use crate::local_damage::Snapshot;
+use crate::scratch_root;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -284,17 +285,6 @@ fn offsets(used: u64, len: u64, heavy: bool) -> Vec<u64> {
     out.sort_unstable();
     out.dedup();
     out
-}
-
-fn scratch_root() -> tempfile::TempDir {
-    // tmpfs when there is one: the engine syncs on every open.
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir()
-        && let Ok(t) = tempfile::tempdir_in(shm)
-    {
-        return t;
-    }
-    tempfile::tempdir().unwrap()
 }
 
 /// Damages every file of one store in every way, reopening after each; returns the number

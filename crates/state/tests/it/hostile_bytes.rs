@@ -16,12 +16,8 @@ use stoatflow_state::{
     encode_window_key, in_memory_emit_frontier, in_memory_watermark_store, restore,
 };
 
+use crate::cases;
 use crate::engines::{Engine, Factory, kv_state, session_state, window_state};
-
-fn cases(short: u32) -> ProptestConfig {
-    let heavy = std::env::var_os("STOATFLOW_HEAVY_TESTS").is_some();
-    ProptestConfig::with_cases(if heavy { short * 20 } else { short })
-}
 
 fn bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {
     prop::collection::vec(any::<u8>(), 0..max)
