@@ -190,14 +190,9 @@ impl Log for KafkaLog {
             return Ok(None);
         };
         let config = self.topic_config(topic)?;
-        let cleanup = if config
+        let cleanup = config
             .get("cleanup.policy")
-            .is_some_and(|v| v.split(',').any(|p| p.trim() == "compact"))
-        {
-            CleanupPolicy::Compact
-        } else {
-            CleanupPolicy::Delete
-        };
+            .map_or(CleanupPolicy::Delete, |v| CleanupPolicy::from_kafka_str(v));
         Ok(Some(TopicShape::new(partitions, cleanup)))
     }
 

@@ -74,6 +74,11 @@ pub enum CleanupPolicy {
     Delete,
     /// Keep the latest record per key (Kafka `cleanup.policy=compact`).
     Compact,
+    /// Both (Kafka `cleanup.policy=compact,delete`): the latest record per
+    /// key is kept, and whole closed segments past the retention go, latest
+    /// records or not. Windowed and session changelogs, whose entries the
+    /// store expires without writing tombstones.
+    CompactDelete,
 }
 
 impl CleanupPolicy {
@@ -83,6 +88,19 @@ impl CleanupPolicy {
         match self {
             CleanupPolicy::Delete => "delete",
             CleanupPolicy::Compact => "compact",
+            CleanupPolicy::CompactDelete => "compact,delete",
+        }
+    }
+
+    /// The policy a Kafka `cleanup.policy` value names: a comma-separated
+    /// list in any order; `delete` when it names neither (Kafka's default).
+    #[must_use]
+    pub fn from_kafka_str(value: &str) -> Self {
+        let named = |p: &str| value.split(',').any(|v| v.trim() == p);
+        match (named("compact"), named("delete")) {
+            (true, true) => CleanupPolicy::CompactDelete,
+            (true, false) => CleanupPolicy::Compact,
+            (false, _) => CleanupPolicy::Delete,
         }
     }
 }
@@ -118,7 +136,10 @@ impl fmt::Display for TopicShape {
     }
 }
 
-/// Retention of a `Delete` topic. `None` keeps forever.
+/// Retention of a `Delete` or `CompactDelete` topic. `None` keeps forever.
+/// (The embedded log judges a `CompactDelete` topic's time limit against
+/// its partition's newest record, a `Delete` topic's against the wall
+/// clock; a Kafka broker judges both against the wall clock.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Retention {
     /// Drop the oldest closed segments while a partition is larger than this.
@@ -134,7 +155,8 @@ pub struct TopicSpec {
     pub name: String,
     /// Partitions and cleanup policy (what `ensure_topic` checks).
     pub shape: TopicShape,
-    /// Retention, applied to `Delete` topics (not checked by `ensure_topic`).
+    /// Retention, applied to `Delete` and `CompactDelete` topics (not
+    /// checked by `ensure_topic`).
     pub retention: Retention,
 }
 
@@ -153,6 +175,15 @@ impl TopicSpec {
     #[must_use]
     pub fn compacted(mut self) -> Self {
         self.shape.cleanup = CleanupPolicy::Compact;
+        self
+    }
+
+    /// The same topic, compacted and with whole segments older than
+    /// `retention` deleted (a windowed or session changelog).
+    #[must_use]
+    pub fn compacted_with_retention(mut self, retention: std::time::Duration) -> Self {
+        self.shape.cleanup = CleanupPolicy::CompactDelete;
+        self.retention.time = Some(retention);
         self
     }
 
@@ -549,4 +580,25 @@ pub enum SeekTo {
     End,
     /// A given offset.
     Offset(Offset),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CleanupPolicy;
+
+    #[test]
+    fn a_kafka_cleanup_policy_reads_back_whatever_its_order() {
+        for p in [
+            CleanupPolicy::Delete,
+            CleanupPolicy::Compact,
+            CleanupPolicy::CompactDelete,
+        ] {
+            assert_eq!(CleanupPolicy::from_kafka_str(p.as_kafka_str()), p);
+        }
+        assert_eq!(
+            CleanupPolicy::from_kafka_str("delete, compact"),
+            CleanupPolicy::CompactDelete
+        );
+        assert_eq!(CleanupPolicy::from_kafka_str(""), CleanupPolicy::Delete);
+    }
 }

@@ -86,3 +86,38 @@ fn topics_are_created_with_the_retention_their_spec_says() {
         "{limited:?}"
     );
 }
+
+/// A windowed changelog's spec: `cleanup.policy=compact,delete` with its
+/// retention on the broker, and described back as such (Kafka Streams
+/// creates windowed changelogs so; a compacted-only one keeps every window).
+#[test]
+fn a_compacted_topic_with_retention_is_created_compact_and_delete() {
+    use std::time::Duration;
+    use stoatflow_log::{CleanupPolicy, Log, TopicShape, TopicSpec};
+
+    let Some(broker) = TestBroker::start("contract::a_compacted_topic_with_retention") else {
+        return;
+    };
+    let log = broker.log();
+    let spec = TopicSpec::new("windowed-changelog", 2)
+        .compacted_with_retention(Duration::from_millis(615_000));
+    log.create_topic(&spec).unwrap();
+    let config = log.topic_config("windowed-changelog").unwrap();
+    assert_eq!(
+        config
+            .get("cleanup.policy")
+            .map(|p| CleanupPolicy::from_kafka_str(p)),
+        Some(CleanupPolicy::CompactDelete),
+        "{config:?}"
+    );
+    assert_eq!(
+        config.get("retention.ms").map(String::as_str),
+        Some("615000"),
+        "{config:?}"
+    );
+    assert_eq!(
+        log.describe_topic("windowed-changelog").unwrap(),
+        Some(TopicShape::new(2, CleanupPolicy::CompactDelete))
+    );
+    log.ensure_topic(&spec).unwrap();
+}

@@ -61,6 +61,7 @@ mod consumer;
 mod format;
 mod partition;
 mod producer;
+mod record_time;
 mod storage;
 mod txlog;
 
@@ -285,7 +286,9 @@ impl EmbeddedLog {
     }
 
     /// Compacts compacted topics and applies retention to the others, on
-    /// closed segments. `now` is the wall-clock time retention is judged at.
+    /// closed segments; a `compact,delete` topic gets both, its retention
+    /// judged against its partition's newest record (`record_time`). `now`
+    /// is the wall-clock time a `delete` topic's retention is judged at.
     ///
     /// # Errors
     /// [`LogError::Io`], [`LogError::Corrupt`].
@@ -302,6 +305,10 @@ impl EmbeddedLog {
                 match spec.shape.cleanup {
                     CleanupPolicy::Compact => {
                         report.compacted_records += part.compact(CleanupPolicy::Compact)?;
+                    }
+                    CleanupPolicy::CompactDelete => {
+                        report.compacted_records += part.compact(CleanupPolicy::Compact)?;
+                        record_time::expire(&mut st, &tp, &spec, &mut report)?;
                     }
                     CleanupPolicy::Delete => {
                         let cutoff = spec.retention.time.map(|d| {

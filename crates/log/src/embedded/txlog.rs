@@ -212,6 +212,7 @@ fn put_spec(b: &mut Vec<u8>, s: &TopicSpec) {
     b.push(match s.shape.cleanup {
         CleanupPolicy::Delete => 0,
         CleanupPolicy::Compact => 1,
+        CleanupPolicy::CompactDelete => 2,
     });
     b.extend_from_slice(&s.retention.bytes.unwrap_or(u64::MAX).to_le_bytes());
     let ms = s.retention.time.map_or(u64::MAX, |d| {
@@ -226,6 +227,7 @@ fn get_spec(c: &mut Cursor<'_>) -> Result<TopicSpec, Malformed> {
     let cleanup = match c.u8()? {
         0 => CleanupPolicy::Delete,
         1 => CleanupPolicy::Compact,
+        2 => CleanupPolicy::CompactDelete,
         _ => return Err(Malformed("unknown cleanup policy")),
     };
     let bytes = c.u64()?;
@@ -476,6 +478,15 @@ mod tests {
         assert_eq!(Entry::decode(&cp.encode()).unwrap(), cp);
         assert_eq!(m.next_txn, 1);
         assert_eq!(m.ends[&TopicPartition::new("t", 1)], 9);
+    }
+
+    #[test]
+    fn a_compact_and_delete_topic_round_trips_with_its_retention() {
+        let spec = TopicSpec::new("w", 3).compacted_with_retention(Duration::from_millis(71_000));
+        let e = Entry::TopicCreated(spec.clone());
+        assert_eq!(Entry::decode(&e.encode()).unwrap(), e);
+        assert_eq!(spec.shape.cleanup, CleanupPolicy::CompactDelete);
+        assert_eq!(spec.retention.time, Some(Duration::from_millis(71_000)));
     }
 }
 

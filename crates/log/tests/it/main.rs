@@ -3,6 +3,7 @@
 //! byte), bad input, maintenance and persistence.
 
 mod bad_input;
+mod compact_delete;
 mod contract;
 mod crash;
 mod damage_sweep;
