@@ -135,6 +135,9 @@ struct Draft {
 }
 
 const YEAR_MS: u64 = 31_536_000_000;
+/// `windowstore.changelog.additional.retention.ms` on Kafka when not set:
+/// Kafka Streams' default, a day.
+const KAFKA_WINDOWSTORE_ADDITIONAL_RETENTION: Duration = Duration::from_secs(86_400);
 const HOUR_MS: u64 = 3_600_000;
 
 impl AppConfig {
@@ -260,6 +263,9 @@ impl Draft {
             PURGE_INTERVAL => rt.purge_interval = millis(e, 1, 24 * HOUR_MS)?,
             FROM_KAFKA_STREAMS => rt.migration_from_kafka_streams = boolean(e)?,
             STANDBY_REPLICAS => rt.standby_replicas = int(e, 0, 16)? as u32,
+            WINDOWSTORE_ADDITIONAL_RETENTION => {
+                rt.windowstore_changelog_additional_retention = millis(e, 0, YEAR_MS)?
+            }
             MAX_OOO => {
                 let ms = int(e, 0, YEAR_MS)?;
                 self.max_ooo_ms = ms as i64;
@@ -379,6 +385,12 @@ impl Draft {
                     ),
                 })?;
                 self.runtime.backend = Backend::InMemory;
+                // A broker judges a changelog's retention against the wall
+                // clock, not event time: Kafka Streams' day unless set.
+                if !self.at.contains_key(WINDOWSTORE_ADDITIONAL_RETENTION) {
+                    self.runtime.windowstore_changelog_additional_retention =
+                        KAFKA_WINDOWSTORE_ADDITIONAL_RETENTION;
+                }
                 BackendSettings::Kafka(KafkaSettings {
                     bootstrap_servers: bootstrap,
                     client_id: self

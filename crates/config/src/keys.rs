@@ -95,6 +95,8 @@ pub const STATE_DIR: &str = "state.dir";
 pub const PURGE_INTERVAL: &str = "repartition.purge.interval.ms";
 /// `num.standby.replicas`.
 pub const STANDBY_REPLICAS: &str = "num.standby.replicas";
+/// `windowstore.changelog.additional.retention.ms`.
+pub const WINDOWSTORE_ADDITIONAL_RETENTION: &str = "windowstore.changelog.additional.retention.ms";
 /// `default.dsl.store`.
 pub const DEFAULT_DSL_STORE: &str = "default.dsl.store";
 /// The prefix of pass-through librdkafka properties (`kafka.sasl.password`).
@@ -165,6 +167,17 @@ pub const KEYS: &[KeySpec] = &[
         "0..=16 (above 0: warm copies of the tasks other instances own; needs state.dir)",
         "0",
     ),
+    k(
+        WINDOWSTORE_ADDITIONAL_RETENTION,
+        "0..=31536000000 ms, added to a window or session store's retention for its \
+         compact,delete changelog. The embedded log judges it against the partition's newest \
+         record: 10 min lets its changelogs stop growing within minutes, and must exceed how \
+         far the watermark can trail the newest record (the default idleness timeout plus the \
+         bound). A Kafka broker judges it against the wall clock: there the default is Kafka \
+         Streams' day, and it must exceed how far event time can trail the wall clock \
+         (downtime, replays)",
+        "600000 (86400000 with stoatflow.backend: kafka)",
+    ),
     k(MAX_OOO, "0..=31536000000 ms", "10000"),
     k(IDLENESS, "0..=31536000000 ms (0 disables)", "300000"),
     k(AUTO_INTERVAL, "1..=3600000 ms", "200"),
@@ -191,6 +204,7 @@ const NAMESPACES: &[&str] = &[
     "application.",
     "default.",
     "repartition.",
+    "windowstore.",
 ];
 
 /// A did-you-mean for an unknown key: the closest known key, or the

@@ -49,7 +49,10 @@ pub use app::{AppHandle, RUN_CLOSE_TIMEOUT, StreamsApp};
 pub use app_state::AppState;
 pub use config::cadence::BarrierCadence;
 pub use config::layout::WATERMARK_MARKER_HEADER;
-pub use config::{Backend, CommitBarrierConfig, ProcessingGuarantee, RuntimeConfig};
+pub use config::{
+    Backend, CommitBarrierConfig, ProcessingGuarantee, RuntimeConfig,
+    WINDOWSTORE_CHANGELOG_ADDITIONAL_RETENTION,
+};
 pub use engine::commit::partitioner::{murmur2, partition_for_key};
 pub use engine::error_response::{HandlerOutcome, StreamThreadExceptionResponse};
 pub use engine::{Assignment, ErrorHandler, StateListener};

@@ -122,6 +122,11 @@ fn table() -> Vec<(&'static str, &'static str, Check)> {
         ("num.standby.replicas", "1", |c| {
             c.runtime.standby_replicas == 1
         }),
+        (
+            "windowstore.changelog.additional.retention.ms",
+            "86400000",
+            |c| c.runtime.windowstore_changelog_additional_retention == Duration::from_secs(86_400),
+        ),
         ("stoatflow.watermark.max-out-of-orderness-ms", "2500", |c| {
             c.runtime.streams.max_out_of_orderness == Duration::from_millis(2_500)
                 && matches!(
@@ -145,6 +150,40 @@ fn table() -> Vec<(&'static str, &'static str, Check)> {
             c.runtime.streams.default_dsl_store == Some(StoreType::InMemory)
         }),
     ]
+}
+
+/// On Kafka, whose broker judges a changelog's retention against the wall
+/// clock, the windowed changelogs' margin is Kafka Streams' day unless set.
+#[test]
+fn the_windowed_changelog_margin_is_a_day_on_kafka_unless_set() {
+    let build = |pairs: &[(&str, &str)]| ConfigLoader::new().map(pairs.to_vec()).build().unwrap();
+    let kafka = [
+        ("stoatflow.backend", "kafka"),
+        ("bootstrap.servers", "b:9092"),
+    ];
+    assert_eq!(
+        build(&kafka)
+            .runtime
+            .windowstore_changelog_additional_retention,
+        Duration::from_secs(86_400)
+    );
+    assert_eq!(
+        build(&[])
+            .runtime
+            .windowstore_changelog_additional_retention,
+        stoatflow_runtime::WINDOWSTORE_CHANGELOG_ADDITIONAL_RETENTION
+    );
+    let set = [
+        kafka[0],
+        kafka[1],
+        ("windowstore.changelog.additional.retention.ms", "60000"),
+    ];
+    assert_eq!(
+        build(&set)
+            .runtime
+            .windowstore_changelog_additional_retention,
+        Duration::from_secs(60)
+    );
 }
 
 /// Settings a key needs beside it to be valid.

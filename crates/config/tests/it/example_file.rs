@@ -55,6 +55,10 @@ fn the_example_file_loads_with_the_defaults_it_documents() {
         d.runtime.restore_stall_timeout
     );
     assert_eq!(c.runtime.purge_interval, d.runtime.purge_interval);
+    assert_eq!(
+        c.runtime.windowstore_changelog_additional_retention,
+        d.runtime.windowstore_changelog_additional_retention
+    );
 }
 
 #[test]

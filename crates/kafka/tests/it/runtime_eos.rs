@@ -199,7 +199,11 @@ fn config() -> RuntimeConfig {
     config_for("eos-app")
 }
 
-/// The application's configuration under `app_id`: 2 lanes, a 150 ms barrier.
+/// The application's configuration under `app_id`: 2 lanes, a 150 ms
+/// barrier, and windowed changelogs kept for ten years past their stores'
+/// retention: the broker judges a changelog's retention against the wall
+/// clock, and the input is stamped at [`START`], months before it (with the
+/// default margin the broker deletes the windows a restart must restore).
 pub(crate) fn config_for(app_id: &str) -> RuntimeConfig {
     RuntimeConfig::new(app_id, Backend::InMemory)
         .with_lanes(2)
@@ -207,6 +211,7 @@ pub(crate) fn config_for(app_id: &str) -> RuntimeConfig {
             interval: Duration::from_millis(150),
             ..CommitBarrierConfig::default()
         })
+        .with_windowstore_changelog_additional_retention(Duration::from_secs(10 * 365 * 86_400))
 }
 
 /// A broker for `test` with the input and output topics created (`None`

@@ -5,12 +5,21 @@
 //! watermark changelog with one partition per task) —
 //! and the watermark marker that crosses a repartition topic (DESIGN 3.3).
 //!
+//! Changelogs are compacted; a window or session store's is also deleted
+//! past its retention (`compact,delete`, retention = the store's plus
+//! `windowstore.changelog.additional.retention.ms`, as Kafka Streams creates
+//! them), since such a store expires its entries without writing tombstones.
+//! A windowed changelog an earlier version created compacted only is used
+//! as it is, with a warning: it keeps every window.
+//!
 //! Owns topic naming and shape checks; knows nothing of tasks or threads.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use stoatflow_log::{Header, Log, Record, Timestamp, TopicSpec};
+use std::time::Duration;
+
+use stoatflow_log::{CleanupPolicy, Header, Log, Record, Timestamp, TopicShape, TopicSpec};
 use stoatflow_state::{WATERMARK_STORE_NAME, changelog_topic};
 use stoatflow_streams::Topology;
 
@@ -187,7 +196,14 @@ impl Layout {
             for (&st, (_, n)) in &partitions {
                 let task = topology.instantiate(st, &streams_config);
                 for name in task.store_names() {
-                    needed.push(TopicSpec::new(changelog_topic(app, name), *n).compacted());
+                    let spec = TopicSpec::new(changelog_topic(app, name), *n);
+                    needed.push(match task.store_retention_ms(name) {
+                        Some(retention) => spec.compacted_with_retention(
+                            Duration::from_millis(u64::try_from(retention).unwrap_or(0))
+                                .saturating_add(config.windowstore_changelog_additional_retention),
+                        ),
+                        None => spec.compacted(),
+                    });
                 }
             }
         }
@@ -209,6 +225,16 @@ impl Layout {
         let mut missing = Vec::new();
         for spec in &needed {
             match log.describe_topic(&spec.name)? {
+                Some(shape) if compacted_only_windowed_changelog(spec, shape) => {
+                    tracing::warn!(
+                        topic = %spec.name,
+                        "changelog {} is compacted only (created before windowed changelogs were \
+                         created compact,delete): it keeps every window; set its cleanup.policy \
+                         to compact,delete and its retention.ms to {} ms to bound it",
+                        spec.name,
+                        spec.retention.time.map_or(0, |t| t.as_millis())
+                    );
+                }
                 // Checks its shape, naming the topic.
                 Some(_) => log.ensure_topic(spec)?,
                 None => missing.push(spec),
@@ -231,9 +257,36 @@ impl Layout {
     }
 }
 
+/// Whether `existing` is a windowed changelog `spec` wants `compact,delete`
+/// as an earlier version created it: compacted only, the same partitions.
+fn compacted_only_windowed_changelog(spec: &TopicSpec, existing: TopicShape) -> bool {
+    spec.shape.cleanup == CleanupPolicy::CompactDelete
+        && existing == TopicShape::new(spec.shape.partitions, CleanupPolicy::Compact)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_windowed_changelog_created_compacted_only_is_accepted_and_nothing_else_is() {
+        let windowed = TopicSpec::new("w", 3).compacted_with_retention(Duration::from_secs(60));
+        let compact = TopicShape::new(3, CleanupPolicy::Compact);
+        assert!(compacted_only_windowed_changelog(&windowed, compact));
+        assert!(!compacted_only_windowed_changelog(
+            &windowed,
+            TopicShape::new(2, CleanupPolicy::Compact)
+        ));
+        assert!(!compacted_only_windowed_changelog(
+            &windowed,
+            TopicShape::new(3, CleanupPolicy::Delete)
+        ));
+        let key_value = TopicSpec::new("kv", 3).compacted();
+        assert!(!compacted_only_windowed_changelog(
+            &key_value,
+            TopicShape::new(3, CleanupPolicy::CompactDelete)
+        ));
+    }
 
     #[test]
     fn markers_round_trip_and_data_is_not_a_marker() {

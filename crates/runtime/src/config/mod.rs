@@ -102,6 +102,10 @@ impl CommitBarrierConfig {
     }
 }
 
+/// The default of `windowstore.changelog.additional.retention.ms`: ten
+/// minutes (see [`RuntimeConfig::windowstore_changelog_additional_retention`]).
+pub const WINDOWSTORE_CHANGELOG_ADDITIONAL_RETENTION: Duration = Duration::from_secs(600);
+
 /// Everything the runtime needs besides the topology.
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {
@@ -127,6 +131,27 @@ pub struct RuntimeConfig {
     /// at most this often, after a commit, repartition topics are purged below
     /// their committed offsets and the log is asked for its upkeep.
     pub purge_interval: Duration,
+    /// `windowstore.changelog.additional.retention.ms` (Kafka Streams' name;
+    /// default [`WINDOWSTORE_CHANGELOG_ADDITIONAL_RETENTION`], ten minutes,
+    /// where Kafka Streams has a day): a window or session store's changelog
+    /// is created `compact,delete` with a retention of the store's retention
+    /// plus this. The embedded log deletes a closed changelog segment once
+    /// its newest record is that much older than the partition's newest, so
+    /// a soak's changelogs stop growing after about this much event time
+    /// instead of keeping every window forever. It must exceed how far the
+    /// committed watermark can trail the newest record a task has written:
+    /// a window still in its store whose changelog records were deleted is
+    /// missing after a restore. The default covers the default idleness
+    /// timeout (5 min, the longest a silent partition holds the watermark)
+    /// plus the default out-of-orderness bound and a few commit intervals;
+    /// raise it for sources with idleness off, partitions that can lag the
+    /// others for longer, or a backfill fast enough that one commit interval
+    /// spans minutes of event time. A Kafka broker judges the retention
+    /// against the wall clock instead: there it must exceed how far event
+    /// time can trail the wall clock (downtime, a replay of old records),
+    /// and the configuration loader makes it Kafka Streams' day on the Kafka
+    /// backend unless it is set.
+    pub windowstore_changelog_additional_retention: Duration,
     /// `stoatflow.migration.from-kafka-streams`: on a first start (no
     /// watermark stamp committed yet) take over what a Kafka Streams
     /// application of the same id left: its stores from their changelogs,
@@ -164,6 +189,7 @@ impl RuntimeConfig {
             poll_wait: Duration::from_millis(5),
             restore_stall_timeout: Duration::from_secs(30),
             purge_interval: Duration::from_secs(30),
+            windowstore_changelog_additional_retention: WINDOWSTORE_CHANGELOG_ADDITIONAL_RETENTION,
             migration_from_kafka_streams: false,
             state_dir: None,
             standby_replicas: 0,
@@ -174,6 +200,13 @@ impl RuntimeConfig {
     #[must_use]
     pub fn with_standby_replicas(mut self, replicas: u32) -> Self {
         self.standby_replicas = replicas;
+        self
+    }
+
+    /// Sets `windowstore.changelog.additional.retention.ms`.
+    #[must_use]
+    pub fn with_windowstore_changelog_additional_retention(mut self, extra: Duration) -> Self {
+        self.windowstore_changelog_additional_retention = extra;
         self
     }
 

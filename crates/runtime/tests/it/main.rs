@@ -1,5 +1,6 @@
 //! Integration tests of the runtime, through its public API only.
 
+mod changelog_retention;
 mod close_while_restoring;
 mod commit_faults;
 mod crash_points;

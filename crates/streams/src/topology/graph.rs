@@ -199,6 +199,9 @@ pub(crate) struct StoreHandle {
     pub(crate) state: Rc<RefCell<dyn StateStore>>,
     /// Where its value timestamps go in the changelog (Kafka Streams' layout).
     pub(crate) value_layout: stoatflow_state::ChangelogValueLayout,
+    /// A window or session store's retention, ms (its changelog deletes
+    /// past it plus a margin); `None` for other stores.
+    pub(crate) retention_ms: Option<i64>,
 }
 
 /// What instantiating a sub-topology collects.
@@ -245,6 +248,7 @@ impl Instantiation {
                 type_name: std::any::type_name::<S>(),
                 state,
                 value_layout: stoatflow_state::ChangelogValueLayout::Plain,
+                retention_ms: None,
             },
         );
     }

@@ -174,7 +174,7 @@ impl Instantiation {
         K: Ord + Clone + 'static,
         V: Clone + 'static,
     {
-        self.store(
+        let store = self.store(
             request,
             (key, value),
             |config, k, v| {
@@ -184,7 +184,9 @@ impl Instantiation {
                 PersistentWindowStore::open(pc, config, segmented, k, v)
                     .map(AnyWindowStore::Persistent)
             },
-        )
+        );
+        self.note_retention(&request.name, &segmented);
+        store
     }
 
     /// As [`Instantiation::key_value_store`], for a session store.
@@ -199,7 +201,7 @@ impl Instantiation {
         K: Ord + Clone + 'static,
         V: Clone + 'static,
     {
-        self.store(
+        let store = self.store(
             request,
             (key, value),
             |config, k, v| {
@@ -209,7 +211,17 @@ impl Instantiation {
                 PersistentSessionStore::open(pc, config, segmented, k, v)
                     .map(AnySessionStore::Persistent)
             },
-        )
+        );
+        self.note_retention(&request.name, &segmented);
+        store
+    }
+
+    /// Records a window or session store's retention with its handle (what
+    /// its changelog's retention is sized from).
+    fn note_retention(&mut self, name: &str, segmented: &SegmentedConfig) {
+        if let Some(handle) = self.stores.get_mut(name) {
+            handle.retention_ms = Some(segmented.retention_ms());
+        }
     }
 
     /// The one path of the three above: an existing store, else one on the engine
@@ -363,6 +375,30 @@ mod tests {
             dir: Some(dir.to_owned()),
             default,
         }
+    }
+
+    #[test]
+    fn window_stores_carry_their_retention_and_other_stores_none() {
+        let topology =
+            topology(Materialized::as_(Stores::in_memory_window_store("counts"))).unwrap();
+        let config = Arc::new(StreamsConfig::new("app"));
+        let task = topology.instantiate(0, &config);
+        // Size + grace for the count; twice the difference plus grace for
+        // a join's arrivals (Kafka Streams' join store retention).
+        assert_eq!(task.store_retention_ms("counts"), Some(10_000));
+        assert_eq!(task.store_retention_ms("left-arrivals"), Some(2_000));
+        assert_eq!(task.store_retention_ms("no-such-store"), None);
+        // A key-value store has none.
+        let mut b = StreamsBuilder::new();
+        let _totals = b
+            .stream("l", Consumed::with(Serdes::string(), Serdes::i64()))
+            .group_by_key()
+            .count_with(Materialized::as_(Stores::in_memory_key_value_store(
+                "totals",
+            )));
+        let task = b.build().unwrap().instantiate(0, &config);
+        assert!(task.store_names().any(|s| s == "totals"));
+        assert_eq!(task.store_retention_ms("totals"), None);
     }
 
     #[test]

@@ -475,6 +475,13 @@ impl StreamTask {
         &self.persistent
     }
 
+    /// The retention (ms) of store `name` if it is a window or session
+    /// store, whose changelog then deletes what is past it (with a margin):
+    /// its entries expire without tombstones. `None` for other stores.
+    pub fn store_retention_ms(&self, name: &str) -> Option<i64> {
+        self.stores.get(name).and_then(|s| s.retention_ms)
+    }
+
     /// A store as a [`StateStore`] (for restore).
     pub fn state_store(&self, name: &str) -> Option<Rc<RefCell<dyn StateStore>>> {
         self.stores.get(name).map(|s| s.state.clone())
