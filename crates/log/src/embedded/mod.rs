@@ -54,9 +54,18 @@
 //! retried; it never fails the commit that triggered it.
 //!
 //! Compaction and retention run in [`EmbeddedLog::maintain`], on closed
-//! segments only; a compacted segment is written beside the old one and
-//! renamed over it, so a crash leaves one or the other.
+//! segments only. Retention records the new log start durably, then
+//! removes files, under the lock. Compaction (`cleaner/`) runs a
+//! partition only when enough of it changed since its last pass, builds
+//! its key map in bounded memory, and reads and writes without the lock:
+//! it takes it only to decide, to take read handles, and to swap a
+//! rewritten segment in. A compacted segment is written beside the old one
+//! (`<base>.seg.cleaned`, synced) and renamed over it, so a crash leaves
+//! one or the other, and the next open removes a leftover copy. Every
+//! closed segment keeps its last record, so it still ends where the next
+//! begins.
 
+mod cleaner;
 mod consumer;
 mod format;
 mod partition;
@@ -92,6 +101,19 @@ pub struct EmbeddedConfig {
     pub max_record_bytes: usize,
     /// Checkpoint the transaction log past this size (default 16 MiB).
     pub txlog_rotate_bytes: u64,
+    /// Compact a partition of a compacted topic only when at least this
+    /// share of its closed segments' bytes was written since its last
+    /// compaction (Kafka's `min.cleanable.dirty.ratio`; default 0.5). 0
+    /// compacts whenever anything new is closed. Must lie in 0..=1:
+    /// [`EmbeddedLog::open_with`] refuses other values (in memory they are
+    /// taken as the nearest bound, NaN as the default).
+    pub min_cleanable_dirty_ratio: f64,
+    /// Bytes of the key → offset map one compaction builds (Kafka's
+    /// `log.cleaner.dedupe.buffer.size`; default 32 MiB): 24 bytes a key,
+    /// filled to three quarters, and never fewer than 16 keys. A partition
+    /// with more distinct keys in its new records is compacted over several
+    /// passes.
+    pub compaction_map_bytes: usize,
 }
 
 impl Default for EmbeddedConfig {
@@ -100,6 +122,8 @@ impl Default for EmbeddedConfig {
             segment_bytes: 64 << 20,
             max_record_bytes: 1 << 20,
             txlog_rotate_bytes: 16 << 20,
+            min_cleanable_dirty_ratio: cleaner::DEFAULT_MIN_DIRTY_RATIO,
+            compaction_map_bytes: 32 << 20,
         }
     }
 }
@@ -111,6 +135,17 @@ pub struct MaintenanceReport {
     pub compacted_records: u64,
     /// Segments deleted by retention.
     pub deleted_segments: u64,
+    /// Partitions compaction ran on (dirty enough).
+    pub compacted_partitions: u64,
+    /// Bytes of segment files compaction read.
+    pub compaction_read_bytes: u64,
+    /// Bytes of compacted segments written.
+    pub compaction_written_bytes: u64,
+    /// The largest key map a compaction built, in bytes.
+    pub compaction_map_bytes: u64,
+    /// Compacted segments thrown away because the segment was dropped
+    /// (retention, a purge) while they were written.
+    pub compaction_discarded_segments: u64,
 }
 
 /// The embedded log. Cheap to clone; clones share one log.
@@ -219,7 +254,7 @@ impl EmbeddedLog {
     pub fn in_memory_with(config: EmbeddedConfig) -> Self {
         let txlog = TxLog::new(
             PathBuf::from(format!("memory:{}", txlog_name(0))),
-            Store::Mem(Vec::new()),
+            Store::mem(Vec::new()),
             0,
             0,
         );
@@ -261,6 +296,13 @@ impl EmbeddedLog {
     /// # Errors
     /// As [`EmbeddedLog::open`].
     pub fn open_with(dir: impl AsRef<Path>, config: EmbeddedConfig) -> Result<Self, LogError> {
+        let ratio = config.min_cleanable_dirty_ratio;
+        if !(0.0..=1.0).contains(&ratio) {
+            return Err(LogError::Config {
+                key: "min_cleanable_dirty_ratio".into(),
+                reason: format!("must lie between 0 and 1, not {ratio}"),
+            });
+        }
         let root = dir.as_ref().to_path_buf();
         storage::create_dir_all(&root)?;
         let lock_path = root.join("LOCK");
@@ -289,41 +331,60 @@ impl EmbeddedLog {
     /// closed segments; a `compact,delete` topic gets both, its retention
     /// judged against its partition's newest record (`record_time`). `now`
     /// is the wall-clock time a `delete` topic's retention is judged at.
+    /// Compaction reads and writes without the log's lock, so commits and
+    /// fetches go on meanwhile (see the module documentation).
     ///
     /// # Errors
     /// [`LogError::Io`], [`LogError::Corrupt`].
     pub fn maintain(&self, now: Timestamp) -> Result<MaintenanceReport, LogError> {
-        let mut st = self.lock();
         let mut report = MaintenanceReport::default();
-        let specs: Vec<TopicSpec> = st.meta.topics.values().cloned().collect();
-        for spec in specs {
-            for p in 0..spec.shape.partitions {
-                let tp = TopicPartition::new(spec.name.clone(), p);
-                let Some(part) = st.partitions.get_mut(&tp) else {
-                    continue;
-                };
-                match spec.shape.cleanup {
-                    CleanupPolicy::Compact => {
-                        report.compacted_records += part.compact(CleanupPolicy::Compact)?;
-                    }
-                    CleanupPolicy::CompactDelete => {
-                        report.compacted_records += part.compact(CleanupPolicy::Compact)?;
-                        record_time::expire(&mut st, &tp, &spec, &mut report)?;
-                    }
-                    CleanupPolicy::Delete => {
-                        let cutoff = spec.retention.time.map(|d| {
-                            now.0
-                                .saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-                        });
-                        let Some(start) = part.retention_start(spec.retention.bytes, cutoff) else {
-                            continue;
-                        };
-                        report.deleted_segments += st.move_log_start(&tp, start)?;
-                    }
+        for (tp, spec) in self.partitions_and_specs() {
+            match spec.shape.cleanup {
+                CleanupPolicy::Compact => cleaner::compact(&self.shared, &tp, &mut report)?,
+                CleanupPolicy::CompactDelete => {
+                    cleaner::compact(&self.shared, &tp, &mut report)?;
+                    record_time::expire(&mut self.lock(), &tp, &spec, &mut report)?;
                 }
+                CleanupPolicy::Delete => self.apply_retention(&tp, &spec, now, &mut report)?,
             }
         }
         Ok(report)
+    }
+
+    /// Every partition with its topic's spec, as of now.
+    fn partitions_and_specs(&self) -> Vec<(TopicPartition, TopicSpec)> {
+        let st = self.lock();
+        st.meta
+            .topics
+            .values()
+            .flat_map(|spec| {
+                (0..spec.shape.partitions)
+                    .map(|p| (TopicPartition::new(spec.name.clone(), p), spec.clone()))
+            })
+            .collect()
+    }
+
+    /// Retention of `tp` judged at `now`: drops the closed segments past
+    /// the spec's byte or time limit.
+    fn apply_retention(
+        &self,
+        tp: &TopicPartition,
+        spec: &TopicSpec,
+        now: Timestamp,
+        report: &mut MaintenanceReport,
+    ) -> Result<(), LogError> {
+        let mut st = self.lock();
+        let Some(part) = st.partitions.get(tp) else {
+            return Ok(());
+        };
+        let cutoff = spec.retention.time.map(|d| {
+            now.0
+                .saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        });
+        if let Some(start) = part.retention_start(spec.retention.bytes, cutoff) {
+            report.deleted_segments += st.move_log_start(tp, start)?;
+        }
+        Ok(())
     }
 
     /// Where the log lives, `None` in memory.
@@ -409,7 +470,7 @@ impl State {
         let size = frame.len() as u64;
         let Some(root) = &self.root else {
             let path = PathBuf::from(format!("memory:{}", txlog_name(generation)));
-            self.txlog = TxLog::new(path, Store::Mem(frame), size, generation);
+            self.txlog = TxLog::new(path, Store::mem(frame), size, generation);
             return Ok(());
         };
         let path = root.join(txlog_name(generation));

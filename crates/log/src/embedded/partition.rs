@@ -2,24 +2,37 @@
 //! offset it may hold, with an in-memory index of its batches.
 //!
 //! Owns: appending committed batches, reading by offset, the recovery scan,
-//! truncation back to the committed end, compaction and retention. Knows
-//! nothing of transactions: the caller decides what is committed.
+//! truncation back to the committed end and retention. Compaction is the
+//! cleaner's (`cleaner/`), which rewrites closed segments through the
+//! fields here. Knows nothing of transactions: the caller decides what is
+//! committed.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::format::{self, BatchBuilder, FrameAt};
+use super::cleaner;
+use super::format::{self, FrameAt};
 use super::storage::{self, Store};
 use crate::error::LogError;
-use crate::types::{BatchSpans, CleanupPolicy, FetchedBatch, TopicPartition};
+use crate::types::{BatchSpans, FetchedBatch, TopicPartition};
 
 /// Suffix of segment files; the stem is the 20-digit base offset.
 pub(crate) const SEGMENT_SUFFIX: &str = ".seg";
 /// Suffix of a compacted segment being written (removed on open).
 pub(crate) const CLEANED_SUFFIX: &str = ".seg.cleaned";
 
+/// A number no other segment (nor cleaning) of this process has had.
+pub(crate) fn unique_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
 #[derive(Debug)]
 pub(crate) struct Segment {
+    /// Identity of this segment's content: new whenever a segment is
+    /// created or rewritten, so the cleaner can tell, after working without
+    /// the lock, that the segment it read is still the one in place.
+    pub(crate) id: u64,
     /// Smallest offset the segment may hold (its name).
     pub(crate) base: u64,
     pub(crate) path: PathBuf,
@@ -56,6 +69,8 @@ pub(crate) struct PartitionLog {
     /// `None` in memory mode.
     pub(crate) dir: Option<PathBuf>,
     pub(crate) segments: Vec<Segment>,
+    /// How far compaction got, and whether one is running.
+    pub(crate) cleaner: cleaner::Mark,
 }
 
 fn segment_name(base: u64) -> String {
@@ -69,6 +84,7 @@ impl PartitionLog {
             tp,
             dir,
             segments: Vec::new(),
+            cleaner: cleaner::Mark::default(),
         };
         if let Some(d) = &p.dir {
             storage::create_dir_all(d)?;
@@ -114,6 +130,7 @@ impl PartitionLog {
             };
             let store = Store::create_disk(&path)?;
             segments.push(Segment {
+                id: unique_id(),
                 base,
                 path,
                 store,
@@ -132,6 +149,7 @@ impl PartitionLog {
             tp,
             dir: Some(dir),
             segments,
+            cleaner: cleaner::Mark::default(),
         };
         let mut scan = p.scan(committed_end, start, next_txn)?;
         scan.retired = retired;
@@ -309,10 +327,11 @@ impl PartitionLog {
             }
             None => (
                 PathBuf::from(format!("memory:{}/{}", self.tp, segment_name(base))),
-                Store::Mem(Vec::new()),
+                Store::mem(Vec::new()),
             ),
         };
         self.segments.push(Segment {
+            id: unique_id(),
             base,
             path,
             store,
@@ -442,83 +461,6 @@ impl PartitionLog {
             next = next.max(seg.data_end.min(to));
         }
         Ok(next.min(to).max(from))
-    }
-
-    /// Compaction: rewrites every closed segment keeping, for each key, only
-    /// the partition's latest record. Offsets are kept (batches become sparse).
-    pub(crate) fn compact(&mut self, cleanup: CleanupPolicy) -> Result<u64, LogError> {
-        if cleanup != CleanupPolicy::Compact || self.segments.len() < 2 {
-            return Ok(0);
-        }
-        let end = self.data_end();
-        let mut latest: HashMap<Vec<u8>, u64> = HashMap::new();
-        let mut batches = Vec::new();
-        self.read(0, end, usize::MAX, &mut batches)?;
-        let all: Vec<_> = batches.iter().flat_map(FetchedBatch::to_records).collect();
-        for r in &all {
-            if let Some(k) = &r.record.key {
-                latest.insert(k.clone(), r.offset.0);
-            }
-        }
-        let closed = self.segments.len() - 1;
-        let mut removed = 0u64;
-        let mut it = all.into_iter().peekable();
-        for seg in &mut self.segments[..closed] {
-            let mut keep = Vec::new();
-            let mut count = 0u64;
-            while let Some(r) = it.peek() {
-                if r.offset.0 >= seg.data_end {
-                    break;
-                }
-                let r = it.next().expect("peeked");
-                count += 1;
-                // The last record of a segment stays, so that every closed
-                // segment still ends where the next begins (recovery checks it).
-                let keep_it = r.offset.0 + 1 == seg.data_end
-                    || r.record
-                        .key
-                        .as_ref()
-                        .is_none_or(|k| latest[k] == r.offset.0);
-                if keep_it {
-                    keep.push(r);
-                }
-            }
-            if keep.len() as u64 == count {
-                continue;
-            }
-            removed += count - keep.len() as u64;
-            let mut bytes = Vec::new();
-            let mut index = Vec::new();
-            let mut max_ts = i64::MIN;
-            for rs in keep.chunks(4096) {
-                let base = rs[0].offset.0;
-                let mut b = BatchBuilder::new(64 * 1024);
-                for r in rs {
-                    let delta = u32::try_from(r.offset.0 - base).unwrap_or(u32::MAX);
-                    b.push_with_delta(delta, (&r.record).into());
-                }
-                max_ts = max_ts.max(b.max_ts());
-                index.push((base, bytes.len() as u64));
-                bytes.extend_from_slice(b.finish(base, 0));
-            }
-            match (&self.dir, &mut seg.store) {
-                (Some(d), Store::Disk(_)) => {
-                    let tmp = d.join(format!("{:020}{CLEANED_SUFFIX}", seg.base));
-                    let mut s = Store::create_disk(&tmp)?;
-                    s.truncate(0, &tmp)?;
-                    s.write_at(0, &bytes, &tmp)?;
-                    s.sync(&tmp)?;
-                    storage::rename(&tmp, &seg.path)?;
-                    storage::sync_dir(d)?;
-                    seg.store = s;
-                }
-                (_, store) => *store = Store::Mem(bytes.clone()),
-            }
-            seg.index = index;
-            seg.size = bytes.len() as u64;
-            seg.max_ts = max_ts;
-        }
-        Ok(removed)
     }
 
     /// Retention: the new log start if closed segments past the byte or

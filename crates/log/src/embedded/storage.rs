@@ -1,7 +1,8 @@
 //! Where the embedded log's bytes live: a file on disk or a buffer in memory.
 //!
 //! Owns: [`Store`], the handful of positional file operations the log needs
-//! (append, read at, truncate, sync), and directory helpers. The in-memory
+//! (append, read at, truncate, sync), the [`Reader`] that compaction reads a
+//! closed segment through without the log's lock, and directory helpers. The in-memory
 //! mode runs the very same format and recovery code over buffers, which is
 //! why it is a variant here and not a second log.
 //!
@@ -12,6 +13,7 @@
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::LogError;
 
@@ -20,11 +22,90 @@ use crate::error::LogError;
 pub(crate) enum Store {
     /// An open file on disk.
     Disk(File),
-    /// A buffer (in-memory mode).
-    Mem(Vec<u8>),
+    /// A buffer (in-memory mode), shared copy-on-write with the
+    /// [`Reader`]s taken of it.
+    Mem(Arc<Vec<u8>>),
+}
+
+/// A read-only handle on a stored file's bytes as they were when it was
+/// taken, for reading without the log's lock: a second descriptor of the
+/// same open file (which keeps its bytes readable even after the file is
+/// renamed over or removed), or a shared reference to the buffer.
+#[derive(Debug)]
+pub(crate) enum Reader {
+    Disk(File),
+    Mem(Arc<Vec<u8>>),
+}
+
+impl Reader {
+    /// Fills `out` with the bytes at `pos`.
+    pub(crate) fn read_exact_at(
+        &self,
+        pos: u64,
+        out: &mut [u8],
+        path: &Path,
+    ) -> Result<(), LogError> {
+        match self {
+            Reader::Disk(f) => f
+                .read_exact_at(out, pos)
+                .map_err(|e| LogError::io("reading", path, e)),
+            Reader::Mem(v) => {
+                let bytes = usize::try_from(pos)
+                    .ok()
+                    .and_then(|start| v.get(start..start.checked_add(out.len())?));
+                match bytes {
+                    Some(b) => {
+                        out.copy_from_slice(b);
+                        Ok(())
+                    }
+                    None => Err(LogError::io(
+                        "reading",
+                        path,
+                        std::io::ErrorKind::UnexpectedEof.into(),
+                    )),
+                }
+            }
+        }
+    }
+}
+
+fn read_file_at(
+    f: &File,
+    pos: u64,
+    len: usize,
+    buf: &mut Vec<u8>,
+    path: &Path,
+) -> Result<(), LogError> {
+    buf.clear();
+    buf.resize(len, 0);
+    f.read_exact_at(buf, pos)
+        .map_err(|e| LogError::io("reading", path, e))
+}
+
+fn read_mem_at(v: &[u8], pos: u64, len: usize, buf: &mut Vec<u8>) {
+    buf.clear();
+    let start = usize::try_from(pos).unwrap_or(usize::MAX).min(v.len());
+    let end = start.saturating_add(len).min(v.len());
+    buf.extend_from_slice(&v[start..end]);
 }
 
 impl Store {
+    /// An in-memory store holding `bytes`.
+    pub(crate) fn mem(bytes: Vec<u8>) -> Store {
+        Store::Mem(Arc::new(bytes))
+    }
+
+    /// A [`Reader`] of this store's current bytes.
+    pub(crate) fn reader(&self, path: &Path) -> Result<Reader, LogError> {
+        match self {
+            Store::Disk(f) => f
+                .try_clone()
+                .map(Reader::Disk)
+                .map_err(|e| LogError::io("opening", path, e)),
+            Store::Mem(v) => Ok(Reader::Mem(Arc::clone(v))),
+        }
+    }
+
     pub(crate) fn create_disk(path: &Path) -> Result<Store, LogError> {
         faults::check(Op::Create, path).map_err(|e| LogError::io("opening", path, e))?;
         OpenOptions::new()
@@ -54,8 +135,8 @@ impl Store {
                 .write_all_at(bytes, pos)
                 .map_err(|e| LogError::io("writing", path, e)),
             Store::Mem(v) => {
-                let pos = pos as usize;
-                v.truncate(pos);
+                let v = Arc::make_mut(v);
+                v.truncate(pos as usize);
                 v.extend_from_slice(bytes);
                 Ok(())
             }
@@ -70,17 +151,10 @@ impl Store {
         buf: &mut Vec<u8>,
         path: &Path,
     ) -> Result<(), LogError> {
-        buf.clear();
         match self {
-            Store::Disk(f) => {
-                buf.resize(len, 0);
-                f.read_exact_at(buf, pos)
-                    .map_err(|e| LogError::io("reading", path, e))
-            }
+            Store::Disk(f) => read_file_at(f, pos, len, buf, path),
             Store::Mem(v) => {
-                let start = (pos as usize).min(v.len());
-                let end = (start + len).min(v.len());
-                buf.extend_from_slice(&v[start..end]);
+                read_mem_at(v, pos, len, buf);
                 Ok(())
             }
         }
@@ -102,7 +176,9 @@ impl Store {
                 .and_then(|()| f.sync_all())
                 .map_err(|e| LogError::io("truncating", path, e)),
             Store::Mem(v) => {
-                v.truncate(len as usize);
+                if (len as usize) < v.len() {
+                    Arc::make_mut(v).truncate(len as usize);
+                }
                 Ok(())
             }
         }

@@ -4,6 +4,7 @@
 
 mod bad_input;
 mod compact_delete;
+mod compaction;
 mod contract;
 mod crash;
 mod damage_sweep;
