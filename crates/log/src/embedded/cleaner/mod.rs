@@ -8,7 +8,9 @@
 //!
 //! # When
 //!
-//! Only closed segments are compacted. A partition's *clean point* is where
+//! Only closed segments are compacted, and the map is built from them only,
+//! as Kafka does: a record superseded only by one in the active segment
+//! stays until that segment is closed. A partition's *clean point* is where
 //! the last pass's map ended (the log start after an open: it is not
 //! persisted, so the first pass after a restart takes every closed segment
 //! once). Its *dirty ratio* is the bytes of closed segments past the clean
