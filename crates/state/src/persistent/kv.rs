@@ -166,10 +166,9 @@ impl<K, V> StateStore for PersistentKeyValueStore<K, V> {
         self.config.changelog_enabled()
     }
 
-    /// One record per dirty key, after the cache is written to the engine. All or nothing:
-    /// on an engine error `out` is left as it was and the keys stay dirty.
+    /// One record per dirty key, its stored value or a tombstone. All or nothing: on an
+    /// engine error `out` is left as it was and the keys stay dirty.
     fn flush_changelog(&mut self, out: &mut ChangelogBatch) -> Result<(), StateError> {
-        self.write_back()?;
         let logged = self.cache.logged_keys();
         out.reserve(logged.len());
         let first = out.len();

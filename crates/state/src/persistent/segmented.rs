@@ -155,31 +155,43 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         f: &mut dyn FnMut(Option<V>) -> V,
     ) -> Result<(), StateError> {
         let name = self.config.name();
-        let mut ek = encode_key(&*self.key_codec, key, name, "update")?;
+        let mut ek = Vec::with_capacity(32);
+        self.key_codec
+            .encode(key, &mut ek)
+            .map_err(|e| StateError::encode_key(name, format_args!("passed to update"), e))?;
         let key_len = ek.len();
         L::push_window(window, &mut ek);
         let segment = self.segment_id(L::time(window));
-        let current = match self.get_engine_key(segment, &ek)? {
-            None => None,
-            Some(v) => Some(decode_stored(
-                &*self.value_codec,
-                &v,
-                "value",
-                name,
-                &ek[..key_len],
-            )?),
+        let admitted = self.retention.admit(name, L::time(window));
+        let logged = self.config.changelog_enabled().then_some(timestamp);
+        let (key_codec_bytes, value_codec) = (&ek[..key_len], &*self.value_codec);
+        let decode = |v: &[u8]| decode_stored(value_codec, v, "value", name, key_codec_bytes);
+        let encode = |value: &V, out: &mut Vec<u8>| {
+            value_codec
+                .encode(value, out)
+                .map_err(|e| StateError::encode_value(name, key_codec_bytes, e))
         };
-        let value = f(current);
-        if !self.retention.admit(name, L::time(window)) {
+        // A key the cache holds is read and rewritten in one lookup.
+        let in_cache = self.cache.rewrite(segment, &ek, logged, |current, out| {
+            let value = f(current.map(decode).transpose()?);
+            if admitted {
+                encode(&value, out)?;
+            }
+            Ok(admitted)
+        })?;
+        if in_cache.is_some() {
+            return self.spill_if_over();
+        }
+        let current = match &self.segments.get(segment) {
+            None => None,
+            Some(ks) => ks.get(&ek).map_err(engine_err(name))?,
+        };
+        let value = f(current.as_deref().map(decode).transpose()?);
+        if !admitted {
             return Ok(());
         }
-        let logged = self.logged(timestamp);
-        let codec = &*self.value_codec;
-        self.cache.write_encoded(segment, &ek, logged, |out| {
-            codec
-                .encode(&value, out)
-                .map_err(|e| StateError::encode_value(name, &ek[..key_len], e))
-        })?;
+        self.cache
+            .write_encoded(segment, &ek, logged, |out| encode(&value, out))?;
         self.spill_if_over()
     }
 
@@ -378,11 +390,9 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         self.config.changelog_enabled()
     }
 
-    /// One record per dirty entry, its stored value or a tombstone, after the cache is
-    /// written to the engine. All or nothing: on an engine error `out` is left as it was and
-    /// the entries stay dirty.
+    /// One record per dirty entry, its stored value or a tombstone. All or nothing: on an
+    /// engine error `out` is left as it was and the entries stay dirty.
     pub(crate) fn flush_changelog(&mut self, out: &mut ChangelogBatch) -> Result<(), StateError> {
-        self.write_back()?;
         let name = self.config.name();
         // Records go out in id order ((start, key) or (key, end, start)), as the in-memory
         // engine writes them.

@@ -197,7 +197,7 @@ mod tests {
     }
 
     #[test]
-    fn writes_reach_the_engine_once_per_flush_and_reads_see_them_before() {
+    fn writes_reach_the_engine_only_past_the_cache_bound_and_on_close() {
         let tmp = tempfile::tempdir().unwrap();
         let cfg = PersistentConfig::new(tmp.path(), "app");
         let mut w = open_window_store(&cfg);
@@ -206,18 +206,28 @@ mod tests {
                 .unwrap();
         }
         assert_eq!(w.fetch(&"a".into(), 0).unwrap(), Some(100));
-        assert_eq!(
-            w.core.engine_entries(),
-            0,
-            "nothing written through before the flush"
-        );
         let mut batch = ChangelogBatch::new();
         w.flush_changelog(&mut batch).unwrap();
         assert_eq!(batch.len(), 1);
-        assert_eq!(w.core.engine_entries(), 1);
+        assert_eq!(
+            w.core.engine_entries(),
+            0,
+            "a barrier writes nothing to the engine"
+        );
         drop(w);
         let w = open_window_store(&cfg);
         assert_eq!(w.fetch(&"a".into(), 0).unwrap(), Some(100));
+        assert_eq!(w.core.engine_entries(), 1, "the close wrote the cache back");
+
+        // A bound of one entry: every write after the first spills, once per key.
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = PersistentConfig::new(tmp.path(), "app").with_cache_max_bytes(1);
+        let mut w = open_window_store(&cfg);
+        w.put("a".into(), 0, 1, 0).unwrap();
+        assert_eq!(w.core.engine_entries(), 1);
+        w.put("b".into(), 0, 2, 0).unwrap();
+        assert_eq!(w.core.engine_entries(), 2);
+        assert_eq!(w.fetch(&"a".into(), 0).unwrap(), Some(1));
     }
 
     #[test]

@@ -1,18 +1,20 @@
 //! The write-back cache in front of a persistent store's engine.
 //!
 //! Owns, per segment, the entries the store wrote since it was opened or the cache was last
-//! emptied: each is a value or a deletion, and is dirty until the engine has it. Writes land
-//! here only; reads look here first; [`WriteCache::for_each_dirty`] hands the dirty entries
-//! over so the store can write them to the engine in one batch (at a barrier, when the cache
-//! is over its size, and on close), after which they stay as clean entries that reads still
-//! find. The size is counted in bytes; past [`WriteCache::is_over`] the store writes back and
-//! [`WriteCache::clear`]s.
+//! emptied: each is a value or a deletion, dirty until the engine has it, and marked while
+//! the changelog still owes it a record. Writes land here only; reads and scans look here
+//! first. The engine gets the dirty entries in one batch only when the cache outgrows its
+//! bound ([`WriteCache::is_over`]: the store then writes back and [`WriteCache::clear`]s)
+//! and when the store closes, so that a window opened and expired within the bound never
+//! reaches the engine at all.
 //!
-//! Why: the engine pays per write (a journal append, a memtable entry per version) and per
-//! read (a search through every memtable version); a stream task rewrites the same few keys
-//! many times an epoch, and durability comes from the changelog and the checkpoint, never
-//! from the engine between two barriers. So only the last value of each key per epoch
-//! reaches the engine.
+//! Why that is safe: a store is durable through its changelog (flushed at every barrier
+//! from what this cache and the engine hold) and, across a clean close, through the
+//! checkpoint written after the close has written the cache back. After a crash the local
+//! files are never trusted without a checkpoint, so nothing depends on when the engine got
+//! an entry. Why it is fast: the engine pays per write (a journal append, a memtable version,
+//! a keyspace per new segment) and per read (a search through every version), while a
+//! stream task rewrites the same keys many times an epoch.
 //!
 //! Invariant: a key in the cache shadows the engine (its value, or its absence if deleted);
 //! a key not in the cache is as the engine has it.
@@ -27,10 +29,10 @@ use crate::error::StateError;
 
 /// What a cache entry costs beyond its key and value bytes (map node and bookkeeping), so
 /// that many tiny entries still count.
-const ENTRY_OVERHEAD: usize = 64;
+const ENTRY_OVERHEAD: usize = 96;
 
 /// The default bound of one store's cache (`PersistentConfig::with_cache_max_bytes`).
-pub const DEFAULT_CACHE_MAX_BYTES: usize = 8 << 20;
+pub const DEFAULT_CACHE_MAX_BYTES: usize = 32 << 20;
 
 /// One cached entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,6 +119,46 @@ impl<S: Ord + Copy> WriteCache<S> {
         Ok(())
     }
 
+    /// Replaces, in place, the value of `key` in `segment` if the cache holds it (one
+    /// lookup): `encode` gets the current value (`None` if deleted) and an empty buffer, and
+    /// returns whether to write what it put there. `None` if the cache does not hold the key
+    /// (nothing is called); on an error the cache is unchanged.
+    pub(crate) fn rewrite(
+        &mut self,
+        segment: S,
+        key: &[u8],
+        logged: Option<i64>,
+        encode: impl FnOnce(Option<&[u8]>, &mut Vec<u8>) -> Result<bool, StateError>,
+    ) -> Result<Option<()>, StateError> {
+        let Some(entry) = self.segments.get_mut(&segment).and_then(|m| m.get_mut(key)) else {
+            return Ok(None);
+        };
+        self.scratch.clear();
+        if !encode(entry.value.as_deref(), &mut self.scratch)? {
+            return Ok(Some(()));
+        }
+        self.bytes -= cost(key, entry.value.as_deref());
+        match &mut entry.value {
+            Some(old) => std::mem::swap(old, &mut self.scratch),
+            slot => *slot = Some(std::mem::take(&mut self.scratch)),
+        }
+        self.bytes += cost(key, entry.value.as_deref());
+        if !entry.dirty {
+            entry.dirty = true;
+            self.dirty += 1;
+        }
+        if let Some(ts) = logged {
+            if entry.logged.is_none() {
+                self.logged += 1;
+                if !self.spilled.is_empty() {
+                    self.spilled.remove(&(segment, key.to_vec()));
+                }
+            }
+            entry.logged = Some(ts);
+        }
+        Ok(Some(()))
+    }
+
     /// Puts the scratch buffer (if `present`) or a deletion under `key`.
     fn install(&mut self, segment: S, key: &[u8], present: bool, logged: Option<i64>) {
         let map = self.segments.entry(segment).or_default();
@@ -147,12 +189,12 @@ impl<S: Ord + Copy> WriteCache<S> {
         if let Some(ts) = logged {
             if entry.logged.is_none() {
                 self.logged += 1;
+                if !self.spilled.is_empty() {
+                    // The entry carries the key to the changelog now.
+                    self.spilled.remove(&(segment, key.to_vec()));
+                }
             }
             entry.logged = Some(ts);
-            if !self.spilled.is_empty() {
-                // The entry carries the key to the changelog now.
-                self.spilled.remove(&(segment, key.to_vec()));
-            }
         }
         self.bytes += added;
     }

@@ -5,21 +5,24 @@ use stoatflow_state::{Codec, CodecError};
 
 use super::{SerdeCodec, SerdeRef};
 
-/// A codec for a store whose serde was not given; only reached if the
-/// topology was validated with changelogs on, which validation refuses.
+/// A codec for a store whose serde was not given: validation refuses it when the store
+/// keeps a changelog, so it is reached only by a store without one that is persistent
+/// (which encodes every entry), and the error says how to give one.
 #[derive(Debug)]
 pub(crate) struct MissingCodec(pub(crate) String);
 
 impl<T> Codec<T> for MissingCodec {
     fn encode(&self, _: &T, _: &mut Vec<u8>) -> Result<(), CodecError> {
         Err(CodecError::new(format!(
-            "store {} has no serde to encode its changelog",
+            "store {} has no serde: a persistent store encodes every entry (give one with \
+             Materialized::with_key_serde / with_value_serde, or choose an in-memory store)",
             self.0
         )))
     }
     fn decode(&self, _: &[u8]) -> Result<T, CodecError> {
         Err(CodecError::new(format!(
-            "store {} has no serde to decode its changelog",
+            "store {} has no serde: a persistent store decodes every entry (give one with \
+             Materialized::with_key_serde / with_value_serde, or choose an in-memory store)",
             self.0
         )))
     }
