@@ -1,5 +1,6 @@
 //! End-to-end runs: the task path's workloads through the whole engine — a
-//! `StreamsApp` on the in-memory embedded log with exactly-once commits:
+//! `StreamsApp` on the embedded log in a fresh temporary directory (the
+//! default backend) with exactly-once commits:
 //! fetch, event-time reading, ordered dispatch, record lanes,
 //! deserialization, barriers, serialized output and one transaction per
 //! epoch.
@@ -9,6 +10,10 @@
 //! - Nexmark q5: the generator's events, serialized, unkeyed, timed by
 //!   their `date_time`; the query as the task path runs it (two repartition
 //!   hops), its hot-item counts written to the output topic.
+//!
+//! The stores are what a user gets without configuring any
+//! ([`E2eStores::Default`]: persistent, in `<dir>/state`), or in memory
+//! ([`E2eStores::InMemory`]) on the same on-disk log, for the second column.
 //!
 //! The input is written to two partitions before the clock starts; the
 //! timed region runs from `start()` until every input record was handed to
@@ -31,7 +36,8 @@ use stoatflow_log::{
 };
 use stoatflow_runtime::{Backend, RuntimeConfig, StreamsApp, Timeline};
 use stoatflow_streams::{
-    Consumed, EmitStrategy, Produced, Serde, Serdes, StreamsBuilder, TimeWindows, Topology,
+    Consumed, EmitStrategy, Produced, Serde, Serdes, StoreType, StreamsBuilder, TimeWindows,
+    Topology,
 };
 use stoatflow_time::WatermarkStrategy;
 
@@ -48,6 +54,106 @@ const OUTPUT: &str = "counts";
 pub const E2E_PARTITIONS: u32 = 2;
 /// Records per input transaction when writing the input.
 const WRITE_BATCH: usize = 10_000;
+
+/// Which stores an end-to-end run's topology gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum E2eStores {
+    /// What a user gets without configuring any: persistent stores under the
+    /// log's directory.
+    #[default]
+    Default,
+    /// In-memory stores on the same on-disk log.
+    InMemory,
+}
+
+impl E2eStores {
+    /// The `--stores` value naming it.
+    pub fn name(self) -> &'static str {
+        match self {
+            E2eStores::Default => "default",
+            E2eStores::InMemory => "in-memory",
+        }
+    }
+
+    /// The `--stores` value `name`, if it is one.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "default" => Some(E2eStores::Default),
+            "in-memory" => Some(E2eStores::InMemory),
+            _ => None,
+        }
+    }
+
+    /// The runtime's configuration for a run on the log in `dir`.
+    fn config(self, dir: &std::path::Path, lanes: usize) -> RuntimeConfig {
+        let mut config = RuntimeConfig::new(
+            "bench-e2e",
+            Backend::Embedded {
+                dir: dir.to_path_buf(),
+            },
+        )
+        .with_lanes(lanes);
+        if self == E2eStores::InMemory {
+            config.streams.default_dsl_store = Some(StoreType::InMemory);
+        }
+        config
+    }
+}
+
+/// A fresh directory under the system's temporary directory for one run's
+/// log and stores, removed when dropped.
+#[derive(Debug)]
+pub struct RunDir(std::path::PathBuf);
+
+impl RunDir {
+    fn new() -> Result<Self, BenchError> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "stoatflow-bench-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&path).map_err(engine_err)?;
+        Ok(RunDir(path))
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+
+    /// Bytes on disk of every file under the directory whose path contains
+    /// `part` (all of them for `""`).
+    pub fn bytes_under(&self, part: &str) -> u64 {
+        fn walk(dir: &std::path::Path, part: &str, inside: bool) -> u64 {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return 0;
+            };
+            entries
+                .flatten()
+                .map(|e| {
+                    let path = e.path();
+                    let inside = inside || e.file_name().to_string_lossy().contains(part);
+                    // Bytes the file occupies on disk (a preallocated sparse journal
+                    // counts what it holds, not its length).
+                    match e.metadata() {
+                        Ok(m) if m.is_dir() => walk(&path, part, inside),
+                        Ok(m) if inside => std::os::unix::fs::MetadataExt::blocks(&m) * 512,
+                        _ => 0,
+                    }
+                })
+                .sum()
+        }
+        walk(&self.0, part, part.is_empty())
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
 
 fn tumbling_topology() -> Result<Topology, BenchError> {
     let mut builder = StreamsBuilder::new();
@@ -97,14 +203,15 @@ fn engine_err(e: impl std::fmt::Display) -> BenchError {
     }
 }
 
-/// A fresh in-memory log with `input` and the output topic, and `records`
+/// A fresh log in `dir` with `input` and the output topic, and `records`
 /// (partition, record) written into `input` in transactions of
 /// [`WRITE_BATCH`].
 fn write_log(
+    dir: &RunDir,
     input: &str,
     records: impl Iterator<Item = (u32, Record)>,
 ) -> Result<Arc<EmbeddedLog>, BenchError> {
-    let log = Arc::new(EmbeddedLog::in_memory());
+    let log = Arc::new(EmbeddedLog::open(dir.path()).map_err(engine_err)?);
     log.create_topic(&TopicSpec::new(input, E2E_PARTITIONS))
         .map_err(engine_err)?;
     log.create_topic(&TopicSpec::new(OUTPUT, E2E_PARTITIONS))
@@ -135,9 +242,10 @@ fn write_log(
     Ok(log)
 }
 
-/// Writes the tumbling workload's `events` records into a fresh in-memory log.
-pub fn write_input(events: u64) -> Result<Arc<EmbeddedLog>, BenchError> {
+/// Writes the tumbling workload's `events` records into a fresh log in `dir`.
+pub fn write_input(dir: &RunDir, events: u64) -> Result<Arc<EmbeddedLog>, BenchError> {
     write_log(
+        dir,
         INPUT,
         (0..events as i64).map(|ts| {
             let key = ts % TUMBLING_KEYS;
@@ -153,7 +261,11 @@ pub fn write_input(events: u64) -> Result<Arc<EmbeddedLog>, BenchError> {
 
 /// Writes `events` Nexmark events, unkeyed, alternating partitions, each
 /// timestamped with its `date_time`.
-fn write_nexmark(events: u64, generator: &GeneratorConfig) -> Result<Arc<EmbeddedLog>, BenchError> {
+fn write_nexmark(
+    dir: &RunDir,
+    events: u64,
+    generator: &GeneratorConfig,
+) -> Result<Arc<EmbeddedLog>, BenchError> {
     let mut buf = Vec::new();
     let records = Generator::new(generator.clone())
         .take(events as usize)
@@ -166,7 +278,18 @@ fn write_nexmark(events: u64, generator: &GeneratorConfig) -> Result<Arc<Embedde
             let record = Record::new(None, Some(&buf), Timestamp(e.date_time()));
             (i as u32 % E2E_PARTITIONS, record)
         });
-    write_log(EVENTS_TOPIC, records)
+    write_log(dir, EVENTS_TOPIC, records)
+}
+
+/// What an end-to-end run gives its caller.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct E2eResult {
+    /// Seconds of the timed region.
+    pub seconds: f64,
+    /// Final results committed to the output topic.
+    pub outputs: u64,
+    /// [`output_digest`] of the output topic.
+    pub digest: u64,
 }
 
 /// What an end-to-end run measured.
@@ -178,6 +301,55 @@ pub struct E2eRun {
     pub outputs: u64,
     /// The run's barriers and watermark moves.
     pub timeline: Timeline,
+    /// CPU seconds of every thread of the process (user and system) spent
+    /// in the timed region.
+    pub cpu_seconds: f64,
+}
+
+impl E2eRun {
+    /// `resources query=… stores=… cpu_s_per_m_events=… disk_mib=… log_mib=… state_mib=…`:
+    /// the CPU the process spent per million input events, and the bytes left
+    /// on disk at the end (all, the log's, the stores').
+    pub fn resources_line(
+        &self,
+        query: &str,
+        stores: E2eStores,
+        events: u64,
+        dir: &RunDir,
+    ) -> String {
+        let mib = |b: u64| b as f64 / (1 << 20) as f64;
+        let all = dir.bytes_under("");
+        let state = dir.bytes_under("state");
+        format!(
+            "resources query={query} stores={} cpu_s_per_m_events={:.3} disk_mib={:.1} log_mib={:.1} state_mib={:.1}",
+            stores.name(),
+            self.cpu_seconds / (events.max(1) as f64 / 1e6),
+            mib(all),
+            mib(all - state),
+            mib(state),
+        )
+    }
+}
+
+/// CPU seconds (user and system) every thread of this process has used so
+/// far, from `/proc/self/stat`; 0 where it cannot be read.
+pub fn process_cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // The fields after the command (which is in parentheses and may hold
+    // spaces): utime and stime are the 12th and 13th, in clock ticks of 1/100 s.
+    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (ticks(11) + ticks(12)) as f64 / 100.0
 }
 
 /// How long without a barrier means every hop has drained: several barrier
@@ -192,12 +364,14 @@ const QUIET: Duration = Duration::from_millis(2_000);
 fn run_app(
     topology: Topology,
     log: &Arc<EmbeddedLog>,
+    setup: (&RunDir, E2eStores),
     lanes: usize,
     drain: bool,
 ) -> Result<E2eRun, BenchError> {
-    let config = RuntimeConfig::new("bench-e2e", Backend::InMemory).with_lanes(lanes);
+    let config = setup.1.config(setup.0.path(), lanes);
     let mut app = StreamsApp::with_log(topology, config, log.clone()).map_err(engine_err)?;
     let start = Instant::now();
+    let cpu_start = process_cpu_seconds();
     app.start().map_err(engine_err)?;
     let consumed = match drain {
         true => app.wait_until_caught_up(Duration::from_secs(3_600)),
@@ -218,9 +392,11 @@ fn run_app(
     if !app.close(Duration::from_secs(600)) {
         return Err(engine_err(format!("close failed: {:?}", app.error())));
     }
+    let cpu_seconds = process_cpu_seconds() - cpu_start;
     let end = drained.unwrap_or_else(Instant::now);
     let seconds = end.duration_since(start).as_secs_f64();
     Ok(E2eRun {
+        cpu_seconds,
         seconds,
         outputs: committed_records(log, OUTPUT)?,
         timeline: app.timeline(),
@@ -256,14 +432,24 @@ fn wait_until_quiet(app: &StreamsApp<EmbeddedLog>) -> Result<Instant, BenchError
 }
 
 /// Runs the tumbling count end to end on `lanes` lanes over `events`
-/// records: (seconds, final results committed). Prints its final-result
-/// latency line first.
-pub fn run_e2e_tumbling(events: u64, lanes: usize) -> Result<(f64, u64), BenchError> {
-    let log = write_input(events)?;
-    let run = run_app(tumbling_topology()?, &log, lanes, false)?;
+/// records. Prints its final-result latency and resources lines first.
+pub fn run_e2e_tumbling(
+    events: u64,
+    lanes: usize,
+    stores: E2eStores,
+) -> Result<E2eResult, BenchError> {
+    let dir = RunDir::new()?;
+    let log = write_input(&dir, events)?;
+    let run = run_app(tumbling_topology()?, &log, (&dir, stores), lanes, false)?;
     let latency = Latency::of_closes(&run.timeline, (1..).map(|k| k * TUMBLING_WINDOW_MS as i64));
-    println!("{}", latency.line(&format!("e2e-tumbling-{lanes}-lane")));
-    Ok((run.seconds, run.outputs))
+    let query = format!("e2e-tumbling-{lanes}-lane");
+    println!("{}", latency.line(&query));
+    println!("{}", run.resources_line(&query, stores, events, &dir));
+    Ok(E2eResult {
+        seconds: run.seconds,
+        outputs: run.outputs,
+        digest: output_digest(&log, OUTPUT)?,
+    })
 }
 
 /// Records per input transaction of the paced writer.
@@ -274,9 +460,14 @@ const PACED_BATCH: u64 = 1_000;
 /// (event time still 1 ms per record, so windows close `pace / 10 000`
 /// times a second): (seconds, final results committed). Prints the
 /// latency line first.
-pub fn run_e2e_tumbling_paced(events: u64, pace: u64) -> Result<(f64, u64), BenchError> {
-    let log = write_log(INPUT, std::iter::empty())?;
-    let config = RuntimeConfig::new("bench-e2e", Backend::InMemory).with_lanes(1);
+pub fn run_e2e_tumbling_paced(
+    events: u64,
+    pace: u64,
+    stores: E2eStores,
+) -> Result<(f64, u64), BenchError> {
+    let dir = RunDir::new()?;
+    let log = write_log(&dir, INPUT, std::iter::empty())?;
+    let config = stores.config(dir.path(), 1);
     let mut app =
         StreamsApp::with_log(tumbling_topology()?, config, log.clone()).map_err(engine_err)?;
     let start = Instant::now();
@@ -329,15 +520,26 @@ pub fn run_e2e_tumbling_paced(events: u64, pace: u64) -> Result<(f64, u64), Benc
 }
 
 /// Runs Nexmark q5 end to end on `lanes` lanes over `events` generated
-/// events, until every hop has drained: (seconds, results committed).
+/// events, until every hop has drained. Prints its barrier and resources
+/// lines first.
 pub fn run_e2e_q5(
     events: u64,
     lanes: usize,
     generator: &GeneratorConfig,
-) -> Result<(f64, u64), BenchError> {
-    let log = write_nexmark(events, generator)?;
-    let run = run_app(q5_topology(generator)?, &log, lanes, true)?;
-    Ok((run.seconds, run.outputs))
+    stores: E2eStores,
+) -> Result<E2eResult, BenchError> {
+    let dir = RunDir::new()?;
+    let log = write_nexmark(&dir, events, generator)?;
+    let run = run_app(q5_topology(generator)?, &log, (&dir, stores), lanes, true)?;
+    let latency = Latency::of_closes(&run.timeline, std::iter::empty());
+    let query = format!("e2e-q5-{lanes}-lane");
+    println!("{}", latency.line(&query));
+    println!("{}", run.resources_line(&query, stores, events, &dir));
+    Ok(E2eResult {
+        seconds: run.seconds,
+        outputs: run.outputs,
+        digest: output_digest(&log, OUTPUT)?,
+    })
 }
 
 /// Final-result latencies of a run's window closes (sub-topology 0): from
@@ -408,6 +610,45 @@ impl Latency {
             pct(&self.from_watermark, 1.0),
         )
     }
+}
+
+/// A digest of every committed record of `topic` (partition, key, value,
+/// timestamp), independent of their order: equal digests mean the same
+/// results, whichever stores or lanes made them.
+pub fn output_digest(log: &EmbeddedLog, topic: &str) -> Result<u64, BenchError> {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut consumer = log.consumer("bench-digest").map_err(engine_err)?;
+    let tps: Vec<TopicPartition> = (0..E2E_PARTITIONS)
+        .map(|p| TopicPartition::new(topic, p))
+        .collect();
+    let mut left = 0;
+    for tp in &tps {
+        left += consumer.end_offset(tp).map_err(engine_err)?.0
+            - consumer.beginning_offset(tp).map_err(engine_err)?.0;
+    }
+    consumer.assign(&tps).map_err(engine_err)?;
+    let mut digest = 0u64;
+    while left > 0 {
+        let fetched = consumer.fetch(Duration::from_secs(5)).map_err(engine_err)?;
+        if fetched.is_empty() {
+            return Err(engine_err(format!(
+                "{left} committed records of {topic} not fetched"
+            )));
+        }
+        for r in fetched {
+            let mut h = DefaultHasher::new();
+            (
+                r.partition.partition,
+                &r.record.key,
+                &r.record.value,
+                r.record.timestamp.0,
+            )
+                .hash(&mut h);
+            digest = digest.wrapping_add(h.finish());
+            left = left.saturating_sub(1);
+        }
+    }
+    Ok(digest)
 }
 
 fn committed_records(log: &EmbeddedLog, topic: &str) -> Result<u64, BenchError> {

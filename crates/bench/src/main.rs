@@ -17,7 +17,7 @@ use anyhow::{Context, bail};
 use stoatflow_bench::check;
 use stoatflow_bench::run::{Query, RunOptions, run, tumbling_windows};
 
-const USAGE: &str = "usage: stoatflow-bench --query <gen|q0|q1|q2|q5|q7|q8|tumbling|sliding|session|join-inner|join-left|e2e-tumbling-1-lane|e2e-tumbling-2-lanes|e2e-q5-1-lane|e2e-q5-2-lanes|e2e-tumbling-paced|all> [--events N] [--pace RECORDS_PER_S (e2e-tumbling-paced)] [--changelog on|off] [--rate EVENTS_PER_S] [--out-of-order GROUP] [--frontier-every N] [--windows-out PATH (tumbling only)]\n       stoatflow-bench --check-windows SYSTEM=PATH SYSTEM=PATH...";
+const USAGE: &str = "usage: stoatflow-bench --query <gen|q0|q1|q2|q5|q7|q8|tumbling|sliding|session|join-inner|join-left|e2e-tumbling-1-lane|e2e-tumbling-2-lanes|e2e-q5-1-lane|e2e-q5-2-lanes|e2e-tumbling-paced|all> [--events N] [--pace RECORDS_PER_S (e2e-tumbling-paced)] [--stores default|in-memory (e2e-)] [--changelog on|off] [--rate EVENTS_PER_S] [--out-of-order GROUP] [--frontier-every N] [--windows-out PATH (tumbling only)]\n       stoatflow-bench --check-windows SYSTEM=PATH SYSTEM=PATH...";
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -47,6 +47,13 @@ fn main() -> anyhow::Result<()> {
                     "off" => false,
                     other => bail!("--changelog: expected on or off, got {other}\n{USAGE}"),
                 })
+            }
+            "--stores" => {
+                let name = value()?;
+                opts.stores =
+                    stoatflow_bench::e2e::E2eStores::from_name(name).with_context(|| {
+                        format!("--stores: expected default or in-memory, got {name}\n{USAGE}")
+                    })?;
             }
             "--windows-out" => windows_out = Some(value()?.clone()),
             "--help" | "-h" => {

@@ -159,6 +159,9 @@ pub struct RunOptions {
     /// Input records written per second of wall-clock time by the paced
     /// end-to-end run (`--pace`).
     pub pace: u64,
+    /// The stores of the end-to-end runs (`--stores`): the defaults, or in
+    /// memory on the same on-disk log.
+    pub stores: crate::e2e::E2eStores,
 }
 
 impl Default for RunOptions {
@@ -169,6 +172,7 @@ impl Default for RunOptions {
             frontier_every: 10_000,
             changelog: true,
             pace: 500_000,
+            stores: crate::e2e::E2eStores::Default,
         }
     }
 }
@@ -199,13 +203,29 @@ pub fn run(query: Query, opts: &RunOptions) -> Result<RunReport, BenchError> {
             counted(|sink| run_join("join-inner", workloads::join_inner, sink, opts))?
         }
         Query::JoinLeft => counted(|sink| run_join("join-left", workloads::join_left, sink, opts))?,
-        Query::E2eTumbling1 => crate::e2e::run_e2e_tumbling(opts.events, 1)?,
-        Query::E2eTumbling2 => crate::e2e::run_e2e_tumbling(opts.events, 2)?,
-        Query::E2eQ5One => crate::e2e::run_e2e_q5(opts.events, 1, &opts.generator)?,
-        Query::E2eQ5Two => crate::e2e::run_e2e_q5(opts.events, 2, &opts.generator)?,
-        Query::E2eTumblingPaced => crate::e2e::run_e2e_tumbling_paced(opts.events, opts.pace)?,
+        Query::E2eTumbling1 => e2e_pair(crate::e2e::run_e2e_tumbling(opts.events, 1, opts.stores)?),
+        Query::E2eTumbling2 => e2e_pair(crate::e2e::run_e2e_tumbling(opts.events, 2, opts.stores)?),
+        Query::E2eQ5One => e2e_pair(crate::e2e::run_e2e_q5(
+            opts.events,
+            1,
+            &opts.generator,
+            opts.stores,
+        )?),
+        Query::E2eQ5Two => e2e_pair(crate::e2e::run_e2e_q5(
+            opts.events,
+            2,
+            &opts.generator,
+            opts.stores,
+        )?),
+        Query::E2eTumblingPaced => {
+            crate::e2e::run_e2e_tumbling_paced(opts.events, opts.pace, opts.stores)?
+        }
     };
     Ok(report(query, opts, seconds, outputs))
+}
+
+fn e2e_pair(r: crate::e2e::E2eResult) -> (f64, u64) {
+    (r.seconds, r.outputs)
 }
 
 fn report(query: Query, opts: &RunOptions, seconds: f64, outputs: u64) -> RunReport {

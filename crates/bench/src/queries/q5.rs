@@ -18,7 +18,7 @@ use stoatflow_streams::{
     EmitStrategy, Grouped, KStream, Materialized, Serdes, StreamsBuilder, TimeWindows, Windowed,
 };
 
-use crate::serdes::I64PairSerde;
+use crate::serdes::{HotItemsSerde, I64PairSerde};
 
 /// The slide of q5's hopping windows.
 pub const SLIDE: Duration = Duration::from_secs(2);
@@ -56,7 +56,9 @@ pub fn q5(builder: &mut StreamsBuilder, out_of_orderness: Duration) -> KStream<i
                 }
                 hot
             },
-            Materialized::as_("q5-hot-items").with_logging_disabled(),
+            Materialized::as_("q5-hot-items")
+                .with_value_serde(HotItemsSerde)
+                .with_logging_disabled(),
         )
         .to_stream()
         .skip_tombstones()

@@ -1,34 +1,46 @@
-//! The end-to-end tumbling run commits exactly the final windows the input
-//! closes: with events at 0..N ms over 1,000 keys and 10 s windows, every
-//! window ending at or before the last event's time, once per key.
+//! The end-to-end runs on the embedded log in a directory: the tumbling run
+//! commits exactly the final windows the input closes (with events at 0..N ms
+//! over 1,000 keys and 10 s windows, every window ending at or before the last
+//! event's time, once per key), and every run commits the same results with
+//! the default (persistent) stores as with in-memory stores, on one lane and
+//! on two.
 
-use stoatflow_bench::e2e::run_e2e_tumbling;
+use stoatflow_bench::e2e::{E2eStores, run_e2e_q5, run_e2e_tumbling};
+
+const STORES: [E2eStores; 2] = [E2eStores::Default, E2eStores::InMemory];
 
 #[test]
-fn e2e_tumbling_commits_each_closed_window_once_on_one_and_two_lanes() {
+fn e2e_tumbling_commits_each_closed_window_once_whatever_the_stores_and_lanes() {
     let events = 25_000;
+    let mut digests = Vec::new();
     // Windows [0, 10 s) and [10 s, 20 s) close at 20 s <= 24 999 ms; the
     // third stays open at the final barrier.
-    for lanes in [1, 2] {
-        let (seconds, outputs) = run_e2e_tumbling(events, lanes).unwrap();
-        assert!(seconds > 0.0);
-        assert_eq!(outputs, 2 * 1_000, "{lanes} lanes");
+    for stores in STORES {
+        for lanes in [1, 2] {
+            let run = run_e2e_tumbling(events, lanes, stores).unwrap();
+            assert!(run.seconds > 0.0);
+            assert_eq!(run.outputs, 2 * 1_000, "{lanes} lanes, {stores:?} stores");
+            digests.push(run.digest);
+        }
     }
+    assert!(digests.windows(2).all(|w| w[0] == w[1]), "{digests:?}");
 }
 
-/// q5 end to end commits hot-item counts, the same number whatever the lane
-/// count (the output of every partition is the same sequence).
+/// q5 end to end commits the same hot-item counts whatever the lane count
+/// and the stores.
 #[test]
-fn e2e_q5_commits_the_same_results_on_one_and_two_lanes() {
+fn e2e_q5_commits_the_same_results_whatever_the_stores_and_lanes() {
     let generator = stoatflow_bench::nexmark::GeneratorConfig::default();
-    let counts: Vec<u64> = [1, 2]
-        .into_iter()
-        .map(|lanes| {
-            stoatflow_bench::e2e::run_e2e_q5(40_000, lanes, &generator)
-                .unwrap()
-                .1
-        })
-        .collect();
-    assert!(counts[0] > 0, "q5 committed no result");
-    assert_eq!(counts[0], counts[1]);
+    let mut runs = Vec::new();
+    for stores in STORES {
+        for lanes in [1, 2] {
+            runs.push(run_e2e_q5(40_000, lanes, &generator, stores).unwrap());
+        }
+    }
+    assert!(runs[0].outputs > 0, "q5 committed no result");
+    assert!(
+        runs.windows(2)
+            .all(|w| (w[0].outputs, w[0].digest) == (w[1].outputs, w[1].digest)),
+        "{runs:?}"
+    );
 }
