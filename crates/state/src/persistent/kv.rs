@@ -7,8 +7,8 @@ use std::sync::Arc;
 use super::segmented::Stored;
 use super::write_cache::{WriteCache, merge};
 use super::{
-    PersistentConfig, StoreDirectory, decode_stored, encode_value, engine_err, open_database,
-    validate_entry,
+    PersistentConfig, StoreDirectory, decode_stored, encode_value, engine_err, ingest,
+    open_database, validate_entry,
 };
 use crate::changelog::ChangelogEntry;
 use crate::changelog_batch::ChangelogBatch;
@@ -33,7 +33,8 @@ fn engine_key(encoded: &[u8]) -> Vec<u8> {
 pub struct PersistentKeyValueStore<K, V> {
     config: StoreConfig,
     dir: StoreDirectory,
-    db: fjall::Database,
+    /// Kept open for as long as the store is.
+    _db: fjall::Database,
     ks: fjall::Keyspace,
     /// Writes not yet in the engine (and the last ones that are), with the keys written
     /// since the last flush.
@@ -72,7 +73,7 @@ impl<K, V> PersistentKeyValueStore<K, V> {
         Ok(Self {
             config,
             dir,
-            db,
+            _db: db,
             ks,
             cache: WriteCache::new(persistent.cache_max_bytes()),
             key_codec: Arc::new(key_codec),
@@ -119,16 +120,7 @@ impl<K, V> PersistentKeyValueStore<K, V> {
         if self.cache.dirty_len() == 0 {
             return Ok(());
         }
-        let mut batch = self.db.batch();
-        let ks = &self.ks;
-        self.cache.for_each_dirty(|(), key, value| {
-            match value {
-                Some(v) => batch.insert(ks, key, v),
-                None => batch.remove(ks, key),
-            }
-            Ok(())
-        })?;
-        batch.commit().map_err(engine_err(self.config.name()))?;
+        ingest(&self.ks, self.cache.dirty_in(()), self.config.name())?;
         self.cache.mark_clean();
         Ok(())
     }

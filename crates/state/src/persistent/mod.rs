@@ -58,6 +58,25 @@ pub(crate) fn engine_err(store: &str) -> impl Fn(fjall::Error) -> StateError + '
     }
 }
 
+/// Writes `entries` (ascending, unique keys; `None` deletes) into `ks` as one sorted table,
+/// bypassing the journal and the memtable: the write-back of a store's cache, a bulk load.
+/// A newer write of a key the keyspace already holds wins, as any later write does.
+pub(crate) fn ingest<'a>(
+    ks: &fjall::Keyspace,
+    entries: impl Iterator<Item = (&'a [u8], Option<&'a [u8]>)>,
+    store: &str,
+) -> Result<(), StateError> {
+    let mut ingestion = ks.start_ingestion().map_err(engine_err(store))?;
+    for (key, value) in entries {
+        match value {
+            Some(v) => ingestion.write(key, v),
+            None => ingestion.write_tombstone(key),
+        }
+        .map_err(engine_err(store))?;
+    }
+    ingestion.finish().map_err(engine_err(store))
+}
+
 /// Opens the fjall database of a store directory. A checkpoint still in place (the caller
 /// skipped [`StoreDirectory::recover`]) is checked against the files first and consumed, so
 /// the engine never reads files a clean close vouched for once they differ.
@@ -210,11 +229,6 @@ impl SegmentSet {
     /// The ids of the segments whose keyspace exists.
     pub(crate) fn ids(&self) -> impl Iterator<Item = i64> + '_ {
         self.keyspaces.keys().copied()
-    }
-
-    /// A batch of writes to commit to the engine at once.
-    pub(crate) fn batch(&self) -> fjall::OwnedWriteBatch {
-        self.db.batch()
     }
 
     pub(crate) fn approximate_len(&self) -> u64 {

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use super::write_cache::{WriteCache, merge};
 use super::{
     PersistentConfig, SegmentSet, StoreDirectory, decode_stored, encode_key, encode_value,
-    engine_err, open_database, validate_entry,
+    engine_err, ingest, open_database, validate_entry,
 };
 use crate::changelog::ChangelogEntry;
 use crate::changelog_batch::ChangelogBatch;
@@ -364,18 +364,13 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         for segment in self.cache.segments_with_dirty_values() {
             self.segments.get_or_create(segment)?;
         }
-        let mut batch = self.segments.batch();
-        let segments = &self.segments;
-        self.cache.for_each_dirty(|segment, key, value| {
-            if let Some(ks) = segments.get(segment) {
-                match value {
-                    Some(v) => batch.insert(ks, key, v),
-                    None => batch.remove(ks, key),
-                }
+        // One sorted table per segment. A failure part-way leaves every entry dirty; writing
+        // an already written segment again is harmless (the same values, newer).
+        for segment in self.cache.segments_with_dirty() {
+            if let Some(ks) = self.segments.get(segment) {
+                ingest(ks, self.cache.dirty_in(segment), self.config.name())?;
             }
-            Ok(())
-        })?;
-        batch.commit().map_err(engine_err(self.config.name()))?;
+        }
         self.cache.mark_clean();
         Ok(())
     }

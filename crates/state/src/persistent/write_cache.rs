@@ -204,7 +204,8 @@ impl<S: Ord + Copy> WriteCache<S> {
         self.bytes > self.max_bytes
     }
 
-    /// Entries the engine does not have yet.
+    /// Entries the engine does not have yet (written back with [`WriteCache::dirty_in`] per
+    /// segment of [`WriteCache::segments_with_dirty`], then [`WriteCache::mark_clean`]).
     pub(crate) fn dirty_len(&self) -> usize {
         self.dirty
     }
@@ -234,21 +235,23 @@ impl<S: Ord + Copy> WriteCache<S> {
         self.segments.keys().copied()
     }
 
-    /// Calls `f` on every dirty entry in (segment, key) order. On an error the cache is
-    /// unchanged; call [`WriteCache::mark_clean`] once the engine has them all.
-    pub(crate) fn for_each_dirty(
-        &self,
-        mut f: impl FnMut(S, &[u8], Option<&[u8]>) -> Result<(), StateError>,
-    ) -> Result<(), StateError> {
-        if self.dirty == 0 {
-            return Ok(());
-        }
-        for (segment, map) in &self.segments {
-            for (key, entry) in map.iter().filter(|(_, c)| c.dirty) {
-                f(*segment, key, entry.value.as_deref())?;
-            }
-        }
-        Ok(())
+    /// The segments holding a dirty entry, ascending.
+    pub(crate) fn segments_with_dirty(&self) -> Vec<S> {
+        self.segments
+            .iter()
+            .filter(|(_, m)| m.values().any(|c| c.dirty))
+            .map(|(s, _)| *s)
+            .collect()
+    }
+
+    /// The dirty entries of `segment`, in key order.
+    pub(crate) fn dirty_in(&self, segment: S) -> impl Iterator<Item = (&[u8], Option<&[u8]>)> {
+        self.segments
+            .get(&segment)
+            .into_iter()
+            .flat_map(|m| m.iter())
+            .filter(|(_, c)| c.dirty)
+            .map(|(k, c)| (k.as_slice(), c.value.as_deref()))
     }
 
     /// Marks every entry clean (the engine has them all now).
@@ -468,13 +471,15 @@ mod tests {
             (2, 2, 1)
         );
         assert!(!cache.is_over());
-        let mut seen = Vec::new();
-        cache
-            .for_each_dirty(|s, k, v| {
-                seen.push((s, k.to_vec(), v.map(<[u8]>::to_vec)));
-                Ok(())
+        let seen: Vec<_> = cache
+            .segments_with_dirty()
+            .into_iter()
+            .flat_map(|s| {
+                cache
+                    .dirty_in(s)
+                    .map(move |(k, v)| (s, k.to_vec(), v.map(<[u8]>::to_vec)))
             })
-            .unwrap();
+            .collect();
         assert_eq!(
             seen,
             vec![
