@@ -44,6 +44,25 @@ pub enum LogError {
         /// How many partitions the topic has.
         partitions: u32,
     },
+    /// A topic name that breaks Kafka's naming rules.
+    #[error("topic name {topic:?} is refused: {rule}")]
+    InvalidTopicName {
+        /// The name asked for.
+        topic: String,
+        /// The rule it breaks.
+        rule: String,
+    },
+    /// A request beyond one of the log's bounds (a setting of the log).
+    #[error("{what} exceeds {setting} = {limit}")]
+    LimitExceeded {
+        /// What was asked for, naming the topic (and the file it was read
+        /// from, on open).
+        what: String,
+        /// The setting that bounds it.
+        setting: &'static str,
+        /// The setting's value.
+        limit: u64,
+    },
     /// `create_topic` on a topic that already exists.
     #[error("topic {topic:?} already exists")]
     TopicExists {
@@ -190,6 +209,8 @@ impl LogError {
             LogError::UnknownTopic { .. }
             | LogError::UnknownPartition { .. }
             | LogError::TopicExists { .. }
+            | LogError::InvalidTopicName { .. }
+            | LogError::LimitExceeded { .. }
             | LogError::TopicShapeMismatch { .. }
             | LogError::Fenced { .. }
             | LogError::TransactionState { .. }

@@ -17,6 +17,8 @@
 //!   rebalance changes that; [`SoleMember`] owns everything (the embedded log).
 //! - [`LogError`] and [`ErrorKind`]: every failure, classified as retriable,
 //!   abort-the-transaction or fatal.
+//! - [`check_topic_name`]: Kafka's topic-name rules, which the embedded
+//!   log holds a new topic to, as a Kafka broker does.
 //! - [`EmbeddedLog`]: segment files under a data directory, atomic and
 //!   durable commits, checksums, torn-tail recovery, compaction, retention, a
 //!   directory lock, and an in-memory mode.
@@ -56,6 +58,7 @@ mod embedded;
 mod error;
 mod membership;
 pub mod offset_metadata;
+mod topic_name;
 mod types;
 
 /// Proptest case counts for the decoders fed arbitrary bytes: bounded in
@@ -76,6 +79,7 @@ pub use embedded::{
 };
 pub use error::{ErrorKind, LogError};
 pub use membership::{GroupEvent, GroupMember, SoleMember};
+pub use topic_name::{MAX_TOPIC_NAME_LEN, check_topic_name};
 pub use types::{
     CleanupPolicy, FetchedBatch, FetchedRecord, Header, Offset, OffsetAndMetadata, Partition,
     Record, RecordRef, RecordView, Retention, SeekTo, Timestamp, TopicPartition, TopicShape,

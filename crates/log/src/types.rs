@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use crate::topic_name::MAX_TOPIC_NAME_LEN;
+
 /// A partition number within a topic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Partition(pub u32);
@@ -194,20 +196,21 @@ impl TopicSpec {
         self
     }
 
-    /// Why this topic cannot exist, if it cannot: a name that is empty,
-    /// longer than [`MAX_TOPIC_NAME`] bytes, starts with `.` (so neither `.`
-    /// nor `..`), or holds `/`, `\\` or NUL (a topic name becomes a
-    /// directory name); or no partitions. Checked at creation and again on
-    /// every name read back from disk.
+    /// Why this topic cannot exist on disk, if it cannot: a name that is
+    /// empty, longer than [`MAX_TOPIC_NAME_LEN`] bytes, `.` or `..`, or
+    /// holds `/`, `\\` or NUL (a topic name becomes a directory name); or no
+    /// partitions. The looser rule names read back from disk are held to;
+    /// a new topic's name must also pass [`crate::check_topic_name`].
     pub(crate) fn invalid(&self) -> Option<&'static str> {
         let n = &self.name;
         if n.is_empty()
-            || n.len() > MAX_TOPIC_NAME
-            || n.starts_with('.')
+            || n.len() > MAX_TOPIC_NAME_LEN
+            || n == "."
+            || n == ".."
             || n.contains(['/', '\\', '\0'])
         {
             Some(
-                "topic names must be 1 to 249 bytes, not start with '.', and contain no '/', '\\' or NUL",
+                "topic names must be 1 to 249 bytes, not \".\" or \"..\", and contain no '/', '\\' or NUL",
             )
         } else if self.shape.partitions == 0 {
             Some("a topic needs at least one partition")
@@ -216,9 +219,6 @@ impl TopicSpec {
         }
     }
 }
-
-/// The longest topic name, in bytes (Kafka's limit).
-pub(crate) const MAX_TOPIC_NAME: usize = 249;
 
 /// One record header. Kafka allows repeated keys and null values.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

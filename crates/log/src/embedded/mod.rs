@@ -71,7 +71,9 @@ mod format;
 mod partition;
 mod producer;
 mod record_time;
+mod recovery;
 mod storage;
+mod topics;
 mod txlog;
 
 use std::collections::HashMap;
@@ -82,7 +84,6 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 pub use consumer::EmbeddedConsumer;
 pub use producer::{EmbeddedPlainProducer, EmbeddedProducer};
 
-use self::format::FrameAt;
 use self::partition::PartitionLog;
 use self::storage::Store;
 use self::txlog::{Entry, Meta};
@@ -114,6 +115,23 @@ pub struct EmbeddedConfig {
     /// with more distinct keys in its new records is compacted over several
     /// passes.
     pub compaction_map_bytes: usize,
+    /// Most topics the log holds (default 10 000). Kafka has no hard cap;
+    /// this one keeps the log's bookkeeping, which is in memory, bounded.
+    /// A creation past it, or an open of a directory that names more, is
+    /// refused with an error naming this setting.
+    pub max_topics: usize,
+    /// Most partitions one topic may have (default 10 000). The log keeps
+    /// a few hundred bytes in memory per partition and one directory and
+    /// one segment file on disk, each created and synced when the topic is:
+    /// 10 000 is a few megabytes and seconds, far past what one process
+    /// consumes, and a mistyped count (`u32::MAX`) is refused before
+    /// anything is written instead of exhausting memory. An open of a
+    /// directory whose transaction log names a larger topic refuses it by
+    /// name.
+    pub max_partitions_per_topic: u32,
+    /// Most partitions over all topics (default 100 000): with
+    /// `max_topics`, what bounds the log's memory (tens of megabytes).
+    pub max_partitions: u64,
 }
 
 impl Default for EmbeddedConfig {
@@ -124,6 +142,9 @@ impl Default for EmbeddedConfig {
             txlog_rotate_bytes: 16 << 20,
             min_cleanable_dirty_ratio: cleaner::DEFAULT_MIN_DIRTY_RATIO,
             compaction_map_bytes: 32 << 20,
+            max_topics: topics::DEFAULT_MAX_TOPICS,
+            max_partitions_per_topic: topics::DEFAULT_MAX_PARTITIONS_PER_TOPIC,
+            max_partitions: topics::DEFAULT_MAX_PARTITIONS,
         }
     }
 }
@@ -201,7 +222,7 @@ pub(crate) struct TxLog {
 }
 
 impl TxLog {
-    fn new(path: PathBuf, store: Store, size: u64, generation: u64) -> Self {
+    pub(crate) fn new(path: PathBuf, store: Store, size: u64, generation: u64) -> Self {
         TxLog {
             path,
             store,
@@ -238,7 +259,7 @@ impl TxLog {
     }
 }
 
-fn txlog_name(generation: u64) -> String {
+pub(crate) fn txlog_name(generation: u64) -> String {
     format!("txn-{generation:020}.log")
 }
 
@@ -319,7 +340,7 @@ impl EmbeddedLog {
                 return Err(LogError::io("locking", &lock_path, e));
             }
         }
-        let state = recover(&root)?;
+        let state = recovery::recover(&root, &config)?;
         Ok(Self::from_state(state, config, Some(lock)))
     }
 
@@ -454,7 +475,7 @@ impl State {
             .ok_or_else(|| self.unknown(tp))
     }
 
-    fn partition_dir(&self, tp: &TopicPartition) -> Option<PathBuf> {
+    pub(crate) fn partition_dir(&self, tp: &TopicPartition) -> Option<PathBuf> {
         self.root.as_ref().map(|r| {
             r.join("topics")
                 .join(&tp.topic)
@@ -504,248 +525,13 @@ impl State {
     }
 }
 
-/// The transaction log as read back: the state after every intact entry,
-/// the entries with their positions, and where the intact frames end.
-#[derive(Debug)]
-struct Replayed {
-    meta: Meta,
-    entries: Vec<(u64, Entry)>,
-    /// Bytes of intact frames; anything after is a torn tail.
-    end: u64,
-}
-
-/// Replays a transaction-log generation, reading only. A rotated
-/// generation (`generation > 0`) starts with a checkpoint that was synced
-/// before the file got its name, so damage there is never a torn tail.
-fn replay(path: &Path, generation: u64, data: &[u8]) -> Result<Replayed, LogError> {
-    let corrupt = |position: usize, reason: String| LogError::Corrupt {
-        file: path.to_path_buf(),
-        position: position as u64,
-        reason,
-    };
-    let mut meta = Meta::default();
-    let mut entries = Vec::new();
-    let mut pos = 0usize;
-    loop {
-        match format::frame_at(data, pos) {
-            FrameAt::End => break,
-            FrameAt::Valid { body, next } => {
-                let e = Entry::decode(body).map_err(|m| corrupt(pos, m.0.to_owned()))?;
-                let want_checkpoint = pos == 0 && generation > 0;
-                if want_checkpoint != matches!(e, Entry::Checkpoint(_)) {
-                    return Err(corrupt(
-                        pos,
-                        if want_checkpoint {
-                            "a rotated transaction log must start with a checkpoint".into()
-                        } else {
-                            "a checkpoint where only the first frame of a rotated log may hold one"
-                                .into()
-                        },
-                    ));
-                }
-                meta.check(&e).map_err(|r| corrupt(pos, r))?;
-                meta.apply(&e);
-                entries.push((pos as u64, e));
-                pos = next;
-            }
-            bad if pos == 0 && generation > 0 => {
-                return Err(corrupt(
-                    pos,
-                    format!(
-                        "the checkpoint of a rotated transaction log is damaged: {}",
-                        bad.reason()
-                    ),
-                ));
-            }
-            bad if format::is_torn_append(data, pos) => {
-                tracing::warn!(file = %path.display(), position = pos, bytes = data.len() - pos, reason = %bad.reason(), "dropping the torn tail of the transaction log");
-                break;
-            }
-            bad => return Err(corrupt(pos, bad.reason())),
-        }
-    }
-    if generation > 0 && entries.is_empty() {
-        return Err(corrupt(
-            0,
-            "a rotated transaction log must start with a checkpoint".into(),
-        ));
-    }
-    Ok(Replayed {
-        meta,
-        entries,
-        end: pos as u64,
-    })
-}
-
-/// Every topic directory must be a topic the transaction log holds: a
-/// topic's directory is created only after its frame is durable, so a
-/// stranger means the transaction log lost durable frames.
-fn check_topic_dirs(root: &Path, meta: &Meta) -> Result<(), LogError> {
-    let topics = root.join("topics");
-    if !topics.is_dir() {
-        return Ok(());
-    }
-    for (name, path) in storage::list_dir(&topics)? {
-        let known = meta.topics.get(&name).map(|s| s.shape.partitions);
-        let stray = match known {
-            None => Some(format!(
-                "topic {name:?} has a directory but the transaction log does not hold it: the transaction log lost durable frames"
-            )),
-            Some(n) if path.is_dir() => storage::list_dir(&path)?
-                .into_iter()
-                .find(|(p, _)| p.parse::<u32>().map_or(true, |p| p >= n))
-                .map(|(p, _)| format!("topic {name:?} has {n} partitions but a directory {p:?}")),
-            Some(_) => None,
-        };
-        if let Some(reason) = stray {
-            return Err(LogError::Corrupt {
-                file: path,
-                position: 0,
-                reason,
-            });
-        }
-    }
-    Ok(())
-}
-
-/// Opens the transaction log and segments in `root`, recovering as the
-/// module documentation describes. Everything is read and checked before
-/// the first byte is changed: a failed open leaves every file as it was.
-fn recover(root: &Path) -> Result<State, LogError> {
-    // 1. The newest transaction-log generation, replayed.
-    let mut generations = Vec::new();
-    let mut temps = Vec::new();
-    for (name, path) in storage::list_dir(root)? {
-        if name.starts_with("txn-") && name.ends_with(".log.tmp") {
-            temps.push(path);
-        } else if let Some(g) = name
-            .strip_prefix("txn-")
-            .and_then(|n| n.strip_suffix(".log"))
-            .and_then(|n| n.parse::<u64>().ok())
-        {
-            generations.push((g, path));
-        }
-    }
-    generations.sort();
-    let (generation, path) = generations
-        .last()
-        .cloned()
-        .unwrap_or_else(|| (0, root.join(txlog_name(0))));
-    let data = match std::fs::read(&path) {
-        Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(LogError::io("reading", &path, e)),
-    };
-    let replayed = replay(&path, generation, &data)?;
-    let mut meta = replayed.meta;
-    check_topic_dirs(root, &meta)?;
-
-    // 2. Partitions, scanned.
-    let mut partitions = HashMap::new();
-    let mut scans = Vec::new();
-    for spec in meta.topics.values() {
-        for p in 0..spec.shape.partitions {
-            let tp = TopicPartition::new(spec.name.clone(), p);
-            let dir = root.join("topics").join(&spec.name).join(p.to_string());
-            let end = meta.ends.get(&tp).copied().unwrap_or(0);
-            let start = meta.starts.get(&tp).copied().unwrap_or(0);
-            let (part, scan) = PartitionLog::open(tp.clone(), dir, end, start, meta.next_txn)?;
-            scans.push((tp.clone(), scan));
-            partitions.insert(tp, part);
-        }
-    }
-    scans.sort_by(|a, b| a.0.cmp(&b.0));
-
-    // 3. Committed records missing: roll the last commit back if exactly
-    // its records are missing, otherwise refuse.
-    let mut keep = replayed.end;
-    let short: Vec<&(TopicPartition, partition::Scan)> =
-        scans.iter().filter(|(_, s)| s.short_at.is_some()).collect();
-    if !short.is_empty() {
-        let rollback = match replayed.entries.last() {
-            Some((at, Entry::Commit { parts, .. })) => short
-                .iter()
-                .all(|(tp, scan)| {
-                    parts
-                        .iter()
-                        .any(|part| &part.tp == tp && scan.data_end == part.base)
-                })
-                .then_some(*at),
-            _ => None,
-        };
-        let Some(at) = rollback else {
-            let (tp, scan) = short[0];
-            let (file, position, why) = scan.short_at.clone().expect("short");
-            return Err(LogError::Corrupt {
-                file,
-                position,
-                reason: format!(
-                    "partition {tp} holds records up to offset {} but offset {} is committed ({why})",
-                    scan.data_end, meta.ends[tp]
-                ),
-            });
-        };
-        tracing::warn!(file = %path.display(), position = at, "rolling back the last commit: its records are missing");
-        keep = at;
-        let n = replayed.entries.len();
-        meta = Meta::default();
-        for (_, e) in &replayed.entries[..n - 1] {
-            meta.apply(e);
-        }
-    }
-
-    // 4. Repair: the transaction log's tail, old files, then segments.
-    let mut store = Store::create_disk(&path)?;
-    if store.len(&path)? > keep {
-        store.truncate(keep, &path)?;
-    }
-    for old in temps
-        .iter()
-        .chain(generations.iter().rev().skip(1).map(|(_, p)| p))
-    {
-        storage::remove_file(old)?;
-    }
-    storage::sync_dir(root)?;
-    for (tp, scan) in &scans {
-        let part = partitions.get_mut(tp).expect("scanned partition");
-        part.repair(scan, meta.ends.get(tp).copied().unwrap_or(0))?;
-    }
-    Ok(State {
-        meta,
-        partitions,
-        txlog: TxLog::new(path, store, keep, generation),
-        root: Some(root.to_path_buf()),
-    })
-}
-
 impl Log for EmbeddedLog {
     type Consumer = EmbeddedConsumer;
     type Producer = EmbeddedProducer;
     type PlainProducer = EmbeddedPlainProducer;
 
     fn create_topic(&self, spec: &TopicSpec) -> Result<(), LogError> {
-        if let Some(reason) = spec.invalid() {
-            return Err(LogError::Config {
-                key: format!("topic {:?}", spec.name),
-                reason: reason.into(),
-            });
-        }
-        let mut st = self.lock();
-        if st.meta.topics.contains_key(&spec.name) {
-            return Err(LogError::TopicExists {
-                topic: spec.name.clone(),
-            });
-        }
-        let entry = Entry::TopicCreated(spec.clone());
-        st.txlog.append(&entry)?;
-        st.meta.apply(&entry);
-        for p in 0..spec.shape.partitions {
-            let tp = TopicPartition::new(spec.name.clone(), p);
-            let dir = st.partition_dir(&tp);
-            let part = PartitionLog::create(tp.clone(), dir)?;
-            st.partitions.insert(tp, part);
-        }
-        Ok(())
+        topics::create(&mut self.lock(), spec, &self.shared.config)
     }
 
     fn describe_topic(&self, topic: &str) -> Result<Option<TopicShape>, LogError> {

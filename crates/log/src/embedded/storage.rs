@@ -202,6 +202,7 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<(), LogError> {
 }
 
 pub(crate) fn create_dir_all(dir: &Path) -> Result<(), LogError> {
+    faults::check(Op::Create, dir).map_err(|e| LogError::io("creating directory", dir, e))?;
     std::fs::create_dir_all(dir).map_err(|e| LogError::io("creating directory", dir, e))
 }
 

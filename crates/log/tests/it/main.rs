@@ -15,3 +15,4 @@ mod membership;
 mod observe;
 mod persistence;
 mod small_log;
+mod topic_bounds;
