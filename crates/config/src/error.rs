@@ -3,8 +3,10 @@
 //!
 //! Every error names the key and its origin (a file's `line:column`, an
 //! environment variable, or a map entry). No error carries the value of a
-//! secret key ([`crate::is_secret_key`]).
+//! secret key ([`crate::is_secret_key`]), and none repeats a long key or
+//! value whole: it is shortened to its first characters and its length.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::path::PathBuf;
 
@@ -58,6 +60,28 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
+    /// The file (or text) is longer than a configuration may be.
+    #[error(
+        "configuration file {} is larger than the {max} bytes a configuration may have",
+        file.display()
+    )]
+    TooLarge {
+        /// The file's path or the text's name.
+        file: PathBuf,
+        /// The limit, in bytes.
+        max: usize,
+    },
+    /// The file holds no settings at all (nothing, only comments, or an
+    /// empty document): most likely the wrong or a truncated file.
+    #[error(
+        "configuration file {} holds no settings (it is empty or only comments); \
+         write {{}} in it to run with every default",
+        file.display()
+    )]
+    Empty {
+        /// The file's path or the text's name.
+        file: PathBuf,
+    },
     /// The text is not YAML, or not a mapping of settings.
     #[error("{at}: {reason}")]
     Syntax {
@@ -67,7 +91,7 @@ pub enum ConfigError {
         reason: String,
     },
     /// A key no setting has.
-    #[error("unknown configuration key {key} at {at}{}", hint(.suggestion))]
+    #[error("unknown configuration key {} at {at}{}", short(.key), hint(.suggestion))]
     UnknownKey {
         /// The key, dotted.
         key: String,
@@ -77,7 +101,7 @@ pub enum ConfigError {
         suggestion: Option<String>,
     },
     /// The same key twice in one file.
-    #[error("configuration key {key} at {at} is already set at {first}")]
+    #[error("configuration key {} at {at} is already set at {first}", short(.key))]
     Duplicate {
         /// The key.
         key: String,
@@ -87,7 +111,11 @@ pub enum ConfigError {
         first: Origin,
     },
     /// A value of the wrong type.
-    #[error("configuration key {key} at {at}: expected {expected}, found {found}")]
+    #[error(
+        "configuration key {} at {at}: expected {expected}, found {}",
+        short(.key),
+        short(.found)
+    )]
     WrongType {
         /// The key.
         key: String,
@@ -99,7 +127,11 @@ pub enum ConfigError {
         found: String,
     },
     /// A value of the right type outside what the key accepts.
-    #[error("configuration key {key} at {at}: {value} is out of range: {reason}")]
+    #[error(
+        "configuration key {} at {at}: {} is out of range: {reason}",
+        short(.key),
+        short(.value)
+    )]
     OutOfRange {
         /// The key.
         key: String,
@@ -111,7 +143,7 @@ pub enum ConfigError {
         reason: String,
     },
     /// A setting that has no effect with the choice another one made.
-    #[error("configuration key {key} at {at} has no effect: {reason}")]
+    #[error("configuration key {} at {at} has no effect: {reason}", short(.key))]
     Inapplicable {
         /// The key.
         key: String,
@@ -122,7 +154,7 @@ pub enum ConfigError {
     },
     /// A setting the component it is for refuses (for example a librdkafka
     /// property stoatflow sets itself).
-    #[error("configuration key {key} is refused: {reason}")]
+    #[error("configuration key {} is refused: {reason}", short(.key))]
     Refused {
         /// The key.
         key: String,
@@ -130,7 +162,7 @@ pub enum ConfigError {
         reason: String,
     },
     /// A setting missing for the choice another one made.
-    #[error("configuration key {key} is required: {reason}")]
+    #[error("configuration key {} is required: {reason}", short(.key))]
     Missing {
         /// The key.
         key: String,
@@ -146,6 +178,17 @@ fn hint(suggestion: &Option<String>) -> String {
     }
 }
 
+/// The most characters of a key or value an error message repeats.
+const SHOWN_CHARS: usize = 80;
+
+/// `s`, or its first [`SHOWN_CHARS`] characters and its length when longer.
+fn short(s: &str) -> Cow<'_, str> {
+    match s.char_indices().nth(SHOWN_CHARS) {
+        None => Cow::Borrowed(s),
+        Some((end, _)) => Cow::Owned(format!("{}… ({} bytes in all)", &s[..end], s.len())),
+    }
+}
+
 impl ConfigError {
     /// The key the error is about, if it is about one.
     pub fn key(&self) -> Option<&str> {
@@ -157,7 +200,40 @@ impl ConfigError {
             | ConfigError::Inapplicable { key, .. }
             | ConfigError::Refused { key, .. }
             | ConfigError::Missing { key, .. } => Some(key),
-            ConfigError::Read { .. } | ConfigError::Syntax { .. } => None,
+            ConfigError::Read { .. }
+            | ConfigError::TooLarge { .. }
+            | ConfigError::Empty { .. }
+            | ConfigError::Syntax { .. } => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_keys_and_values_are_shortened() {
+        assert_eq!(short("abc"), "abc");
+        let exact = "x".repeat(SHOWN_CHARS);
+        assert_eq!(short(&exact), exact.as_str());
+        let long = format!("{}é{}", "k".repeat(SHOWN_CHARS - 1), "v".repeat(5000));
+        let e = ConfigError::WrongType {
+            key: long.clone(),
+            at: Origin::Map,
+            expected: "an integer".into(),
+            found: format!("{long:?}"),
+        };
+        let shown = e.to_string();
+        assert!(shown.len() < 400, "{shown}");
+        let expected_key = format!(
+            "{}é… ({} bytes in all)",
+            "k".repeat(SHOWN_CHARS - 1),
+            long.len()
+        );
+        assert!(
+            shown.starts_with(&format!("configuration key {expected_key} at")),
+            "{shown}"
+        );
     }
 }

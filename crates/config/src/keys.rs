@@ -210,12 +210,20 @@ const NAMESPACES: &[&str] = &[
 /// A did-you-mean for an unknown key: the closest known key, or the
 /// pass-through spelling of what looks like a librdkafka property.
 pub fn suggest(unknown: &str) -> Option<String> {
+    let limit = (unknown.len() / 4).max(2);
+    // A key whose length differs by more than the limit is further than it
+    // (and skipping it keeps a long unknown key from costing its length
+    // times every key's).
+    let chars = unknown.chars().count();
     let best = KEYS
         .iter()
+        .filter(|s| s.key.chars().count().abs_diff(chars) <= limit)
         .map(|s| (edit_distance(unknown, s.key), s.key))
-        .min()?;
-    if best.0 <= (unknown.len() / 4).max(2) {
-        return Some(best.1.to_owned());
+        .min();
+    if let Some((distance, key)) = best
+        && distance <= limit
+    {
+        return Some(key.to_owned());
     }
     // A key written under a known prefix but with a different last part.
     if let Some((head, _)) = unknown.rsplit_once('.') {

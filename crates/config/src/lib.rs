@@ -17,6 +17,10 @@
 //!   (`STOATFLOW_WATERMARK_MAX_OUT_OF_ORDERNESS_MS`).
 //! - [`ConfigError`]: unknown key (with a did-you-mean), wrong type, out of
 //!   range, missing, each naming the key and its [`Origin`] (`file:line:column`).
+//! - A YAML text is refused whole when it is larger than [`MAX_FILE_BYTES`],
+//!   nests deeper than [`MAX_NESTING_DEPTH`], holds a NUL byte, a second
+//!   document, the same key twice (a leaf or a mapping), or no settings at
+//!   all; a leading byte-order mark is dropped.
 //! - [`Redacted`], [`PropertyValue`]: secrets (passwords, tokens, key
 //!   material) never appear in `Debug`, errors or logs.
 //!
@@ -57,6 +61,7 @@ mod keys;
 mod loader;
 mod redacted;
 mod source;
+mod text;
 
 pub use app_config::{
     AppConfig, BackendSettings, EndpointsSettings, KafkaSettings, RecordingLevel,
@@ -65,7 +70,8 @@ pub use error::{ConfigError, Origin};
 pub use keys::{KEYS, KeySpec, suggest};
 pub use loader::ConfigLoader;
 pub use redacted::{PropertyValue, REDACTED, Redacted, is_secret_key};
-pub use source::{KAFKA_ENV_PREFIX, env_name};
+pub use source::{KAFKA_ENV_PREFIX, MAX_NESTING_DEPTH, env_name};
+pub use text::MAX_FILE_BYTES;
 
 /// The runtime's settings, which [`AppConfig::runtime`] holds.
 pub use stoatflow_runtime::RuntimeConfig;

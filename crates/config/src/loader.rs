@@ -11,6 +11,7 @@ use crate::app_config::AppConfig;
 use crate::error::{ConfigError, Origin};
 use crate::keys::KEYS;
 use crate::source::{self, Entry, Raw, env_name, kafka_key_of_env};
+use crate::text;
 
 /// Collects settings, then [`ConfigLoader::build`]s an [`AppConfig`].
 ///
@@ -35,25 +36,29 @@ impl ConfigLoader {
         Self::default()
     }
 
-    /// Adds the settings of a YAML file.
+    /// Adds the settings of a YAML file. No more than
+    /// [`MAX_FILE_BYTES`](crate::MAX_FILE_BYTES) (and one) bytes of it are read.
     ///
     /// # Errors
-    /// [`ConfigError::Read`], or a syntax error with its position.
+    /// [`ConfigError::Read`], [`ConfigError::TooLarge`], text that is not
+    /// UTF-8, or any error of [`ConfigLoader::yaml_str`].
     pub fn yaml_file(self, path: impl AsRef<Path>) -> Result<Self, ConfigError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            file: path.to_owned(),
-            source,
-        })?;
+        let text = text::read_file(path)?;
         self.yaml_str(path, &text)
     }
 
     /// Adds the settings of a YAML text; `name` stands for its file in
-    /// positions.
+    /// positions. A leading byte-order mark is ignored.
     ///
     /// # Errors
-    /// A syntax error, a duplicate key, or a non-mapping document, with
-    /// its position.
+    /// [`ConfigError::TooLarge`], [`ConfigError::Empty`] (nothing but
+    /// comments: write `{}` for every default),
+    /// [`ConfigError::Duplicate`] (a key written twice, as a value or as a
+    /// mapping, naming both positions), or, with its position, a syntax
+    /// error, a NUL byte, a second document, nesting deeper than
+    /// [`MAX_NESTING_DEPTH`](crate::MAX_NESTING_DEPTH), or a document that is
+    /// not a mapping.
     pub fn yaml_str(mut self, name: impl AsRef<Path>, text: &str) -> Result<Self, ConfigError> {
         self.entries.extend(source::yaml(name.as_ref(), text)?);
         Ok(self)

@@ -7,10 +7,11 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
+use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 
 use crate::error::{ConfigError, Origin};
+use crate::text;
 
 /// A written value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,26 +35,72 @@ pub(crate) struct Entry {
     pub value_at: Origin,
 }
 
+/// The deepest nesting of mappings and sequences accepted. Keys nest a few
+/// levels (`stoatflow:` / `watermark:` / a key); anything near this is not a
+/// configuration.
+pub const MAX_NESTING_DEPTH: usize = 32;
+
 /// Reads and flattens a YAML text (`name` is its file, for positions).
+///
+/// The parser's events are pulled one at a time (its event iterator is a
+/// state machine; its `load` recurses once per nesting level and can
+/// exhaust the stack), so nesting is counted here and refused past
+/// [`MAX_NESTING_DEPTH`] before anything deeper is read.
 pub(crate) fn yaml(name: &Path, text: &str) -> Result<Vec<Entry>, ConfigError> {
+    let text = text::checked(name, text)?;
     let mut flat = Flatten {
         name,
         stack: Vec::new(),
         entries: Vec::new(),
         seen: HashMap::new(),
         error: None,
+        root_mapping: false,
     };
-    let result = Parser::new_from_str(text).load(&mut flat, false);
-    if let Err(e) = result {
-        return Err(ConfigError::Syntax {
+    let mut parser = Parser::new_from_str(text);
+    let mut depth = 0usize;
+    let mut documents = 0usize;
+    loop {
+        let (ev, mark) = parser.next_token().map_err(|e| ConfigError::Syntax {
             at: flat.origin(*e.marker()),
             reason: e.info().to_owned(),
+        })?;
+        match ev {
+            Event::StreamEnd => break,
+            Event::DocumentStart => {
+                documents += 1;
+                if documents > 1 {
+                    return Err(ConfigError::Syntax {
+                        at: flat.origin(mark),
+                        reason: "a second YAML document; the configuration must be one document"
+                            .into(),
+                    });
+                }
+            }
+            Event::MappingStart(..) | Event::SequenceStart(..) => {
+                depth += 1;
+                if depth > MAX_NESTING_DEPTH {
+                    return Err(ConfigError::Syntax {
+                        at: flat.origin(mark),
+                        reason: format!(
+                            "nested deeper than {MAX_NESTING_DEPTH} levels; a configuration needs a few"
+                        ),
+                    });
+                }
+            }
+            Event::MappingEnd | Event::SequenceEnd => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        flat.on_event(ev, mark);
+        if let Some(e) = flat.error.take() {
+            return Err(e);
+        }
+    }
+    if !flat.root_mapping {
+        return Err(ConfigError::Empty {
+            file: name.to_owned(),
         });
     }
-    match flat.error {
-        Some(e) => Err(e),
-        None => Ok(flat.entries),
-    }
+    Ok(flat.entries)
 }
 
 /// The environment variable that overrides `key`: `STOATFLOW_` then the key
@@ -96,8 +143,11 @@ struct Flatten<'a> {
     name: &'a Path,
     stack: Vec<Frame>,
     entries: Vec<Entry>,
+    /// Where each key (a leaf or a mapping) was first written.
     seen: HashMap<String, Origin>,
     error: Option<ConfigError>,
+    /// Whether the document is a mapping (else it holds no settings).
+    root_mapping: bool,
 }
 
 impl Flatten<'_> {
@@ -125,18 +175,26 @@ impl Flatten<'_> {
         }
     }
 
-    fn push_entry(&mut self, key: String, key_mark: Marker, value: Raw, value_mark: Marker) {
-        let key_at = self.origin(key_mark);
-        if let Some(first) = self.seen.get(&key) {
+    /// Records where `key` is written; false (and the error) if it already was.
+    fn first_time(&mut self, key: &str, key_at: &Origin) -> bool {
+        if let Some(first) = self.seen.get(key) {
             let first = first.clone();
             self.fail(ConfigError::Duplicate {
-                key,
-                at: key_at,
+                key: key.to_owned(),
+                at: key_at.clone(),
                 first,
             });
+            return false;
+        }
+        self.seen.insert(key.to_owned(), key_at.clone());
+        true
+    }
+
+    fn push_entry(&mut self, key: String, key_mark: Marker, value: Raw, value_mark: Marker) {
+        let key_at = self.origin(key_mark);
+        if !self.first_time(&key, &key_at) {
             return;
         }
-        self.seen.insert(key.clone(), key_at.clone());
         let value_at = self.origin(value_mark);
         self.entries.push(Entry {
             key,
@@ -147,7 +205,7 @@ impl Flatten<'_> {
     }
 }
 
-impl MarkedEventReceiver for Flatten<'_> {
+impl Flatten<'_> {
     fn on_event(&mut self, ev: Event, mark: Marker) {
         if self.error.is_some() {
             return;
@@ -162,6 +220,7 @@ impl MarkedEventReceiver for Flatten<'_> {
             _ if skipping => {}
             Event::MappingStart(..) => {
                 if self.stack.is_empty() {
+                    self.root_mapping = true;
                     self.stack.push(Frame::Mapping {
                         prefix: String::new(),
                         key: None,
@@ -170,7 +229,10 @@ impl MarkedEventReceiver for Flatten<'_> {
                 }
                 match self.take_key() {
                     Some((key, key_mark)) => {
-                        self.seen.insert(key.clone(), self.origin(key_mark));
+                        let key_at = self.origin(key_mark);
+                        if !self.first_time(&key, &key_at) {
+                            return;
+                        }
                         self.stack.push(Frame::Mapping {
                             prefix: format!("{key}."),
                             key: None,
@@ -279,7 +341,7 @@ mod tests {
         assert!(e.to_string().starts_with("s.yaml:1:1: "), "{e}");
         let e = yaml(Path::new("x.yaml"), "a: [1\n").unwrap_err();
         assert!(e.to_string().starts_with("x.yaml:"), "{e}");
-        assert!(yaml(Path::new("empty.yaml"), "").unwrap().is_empty());
+        assert!(yaml(Path::new("empty.yaml"), "{}").unwrap().is_empty());
     }
 
     #[test]

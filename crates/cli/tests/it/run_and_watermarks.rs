@@ -265,3 +265,29 @@ fn a_bad_configuration_names_the_key_and_position() {
         "{err}"
     );
 }
+
+/// A hostile configuration file is refused with a message and an exit
+/// status, never a crash: 100 000 nested sequences (200 KB) used to
+/// overflow the parser's stack and abort the process.
+#[test]
+fn a_deeply_nested_or_empty_configuration_is_refused_without_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = dir.path().join("deep.yaml");
+    std::fs::write(&deep, format!("stoatflow:\n{}1\n", "- ".repeat(100_000))).unwrap();
+    let out = run(&["run", "--config", path(&deep)], "");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("{}:2:", deep.display())) && err.contains("nested deeper than"),
+        "{err}"
+    );
+    let empty = dir.path().join("empty.yaml");
+    std::fs::write(&empty, "# nothing yet\n").unwrap();
+    let out = run(&["run", "--config", path(&empty)], "");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        stderr(&out).contains("holds no settings"),
+        "{}",
+        stderr(&out)
+    );
+}

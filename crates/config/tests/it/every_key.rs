@@ -200,8 +200,12 @@ fn companions(key: &str) -> Vec<(&'static str, &'static str)> {
     }
 }
 
-/// YAML with every key nested at its dots (`a.b.c: v` as `a:\n  b:\n    c: v`).
+/// YAML with every key nested at its dots (`a.b.c: v` as `a:\n  b:\n    c: v`);
+/// `{}` for none.
 fn nested_yaml(pairs: &[(&str, &str)]) -> String {
+    if pairs.is_empty() {
+        return "{}\n".into();
+    }
     let mut out = String::new();
     for (key, value) in pairs {
         let parts: Vec<&str> = key.split('.').collect();

@@ -4,3 +4,4 @@ mod bad_config;
 mod every_key;
 mod example_file;
 mod startup_warning;
+mod strict_text;
