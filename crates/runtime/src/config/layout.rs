@@ -222,6 +222,12 @@ impl Layout {
                 .compacted(),
             );
         }
+        // A name the log would refuse (a store or repartition topic named
+        // with characters or a length Kafka refuses) is refused before any
+        // topic is created, naming the topic and the rule.
+        for spec in &needed {
+            stoatflow_log::check_topic_name(&spec.name)?;
+        }
         let mut missing = Vec::new();
         for spec in &needed {
             match log.describe_topic(&spec.name)? {

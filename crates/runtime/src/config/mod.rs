@@ -10,6 +10,8 @@ pub(crate) mod layout;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use stoatflow_log::MAX_TOPIC_NAME_LEN;
+use stoatflow_state::{WATERMARK_STORE_NAME, changelog_topic};
 use stoatflow_streams::{StoreType, StreamsConfig};
 use stoatflow_time::TrackerConfig;
 
@@ -301,6 +303,21 @@ impl RuntimeConfig {
                 reason: "must be non-empty ASCII letters, digits, '.', '_' or '-' (it prefixes topic names)".into(),
             });
         }
+        // Every app with changelogs has this internal topic, and its name
+        // is the longest an application id alone decides.
+        let watermark = changelog_topic(app, WATERMARK_STORE_NAME);
+        if watermark.len() > MAX_TOPIC_NAME_LEN {
+            return Err(RuntimeError::Config {
+                key: "application.id".into(),
+                value: app.into(),
+                reason: format!(
+                    "must be at most {} characters: it prefixes internal topic names such as \
+                     {:?}, and a topic name is at most {MAX_TOPIC_NAME_LEN} characters",
+                    MAX_TOPIC_NAME_LEN - (watermark.len() - app.len()),
+                    changelog_topic("<application.id>", WATERMARK_STORE_NAME),
+                ),
+            });
+        }
         if self.lanes == 0 || self.lanes > 1024 {
             return Err(RuntimeError::Config {
                 key: "stoatflow.processing.lanes".into(),
@@ -358,6 +375,20 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("application.id"), "{err}");
         assert!(base.validate().is_ok());
+        let longest = "a".repeat(219);
+        assert!(
+            RuntimeConfig::new(&longest, Backend::InMemory)
+                .validate()
+                .is_ok()
+        );
+        let err = RuntimeConfig::new(format!("{longest}a"), Backend::InMemory)
+            .validate()
+            .unwrap_err();
+        let message = err.to_string();
+        assert!(
+            message.contains("application.id") && message.contains("at most 219 characters"),
+            "{message}"
+        );
         let err = base
             .clone()
             .with_standby_replicas(1)

@@ -182,3 +182,27 @@ fn a_missing_sink_topic_is_named_and_nothing_is_created() {
     let topics: Vec<String> = log.topics().into_iter().map(|t| t.name).collect();
     assert_eq!(topics, [INPUT], "a refused start created topics");
 }
+
+/// A store whose name makes its changelog's topic name one Kafka refuses
+/// stops the start before any internal topic is created, naming the
+/// topic and the rule.
+#[test]
+fn a_store_name_that_makes_an_illegal_topic_name_is_refused_before_any_topic_is_created() {
+    use stoatflow_streams::{Materialized, StreamsBuilder};
+    let log = Arc::new(EmbeddedLog::in_memory());
+    create_topics(&*log);
+    let mut builder = StreamsBuilder::new();
+    let grouped = source(&mut builder, INPUT).group_by_key();
+    for store in ["aa-legal", "zz fine store"] {
+        let _counts = grouped.count_with(Materialized::as_(store));
+    }
+    let topology = builder.build().unwrap();
+    let mut app = StreamsApp::with_log(topology, config("names", 1), log.clone()).unwrap();
+    let message = starts_into_error(&mut app).to_string();
+    assert!(
+        message.contains("names-zz fine store-changelog") && message.contains("character 8 is ' '"),
+        "{message}"
+    );
+    let created: Vec<String> = log.topics().into_iter().map(|t| t.name).collect();
+    assert_eq!(created, vec![OUTPUT.to_owned(), INPUT.to_owned()]);
+}
