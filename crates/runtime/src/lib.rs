@@ -59,7 +59,7 @@ pub use engine::{Assignment, ErrorHandler, StateListener};
 pub use error::RuntimeError;
 pub use observe::metrics::{
     BARRIER_BUCKETS_MS, BarrierFigures, DurationHistogram, MetricsSnapshot, RestoreFigures,
-    StoreSegments,
+    StoreSegments, UpkeepFigures,
 };
 pub use observe::timeline::{BarrierTiming, ResultLatency, Timeline};
 pub use task_id::TaskId;

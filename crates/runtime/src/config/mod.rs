@@ -131,7 +131,9 @@ pub struct RuntimeConfig {
     pub restore_stall_timeout: Duration,
     /// `repartition.purge.interval.ms` (Kafka Streams' name and default, 30 s):
     /// at most this often, after a commit, repartition topics are purged below
-    /// their committed offsets and the log is asked for its upkeep.
+    /// their committed offsets and the log is asked for its upkeep, on the
+    /// application's upkeep thread (no commit waits for it; a pass due while
+    /// the last one still runs is skipped).
     pub purge_interval: Duration,
     /// `windowstore.changelog.additional.retention.ms` (Kafka Streams' name;
     /// default [`WINDOWSTORE_CHANGELOG_ADDITIONAL_RETENTION`], ten minutes,

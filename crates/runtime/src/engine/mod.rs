@@ -32,6 +32,7 @@ pub(crate) mod lane;
 mod poll;
 pub(crate) mod restore;
 pub(crate) mod shared;
+pub(crate) mod upkeep;
 
 pub(crate) use shared::Shared;
 pub use shared::{Assignment, ErrorHandler, StateListener};
@@ -62,11 +63,11 @@ use crate::config::{ProcessingGuarantee, RuntimeConfig};
 use crate::engine::assignment::{Membership, Rebalance};
 use crate::engine::commit::committer::{self, CommitPath, Committer, SinkRouting};
 use crate::engine::commit::task_stamps::TaskStamps;
-use crate::engine::commit::upkeep::Upkeep;
 use crate::engine::error_response::{StreamThreadExceptionResponse, fenced, replacement_backoff};
 use crate::engine::lane::{LaneMsg, LaneReply, LaneRun, LaneSetup, run_lane};
 use crate::engine::restore::standby::{self, Standby};
 use crate::engine::restore::takeover;
+use crate::engine::upkeep::{Upkeep, UpkeepThread};
 use crate::error::RuntimeError;
 use crate::observe::metrics::combine;
 use crate::observe::timeline::Timeline;
@@ -113,32 +114,71 @@ pub(crate) fn run_engine<L: Log + 'static>(
     clock: Arc<dyn Clock>,
     shared: Arc<Shared>,
 ) {
+    let upkeep =
+        match UpkeepThread::start(log.clone(), config.application_id(), shared.metrics.clone()) {
+            Ok(upkeep) => upkeep,
+            Err(e) => {
+                shared.decide(&e);
+                shared.fail(e);
+                return;
+            }
+        };
+    let result = run_engines(&topology, &config, &log, &clock, &shared, &upkeep);
+    let halted = || shared.halt.load(Ordering::Acquire);
+    match result {
+        // A stop leaves nothing of the application running: a pass of the
+        // upkeep under way is waited for (unless halted meanwhile).
+        Ok(()) => {
+            upkeep.stop(halted);
+            shared.transition(AppState::PendingShutdown);
+            shared.transition(AppState::NotRunning);
+        }
+        Err(error) => {
+            shared.fail(error);
+            upkeep.stop(halted);
+        }
+    }
+}
+
+/// Runs an engine, and each that replaces it, until the application stops
+/// (`Ok`) or an error stops it.
+fn run_engines<L: Log + 'static>(
+    topology: &Arc<Topology>,
+    config: &Arc<RuntimeConfig>,
+    log: &Arc<L>,
+    clock: &Arc<dyn Clock>,
+    shared: &Arc<Shared>,
+    upkeep: &UpkeepThread,
+) -> Result<(), RuntimeError> {
     let mut in_a_row = 0u32;
     // The group membership outlives each engine: a rebuild is not a rejoin.
     let mut membership = Membership::default();
     loop {
         let barriers_before = shared.barriers.load(Ordering::Acquire);
-        let result = Engine::start(&topology, &config, &log, &clock, &shared, &mut membership)
-            .and_then(|engine| match engine {
-                Some(mut engine) => engine.run(&mut membership),
-                None => Ok(Exit::Stopped),
-            });
+        let result = Engine::start(
+            topology,
+            config,
+            log,
+            clock,
+            shared,
+            upkeep,
+            &mut membership,
+        )
+        .and_then(|engine| match engine {
+            Some(mut engine) => engine.run(&mut membership),
+            None => Ok(Exit::Stopped),
+        });
         // The engine is gone (its lanes joined): its counters are kept.
         shared.metrics.retire_lanes();
         let error = match result {
-            Ok(Exit::Stopped) => {
-                shared.transition(AppState::PendingShutdown);
-                shared.transition(AppState::NotRunning);
-                return;
-            }
+            Ok(Exit::Stopped) => return Ok(()),
             // Eager rebalancing: the next engine runs the new assignment.
             Ok(Exit::Rebalance) => continue,
             Err(e) => e,
         };
         if shared.halt.load(Ordering::Acquire) {
             tracing::debug!(error = %error, "stopped without close");
-            shared.fail(error);
-            return;
+            return Err(error);
         }
         // A fenced producer is never replaced: the replacement would fence
         // the instance that took over. The handler still hears of it.
@@ -155,8 +195,7 @@ pub(crate) fn run_engine<L: Log + 'static>(
         if response != StreamThreadExceptionResponse::ReplaceThread
             || shared.stop.load(Ordering::Acquire)
         {
-            shared.fail(error);
-            return;
+            return Err(error);
         }
         // Replace the engine in place: the failed one aborted its epoch and
         // is gone (lanes joined, stores closed, producer dropped); the new
@@ -171,8 +210,7 @@ pub(crate) fn run_engine<L: Log + 'static>(
         let until = Instant::now() + backoff;
         while Instant::now() < until {
             if shared.halt.load(Ordering::Acquire) {
-                shared.fail(error);
-                return;
+                return Err(error);
             }
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -256,7 +294,8 @@ struct Engine<L: Log> {
     last_snapshot: Instant,
     /// Watermark moves since the last barrier, published with it.
     timeline: Timeline,
-    upkeep: Upkeep<L>,
+    /// Hands the upkeep thread a pass after a commit, when one is due.
+    upkeep: Upkeep,
     /// The standby copies' thread, if this instance keeps any.
     standby: Option<Standby>,
     /// DIRECT dispatch (DESIGN 3.7): no event time is tracked, so records
@@ -276,6 +315,7 @@ impl<L: Log + 'static> Engine<L> {
         log: &Arc<L>,
         clock: &Arc<dyn Clock>,
         shared: &Arc<Shared>,
+        upkeep: &UpkeepThread,
         membership: &mut Membership,
     ) -> Result<Option<Self>, RuntimeError> {
         shared.transition(AppState::Rebalancing);
@@ -597,12 +637,7 @@ impl<L: Log + 'static> Engine<L> {
             .iter()
             .filter(|s| s.last_marker.is_some())
             .map(|s| s.tp.clone());
-        let upkeep = Upkeep::new(
-            log.clone(),
-            config.purge_interval,
-            repartition,
-            Instant::now(),
-        );
+        let upkeep = upkeep.front(config.purge_interval, repartition, Instant::now());
         let committer = Committer::start(
             commit_path,
             SinkRouting::new(sink_tps),

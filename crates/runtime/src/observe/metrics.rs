@@ -1,13 +1,14 @@
 //! [`MetricsSnapshot`]: the figures the runtime records for the operating
 //! surface (DESIGN 3.9): the `stoatflow.watermark.*` family, dropped records
 //! by reason, records in and out, store segments, commit-barrier interval and
-//! duration, restore progress.
+//! duration, restore progress, the passes of the log's upkeep.
 //!
 //! Owns the cells the engine and the lanes write and the read model the
 //! server reads. Cells are written at barrier time, at the 100 ms snapshot
-//! refresh and during restore: never per record (each lane sums its tasks'
-//! own counters when it crosses a barrier). Knows no exposition format and
-//! no metric names: the server crate turns a snapshot into Prometheus text.
+//! refresh, during restore and by the upkeep thread after each pass: never
+//! per record (each lane sums its tasks' own counters when it crosses a
+//! barrier). Knows no exposition format and no metric names: the server
+//! crate turns a snapshot into Prometheus text.
 //!
 //! The record counters (records in and out, drops, late arrivals) count
 //! what committed: a lane's figures at its crossing of barrier N, and the
@@ -80,6 +81,21 @@ pub struct BarrierFigures {
     pub duration: DurationHistogram,
 }
 
+/// The passes of the log's upkeep (repartition purges, the log's
+/// compaction and retention) on the upkeep thread, since start.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UpkeepFigures {
+    /// Passes run to their end.
+    pub passes: u64,
+    /// Steps of those passes that failed (a purge, the log's upkeep): each
+    /// is logged and tried again at the next pass.
+    pub failures: u64,
+    /// Passes due while the last one was still running, skipped.
+    pub skipped: u64,
+    /// How long each pass took, on the upkeep thread (no commit waits for it).
+    pub duration: DurationHistogram,
+}
+
 /// One store's live segments (`store.segments`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreSegments {
@@ -135,6 +151,7 @@ pub(crate) struct MetricsCells {
     retired: Mutex<TaskMetrics>,
     restore_total: AtomicU64,
     restored: AtomicU64,
+    upkeep: Mutex<UpkeepFigures>,
 }
 
 impl MetricsCells {
@@ -237,6 +254,20 @@ impl MetricsCells {
         self.restored.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// A pass of the log's upkeep ended after `took`, `failures` of its
+    /// steps failed.
+    pub(crate) fn on_upkeep_pass(&self, took: Duration, failures: u64) {
+        let mut u = self.upkeep.lock().expect("metrics lock");
+        u.passes += 1;
+        u.failures += failures;
+        u.duration.observe(took);
+    }
+
+    /// A pass of the log's upkeep was due and skipped.
+    pub(crate) fn on_upkeep_skipped(&self) {
+        self.upkeep.lock().expect("metrics lock").skipped += 1;
+    }
+
     pub(crate) fn snapshot(&self, state: AppState, event_time_tracking: bool) -> MetricsSnapshot {
         let lanes = self.lanes.lock().expect("metrics lock");
         let mut tasks = self.retired.lock().expect("metrics lock").clone();
@@ -277,6 +308,7 @@ impl MetricsCells {
             },
             // The application's handle fills it in (the copies report to it).
             standby_lag: None,
+            upkeep: self.upkeep.lock().expect("metrics lock").clone(),
         }
     }
 }
@@ -313,6 +345,8 @@ pub struct MetricsSnapshot {
     /// Offsets the standby copies are behind their changelogs' ends
     /// (`num.standby.replicas`); `None` until they measured it.
     pub standby_lag: Option<u64>,
+    /// The passes of the log's upkeep.
+    pub upkeep: UpkeepFigures,
 }
 
 /// The tracker figures of several sub-topologies as one: the least current

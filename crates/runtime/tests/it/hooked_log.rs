@@ -3,7 +3,7 @@
 //! durable state (creating a topic, taking a producer epoch, committing or
 //! aborting a transaction, an at-least-once flush or offset commit) runs
 //! through it, so a test can count them, fail them or "lose power" around
-//! them.
+//! them; so does the log's upkeep, which a test can hold or fail.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,6 +43,11 @@ pub trait Hooks: Send + Sync + std::fmt::Debug + 'static {
         run: impl FnOnce() -> Result<T, LogError>,
     ) -> Result<T, LogError> {
         let _ = op;
+        run()
+    }
+
+    /// Runs the log's upkeep (by calling `run`, or not). By default it runs.
+    fn upkeep(&self, run: impl FnOnce() -> Result<(), LogError>) -> Result<(), LogError> {
         run()
     }
 
@@ -172,7 +177,7 @@ impl<H: Hooks> Log for HookedLog<H> {
     }
     fn upkeep(&self, now: Timestamp) -> Result<(), LogError> {
         self.hooks.alive()?;
-        self.inner.upkeep(now)
+        self.hooks.upkeep(|| self.inner.upkeep(now))
     }
 }
 

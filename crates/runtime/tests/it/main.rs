@@ -30,3 +30,4 @@ mod standby;
 mod support;
 mod timed;
 mod trailing_markers;
+mod upkeep;

@@ -1,11 +1,11 @@
 //! Committing an epoch: the barrier that closes it, the committer thread
-//! that owns the transactional producer, where each sink record goes, the
-//! stamp rings of the `stoatflow-watermark` store, and the log's upkeep
-//! after a commit (DESIGN 3.3, 3.6).
+//! that owns the transactional producer, where each sink record goes, and
+//! the stamp rings of the `stoatflow-watermark` store (DESIGN 3.3, 3.6).
+//! A commit hands the log's upkeep its offsets (`engine::upkeep`), never
+//! waiting for it.
 
 pub(in crate::engine) mod barrier;
 pub(crate) mod committer;
 mod output_order;
 pub(crate) mod partitioner;
 pub(crate) mod task_stamps;
-pub(crate) mod upkeep;
