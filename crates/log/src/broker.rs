@@ -130,8 +130,11 @@ pub trait Log: Send + Sync + Debug {
     /// the group refuses them once it has moved past the member's
     /// generation; otherwise as a client outside the group.
     ///
+    /// The embedded log refuses an offset past its partition's end.
+    ///
     /// # Errors
-    /// Unknown topic or partition, the group's refusal (an
+    /// Unknown topic or partition, [`LogError::OffsetOutOfRange`] naming
+    /// the partition, the offset and the end, the group's refusal (an
     /// [`ErrorKind::AbortTransaction`](crate::ErrorKind): the member must
     /// rejoin and read its partitions again from their last commit), backend failures.
     fn commit_offsets(
@@ -199,7 +202,11 @@ pub trait Consumer: Send + Debug {
         Ok(())
     }
 
-    /// Moves the position of an assigned partition.
+    /// Moves the position of an assigned partition. A position outside the
+    /// partition's readable range is no error here: the next fetch moves
+    /// it by the consumer's offset-reset policy (Kafka's
+    /// `auto.offset.reset`, [`crate::OffsetReset`]) or fails with
+    /// [`LogError::OffsetOutOfRange`].
     ///
     /// # Errors
     /// [`LogError::NotAssigned`], backend failures.
@@ -278,9 +285,14 @@ pub trait TransactionalProducer: Send + Debug {
     }
 
     /// Adds consumer-group offsets (with metadata) to the open transaction.
+    /// The embedded log refuses an offset past the end its partition will
+    /// have once the transaction commits (a Kafka broker takes it, and the
+    /// group's consumer is then reset by its offset-reset policy).
     ///
     /// # Errors
-    /// [`LogError::Fenced`], [`LogError::TransactionState`], backend failures.
+    /// [`LogError::Fenced`], [`LogError::TransactionState`],
+    /// [`LogError::OffsetOutOfRange`] naming the partition, the offset and
+    /// the end, backend failures.
     fn send_offsets(
         &mut self,
         group: &str,

@@ -187,6 +187,11 @@ pub fn aborted_epoch_invisible<L: Log>(log: &L, prefix: &str) {
         .expect("producer");
     p.begin().expect("begin");
     p.send(&tp, &v("a1")).expect("send");
+    // The source holds the records the offsets below point into (the
+    // embedded log refuses an offset past a partition's end).
+    for i in 0..20 {
+        p.send(&src, &v(&format!("s{i}"))).expect("send");
+    }
     p.send_offsets(&group, &[(src.clone(), om(10))])
         .expect("offsets");
     p.commit().expect("commit");
@@ -265,6 +270,13 @@ pub fn committed_epoch_visible<L: Log>(log: &L, prefix: &str) {
     p.begin().expect("begin");
     for i in 0..30 {
         p.send(&targets[i % 3], &v(&format!("r{i}"))).expect("send");
+    }
+    // The records the offsets below point into (the embedded log refuses
+    // an offset past a partition's end).
+    for (tp, n) in src.iter().zip([20, 5]) {
+        for i in 0..n {
+            p.send(tp, &v(&format!("s{i}"))).expect("send");
+        }
     }
     let meta0 = PartitionMetadata::with_partition_time(1_700_000_000_000);
     let meta1 = PartitionMetadata {

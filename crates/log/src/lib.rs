@@ -38,14 +38,21 @@
 //! log.ensure_topic(&TopicSpec::new("in", 1))?;
 //! let (out, input) = (TopicPartition::new("out", 0), TopicPartition::new("in", 0));
 //!
+//! let mut upstream = log.transactional_producer("upstream")?;
+//! upstream.begin()?;
+//! upstream.send(&input, &Record::new(Some(b"key"), Some(b"event"), Timestamp(1_000)))?;
+//! upstream.commit()?;
+//!
+//! // The application read offset 0 of `in`: it writes its result and
+//! // commits the offset past it, in one transaction.
 //! let mut producer = log.transactional_producer("app-task-0")?;
 //! producer.begin()?;
 //! producer.send(&out, &Record::new(Some(b"key"), Some(b"result"), Timestamp(1_000)))?;
-//! producer.send_offsets("app", &[(input.clone(), OffsetAndMetadata { offset: Offset(42), metadata: String::new() })])?;
+//! producer.send_offsets("app", &[(input.clone(), OffsetAndMetadata { offset: Offset(1), metadata: String::new() })])?;
 //! producer.commit()?;   // the record and the offset become visible together
 //!
 //! let committed = log.committed_offsets("app", &[input])?;
-//! assert_eq!(committed[0].1.as_ref().map(|o| o.offset), Some(Offset(42)));
+//! assert_eq!(committed[0].1.as_ref().map(|o| o.offset), Some(Offset(1)));
 //! let mut consumer = log.consumer("reader")?;
 //! consumer.assign(&[out])?;
 //! assert_eq!(consumer.fetch(Duration::from_millis(100))?.len(), 1);
@@ -81,7 +88,7 @@ pub use error::{ErrorKind, LogError};
 pub use membership::{GroupEvent, GroupMember, SoleMember};
 pub use topic_name::{MAX_TOPIC_NAME_LEN, check_topic_name};
 pub use types::{
-    CleanupPolicy, FetchedBatch, FetchedRecord, Header, Offset, OffsetAndMetadata, Partition,
-    Record, RecordRef, RecordView, Retention, SeekTo, Timestamp, TopicPartition, TopicShape,
-    TopicSpec,
+    CleanupPolicy, FetchedBatch, FetchedRecord, Header, Offset, OffsetAndMetadata, OffsetReset,
+    Partition, Record, RecordRef, RecordView, Retention, SeekTo, Timestamp, TopicPartition,
+    TopicShape, TopicSpec,
 };

@@ -582,6 +582,26 @@ pub enum SeekTo {
     Offset(Offset),
 }
 
+/// What a consumer does when its position in a partition lies outside the
+/// partition's readable range (past its end, or below its log start after
+/// retention or a purge): Kafka's `auto.offset.reset`. The position is
+/// checked when the consumer fetches, as Kafka's is; a seek alone is not
+/// an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OffsetReset {
+    /// Move to the partition's first readable offset (the default, as
+    /// Kafka Streams sets it for its consumers: records may be read again,
+    /// none is skipped).
+    #[default]
+    Earliest,
+    /// Move to the partition's end (the plain Kafka consumer's default):
+    /// records between the two positions are skipped.
+    Latest,
+    /// Fail the fetch with [`crate::LogError::OffsetOutOfRange`] naming the
+    /// partition, the position and the readable range.
+    None,
+}
+
 #[cfg(test)]
 mod tests {
     use super::CleanupPolicy;

@@ -1,15 +1,17 @@
 //! The embedded log's read-committed consumer.
 //!
-//! Owns: assignment and positions. Everything in a segment below the
+//! Owns: assignment and positions, and the offset-reset policy applied
+//! when a position lies outside its partition's readable range (checked at
+//! each fetch, as Kafka's consumer does). Everything in a segment below the
 //! committed end is committed, so "read committed" is "read below the end".
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::Shared;
+use super::{Shared, State};
 use crate::broker::Consumer;
 use crate::error::LogError;
-use crate::types::{FetchedBatch, FetchedRecord, Offset, SeekTo, TopicPartition};
+use crate::types::{FetchedBatch, FetchedRecord, Offset, OffsetReset, SeekTo, TopicPartition};
 
 /// Bytes read per partition per fetch.
 const FETCH_BYTES_PER_PARTITION: usize = 1 << 20;
@@ -23,16 +25,27 @@ pub struct EmbeddedConsumer {
     group: String,
     assigned: Vec<(TopicPartition, u64)>,
     next_first: usize,
+    reset: OffsetReset,
 }
 
 impl EmbeddedConsumer {
     pub(crate) fn new(shared: Arc<Shared>, group: &str) -> Self {
+        let reset = shared.config.auto_offset_reset;
         EmbeddedConsumer {
             shared,
             group: group.to_owned(),
             assigned: Vec::new(),
             next_first: 0,
+            reset,
         }
+    }
+
+    /// This consumer's offset-reset policy, in place of the log's
+    /// [`EmbeddedConfig::auto_offset_reset`](super::EmbeddedConfig).
+    #[must_use]
+    pub fn with_offset_reset(mut self, reset: OffsetReset) -> Self {
+        self.reset = reset;
+        self
     }
 
     fn slot(&mut self, tp: &TopicPartition) -> Result<&mut u64, LogError> {
@@ -45,6 +58,37 @@ impl EmbeddedConsumer {
                 partition: tp.partition,
             })
     }
+}
+
+/// `pos` if it lies in the readable range of `tp` (from the log start
+/// retention or a purge recorded to `end`), otherwise where `reset` moves
+/// it, or its error.
+fn in_range(
+    st: &State,
+    tp: &TopicPartition,
+    pos: u64,
+    end: u64,
+    reset: OffsetReset,
+) -> Result<u64, LogError> {
+    let start = st.meta.starts.get(tp).copied().unwrap_or(0);
+    if (start..=end).contains(&pos) {
+        return Ok(pos);
+    }
+    let to = match reset {
+        OffsetReset::Earliest => start,
+        OffsetReset::Latest => end,
+        OffsetReset::None => {
+            return Err(LogError::OffsetOutOfRange {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+                offset: Offset(pos),
+                start: Offset(start),
+                end: Offset(end),
+            });
+        }
+    };
+    tracing::warn!(partition = %tp, offset = pos, start, end, reset = ?reset, to, "the position is out of range; moved by the offset-reset policy");
+    Ok(to)
 }
 
 impl Consumer for EmbeddedConsumer {
@@ -106,13 +150,16 @@ impl Consumer for EmbeddedConsumer {
                 let k = (self.next_first + i) % n;
                 let (tp, pos) = &self.assigned[k];
                 let end = st.end(tp)?;
-                if *pos >= end || total >= FETCH_BYTES {
+                let pos = in_range(&st, tp, *pos, end, self.reset)?;
+                self.assigned[k].1 = pos;
+                let tp = &self.assigned[k].0;
+                if pos >= end || total >= FETCH_BYTES {
                     continue;
                 }
                 let before = out.len();
-                let next =
-                    st.partition(tp)?
-                        .read(*pos, end, FETCH_BYTES_PER_PARTITION, &mut out)?;
+                let next = st
+                    .partition(tp)?
+                    .read(pos, end, FETCH_BYTES_PER_PARTITION, &mut out)?;
                 total += out[before..]
                     .iter()
                     .map(FetchedBatch::buffer_len)

@@ -90,7 +90,8 @@ use self::txlog::{Entry, Meta};
 use crate::broker::Log;
 use crate::error::LogError;
 use crate::types::{
-    CleanupPolicy, Offset, OffsetAndMetadata, Timestamp, TopicPartition, TopicShape, TopicSpec,
+    CleanupPolicy, Offset, OffsetAndMetadata, OffsetReset, Timestamp, TopicPartition, TopicShape,
+    TopicSpec,
 };
 
 /// Tuning of the embedded log.
@@ -132,6 +133,12 @@ pub struct EmbeddedConfig {
     /// Most partitions over all topics (default 100 000): with
     /// `max_topics`, what bounds the log's memory (tens of megabytes).
     pub max_partitions: u64,
+    /// What a consumer does at a fetch when its position lies outside its
+    /// partition's readable range (Kafka's `auto.offset.reset`; default
+    /// [`OffsetReset::Earliest`], as Kafka Streams and this project's
+    /// Kafka consumer set it). A consumer may override it
+    /// ([`EmbeddedConsumer::with_offset_reset`]).
+    pub auto_offset_reset: OffsetReset,
 }
 
 impl Default for EmbeddedConfig {
@@ -145,6 +152,7 @@ impl Default for EmbeddedConfig {
             max_topics: topics::DEFAULT_MAX_TOPICS,
             max_partitions_per_topic: topics::DEFAULT_MAX_PARTITIONS_PER_TOPIC,
             max_partitions: topics::DEFAULT_MAX_PARTITIONS,
+            auto_offset_reset: OffsetReset::default(),
         }
     }
 }

@@ -19,7 +19,7 @@ use super::txlog::{CommitPart, Entry};
 use super::{Shared, State};
 use crate::broker::{Producer, TransactionalProducer};
 use crate::error::LogError;
-use crate::types::{OffsetAndMetadata, Record, RecordRef, TopicPartition};
+use crate::types::{Offset, OffsetAndMetadata, Record, RecordRef, TopicPartition};
 
 /// Batches are cut at about this size so reads stay bounded.
 const BATCH_BYTES: usize = 1 << 20;
@@ -100,6 +100,36 @@ pub(crate) fn commit_offsets(
     p.begin()?;
     p.send_offsets(group, offsets)?;
     p.commit()
+}
+
+/// Refuses an offset past the end its partition will have once `txn`
+/// commits (its committed end plus the records `txn` adds): a group
+/// committed there would wait for records that may never come, and would
+/// skip the ones that arrive below it.
+fn check_offsets(
+    st: &State,
+    txn: &Pending,
+    offsets: &[(TopicPartition, OffsetAndMetadata)],
+) -> Result<(), LogError> {
+    for (tp, om) in offsets {
+        let adding: u64 = txn
+            .batches
+            .iter()
+            .filter(|(t, _)| t == tp)
+            .flat_map(|(_, batches)| batches.iter().map(BatchBuilder::offset_span))
+            .sum();
+        let end = st.end(tp)?.saturating_add(adding);
+        if om.offset.0 > end {
+            return Err(LogError::OffsetOutOfRange {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+                offset: om.offset,
+                start: Offset(st.meta.starts.get(tp).copied().unwrap_or(0)),
+                end: Offset(end),
+            });
+        }
+    }
+    Ok(())
 }
 
 impl EmbeddedProducer {
@@ -277,6 +307,7 @@ impl TransactionalProducer for EmbeddedProducer {
         let Some(txn) = self.txn.as_mut() else {
             return Err(self.state_error("send_offsets outside a transaction"));
         };
+        check_offsets(&self.shared.lock_state(), txn, offsets)?;
         txn.offsets.extend(
             offsets
                 .iter()

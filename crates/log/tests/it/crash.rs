@@ -61,12 +61,17 @@ fn commit_epoch(p: &mut impl TransactionalProducer, epoch: u64, n: usize) {
         .with_header("h", Some(b"x"));
         p.send(tp, &rec).expect("send");
     }
+    // A record for the offset below to point at (an offset past the end is
+    // refused); every epoch commits offset 1, told apart by its metadata.
+    let src = TopicPartition::new("src", 0);
+    p.send(&src, &Record::new(None, Some(b"s"), Timestamp(0)))
+        .expect("send");
     p.send_offsets(
         "app",
         &[(
-            TopicPartition::new("src", 0),
+            src,
             OffsetAndMetadata {
-                offset: Offset(epoch * 100),
+                offset: Offset(1),
                 metadata: format!("epoch {epoch}"),
             },
         )],
@@ -113,7 +118,11 @@ fn appended(before: &Files, after: &Files) -> Vec<(PathBuf, usize, usize)> {
             }
         }
     }
-    assert_eq!(segs.len(), 3, "the commit touches three segments");
+    assert_eq!(
+        segs.len(),
+        4,
+        "the commit touches three segments and the source's"
+    );
     assert_eq!(txlog.len(), 1, "and the transaction log");
     segs.extend(txlog);
     segs

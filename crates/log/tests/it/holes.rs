@@ -187,7 +187,7 @@ fn before_and_after_a_long_commit() -> (Files, Files, EmbeddedConfig) {
         &[(
             small_log::source(),
             OffsetAndMetadata {
-                offset: Offset(77),
+                offset: Offset(1),
                 metadata: "x".repeat(1500),
             },
         )],

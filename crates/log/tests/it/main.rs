@@ -13,6 +13,7 @@ mod files;
 mod holes;
 mod membership;
 mod observe;
+mod offset_range;
 mod persistence;
 mod small_log;
 mod topic_bounds;

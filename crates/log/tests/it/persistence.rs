@@ -30,6 +30,10 @@ fn records_offsets_and_epochs_survive_reopen() {
         p.begin().expect("begin");
         p.send(&tp, &Record::new(Some(b"k"), Some(b"v"), Timestamp(5)))
             .expect("send");
+        for _ in 0..9 {
+            p.send(&src, &Record::new(None, Some(b"s"), Timestamp(5)))
+                .expect("send");
+        }
         p.send_offsets(
             "app",
             &[(

@@ -51,8 +51,9 @@ pub fn read(log: &EmbeddedLog) -> Result<Observed, Unreadable> {
     observe(log, &TOPICS, &partitions(), GROUP, &[source()])
 }
 
-/// Commit `n` touches `records` partitions round-robin, one small record
-/// each, and commits the source offset `n * 10`.
+/// Commit `n` (counted from 1) touches `records` partitions round-robin,
+/// one small record each, adds one record to the source and commits the
+/// source offset `n` (its end, once every earlier commit was made).
 pub fn commit(p: &mut impl TransactionalProducer, n: u64, records: usize) {
     p.begin().expect("begin");
     for (i, tp) in partitions()
@@ -71,12 +72,18 @@ pub fn commit(p: &mut impl TransactionalProducer, n: u64, records: usize) {
         );
         p.send(tp, &r).expect("send");
     }
+    let s = format!("s{n}");
+    p.send(
+        &source(),
+        &Record::new(None, Some(s.as_bytes()), Timestamp(n as i64)),
+    )
+    .expect("send");
     p.send_offsets(
         GROUP,
         &[(
             source(),
             OffsetAndMetadata {
-                offset: Offset(n * 10),
+                offset: Offset(n),
                 metadata: format!("m{n}"),
             },
         )],

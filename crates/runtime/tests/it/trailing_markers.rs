@@ -11,56 +11,86 @@
 //! returns (what stalled the Kafka broker stop/start test).
 //!
 //! [`MarkerLog`] is the embedded log whose input partitions each end with
-//! such a marker, passed only by a fetch that finds nothing else.
+//! such a marker: a record of its own (so that it takes an offset, and a
+//! position past it is a real offset of the log), never delivered, and
+//! passed only by a fetch that finds nothing else.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use stoatflow_log::{
     Consumer, EmbeddedLog, FetchedBatch, FetchedRecord, Log, LogError, Offset, OffsetAndMetadata,
-    SeekTo, Timestamp, TopicPartition, TopicShape, TopicSpec,
+    Record, SeekTo, Timestamp, TopicPartition, TopicShape, TopicSpec, TransactionalProducer,
 };
 use stoatflow_runtime::{StreamsApp, partition_for_key};
 
 use crate::support::*;
 
-/// The embedded log; each non-empty partition of [`INPUT`] ends with a
-/// marker one offset long, and so does the `bare` one, which holds nothing
-/// else (an aborted transaction's records are never delivered either).
+/// The header that makes a record a simulated marker.
+const MARKER: &str = "__test.marker";
+
+/// The embedded log; each partition of [`INPUT`] ends with a marker
+/// ([`MarkerLog::add_markers`]).
 #[derive(Debug)]
 struct MarkerLog {
     inner: EmbeddedLog,
-    bare: Option<u32>,
+}
+
+impl MarkerLog {
+    /// Ends every input partition with a marker: written after the input,
+    /// before the app starts.
+    fn add_markers(&self) {
+        let mut p = self.inner.transactional_producer("markers").unwrap();
+        p.begin().unwrap();
+        for partition in 0..PARTITIONS {
+            let marker = Record::new(None, None, Timestamp(0)).with_header(MARKER, None);
+            p.send(&TopicPartition::new(INPUT, partition), &marker)
+                .unwrap();
+        }
+        p.commit().unwrap();
+    }
 }
 
 #[derive(Debug)]
 struct MarkerConsumer {
     inner: <EmbeddedLog as Log>::Consumer,
-    bare: Option<u32>,
-    /// Assigned input partitions, with whether the trailing marker was passed.
-    passed: Vec<(TopicPartition, bool)>,
+    /// Assigned partitions: the offset of an input partition's marker, and
+    /// whether it was passed.
+    slots: Vec<Slot>,
+}
+
+#[derive(Debug)]
+struct Slot {
+    tp: TopicPartition,
+    marker: Option<u64>,
+    passed: bool,
+}
+
+fn is_marker(r: &FetchedRecord) -> bool {
+    r.record.headers.iter().any(|h| h.key == MARKER)
 }
 
 impl MarkerConsumer {
-    fn has_marker(&mut self, tp: &TopicPartition) -> Result<bool, LogError> {
-        Ok(tp.topic == INPUT
-            && (self.inner.end_offset(tp)?.0 > 0 || self.bare == Some(tp.partition.0)))
-    }
-
-    fn passed(&self, tp: &TopicPartition) -> bool {
-        self.passed.iter().any(|(t, p)| t == tp && *p)
-    }
-
-    /// A fetch that found nothing: every partition read to its last record
-    /// moves past its marker.
+    /// A fetch that found nothing: every partition read to its end moves
+    /// past its marker.
     fn pass_markers(&mut self) -> Result<(), LogError> {
-        for i in 0..self.passed.len() {
-            let tp = self.passed[i].0.clone();
-            if self.has_marker(&tp)? && self.inner.position(&tp)? == self.inner.end_offset(&tp)? {
-                self.passed[i].1 = true;
+        for slot in &mut self.slots {
+            if let Some(at) = slot.marker
+                && self.inner.position(&slot.tp)?.0 > at
+            {
+                slot.passed = true;
             }
         }
         Ok(())
+    }
+
+    /// `records` without the markers; a fetch left with nothing passes them.
+    fn deliver(&mut self, records: Vec<FetchedRecord>) -> Result<Vec<FetchedRecord>, LogError> {
+        let records: Vec<FetchedRecord> = records.into_iter().filter(|r| !is_marker(r)).collect();
+        if records.is_empty() {
+            self.pass_markers()?;
+        }
+        Ok(records)
     }
 }
 
@@ -78,8 +108,7 @@ impl Log for MarkerLog {
     fn consumer(&self, group: &str) -> Result<Self::Consumer, LogError> {
         Ok(MarkerConsumer {
             inner: self.inner.consumer(group)?,
-            bare: self.bare,
-            passed: Vec::new(),
+            slots: Vec::new(),
         })
     }
     fn transactional_producer(&self, id: &str) -> Result<Self::Producer, LogError> {
@@ -113,7 +142,21 @@ impl Log for MarkerLog {
 impl Consumer for MarkerConsumer {
     fn assign(&mut self, partitions: &[TopicPartition]) -> Result<(), LogError> {
         self.inner.assign(partitions)?;
-        self.passed = partitions.iter().map(|tp| (tp.clone(), false)).collect();
+        let mut slots = Vec::new();
+        for tp in partitions {
+            // The input is whole before the app starts: its last offset is
+            // the marker.
+            let marker = match tp.topic == INPUT {
+                true => self.inner.end_offset(tp)?.0.checked_sub(1),
+                false => None,
+            };
+            slots.push(Slot {
+                tp: tp.clone(),
+                marker,
+                passed: false,
+            });
+        }
+        self.slots = slots;
         Ok(())
     }
     fn seek(&mut self, tp: &TopicPartition, to: SeekTo) -> Result<(), LogError> {
@@ -121,34 +164,36 @@ impl Consumer for MarkerConsumer {
             !matches!(to, SeekTo::End) || tp.topic != INPUT,
             "not simulated: a seek to the end of {tp}"
         );
-        for (t, passed) in &mut self.passed {
-            if t == tp {
-                *passed = false;
+        for slot in &mut self.slots {
+            if slot.tp == *tp {
+                slot.passed = false;
             }
         }
         self.inner.seek(tp, to)
     }
+    /// Short of an unpassed marker: a fetch that returned the records
+    /// before it has not passed it.
     fn position(&self, tp: &TopicPartition) -> Result<Offset, LogError> {
         let at = self.inner.position(tp)?;
-        Ok(Offset(at.0 + u64::from(self.passed(tp))))
+        let held = self
+            .slots
+            .iter()
+            .find(|s| s.tp == *tp && !s.passed)
+            .and_then(|s| s.marker)
+            .filter(|marker| at.0 > *marker);
+        Ok(held.map_or(at, Offset))
     }
     fn fetch(&mut self, max_wait: Duration) -> Result<Vec<FetchedRecord>, LogError> {
         let records = self.inner.fetch(max_wait)?;
-        if records.is_empty() {
-            self.pass_markers()?;
-        }
-        Ok(records)
+        self.deliver(records)
     }
     fn fetch_batches(&mut self, max_wait: Duration) -> Result<Vec<FetchedBatch>, LogError> {
-        let batches = self.inner.fetch_batches(max_wait)?;
-        if batches.is_empty() {
-            self.pass_markers()?;
-        }
-        Ok(batches)
+        let records = self.inner.fetch_batches(max_wait)?;
+        let records = records.iter().flat_map(FetchedBatch::to_records).collect();
+        Ok(FetchedBatch::from_records(self.deliver(records)?))
     }
     fn end_offset(&mut self, tp: &TopicPartition) -> Result<Offset, LogError> {
-        let end = self.inner.end_offset(tp)?;
-        Ok(Offset(end.0 + u64::from(self.has_marker(tp)?)))
+        self.inner.end_offset(tp)
     }
     fn beginning_offset(&mut self, tp: &TopicPartition) -> Result<Offset, LogError> {
         self.inner.beginning_offset(tp)
@@ -185,11 +230,11 @@ fn run_to_the_markers(log: &Arc<MarkerLog>, app_id: &str) {
 fn a_marker_passed_in_a_fetch_without_records_is_committed_and_the_app_catches_up() {
     let log = Arc::new(MarkerLog {
         inner: EmbeddedLog::in_memory(),
-        bare: None,
     });
     create_topics(&*log);
     let records = input(300, 5, 7);
     produce(&*log, &records, 100);
+    log.add_markers();
     run_to_the_markers(&log, "trailing-markers");
     let engine = regular(read_output(&log.inner));
     assert_each_once(&read_output(&log.inner));
@@ -200,11 +245,13 @@ fn a_marker_passed_in_a_fetch_without_records_is_committed_and_the_app_catches_u
 fn a_partition_holding_only_a_marker_is_committed_to_its_end() {
     let log = Arc::new(MarkerLog {
         inner: EmbeddedLog::in_memory(),
-        bare: Some(1),
     });
     create_topics(&*log);
     let mut records = input(300, 5, 7);
+    // Partition 1 holds nothing but its marker (an aborted transaction's
+    // records are never delivered either).
     records.retain(|r| partition_for_key(r.key.as_bytes(), PARTITIONS) != 1);
     produce(&*log, &records, 100);
+    log.add_markers();
     run_to_the_markers(&log, "bare-marker");
 }
