@@ -15,7 +15,9 @@
 //!
 //! Byte layouts of frames, batches and transaction-log entries are in
 //! `format.rs` and `txlog.rs`; every frame carries a CRC-32 of its length and
-//! body.
+//! body. Segment files are held open through a bounded pool
+//! (`file_pool.rs`, [`EmbeddedConfig::max_open_segments`]), so the number of
+//! segments is not bounded by the process's limit on open files.
 //!
 //! # Commit protocol (why a crash at any byte is all-or-nothing)
 //!
@@ -67,6 +69,7 @@
 
 mod cleaner;
 mod consumer;
+mod file_pool;
 mod format;
 mod partition;
 mod producer;
@@ -139,6 +142,12 @@ pub struct EmbeddedConfig {
     /// Kafka consumer set it). A consumer may override it
     /// ([`EmbeddedConsumer::with_offset_reset`]).
     pub auto_offset_reset: OffsetReset,
+    /// Most segment files held open at once (default 256). Each segment is
+    /// a file; past this many, the least recently used is closed (synced
+    /// first if written) and opened again when next used, so a log of any
+    /// number of segments opens, appends and serves fetches within the
+    /// process's limit on open files. Must be at least 1.
+    pub max_open_segments: usize,
 }
 
 impl Default for EmbeddedConfig {
@@ -153,6 +162,7 @@ impl Default for EmbeddedConfig {
             max_partitions_per_topic: topics::DEFAULT_MAX_PARTITIONS_PER_TOPIC,
             max_partitions: topics::DEFAULT_MAX_PARTITIONS,
             auto_offset_reset: OffsetReset::default(),
+            max_open_segments: file_pool::DEFAULT_MAX_OPEN,
         }
     }
 }
@@ -216,6 +226,8 @@ pub(crate) struct State {
     pub(crate) partitions: HashMap<TopicPartition, PartitionLog>,
     pub(crate) txlog: TxLog,
     pub(crate) root: Option<PathBuf>,
+    /// The open segment files (`None` in memory).
+    pub(crate) pool: Option<Arc<file_pool::FilePool>>,
 }
 
 #[derive(Debug)]
@@ -293,6 +305,7 @@ impl EmbeddedLog {
                 partitions: HashMap::new(),
                 txlog,
                 root: None,
+                pool: None,
             },
             config,
             None,
@@ -330,6 +343,12 @@ impl EmbeddedLog {
             return Err(LogError::Config {
                 key: "min_cleanable_dirty_ratio".into(),
                 reason: format!("must lie between 0 and 1, not {ratio}"),
+            });
+        }
+        if config.max_open_segments == 0 {
+            return Err(LogError::Config {
+                key: "max_open_segments".into(),
+                reason: "must be at least 1".into(),
             });
         }
         let root = dir.as_ref().to_path_buf();

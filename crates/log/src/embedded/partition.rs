@@ -8,9 +8,11 @@
 //! committed.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::cleaner;
+use super::file_pool::FilePool;
 use super::format::{self, FrameAt};
 use super::storage::{self, Store};
 use crate::error::LogError;
@@ -68,6 +70,8 @@ pub(crate) struct PartitionLog {
     pub(crate) tp: TopicPartition,
     /// `None` in memory mode.
     pub(crate) dir: Option<PathBuf>,
+    /// The log's open segment files (`None` in memory mode).
+    pub(crate) pool: Option<Arc<FilePool>>,
     pub(crate) segments: Vec<Segment>,
     /// How far compaction got, and whether one is running.
     pub(crate) cleaner: cleaner::Mark,
@@ -78,11 +82,17 @@ fn segment_name(base: u64) -> String {
 }
 
 impl PartitionLog {
-    /// A new, empty partition (creates its directory and first segment).
-    pub(crate) fn create(tp: TopicPartition, dir: Option<PathBuf>) -> Result<Self, LogError> {
+    /// A new, empty partition (creates its directory and first segment;
+    /// `dir` and `pool` are `None` in memory mode).
+    pub(crate) fn create(
+        tp: TopicPartition,
+        dir: Option<PathBuf>,
+        pool: Option<Arc<FilePool>>,
+    ) -> Result<Self, LogError> {
         let mut p = PartitionLog {
             tp,
             dir,
+            pool,
             segments: Vec::new(),
             cleaner: cleaner::Mark::default(),
         };
@@ -109,6 +119,7 @@ impl PartitionLog {
         committed_end: u64,
         start: u64,
         next_txn: u64,
+        pool: &Arc<FilePool>,
     ) -> Result<(Self, Scan), LogError> {
         let mut segments = Vec::new();
         let mut cleaned = Vec::new();
@@ -128,7 +139,7 @@ impl PartitionLog {
             let Ok(base) = stem.parse::<u64>() else {
                 continue;
             };
-            let store = Store::create_disk(&path)?;
+            let store = Store::existing_pooled(pool);
             segments.push(Segment {
                 id: unique_id(),
                 base,
@@ -148,6 +159,7 @@ impl PartitionLog {
         let mut p = PartitionLog {
             tp,
             dir: Some(dir),
+            pool: Some(Arc::clone(pool)),
             segments,
             cleaner: cleaner::Mark::default(),
         };
@@ -279,7 +291,7 @@ impl PartitionLog {
         while i > 1 && self.segments[i - 1].base >= end {
             i -= 1;
             let seg = self.segments.pop().expect("segment exists");
-            if let Store::Disk(_) = seg.store {
+            if seg.store.on_disk() {
                 storage::remove_file(&seg.path)?;
             }
         }
@@ -318,17 +330,24 @@ impl PartitionLog {
 
     /// Starts a new active segment at `base`.
     pub(crate) fn roll(&mut self, base: u64) -> Result<(), LogError> {
-        let (path, store) = match &self.dir {
-            Some(d) => {
+        let (path, store) = match (&self.dir, &self.pool) {
+            (Some(d), Some(pool)) => {
                 let path = d.join(segment_name(base));
-                let store = Store::create_disk(&path)?;
+                let store = Store::create_pooled(pool, &path)?;
                 storage::sync_dir(d)?;
                 (path, store)
             }
-            None => (
+            (None, _) => (
                 PathBuf::from(format!("memory:{}/{}", self.tp, segment_name(base))),
                 Store::mem(Vec::new()),
             ),
+            (Some(d), None) => {
+                return Err(LogError::io(
+                    "creating a segment in",
+                    d,
+                    std::io::Error::other("a partition on disk has no pool of open files"),
+                ));
+            }
         };
         self.segments.push(Segment {
             id: unique_id(),
@@ -510,7 +529,7 @@ impl PartitionLog {
         let mut dropped = 0;
         while self.segments.len() > 1 && self.segments[1].base <= start {
             let seg = self.segments.remove(0);
-            if let Store::Disk(_) = seg.store {
+            if seg.store.on_disk() {
                 storage::remove_file(&seg.path)?;
             }
             dropped += 1;

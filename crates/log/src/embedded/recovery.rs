@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use super::file_pool::FilePool;
 use super::format::{self, FrameAt};
 use super::partition::{self, PartitionLog};
 use super::storage::{self, Store};
@@ -169,6 +170,7 @@ pub(crate) fn recover(root: &Path, config: &EmbeddedConfig) -> Result<State, Log
     let leftovers = check_topic_dirs(root, &meta)?;
 
     // 2. Partitions, scanned.
+    let pool = FilePool::new(config.max_open_segments);
     let mut partitions = HashMap::new();
     let mut scans = Vec::new();
     for spec in meta.topics.values() {
@@ -177,7 +179,8 @@ pub(crate) fn recover(root: &Path, config: &EmbeddedConfig) -> Result<State, Log
             let dir = root.join("topics").join(&spec.name).join(p.to_string());
             let end = meta.ends.get(&tp).copied().unwrap_or(0);
             let start = meta.starts.get(&tp).copied().unwrap_or(0);
-            let (part, scan) = PartitionLog::open(tp.clone(), dir, end, start, meta.next_txn)?;
+            let (part, scan) =
+                PartitionLog::open(tp.clone(), dir, end, start, meta.next_txn, &pool)?;
             scans.push((tp.clone(), scan));
             partitions.insert(tp, part);
         }
@@ -247,5 +250,6 @@ pub(crate) fn recover(root: &Path, config: &EmbeddedConfig) -> Result<State, Log
         partitions,
         txlog: TxLog::new(path, store, keep, generation),
         root: Some(root.to_path_buf()),
+        pool: Some(pool),
     })
 }

@@ -1,9 +1,10 @@
 //! Where the embedded log's bytes live: a file on disk or a buffer in memory.
 //!
 //! Owns: [`Store`], the handful of positional file operations the log needs
-//! (append, read at, truncate, sync), the [`Reader`] that compaction reads a
-//! closed segment through without the log's lock, and directory helpers. The in-memory
-//! mode runs the very same format and recovery code over buffers, which is
+//! (append, read at, truncate, sync) on a file, on a segment file of the
+//! bounded pool of open segments (`file_pool`) or on a buffer, the
+//! [`Reader`] that compaction reads a closed segment through without the
+//! log's lock, and directory helpers. The in-memory mode runs the very same format and recovery code over buffers, which is
 //! why it is a variant here and not a second log.
 //!
 //! Every operation that changes durable state first asks [`faults`], a seam
@@ -15,13 +16,16 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::file_pool::{Effect, FilePool, PooledFile};
 use crate::error::LogError;
 
 /// One stored file.
 #[derive(Debug)]
 pub(crate) enum Store {
-    /// An open file on disk.
+    /// An open file on disk (the transaction log, a compaction's output).
     Disk(File),
+    /// A segment file on disk, opened through the pool of open segments.
+    Pooled(PooledFile),
     /// A buffer (in-memory mode), shared copy-on-write with the
     /// [`Reader`]s taken of it.
     Mem(Arc<Vec<u8>>),
@@ -102,8 +106,27 @@ impl Store {
                 .try_clone()
                 .map(Reader::Disk)
                 .map_err(|e| LogError::io("opening", path, e)),
+            Store::Pooled(p) => p
+                .with(path, "opening", Effect::Read, File::try_clone)
+                .map(Reader::Disk),
             Store::Mem(v) => Ok(Reader::Mem(Arc::clone(v))),
         }
+    }
+
+    /// Whether this store is a file (and not a buffer).
+    pub(crate) fn on_disk(&self) -> bool {
+        !matches!(self, Store::Mem(_))
+    }
+
+    /// A segment file, created at `path` (or opened, if it exists) in `pool`.
+    pub(crate) fn create_pooled(pool: &Arc<FilePool>, path: &Path) -> Result<Store, LogError> {
+        faults::check(Op::Create, path).map_err(|e| LogError::io("opening", path, e))?;
+        pool.create(path).map(Store::Pooled)
+    }
+
+    /// An existing segment file in `pool`, opened when first used.
+    pub(crate) fn existing_pooled(pool: &Arc<FilePool>) -> Store {
+        Store::Pooled(pool.existing())
     }
 
     pub(crate) fn create_disk(path: &Path) -> Result<Store, LogError> {
@@ -124,6 +147,7 @@ impl Store {
                 .metadata()
                 .map(|m| m.len())
                 .map_err(|e| LogError::io("reading the size of", path, e)),
+            Store::Pooled(p) => p.len(path),
             Store::Mem(v) => Ok(v.len() as u64),
         }
     }
@@ -134,6 +158,9 @@ impl Store {
             Store::Disk(f) => f
                 .write_all_at(bytes, pos)
                 .map_err(|e| LogError::io("writing", path, e)),
+            Store::Pooled(p) => p.with(path, "writing", Effect::Write, |f| {
+                f.write_all_at(bytes, pos)
+            }),
             Store::Mem(v) => {
                 let v = Arc::make_mut(v);
                 v.truncate(pos as usize);
@@ -153,6 +180,11 @@ impl Store {
     ) -> Result<(), LogError> {
         match self {
             Store::Disk(f) => read_file_at(f, pos, len, buf, path),
+            Store::Pooled(p) => p.with(path, "reading", Effect::Read, |f| {
+                buf.clear();
+                buf.resize(len, 0);
+                f.read_exact_at(buf, pos)
+            }),
             Store::Mem(v) => {
                 read_mem_at(v, pos, len, buf);
                 Ok(())
@@ -175,6 +207,9 @@ impl Store {
                 .set_len(len)
                 .and_then(|()| f.sync_all())
                 .map_err(|e| LogError::io("truncating", path, e)),
+            Store::Pooled(p) => p.with(path, "truncating", Effect::WriteAndSync, |f| {
+                f.set_len(len).and_then(|()| f.sync_all())
+            }),
             Store::Mem(v) => {
                 if (len as usize) < v.len() {
                     Arc::make_mut(v).truncate(len as usize);
@@ -188,6 +223,7 @@ impl Store {
         faults::check(Op::Sync, path).map_err(|e| LogError::io("syncing", path, e))?;
         match self {
             Store::Disk(f) => f.sync_data().map_err(|e| LogError::io("syncing", path, e)),
+            Store::Pooled(p) => p.sync(path),
             Store::Mem(_) => Ok(()),
         }
     }

@@ -166,7 +166,10 @@ fn partitions(
     for p in 0..spec.shape.partitions {
         let tp = TopicPartition::new(spec.name.clone(), p);
         let part_dir = st.partition_dir(&tp);
-        parts.push((tp.clone(), PartitionLog::create(tp, part_dir)?));
+        parts.push((
+            tp.clone(),
+            PartitionLog::create(tp, part_dir, st.pool.clone())?,
+        ));
     }
     if let Some(d) = dir {
         storage::sync_dir(d)?;

@@ -65,11 +65,14 @@ fn whole_suite_survives_a_reopen_between_checks() {
     contract::restore_compacted(&log, "first-again");
 }
 
+/// Tiny segments, a rotating transaction log, and two open segment files
+/// at a time (every other use closes one and opens another).
 #[test]
 fn small_segments_roll_and_the_suite_still_holds() {
     let config = EmbeddedConfig {
         segment_bytes: 512,
         txlog_rotate_bytes: 2048,
+        max_open_segments: 2,
         ..EmbeddedConfig::default()
     };
     let dir = tempfile::tempdir().expect("tempdir");

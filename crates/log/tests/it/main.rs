@@ -14,6 +14,7 @@ mod holes;
 mod membership;
 mod observe;
 mod offset_range;
+mod open_files;
 mod persistence;
 mod small_log;
 mod topic_bounds;

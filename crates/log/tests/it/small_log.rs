@@ -33,6 +33,8 @@ pub fn config(rotate: bool) -> EmbeddedConfig {
     EmbeddedConfig {
         segment_bytes: 160,
         txlog_rotate_bytes: if rotate { 600 } else { u64::MAX },
+        // Fewer open files than segments: the pool closes and reopens.
+        max_open_segments: 3,
         ..EmbeddedConfig::default()
     }
 }

@@ -58,10 +58,12 @@
 //! record, so recovery's checks hold either way.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
+use super::file_pool::FilePool;
 use super::format::RecordIn;
 use super::partition::{self, Segment};
-use super::storage::{self, Reader};
+use super::storage::{self, Reader, Store};
 use super::{EmbeddedConfig, MaintenanceReport, Shared, State};
 use crate::error::LogError;
 use crate::types::TopicPartition;
@@ -111,6 +113,8 @@ struct Plan {
     token: u64,
     clean: u64,
     dir: Option<PathBuf>,
+    /// The log's open segment files, which a copy put in place joins.
+    pool: Option<Arc<FilePool>>,
     closed: Vec<Closed>,
     dirty_bytes: u64,
 }
@@ -201,6 +205,7 @@ fn plan(shared: &Shared, tp: &TopicPartition) -> Option<Plan> {
         token,
         clean,
         dir: part.dir.clone(),
+        pool: part.pool.clone(),
         closed,
         dirty_bytes: dirty,
     })
@@ -359,7 +364,16 @@ impl Pass<'_> {
             return Err(e);
         }
         s.id = partition::unique_id();
-        let old = std::mem::replace(&mut s.store, copy.store);
+        // The copy's file, in place, joins the pool of open segment files
+        // (opened again when next used; it was synced when written).
+        let store = match (copy.store, &plan.pool) {
+            (Store::Disk(file), Some(pool)) => {
+                drop(file);
+                Store::existing_pooled(pool)
+            }
+            (store, _) => store,
+        };
+        let old = std::mem::replace(&mut s.store, store);
         s.index = copy.index;
         s.size = copy.size;
         s.max_ts = copy.max_ts;
