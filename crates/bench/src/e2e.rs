@@ -47,8 +47,8 @@ use crate::queries::{self, EVENTS_TOPIC, HotItems};
 use crate::serdes::EventSerde;
 use crate::workloads::{TUMBLING_KEYS, TUMBLING_WINDOW_MS};
 
-const INPUT: &str = "events";
-const OUTPUT: &str = "counts";
+pub(crate) const INPUT: &str = "events";
+pub(crate) const OUTPUT: &str = "counts";
 /// Input partitions: lanes are partition-affine, so two partitions let two
 /// lanes work; the one-lane run reads the same two.
 pub const E2E_PARTITIONS: u32 = 2;
@@ -106,7 +106,7 @@ impl E2eStores {
 pub struct RunDir(std::path::PathBuf);
 
 impl RunDir {
-    fn new() -> Result<Self, BenchError> {
+    pub(crate) fn new() -> Result<Self, BenchError> {
         use std::sync::atomic::{AtomicU64, Ordering};
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let path = std::env::temp_dir().join(format!(
@@ -196,7 +196,7 @@ fn q5_topology(generator: &GeneratorConfig) -> Result<Topology, BenchError> {
     })
 }
 
-fn engine_err(e: impl std::fmt::Display) -> BenchError {
+pub(crate) fn engine_err(e: impl std::fmt::Display) -> BenchError {
     BenchError::Engine {
         query: "e2e",
         reason: e.to_string(),

@@ -32,6 +32,15 @@ pub enum BenchError {
         /// What failed.
         reason: String,
     },
+    /// The run's options cannot be run (a zero rate, a sample period longer
+    /// than the run, ...).
+    #[error("query {query}: {reason}")]
+    Options {
+        /// The query.
+        query: &'static str,
+        /// What is wrong with them.
+        reason: String,
+    },
     /// The topology does not read the topic with the expected types.
     #[error("query {query} does not read topic {topic} with the expected key and value types")]
     Input {

@@ -7,7 +7,9 @@
 //! repartition topics in-process (the task path: typed input, no broker).
 //! [`run::run`] measures one query; the `stoatflow-bench` binary prints one
 //! [`report::RunReport`] line per run. [`check`] compares the windows several
-//! systems computed (`bench/compare`'s result check).
+//! systems computed (`bench/compare`'s result check). [`soak`] runs the
+//! end-to-end tumbling count for a long time at a steady rate and reports
+//! what grows.
 //!
 //! ```
 //! use stoatflow_bench::run::{Query, RunOptions, run};
@@ -27,4 +29,5 @@ pub mod queries;
 pub mod report;
 pub mod run;
 pub mod serdes;
+pub mod soak;
 pub mod workloads;

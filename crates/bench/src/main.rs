@@ -8,6 +8,7 @@
 //! stoatflow-bench --query all --events 10000000     # each query in its own process, on and off
 //! stoatflow-bench --query tumbling --windows-out ours.txt      # and its windows, `key start count`
 //! stoatflow-bench --check-windows stoatflow=ours.txt bytewax=theirs.txt
+//! stoatflow-bench --query soak --duration-s 600 --rate 30000 --keys 100000
 //! ```
 
 use std::fmt::Write as _;
@@ -16,13 +17,18 @@ use std::process::Command;
 use anyhow::{Context, bail};
 use stoatflow_bench::check;
 use stoatflow_bench::run::{Query, RunOptions, run, tumbling_windows};
+use stoatflow_bench::soak::{SoakOptions, run_soak};
 
-const USAGE: &str = "usage: stoatflow-bench --query <gen|q0|q1|q2|q5|q7|q8|tumbling|sliding|session|join-inner|join-left|e2e-tumbling-1-lane|e2e-tumbling-2-lanes|e2e-q5-1-lane|e2e-q5-2-lanes|e2e-tumbling-paced|all> [--events N] [--pace RECORDS_PER_S (e2e-tumbling-paced)] [--stores default|in-memory (e2e-)] [--changelog on|off] [--rate EVENTS_PER_S] [--out-of-order GROUP] [--frontier-every N] [--windows-out PATH (tumbling only)]\n       stoatflow-bench --check-windows SYSTEM=PATH SYSTEM=PATH...";
+const USAGE: &str = "usage: stoatflow-bench --query <gen|q0|q1|q2|q5|q7|q8|tumbling|sliding|session|join-inner|join-left|e2e-tumbling-1-lane|e2e-tumbling-2-lanes|e2e-q5-1-lane|e2e-q5-2-lanes|e2e-tumbling-paced|all> [--events N] [--pace RECORDS_PER_S (e2e-tumbling-paced)] [--stores default|in-memory (e2e-)] [--changelog on|off] [--rate EVENTS_PER_S] [--out-of-order GROUP] [--frontier-every N] [--windows-out PATH (tumbling only)]\n       stoatflow-bench --query soak [--duration-s 600] [--rate RECORDS_PER_S (30000)] [--keys 100000] [--segment-mib 4] [--stores default|in-memory] [--lanes 2] [--window-s 10] [--grace-s 1] [--input-retention-s 300] [--sample-s 10]
+       stoatflow-bench --check-windows SYSTEM=PATH SYSTEM=PATH...";
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--check-windows") {
         return check_windows(&args[1..]);
+    }
+    if args.windows(2).any(|w| w[0] == "--query" && w[1] == "soak") {
+        return soak(&args);
     }
     let mut query = None;
     let mut changelog = None;
@@ -124,6 +130,56 @@ fn run_all(args: &[String], changelog: Option<bool>) -> anyhow::Result<()> {
                 bail!("query {} failed: {status}", q.name());
             }
         }
+    }
+    Ok(())
+}
+
+/// `--query soak ...`: prints a sample line every `--sample-s`, then the
+/// slopes, the barrier pauses and the check of the output; fails if the
+/// check does (a bound not met is reported, not a failure: the run is a
+/// measurement).
+fn soak(args: &[String]) -> anyhow::Result<()> {
+    use std::time::Duration;
+    let mut opts = SoakOptions::default();
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let mut value = || {
+            it.next()
+                .with_context(|| format!("{flag} needs a value\n{USAGE}"))
+        };
+        let secs = |v: &String| parse::<f64>(v, flag).and_then(|s| seconds(s, flag));
+        match flag.as_str() {
+            "--query" => {
+                value()?;
+            }
+            "--duration-s" => opts.duration = secs(value()?)?,
+            "--rate" => opts.rate = parse(value()?, flag)?,
+            "--keys" => opts.keys = parse(value()?, flag)?,
+            "--segment-mib" => {
+                opts.segment_bytes = parse::<u64>(value()?, flag)?.saturating_mul(1 << 20)
+            }
+            "--stores" => {
+                let name = value()?;
+                opts.stores =
+                    stoatflow_bench::e2e::E2eStores::from_name(name).with_context(|| {
+                        format!("--stores: expected default or in-memory, got {name}\n{USAGE}")
+                    })?;
+            }
+            "--lanes" => opts.lanes = parse(value()?, flag)?,
+            "--window-s" => opts.window = secs(value()?)?,
+            "--grace-s" => opts.grace = secs(value()?)?,
+            "--input-retention-s" => opts.input_retention = secs(value()?)?,
+            "--sample-s" => opts.sample_every = secs(value()?)?,
+            other => bail!("unknown argument for --query soak: {other}\n{USAGE}"),
+        }
+    }
+    fn seconds(s: f64, flag: &str) -> anyhow::Result<Duration> {
+        Duration::try_from_secs_f64(s).with_context(|| format!("{flag}: not a duration: {s}"))
+    }
+    let report = run_soak(&opts, |sample| println!("{sample}"))?;
+    println!("{}", report.summary());
+    if !report.check.ok() {
+        bail!("the soak's output is wrong: {}", report.check);
     }
     Ok(())
 }

@@ -66,8 +66,17 @@ impl fmt::Display for RunReport {
 
 /// Peak resident set size (`VmHWM` of `/proc/self/status`), bytes.
 pub fn peak_rss_bytes() -> Option<u64> {
+    status_kib("VmHWM:").map(|kib| kib * 1024)
+}
+
+/// Resident set size now (`VmRSS` of `/proc/self/status`), bytes.
+pub fn rss_bytes() -> Option<u64> {
+    status_kib("VmRSS:").map(|kib| kib * 1024)
+}
+
+/// The KiB figure of the `/proc/self/status` line starting with `field`.
+fn status_kib(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
