@@ -106,12 +106,16 @@ impl<L: Log + 'static> StreamsApp<L> {
         self.shared.state()
     }
 
-    /// Calls `listener(new, old)` on every state change.
+    /// Calls `listener(new, old)` on every state change, on the thread that
+    /// makes it (mostly the engine's), holding no lock of the application's.
+    /// A panic in it stops the application in ERROR, naming the listener,
+    /// before it processes or commits anything more (a panic on the way to
+    /// NOT_RUNNING makes it ERROR instead; one told of ERROR is only logged).
     pub fn set_state_listener(
         &self,
         listener: impl Fn(AppState, AppState) + Send + Sync + 'static,
     ) {
-        *self.shared.listener.lock().expect("listener lock") = Some(Box::new(listener));
+        *self.shared.listener.lock().expect("listener lock") = Some(Arc::new(listener));
     }
 
     /// Calls `handler` with each error that stops the engine; what it returns
@@ -120,13 +124,15 @@ impl<L: Log + 'static> StreamsApp<L> {
     /// the engine in place, resuming from the last commit, or shut down in
     /// ERROR). A handler returning `()` leaves the default: replace after an
     /// aborted or retriable log error, shut down after anything else. A
-    /// fenced producer always shuts down.
+    /// fenced producer always shuts down. The handler runs holding no lock
+    /// of the application's; if it panics, the application shuts down in
+    /// ERROR with an error naming the handler and the error it was handed.
     pub fn set_uncaught_error_handler<R: HandlerOutcome>(
         &self,
         handler: impl Fn(&RuntimeError) -> R + Send + Sync + 'static,
     ) {
         *self.shared.error_handler.lock().expect("handler lock") =
-            Some(Box::new(move |e| handler(e).response()));
+            Some(Arc::new(move |e| handler(e).response()));
     }
 
     /// How many times an error replaced the engine in place since start.

@@ -110,6 +110,23 @@ pub enum RuntimeError {
         /// What the panic said.
         message: String,
     },
+    /// User code the runtime calls outside a task's processing panicked:
+    /// the state listener, the uncaught-error handler, or on the poll
+    /// thread a timestamp assigner (or a deserializer it reads with) or a
+    /// watermark generator. The application stops in ERROR; nothing of the
+    /// epoch in progress is committed. (A panic in a processor or a
+    /// punctuator, on a record lane, is [`RuntimeError::TaskPanicked`] or a
+    /// processor error naming its node.)
+    #[error("{callback} panicked: {message}")]
+    CallbackPanicked {
+        /// Which callback (`the state listener`, `the uncaught-error
+        /// handler`, `the timestamp assigner of topic clicks ...`, `a
+        /// watermark generator ...`).
+        callback: String,
+        /// What the panic said (for the uncaught-error handler, followed by
+        /// the error it was handed).
+        message: String,
+    },
     /// A thread of the runtime died.
     #[error("runtime thread {thread} stopped unexpectedly: {reason}")]
     ThreadDied {

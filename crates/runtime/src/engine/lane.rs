@@ -27,6 +27,7 @@ use stoatflow_streams::{
 use stoatflow_time::{EventTime, WallTime, Watermark};
 
 use crate::engine::commit::committer::EarlyOutput;
+use crate::engine::guard::panic_message;
 use crate::engine::restore::store_restore::{StoreReader, close_and_checkpoint};
 use crate::engine::restore::takeover;
 use crate::error::RuntimeError;
@@ -153,17 +154,6 @@ pub(crate) fn run_lane<L: Log + 'static>(
         };
         tracing::error!(lane, error = %error, "a task panicked; the lane stops");
         let _ = replies.send(LaneReply::Failed { lane, error });
-    }
-}
-
-/// What a panic said, when it said it with a string.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic without a message".to_owned()
     }
 }
 

@@ -28,6 +28,7 @@
 pub(crate) mod assignment;
 pub(crate) mod commit;
 pub(crate) mod error_response;
+pub(crate) mod guard;
 pub(crate) mod lane;
 mod poll;
 pub(crate) mod restore;
@@ -64,6 +65,7 @@ use crate::engine::assignment::{Membership, Rebalance};
 use crate::engine::commit::committer::{self, CommitPath, Committer, SinkRouting};
 use crate::engine::commit::task_stamps::TaskStamps;
 use crate::engine::error_response::{StreamThreadExceptionResponse, fenced, replacement_backoff};
+use crate::engine::guard::{WATERMARK_GENERATOR, guarded};
 use crate::engine::lane::{LaneMsg, LaneReply, LaneRun, LaneSetup, run_lane};
 use crate::engine::restore::standby::{self, Standby};
 use crate::engine::restore::takeover;
@@ -155,19 +157,26 @@ fn run_engines<L: Log + 'static>(
     let mut membership = Membership::default();
     loop {
         let barriers_before = shared.barriers.load(Ordering::Acquire);
-        let result = Engine::start(
-            topology,
-            config,
-            log,
-            clock,
-            shared,
-            upkeep,
-            &mut membership,
-        )
-        .and_then(|engine| match engine {
-            Some(mut engine) => engine.run(&mut membership),
-            None => Ok(Exit::Stopped),
-        });
+        // A panic on the poll thread that no guard closer to it caught
+        // (user code such as a watermark generator's factory, or a fault of
+        // the runtime's) stops this engine as an error would, rather than
+        // killing the thread and leaving the state as it was.
+        let result = guarded(|| {
+            Engine::start(
+                topology,
+                config,
+                log,
+                clock,
+                shared,
+                upkeep,
+                &mut membership,
+            )
+            .and_then(|engine| match engine {
+                Some(mut engine) => engine.run(&mut membership),
+                None => Ok(Exit::Stopped),
+            })
+        })
+        .unwrap_or_else(|p| Err(p.naming("the poll loop")));
         // The engine is gone (its lanes joined): its counters are kept.
         shared.metrics.retire_lanes();
         let error = match result {
@@ -319,6 +328,7 @@ impl<L: Log + 'static> Engine<L> {
         membership: &mut Membership,
     ) -> Result<Option<Self>, RuntimeError> {
         shared.transition(AppState::Rebalancing);
+        shared.callback_panicked()?;
         let app = config.application_id().to_owned();
         let plan = Layout::plan(topology, config, &**log)?;
         let now = clock.now();
@@ -462,9 +472,9 @@ impl<L: Log + 'static> Engine<L> {
                     })?;
                     slot.partition_time = Some(t);
                     if tracking {
-                        times[slot.task.subtopology]
-                            .tracker
-                            .seed_partition_time(slot.index, t)?;
+                        let tracker = &mut times[slot.task.subtopology].tracker;
+                        guarded(|| tracker.seed_partition_time(slot.index, t))
+                            .map_err(|p| p.naming(format!("{WATERMARK_GENERATOR} of {tp}")))??;
                     }
                 }
             }
@@ -693,6 +703,18 @@ impl<L: Log + 'static> Engine<L> {
         for h in self.lane_threads.drain(..) {
             let _ = h.join();
         }
+        // A lane that failed closed its inbox: the poll loop may have met
+        // the closed inbox before the lane's report. The report says why.
+        let result = match result {
+            Err(RuntimeError::ThreadDied { thread, reason }) if thread == "lane" => {
+                let failed = self.replies.try_iter().find_map(|reply| match reply {
+                    LaneReply::Failed { lane, error } => Some(lane_failed(lane, error)),
+                    _ => None,
+                });
+                Err(failed.unwrap_or(RuntimeError::ThreadDied { thread, reason }))
+            }
+            other => other,
+        };
         // The standby copies close and checkpoint where they got to, before
         // the next engine may open the same stores as its own (a
         // promotion); after a crash (halt) they leave nothing behind.
@@ -707,11 +729,15 @@ impl<L: Log + 'static> Engine<L> {
             if self.shared.halt.load(Ordering::Acquire) {
                 return Ok(Exit::Stopped);
             }
+            // The state listener panicked (told of RUNNING, say): stop
+            // before anything more is processed or committed.
+            self.shared.callback_panicked()?;
             if let Some(rebalance) = membership.poll()? {
                 return self.rebalance(rebalance, membership);
             }
             if self.shared.stop.load(Ordering::Acquire) {
                 self.shared.transition(AppState::PendingShutdown);
+                self.shared.callback_panicked()?;
                 self.flush_and_checkpoint()?;
                 return Ok(Exit::Stopped);
             }
@@ -761,7 +787,10 @@ impl<L: Log + 'static> Engine<L> {
                 self.publish_consumed();
             }
             for st in (0..self.times.len()).filter(|_| !self.direct) {
-                if let Some(w) = self.times[st].tracker.poll_watermark(now) {
+                let time = &mut self.times[st];
+                let polled = guarded(|| time.tracker.poll_watermark(now))
+                    .map_err(|p| p.naming(format!("{WATERMARK_GENERATOR} of sub-topology {st}")))?;
+                if let Some(w) = polled {
                     self.timeline.watermark_reached(st, w, Instant::now());
                     for lane in &self.lanes {
                         send(
@@ -807,6 +836,7 @@ impl<L: Log + 'static> Engine<L> {
         membership: &mut Membership,
     ) -> Result<Exit, RuntimeError> {
         self.shared.transition(AppState::Rebalancing);
+        self.shared.callback_panicked()?;
         if rebalance == Rebalance::CommitAndRebuild && !self.flush_and_checkpoint()? {
             return Ok(Exit::Stopped);
         }

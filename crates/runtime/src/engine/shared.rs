@@ -4,8 +4,13 @@
 //! the handle to read (the `/watermarks` view, committed and consumed
 //! positions, counters, the timeline, the assignment).
 //!
-//! Owns the state machine's transitions; knows nothing of how the engine
-//! polls, dispatches or commits.
+//! Owns the state machine's transitions and the calls into the two user
+//! callbacks it holds: each runs with no lock held, behind a panic guard. A
+//! panicking listener leaves its error pending for the engine (which stops
+//! on it, committing nothing more) or for the next step toward NOT_RUNNING
+//! (which becomes ERROR instead); a panicking handler's error is the one the
+//! application stops with. Knows nothing of how the engine polls,
+//! dispatches or commits.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -16,6 +21,7 @@ use stoatflow_time::WatermarksSnapshot;
 
 use crate::app_state::AppState;
 use crate::engine::error_response::{StreamThreadExceptionResponse, default_response};
+use crate::engine::guard::{self, ERROR_HANDLER, Panicked, STATE_LISTENER};
 use crate::engine::restore::standby;
 use crate::error::RuntimeError;
 use crate::observe::metrics::MetricsCells;
@@ -27,6 +33,9 @@ pub(crate) struct Shared {
     pub(crate) state: Mutex<AppState>,
     pub(crate) listener: Mutex<Option<StateListener>>,
     pub(crate) error_handler: Mutex<Option<ErrorHandler>>,
+    /// A callback's panic not yet acted on: the engine stops on it, a move
+    /// to NOT_RUNNING becomes ERROR, and [`Shared::fail`] stops with it.
+    pub(crate) callback_panic: Mutex<Option<RuntimeError>>,
     /// `close()`: cut a final flush barrier, then stop.
     pub(crate) stop: AtomicBool,
     /// Dropped without `close()`: stop at once, commit nothing more.
@@ -68,13 +77,15 @@ pub struct Assignment {
     pub standby: Vec<TaskId>,
 }
 
-/// Called on every state change with (new, old).
-pub type StateListener = Box<dyn Fn(AppState, AppState) + Send + Sync>;
+/// Called on every state change with (new, old). Shared, so that a call
+/// runs without the lock that holds it.
+pub type StateListener = Arc<dyn Fn(AppState, AppState) + Send + Sync>;
 
 /// Called with each error that stops the engine; its answer (`None`: the
-/// default) decides whether a fresh engine replaces it.
+/// default) decides whether a fresh engine replaces it. Shared, so that a
+/// call runs without the lock that holds it.
 pub type ErrorHandler =
-    Box<dyn Fn(&RuntimeError) -> Option<StreamThreadExceptionResponse> + Send + Sync>;
+    Arc<dyn Fn(&RuntimeError) -> Option<StreamThreadExceptionResponse> + Send + Sync>;
 
 impl Shared {
     /// How far the standby copies are behind their changelogs; `None` until
@@ -96,6 +107,7 @@ impl Shared {
             state: Mutex::new(AppState::Created),
             listener: Mutex::new(None),
             error_handler: Mutex::new(None),
+            callback_panic: Mutex::new(None),
             stop: AtomicBool::new(false),
             halt: AtomicBool::new(false),
             snapshot: Mutex::new(None),
@@ -117,8 +129,17 @@ impl Shared {
         *self.state.lock().expect("state lock")
     }
 
-    /// Moves to `to` if the lifecycle allows it; tells the listener.
+    /// Moves to `to` if the lifecycle allows it; tells the listener (with
+    /// no lock held; a panic in it is kept for [`Shared::callback_panicked`]).
+    /// A move to NOT_RUNNING after a listener panicked stops in ERROR
+    /// instead, with that panic.
     pub(crate) fn transition(&self, to: AppState) -> bool {
+        if to == AppState::NotRunning
+            && let Some(panicked) = self.take_callback_panic()
+        {
+            self.fail(panicked);
+            return false;
+        }
         let from = {
             let mut s = self.state.lock().expect("state lock");
             if !s.can_become(to) {
@@ -127,17 +148,56 @@ impl Shared {
             std::mem::replace(&mut *s, to)
         };
         tracing::info!(from = %from, to = %to, "application state");
-        if let Some(l) = &*self.listener.lock().expect("listener lock") {
-            l(to, from);
+        let listener = self.listener.lock().expect("listener lock").clone();
+        if let Some(listener) = listener
+            && let Err(panicked) = guard::guarded(|| listener(to, from))
+        {
+            let error = panicked.naming(STATE_LISTENER);
+            tracing::error!(error = %error, from = %from, to = %to, "the state listener panicked");
+            self.keep_callback_panic(error);
         }
         true
     }
 
+    /// The panic of a callback not yet acted on, as an error: what the
+    /// engine checks after each of its moves, before it processes or
+    /// commits anything more.
+    pub(crate) fn callback_panicked(&self) -> Result<(), RuntimeError> {
+        match self.take_callback_panic() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn take_callback_panic(&self) -> Option<RuntimeError> {
+        self.callback_panic.lock().expect("callback lock").take()
+    }
+
+    /// Keeps the first panic not yet acted on.
+    fn keep_callback_panic(&self, error: RuntimeError) {
+        let mut pending = self.callback_panic.lock().expect("callback lock");
+        if pending.is_none() {
+            *pending = Some(error);
+        }
+    }
+
     /// What to do after `error` stopped the engine: the handler's answer,
-    /// else the default.
+    /// else the default. The handler runs with no lock held; if it panics,
+    /// the answer is to shut down, and [`Shared::fail`] stops with the
+    /// panic (naming the handler and `error`) instead of `error`.
     pub(crate) fn decide(&self, error: &RuntimeError) -> StreamThreadExceptionResponse {
-        let answer = match &*self.error_handler.lock().expect("handler lock") {
-            Some(h) => h(error),
+        let handler = self.error_handler.lock().expect("handler lock").clone();
+        let answer = match handler {
+            Some(h) => match guard::guarded(|| h(error)) {
+                Ok(answer) => answer,
+                Err(Panicked(message)) => {
+                    let panicked = Panicked(format!("{message} (it was handed: {error})"))
+                        .naming(ERROR_HANDLER);
+                    tracing::error!(error = %panicked, "the uncaught-error handler panicked");
+                    self.keep_callback_panic(panicked);
+                    return StreamThreadExceptionResponse::ShutdownClient;
+                }
+            },
             None => None,
         };
         answer.unwrap_or_else(|| default_response(error))
@@ -145,12 +205,23 @@ impl Shared {
 
     /// Stops the application in ERROR (the handler has been asked already).
     /// `StreamsApp::error` then returns `error` itself, so a caller can
-    /// match on what stopped it.
+    /// match on what stopped it, unless a callback's panic is pending
+    /// (the handler panicked deciding on `error`): that is what stopped it.
     pub(crate) fn fail(&self, error: RuntimeError) {
+        let error = match self.take_callback_panic() {
+            Some(panicked) => {
+                tracing::error!(error = %error, "the error a callback's panic supersedes");
+                panicked
+            }
+            None => error,
+        };
         tracing::error!(error = %error, "application stopped by an error");
         self.transition(AppState::PendingError);
         *self.error.lock().expect("error lock") = Some(Arc::new(error));
         self.transition(AppState::Error);
+        // The listener told of PENDING_ERROR or ERROR may have panicked too:
+        // logged; the application has stopped already.
+        let _ = self.take_callback_panic();
     }
 }
 

@@ -491,3 +491,35 @@ fn a_processing_time_topology_has_no_watermarks_by_design() {
     assert!(app.close(Duration::from_secs(10)));
     server.shutdown();
 }
+
+/// A state listener that panics (on the engine's thread, told of RUNNING)
+/// stops the application in ERROR, and liveness fails: the engine is not
+/// left dead behind a state that still says RUNNING.
+#[test]
+fn liveness_fails_once_a_panicking_state_listener_stopped_the_application() {
+    let mut builder = StreamsBuilder::new();
+    builder
+        .stream("in", Consumed::with(Serdes::string(), Serdes::i64()))
+        .to("out", Produced::with(Serdes::string(), Serdes::i64()));
+    let (mut app, server) = served(builder, "listener-panics");
+    let addr = server.local_addr();
+    app.set_state_listener(|new, _| {
+        assert_ne!(new, AppState::Running, "this listener refuses RUNNING");
+    });
+    app.start().unwrap();
+    assert_eq!(
+        app.wait_for_state(AppState::Error, Duration::from_secs(10)),
+        AppState::Error
+    );
+    let error = app.error().expect("an error").to_string();
+    assert!(
+        error.starts_with("the state listener panicked: "),
+        "{error}"
+    );
+    let (status, body) = get(addr, "/health/liveness");
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(get(addr, "/health").0, 503);
+    assert_eq!(get(addr, "/health/readiness").0, 503);
+    app.close(Duration::from_secs(10));
+    assert_eq!(app.state(), AppState::Error);
+}

@@ -2,11 +2,14 @@
 //! STREAM_TIME punctuators and event-time timers on watermark events,
 //! processing-time timers then WALL_CLOCK_TIME punctuators on wall-clock
 //! ticks. `init` runs lazily before
-//! the first of any of these, so it sees restored stores.
+//! the first of any of these, so it sees restored stores. A punctuator that
+//! panics fails its task with an error naming the processor and the
+//! punctuator (the task is not used again).
 //!
 //! This module knows nothing of where watermarks or ticks come from.
 
 use std::marker::PhantomData;
+use std::panic::{self, AssertUnwindSafe};
 
 use stoatflow_time::{WallTime, Watermark};
 
@@ -68,14 +71,39 @@ where
                         node: &mut self.state,
                         current: None,
                     };
-                    let r = callback(&mut ctx, now);
+                    // Unwind safety: a panic fails the task, which is then
+                    // dropped, never run again.
+                    let r = panic::catch_unwind(AssertUnwindSafe(|| callback(&mut ctx, now)));
                     self.state.schedules[i].callback = Some(callback);
-                    r?;
+                    r.unwrap_or_else(|payload| {
+                        Err(ProcessError::Processor {
+                            node: self.state.name.clone(),
+                            reason: format!(
+                                "its {} punctuator panicked: {}",
+                                match kind {
+                                    PunctuationType::StreamTime => "stream-time",
+                                    PunctuationType::WallClockTime => "wall-clock",
+                                },
+                                panic_message(&*payload)
+                            ),
+                        })
+                    })?;
                 }
             }
             i += 1;
         }
         Ok(())
+    }
+}
+
+/// What a panic said, when it said it with a string.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "a panic without a message"
     }
 }
 

@@ -15,6 +15,7 @@ use stoatflow_streams::EventTimeReader;
 use stoatflow_time::{Dispatched, EventTime, PartitionIndex, WallTime};
 
 use crate::config::layout::marker_watermark;
+use crate::engine::guard::{WATERMARK_GENERATOR, guarded};
 use crate::engine::lane::{LaneMsg, LaneRun};
 use crate::engine::{BATCH, Engine, send};
 use crate::error::RuntimeError;
@@ -204,7 +205,17 @@ impl<L: Log + 'static> Engine<L> {
         s.buffered += 1;
         let record_ts = r.timestamp.0;
         let event_time = match &s.reader {
-            Some(reader) => reader.event_time(r.key, r.value, record_ts, s.partition_time),
+            // User code (deserializers, the timestamp assigner) on the poll
+            // thread: a panic stops the engine with an error naming it.
+            Some(reader) => guarded(|| {
+                reader.event_time(r.key, r.value, record_ts, s.partition_time)
+            })
+            .map_err(|p| {
+                p.naming(format!(
+                    "the timestamp assigner of topic {} (or a deserializer it reads with), at {} offset {}",
+                    s.topic, s.tp, r.offset.0
+                ))
+            })?,
             None => EventTime::new(record_ts).map_err(|e| e.to_string()),
         };
         let event_time = match event_time {
@@ -267,7 +278,11 @@ impl<L: Log + 'static> Engine<L> {
         for st in 0..self.times.len() {
             loop {
                 let time = &mut self.times[st];
-                let Some(d) = time.dispatch.next(&mut time.tracker, now) else {
+                // Dispatching a record runs its partition's watermark
+                // generator (user code, for a custom one).
+                let next = guarded(|| time.dispatch.next(&mut time.tracker, now))
+                    .map_err(|p| p.naming(format!("{WATERMARK_GENERATOR} of sub-topology {st}")))?;
+                let Some(d) = next else {
                     break;
                 };
                 self.route(d)?;
