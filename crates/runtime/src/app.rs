@@ -108,9 +108,10 @@ impl<L: Log + 'static> StreamsApp<L> {
 
     /// Calls `listener(new, old)` on every state change, on the thread that
     /// makes it (mostly the engine's), holding no lock of the application's.
-    /// A panic in it stops the application in ERROR, naming the listener,
-    /// before it processes or commits anything more (a panic on the way to
-    /// NOT_RUNNING makes it ERROR instead; one told of ERROR is only logged).
+    /// A panic in it stops the engine, before it processes or commits
+    /// anything more, with an error naming the listener, which goes to the
+    /// uncaught-error handler (by default: ERROR). A panic on the way to
+    /// NOT_RUNNING makes it ERROR instead; one told of ERROR is only logged.
     pub fn set_state_listener(
         &self,
         listener: impl Fn(AppState, AppState) + Send + Sync + 'static,

@@ -113,10 +113,11 @@ pub enum RuntimeError {
     /// User code the runtime calls outside a task's processing panicked:
     /// the state listener, the uncaught-error handler, or on the poll
     /// thread a timestamp assigner (or a deserializer it reads with) or a
-    /// watermark generator. The application stops in ERROR; nothing of the
-    /// epoch in progress is committed. (A panic in a processor or a
-    /// punctuator, on a record lane, is [`RuntimeError::TaskPanicked`] or a
-    /// processor error naming its node.)
+    /// watermark generator. The engine stops without committing the epoch
+    /// in progress; the uncaught-error handler decides what follows (by
+    /// default, and always for its own panic: ERROR). A panic in a
+    /// processor or a punctuator, on a record lane, is
+    /// [`RuntimeError::TaskPanicked`] or a processor error naming its node.
     #[error("{callback} panicked: {message}")]
     CallbackPanicked {
         /// Which callback (`the state listener`, `the uncaught-error

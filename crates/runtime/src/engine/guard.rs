@@ -6,9 +6,9 @@
 //! A panic there must not kill the thread that runs it (the poll thread
 //! dying left the application RUNNING with nothing running) nor poison a
 //! lock: it becomes [`RuntimeError::CallbackPanicked`] naming the callback,
-//! which stops the application in ERROR like any fatal error. Owns the
-//! guard and the reading of a panic's message; knows nothing of what the
-//! callbacks do.
+//! which stops the engine like any error (then the uncaught-error handler
+//! decides, by default ERROR). Owns the guard and the reading of a panic's
+//! message; knows nothing of what the callbacks do.
 
 use std::panic::{self, AssertUnwindSafe};
 
