@@ -78,7 +78,8 @@ impl FilePool {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// A handle of the existing file at `path`, opened when first used.
+    /// A handle of an existing file, opened (at the path each use names)
+    /// when first used.
     pub(crate) fn existing(self: &Arc<Self>) -> PooledFile {
         let mut inner = self.lock();
         inner.next_id += 1;
