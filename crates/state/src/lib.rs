@@ -90,9 +90,9 @@ pub use engine_stores::{
 pub use error::StateError;
 pub use memory::{InMemoryKeyValueStore, InMemorySessionStore, InMemoryWindowStore};
 pub use persistent::{
-    DEFAULT_CACHE_MAX_BYTES, LocalCopy, PersistentConfig, PersistentKeyValueStore,
-    PersistentSessionStore, PersistentWindowStore, RebuildReason, Recovery, STORE_CHECKPOINT_FILE,
-    STORE_FORMAT, STORE_METADATA_FILE, StoreDirectory,
+    DEFAULT_CACHE_MAX_BYTES, LocalCopy, MIN_CACHE_MAX_BYTES, PersistentConfig,
+    PersistentKeyValueStore, PersistentSessionStore, PersistentWindowStore, RebuildReason,
+    Recovery, STORE_CHECKPOINT_FILE, STORE_FORMAT, STORE_METADATA_FILE, StoreDirectory,
 };
 pub use restore::{RESTORE_PROGRESS_INTERVAL, RestoreProgress, restore};
 pub use segments::{CHANGELOG_ADDITIONAL_RETENTION_MS, SegmentedConfig};

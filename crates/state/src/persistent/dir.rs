@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use super::checkpoint::{Checkpoint, Manifest, STORE_CHECKPOINT_FILE};
 use super::sealed::{seal, unseal, write_atomic};
-use super::write_cache::DEFAULT_CACHE_MAX_BYTES;
+use super::write_cache::{DEFAULT_CACHE_MAX_BYTES, MIN_CACHE_MAX_BYTES};
 use crate::changelog::{ChangelogOffset, ChangelogPartition};
 use crate::error::StateError;
 
@@ -56,10 +56,19 @@ impl PersistentConfig {
     }
 
     /// Bounds each store's write-back cache (keys, values and a per-entry overhead); past
-    /// it the store writes its cache to the engine and empties it. 0 writes every write
-    /// through at once.
+    /// it the store writes its cache to the engine and empties it. A bound below
+    /// [`MIN_CACHE_MAX_BYTES`] is raised to it.
     #[must_use]
     pub fn with_cache_max_bytes(mut self, bytes: usize) -> Self {
+        self.cache_max_bytes = bytes.max(MIN_CACHE_MAX_BYTES);
+        self
+    }
+
+    /// As [`PersistentConfig::with_cache_max_bytes`] without the floor, so that tests can
+    /// make a cache spill every few writes (each spill then makes a tiny table).
+    #[doc(hidden)]
+    #[must_use]
+    pub fn with_cache_max_bytes_unfloored(mut self, bytes: usize) -> Self {
         self.cache_max_bytes = bytes;
         self
     }

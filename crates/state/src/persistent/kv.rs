@@ -7,8 +7,8 @@ use std::sync::Arc;
 use super::segmented::Stored;
 use super::write_cache::{WriteCache, merge};
 use super::{
-    PersistentConfig, StoreDirectory, decode_stored, encode_value, engine_err, ingest,
-    open_database, validate_entry,
+    PersistentConfig, StoreDirectory, decode_stored, encode_value, engine_err, open_database,
+    validate_entry, write_sorted,
 };
 use crate::changelog::ChangelogEntry;
 use crate::changelog_batch::ChangelogBatch;
@@ -120,7 +120,7 @@ impl<K, V> PersistentKeyValueStore<K, V> {
         if self.cache.dirty_len() == 0 {
             return Ok(());
         }
-        ingest(&self.ks, self.cache.dirty_in(()), self.config.name())?;
+        write_sorted(&self.ks, self.cache.dirty_in(()), self.config.name())?;
         self.cache.mark_clean();
         Ok(())
     }

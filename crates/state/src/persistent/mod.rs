@@ -41,7 +41,7 @@ pub use kv::PersistentKeyValueStore;
 pub use recover::{LocalCopy, RebuildReason, Recovery};
 pub use session::PersistentSessionStore;
 pub use window::PersistentWindowStore;
-pub use write_cache::DEFAULT_CACHE_MAX_BYTES;
+pub use write_cache::{DEFAULT_CACHE_MAX_BYTES, MIN_CACHE_MAX_BYTES};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -58,10 +58,13 @@ pub(crate) fn engine_err(store: &str) -> impl Fn(fjall::Error) -> StateError + '
     }
 }
 
-/// Writes `entries` (ascending, unique keys; `None` deletes) into `ks` as one sorted table,
-/// bypassing the journal and the memtable: the write-back of a store's cache, a bulk load.
-/// A newer write of a key the keyspace already holds wins, as any later write does.
-pub(crate) fn ingest<'a>(
+/// Writes `entries` (ascending, unique keys; `None` deletes) into `ks` as one sorted table
+/// through the engine's ingestion, bypassing its journal and memtable: the write-back of a
+/// store's cache, a bulk load. A newer write of a key the keyspace already holds wins, as any
+/// later write does. Nothing goes through the journal, so no journal grows with the writes
+/// (a journal whose segments' keyspaces were dropped before any memtable filled was never
+/// reclaimed).
+pub(crate) fn write_sorted<'a>(
     ks: &fjall::Keyspace,
     entries: impl Iterator<Item = (&'a [u8], Option<&'a [u8]>)>,
     store: &str,

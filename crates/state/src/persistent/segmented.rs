@@ -21,7 +21,7 @@ use std::sync::Arc;
 use super::write_cache::{WriteCache, merge};
 use super::{
     PersistentConfig, SegmentSet, StoreDirectory, decode_stored, encode_key, encode_value,
-    engine_err, ingest, open_database, validate_entry,
+    engine_err, open_database, validate_entry, write_sorted,
 };
 use crate::changelog::ChangelogEntry;
 use crate::changelog_batch::ChangelogBatch;
@@ -368,7 +368,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         // an already written segment again is harmless (the same values, newer).
         for segment in self.cache.segments_with_dirty() {
             if let Some(ks) = self.segments.get(segment) {
-                ingest(ks, self.cache.dirty_in(segment), self.config.name())?;
+                write_sorted(ks, self.cache.dirty_in(segment), self.config.name())?;
             }
         }
         self.cache.mark_clean();

@@ -221,7 +221,7 @@ mod tests {
 
         // A bound of one entry: every write after the first spills, once per key.
         let tmp = tempfile::tempdir().unwrap();
-        let cfg = PersistentConfig::new(tmp.path(), "app").with_cache_max_bytes(1);
+        let cfg = PersistentConfig::new(tmp.path(), "app").with_cache_max_bytes_unfloored(1);
         let mut w = open_window_store(&cfg);
         w.put("a".into(), 0, 1, 0).unwrap();
         assert_eq!(w.core.engine_entries(), 1);
@@ -249,7 +249,8 @@ mod tests {
             .into_iter()
             .map(|bound| {
                 let tmp = tempfile::tempdir().unwrap();
-                let cfg = PersistentConfig::new(tmp.path(), "app").with_cache_max_bytes(bound);
+                let cfg =
+                    PersistentConfig::new(tmp.path(), "app").with_cache_max_bytes_unfloored(bound);
                 drive(&mut open_window_store(&cfg))
             })
             .collect();

@@ -34,6 +34,10 @@ const ENTRY_OVERHEAD: usize = 96;
 /// The default bound of one store's cache (`PersistentConfig::with_cache_max_bytes`).
 pub const DEFAULT_CACHE_MAX_BYTES: usize = 32 << 20;
 
+/// The smallest bound `PersistentConfig::with_cache_max_bytes` takes: a spill is at least
+/// this much, so the engine gets tables of a sensible size to compact.
+pub const MIN_CACHE_MAX_BYTES: usize = 1 << 20;
+
 /// One cached entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Cached {

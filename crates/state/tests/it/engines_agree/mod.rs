@@ -256,7 +256,7 @@ fn persistent(dir: &Path) -> PersistentConfig {
     static TURN: AtomicUsize = AtomicUsize::new(0);
     let bounds = [0, 400, stoatflow_state::DEFAULT_CACHE_MAX_BYTES];
     let bound = bounds[TURN.fetch_add(1, Ordering::Relaxed) % bounds.len()];
-    PersistentConfig::new(dir, "agree").with_cache_max_bytes(bound)
+    PersistentConfig::new(dir, "agree").with_cache_max_bytes_unfloored(bound)
 }
 
 fn store_config(name: &str, changelogged: bool) -> StoreConfig {
