@@ -7,8 +7,8 @@ use std::sync::Arc;
 use super::segmented::Stored;
 use super::write_cache::{WriteCache, merge};
 use super::{
-    PersistentConfig, StoreDirectory, decode_stored, encode_value, engine_err, open_database,
-    validate_entry, write_sorted,
+    PersistentConfig, StoreDirectory, closed, decode_stored, encode_value, engine_err,
+    open_database, validate_entry, write_sorted,
 };
 use crate::changelog::ChangelogEntry;
 use crate::changelog_batch::ChangelogBatch;
@@ -114,7 +114,7 @@ impl<K, V> PersistentKeyValueStore<K, V> {
         Ok(())
     }
 
-    /// Writes the cache's dirty entries to the engine in one batch. All or nothing: on an
+    /// Writes the cache's dirty entries to the engine as sorted tables. All or nothing: on an
     /// engine error they stay dirty in the cache.
     fn write_back(&mut self) -> Result<(), StateError> {
         if self.cache.dirty_len() == 0 {
@@ -261,16 +261,10 @@ impl<K, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
 }
 
 impl<K, V> Drop for PersistentKeyValueStore<K, V> {
-    /// A close writes the cache to the engine, so that a checkpoint written after it vouches
-    /// for files that hold every write; if that fails the directory is marked so that no
-    /// checkpoint is written and the next open rebuilds from the changelog.
+    /// A close writes the cache to the engine (see [`closed`]).
     fn drop(&mut self) {
-        if let Err(e) = self.write_back() {
-            tracing::warn!(store = self.config.name(), error = %e, "cache not written back on close; the store will be rebuilt from its changelog");
-            if let Err(e) = self.dir.mark_unclean() {
-                tracing::error!(store = self.config.name(), error = %e, "cannot mark the store unclean");
-            }
-        }
+        let written_back = self.write_back();
+        closed(&self.dir, written_back);
     }
 }
 

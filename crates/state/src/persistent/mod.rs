@@ -80,6 +80,19 @@ pub(crate) fn write_sorted<'a>(
     ingestion.finish().map_err(engine_err(store))
 }
 
+/// What a store's drop does with its last write-back: a close must leave every write in
+/// the files a checkpoint written after it vouches for; if it could not, the directory is
+/// marked so that no checkpoint is written and the next open rebuilds from the changelog.
+pub(crate) fn closed(dir: &StoreDirectory, written_back: Result<(), StateError>) {
+    if let Err(e) = written_back {
+        let store = dir.store();
+        tracing::warn!(store, error = %e, "cache not written back on close; the store will be rebuilt from its changelog");
+        if let Err(e) = dir.mark_unclean() {
+            tracing::error!(store, error = %e, "cannot mark the store unclean");
+        }
+    }
+}
+
 /// Opens the fjall database of a store directory. A checkpoint still in place (the caller
 /// skipped [`StoreDirectory::recover`]) is checked against the files first and consumed, so
 /// the engine never reads files a clean close vouched for once they differ.

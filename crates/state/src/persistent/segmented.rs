@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use super::write_cache::{WriteCache, merge};
 use super::{
-    PersistentConfig, SegmentSet, StoreDirectory, decode_stored, encode_key, encode_value,
+    PersistentConfig, SegmentSet, StoreDirectory, closed, decode_stored, encode_key, encode_value,
     engine_err, open_database, validate_entry, write_sorted,
 };
 use crate::changelog::ChangelogEntry;
@@ -355,7 +355,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         Ok(())
     }
 
-    /// Writes the cache's dirty entries to the engine in one batch. All or nothing: on an
+    /// Writes the cache's dirty entries to the engine as sorted tables. All or nothing: on an
     /// engine error they stay dirty in the cache.
     fn write_back(&mut self) -> Result<(), StateError> {
         if self.cache.dirty_len() == 0 {
@@ -491,15 +491,9 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
 }
 
 impl<K, V, L: DiskLayout> Drop for SegmentedCore<K, V, L> {
-    /// A close writes the cache to the engine, so that a checkpoint written after it vouches
-    /// for files that hold every write; if that fails the directory is marked so that no
-    /// checkpoint is written and the next open rebuilds from the changelog.
+    /// A close writes the cache to the engine (see [`closed`]).
     fn drop(&mut self) {
-        if let Err(e) = self.write_back() {
-            tracing::warn!(store = self.config.name(), error = %e, "cache not written back on close; the store will be rebuilt from its changelog");
-            if let Err(e) = self.dir.mark_unclean() {
-                tracing::error!(store = self.config.name(), error = %e, "cannot mark the store unclean");
-            }
-        }
+        let written_back = self.write_back();
+        closed(&self.dir, written_back);
     }
 }

@@ -53,16 +53,45 @@ pub(crate) struct Cached {
 #[derive(Debug)]
 pub(crate) struct WriteCache<S> {
     segments: BTreeMap<S, BTreeMap<Vec<u8>, Cached>>,
-    /// Keys written live since the last changelog flush whose entries the cache has let go
-    /// of (emptied past its bound, or their segment dropped): their values are the engine's.
-    spilled: BTreeMap<(S, Vec<u8>), i64>,
+    tally: Tally<S>,
     bytes: usize,
     max_bytes: usize,
-    dirty: usize,
-    logged: usize,
     /// A buffer values are encoded into before they replace an entry's (so a failed encoding
     /// leaves the entry as it was); it keeps the replaced value's allocation for the next.
     scratch: Vec<u8>,
+}
+
+/// What the cache owes the engine and the changelog.
+#[derive(Debug)]
+struct Tally<S> {
+    /// Entries the engine does not have yet.
+    dirty: usize,
+    /// Entries the changelog owes a record.
+    logged: usize,
+    /// Keys written live since the last changelog flush whose entries the cache has let go
+    /// of (emptied past its bound, or their segment dropped): their values are the engine's.
+    spilled: BTreeMap<(S, Vec<u8>), i64>,
+}
+
+impl<S: Ord> Tally<S> {
+    /// Counts `entry` of (`segment`, `key`) as just written: dirty, and owed to the changelog
+    /// at `logged`'s timestamp if that is given.
+    fn written(&mut self, entry: &mut Cached, segment: S, key: &[u8], logged: Option<i64>) {
+        if !entry.dirty {
+            entry.dirty = true;
+            self.dirty += 1;
+        }
+        if let Some(ts) = logged {
+            if entry.logged.is_none() {
+                self.logged += 1;
+                if !self.spilled.is_empty() {
+                    // The entry carries the key to the changelog now.
+                    self.spilled.remove(&(segment, key.to_vec()));
+                }
+            }
+            entry.logged = Some(ts);
+        }
+    }
 }
 
 fn cost(key: &[u8], value: Option<&[u8]>) -> usize {
@@ -74,11 +103,13 @@ impl<S: Ord + Copy> WriteCache<S> {
     pub(crate) fn new(max_bytes: usize) -> Self {
         Self {
             segments: BTreeMap::new(),
-            spilled: BTreeMap::new(),
+            tally: Tally {
+                dirty: 0,
+                logged: 0,
+                spilled: BTreeMap::new(),
+            },
             bytes: 0,
             max_bytes,
-            dirty: 0,
-            logged: 0,
             scratch: Vec::new(),
         }
     }
@@ -147,19 +178,7 @@ impl<S: Ord + Copy> WriteCache<S> {
             slot => *slot = Some(std::mem::take(&mut self.scratch)),
         }
         self.bytes += cost(key, entry.value.as_deref());
-        if !entry.dirty {
-            entry.dirty = true;
-            self.dirty += 1;
-        }
-        if let Some(ts) = logged {
-            if entry.logged.is_none() {
-                self.logged += 1;
-                if !self.spilled.is_empty() {
-                    self.spilled.remove(&(segment, key.to_vec()));
-                }
-            }
-            entry.logged = Some(ts);
-        }
+        self.tally.written(entry, segment, key, logged);
         Ok(Some(()))
     }
 
@@ -186,20 +205,7 @@ impl<S: Ord + Copy> WriteCache<S> {
                 })
             }
         };
-        if !entry.dirty {
-            entry.dirty = true;
-            self.dirty += 1;
-        }
-        if let Some(ts) = logged {
-            if entry.logged.is_none() {
-                self.logged += 1;
-                if !self.spilled.is_empty() {
-                    // The entry carries the key to the changelog now.
-                    self.spilled.remove(&(segment, key.to_vec()));
-                }
-            }
-            entry.logged = Some(ts);
-        }
+        self.tally.written(entry, segment, key, logged);
         self.bytes += added;
     }
 
@@ -211,12 +217,12 @@ impl<S: Ord + Copy> WriteCache<S> {
     /// Entries the engine does not have yet (written back with [`WriteCache::dirty_in`] per
     /// segment of [`WriteCache::segments_with_dirty`], then [`WriteCache::mark_clean`]).
     pub(crate) fn dirty_len(&self) -> usize {
-        self.dirty
+        self.tally.dirty
     }
 
     /// Keys written live since the last changelog flush.
     pub(crate) fn logged_len(&self) -> usize {
-        self.logged + self.spilled.len()
+        self.tally.logged + self.tally.spilled.len()
     }
 
     /// Entries held.
@@ -263,7 +269,7 @@ impl<S: Ord + Copy> WriteCache<S> {
         for entry in self.segments.values_mut().flat_map(BTreeMap::values_mut) {
             entry.dirty = false;
         }
-        self.dirty = 0;
+        self.tally.dirty = 0;
     }
 
     /// The keys written live since the last changelog flush, with the last write's
@@ -277,8 +283,13 @@ impl<S: Ord + Copy> WriteCache<S> {
                 }
             }
         }
-        if !self.spilled.is_empty() {
-            out.extend(self.spilled.iter().map(|((s, k), ts)| (*s, k.clone(), *ts)));
+        if !self.tally.spilled.is_empty() {
+            out.extend(
+                self.tally
+                    .spilled
+                    .iter()
+                    .map(|((s, k), ts)| (*s, k.clone(), *ts)),
+            );
             out.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
         }
         out
@@ -286,30 +297,30 @@ impl<S: Ord + Copy> WriteCache<S> {
 
     /// Forgets which keys the changelog must carry (it has them now).
     pub(crate) fn clear_logged(&mut self) {
-        if self.logged > 0 {
+        if self.tally.logged > 0 {
             for entry in self.segments.values_mut().flat_map(BTreeMap::values_mut) {
                 entry.logged = None;
             }
         }
-        self.logged = 0;
-        self.spilled.clear();
+        self.tally.logged = 0;
+        self.tally.spilled.clear();
     }
 
     /// Forgets every entry (keeping which keys the changelog must carry). Call only when
     /// none is dirty.
     pub(crate) fn clear(&mut self) {
-        debug_assert_eq!(self.dirty, 0, "a dirty entry would be lost");
+        debug_assert_eq!(self.tally.dirty, 0, "a dirty entry would be lost");
         for (segment, map) in std::mem::take(&mut self.segments) {
             self.spill(segment, map);
         }
         self.bytes = 0;
-        self.logged = 0;
+        self.tally.logged = 0;
     }
 
     fn spill(&mut self, segment: S, map: BTreeMap<Vec<u8>, Cached>) {
         for (key, entry) in map {
             if let Some(ts) = entry.logged {
-                self.spilled.insert((segment, key), ts);
+                self.tally.spilled.insert((segment, key), ts);
             }
         }
     }
@@ -323,8 +334,8 @@ impl<S: Ord + Copy> WriteCache<S> {
         for (segment, map) in dropped {
             for (key, entry) in &map {
                 self.bytes -= cost(key, entry.value.as_deref());
-                self.dirty -= usize::from(entry.dirty);
-                self.logged -= usize::from(entry.logged.is_some());
+                self.tally.dirty -= usize::from(entry.dirty);
+                self.tally.logged -= usize::from(entry.logged.is_some());
             }
             if map.values().any(|c| c.value.is_some()) {
                 ids.push(segment);
