@@ -8,7 +8,6 @@ use std::sync::Arc;
 use stoatflow_streams::{Serde, SerdeError};
 
 use crate::nexmark::{Auction, Bid, Event, Person};
-use crate::queries::HotItems;
 
 fn malformed(serde: &str, topic: &str, len: usize, reason: &str) -> SerdeError {
     SerdeError::Malformed {
@@ -71,47 +70,6 @@ impl Serde<(i64, i64)> for I64PairSerde {
             (Some(a), Some(c)) if r.at == b.len() => Ok((a, c)),
             _ => Err(malformed("i64-pair", topic, b.len(), "expected 16 bytes")),
         }
-    }
-}
-
-/// q5's hot items of a window: the count, the number of auctions (`u32`) and
-/// each auction.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct HotItemsSerde;
-
-impl Serde<HotItems> for HotItemsSerde {
-    fn name(&self) -> &str {
-        "hot-items"
-    }
-    fn serialize(&self, _: &str, v: &HotItems, out: &mut Vec<u8>) -> Result<(), SerdeError> {
-        put_i64s(out, &[v.count]);
-        out.extend_from_slice(&(v.auctions.len() as u32).to_be_bytes());
-        put_i64s(out, &v.auctions);
-        Ok(())
-    }
-    fn deserialize(&self, topic: &str, b: &[u8]) -> Result<HotItems, SerdeError> {
-        let mut r = Reader { b, at: 0 };
-        let bad = || {
-            malformed(
-                "hot-items",
-                topic,
-                b.len(),
-                "expected a count, a length and that many auctions",
-            )
-        };
-        let count = r.i64().ok_or_else(bad)?;
-        let n = r
-            .take(4)
-            .and_then(|n| n.try_into().ok())
-            .map(u32::from_be_bytes)
-            .ok_or_else(bad)? as usize;
-        if b.len() - r.at != n.saturating_mul(8) {
-            return Err(bad());
-        }
-        let auctions = (0..n)
-            .map(|_| r.i64().ok_or_else(bad))
-            .collect::<Result<_, _>>()?;
-        Ok(HotItems { count, auctions })
     }
 }
 

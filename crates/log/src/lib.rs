@@ -86,7 +86,8 @@ pub use embedded::{
 };
 pub use error::{ErrorKind, LogError};
 pub use membership::{GroupEvent, GroupMember, SoleMember};
-pub use topic_name::{MAX_TOPIC_NAME_LEN, check_topic_name};
+pub use topic_name::check_topic_name;
+pub use types::MAX_TOPIC_NAME_LEN;
 pub use types::{
     CleanupPolicy, FetchedBatch, FetchedRecord, Header, Offset, OffsetAndMetadata, OffsetReset,
     Partition, Record, RecordRef, RecordView, Retention, SeekTo, Timestamp, TopicPartition,

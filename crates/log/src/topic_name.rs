@@ -10,8 +10,7 @@
 
 use crate::error::LogError;
 
-/// The longest topic name, in characters (Kafka's limit).
-pub const MAX_TOPIC_NAME_LEN: usize = 249;
+use crate::types::MAX_TOPIC_NAME_LEN;
 
 /// Why `name` breaks Kafka's topic-name rules, naming the rule, or `None`
 /// if it is legal.

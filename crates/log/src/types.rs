@@ -7,7 +7,8 @@
 
 use std::fmt;
 
-use crate::topic_name::MAX_TOPIC_NAME_LEN;
+/// The longest topic name, in characters (Kafka's limit).
+pub const MAX_TOPIC_NAME_LEN: usize = 249;
 
 /// A partition number within a topic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

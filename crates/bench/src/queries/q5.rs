@@ -15,10 +15,11 @@
 use std::time::Duration;
 
 use stoatflow_streams::{
-    EmitStrategy, Grouped, KStream, Materialized, Serdes, StreamsBuilder, TimeWindows, Windowed,
+    EmitStrategy, Grouped, KStream, Materialized, Serde, SerdeError, Serdes, StreamsBuilder,
+    TimeWindows, Windowed,
 };
 
-use crate::serdes::{HotItemsSerde, I64PairSerde};
+use crate::serdes::I64PairSerde;
 
 /// The slide of q5's hopping windows.
 pub const SLIDE: Duration = Duration::from_secs(2);
@@ -30,6 +31,49 @@ pub struct HotItems {
     pub count: i64,
     /// The auctions with that count, in arrival order.
     pub auctions: Vec<i64>,
+}
+
+/// [`HotItems`] as bytes, for q5's store on disk: the count, the number of
+/// auctions (`u32`) and each auction, big-endian.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HotItemsSerde;
+
+impl Serde<HotItems> for HotItemsSerde {
+    fn name(&self) -> &str {
+        "hot-items"
+    }
+    fn serialize(&self, _: &str, v: &HotItems, out: &mut Vec<u8>) -> Result<(), SerdeError> {
+        out.extend_from_slice(&v.count.to_be_bytes());
+        out.extend_from_slice(&(v.auctions.len() as u32).to_be_bytes());
+        for a in &v.auctions {
+            out.extend_from_slice(&a.to_be_bytes());
+        }
+        Ok(())
+    }
+    fn deserialize(&self, topic: &str, b: &[u8]) -> Result<HotItems, SerdeError> {
+        let bad = || SerdeError::Malformed {
+            serde: "hot-items".into(),
+            topic: topic.into(),
+            len: b.len(),
+            reason: "expected a count, a length and that many auctions".into(),
+        };
+        let i64_at = |at: usize| -> Option<i64> {
+            Some(i64::from_be_bytes(b.get(at..at + 8)?.try_into().ok()?))
+        };
+        let count = i64_at(0).ok_or_else(bad)?;
+        let n = b
+            .get(8..12)
+            .and_then(|n| n.try_into().ok())
+            .map(u32::from_be_bytes)
+            .ok_or_else(bad)? as usize;
+        if b.len() - 12 != n.saturating_mul(8) {
+            return Err(bad());
+        }
+        let auctions = (0..n)
+            .map(|i| i64_at(12 + 8 * i).ok_or_else(bad))
+            .collect::<Result<_, _>>()?;
+        Ok(HotItems { count, auctions })
+    }
 }
 
 /// Hot items per window start.

@@ -11,7 +11,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::cleaner;
 use super::file_pool::FilePool;
 use super::format::{self, FrameAt};
 use super::storage::{self, Store};
@@ -65,6 +64,16 @@ pub(crate) struct Scan {
     cleaned: Vec<PathBuf>,
 }
 
+/// A partition's compaction state, kept here and read and moved only by the
+/// cleaner (`super::cleaner`).
+#[derive(Debug, Default)]
+pub(crate) struct CleanMark {
+    /// The clean point: where the last pass's map ended.
+    pub(crate) clean_end: u64,
+    /// The pass running on this partition.
+    pub(crate) running: Option<u64>,
+}
+
 #[derive(Debug)]
 pub(crate) struct PartitionLog {
     pub(crate) tp: TopicPartition,
@@ -74,7 +83,7 @@ pub(crate) struct PartitionLog {
     pub(crate) pool: Option<Arc<FilePool>>,
     pub(crate) segments: Vec<Segment>,
     /// How far compaction got, and whether one is running.
-    pub(crate) cleaner: cleaner::Mark,
+    pub(crate) cleaner: CleanMark,
 }
 
 fn segment_name(base: u64) -> String {
@@ -94,7 +103,7 @@ impl PartitionLog {
             dir,
             pool,
             segments: Vec::new(),
-            cleaner: cleaner::Mark::default(),
+            cleaner: CleanMark::default(),
         };
         if let Some(d) = &p.dir {
             storage::create_dir_all(d)?;
@@ -161,7 +170,7 @@ impl PartitionLog {
             dir: Some(dir),
             pool: Some(Arc::clone(pool)),
             segments,
-            cleaner: cleaner::Mark::default(),
+            cleaner: CleanMark::default(),
         };
         let mut scan = p.scan(committed_end, start, next_txn)?;
         scan.retired = retired;

@@ -1,7 +1,7 @@
 //! Compaction of compacted topics, as Kafka's log cleaner does it, beside
 //! commits and fetches rather than in their way.
 //!
-//! Owns: each partition's clean point ([`Mark`]), the dirty ratio that
+//! Owns: each partition's clean point (kept in its `CleanMark`), the dirty ratio that
 //! decides whether a partition is compacted, and one compaction pass with
 //! its locking. The key → offset map is `map.rs`, streaming a segment's
 //! frames `frames.rs`, writing a compacted segment `rewrite.rs`.
@@ -85,15 +85,6 @@ pub(crate) const DEFAULT_MIN_DIRTY_RATIO: f64 = 0.5;
 /// many keys a number of bytes can hold, to size the map no larger than a
 /// small partition needs.
 const MIN_KEYED_RECORD: u64 = 25;
-
-/// A partition's compaction state.
-#[derive(Debug, Default)]
-pub(crate) struct Mark {
-    /// The clean point: where the last pass's map ended.
-    clean_end: u64,
-    /// The pass running on this partition.
-    running: Option<u64>,
-}
 
 /// A closed segment as a pass found it.
 #[derive(Debug, Clone)]

@@ -1,6 +1,7 @@
 //! Committing an epoch: the barrier that closes it, the committer thread
 //! that owns the transactional producer, where each sink record goes, and
-//! the stamp rings of the `stoatflow-watermark` store (DESIGN 3.3, 3.6).
+//! the stamp rings of the `stoatflow-watermark` store (whose seed rule
+//! `stoatflow_state::WatermarkStore::seed` states).
 //! A commit hands the log's upkeep its offsets (`engine::upkeep`), never
 //! waiting for it.
 
