@@ -226,20 +226,16 @@ impl SegmentSet {
         Ok(&self.keyspaces[&segment])
     }
 
-    /// Drops every segment below `first_live`; returns the ids of those that held entries.
-    pub(crate) fn drop_below(&mut self, first_live: i64) -> Result<Vec<i64>, StateError> {
+    /// Drops every segment below `first_live`.
+    pub(crate) fn drop_below(&mut self, first_live: i64) -> Result<(), StateError> {
         let live = self.keyspaces.split_off(&first_live);
         let dropped = std::mem::replace(&mut self.keyspaces, live);
-        let mut non_empty = Vec::new();
-        for (id, ks) in dropped {
-            if !ks.is_empty().map_err(engine_err(&self.store))? {
-                non_empty.push(id);
-            }
+        for ks in dropped.into_values() {
             self.db
                 .delete_keyspace(ks)
                 .map_err(engine_err(&self.store))?;
         }
-        Ok(non_empty)
+        Ok(())
     }
 
     /// The ids of the segments whose keyspace exists.

@@ -448,25 +448,36 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
 
     pub(crate) fn expire(&mut self, committed_frontier: i64) -> Result<usize, StateError> {
         let first_live = self.retention.advance(committed_frontier);
-        let mut dropped = self.segments.drop_below(first_live)?;
-        dropped.extend(self.cache.drop_below(first_live));
-        dropped.sort_unstable();
-        dropped.dedup();
-        Ok(dropped.len())
+        // Counted before the drop, as the gauge counts them: a segment whose engine entries
+        // the cache has all deleted held nothing, whichever side drops it.
+        let dropped = self
+            .segment_ids(..first_live)
+            .into_iter()
+            .filter(|&id| self.holds_an_entry(id))
+            .count();
+        self.segments.drop_below(first_live)?;
+        self.cache.drop_below(first_live);
+        Ok(dropped)
     }
 
     /// Segments holding at least one entry (in the engine or the cache).
     pub(crate) fn segments(&self) -> usize {
         self.segment_ids(..)
             .into_iter()
-            .filter(|&id| {
-                self.cache.has_value_in(id)
-                    || self.segments.get(id).is_some_and(|ks| {
-                        ks.iter()
-                            .any(|g| g.key().is_ok_and(|k| self.cache.get(id, &k) != Some(None)))
-                    })
-            })
+            .filter(|&id| self.holds_an_entry(id))
             .count()
+    }
+
+    /// Whether `segment` holds an entry: one in the cache, or one in the engine the cache
+    /// has not deleted.
+    fn holds_an_entry(&self, segment: i64) -> bool {
+        self.cache.has_value_in(segment)
+            || self.segments.get(segment).is_some_and(|ks| {
+                ks.iter().any(|g| {
+                    g.key()
+                        .is_ok_and(|k| self.cache.get(segment, &k) != Some(None))
+                })
+            })
     }
 
     /// The earliest time not expired at the frontier (`i64::MIN` before the first expiry).

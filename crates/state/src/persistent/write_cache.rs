@@ -325,24 +325,19 @@ impl<S: Ord + Copy> WriteCache<S> {
         }
     }
 
-    /// Forgets the segments below `first_live` (their keyspaces are dropped too); returns
-    /// those that held a value.
-    pub(crate) fn drop_below(&mut self, first_live: S) -> Vec<S> {
+    /// Forgets the segments below `first_live` (their keyspaces are dropped too); what they
+    /// owe the changelog stays owed.
+    pub(crate) fn drop_below(&mut self, first_live: S) {
         let live = self.segments.split_off(&first_live);
         let dropped = std::mem::replace(&mut self.segments, live);
-        let mut ids = Vec::with_capacity(dropped.len());
         for (segment, map) in dropped {
             for (key, entry) in &map {
                 self.bytes -= cost(key, entry.value.as_deref());
                 self.tally.dirty -= usize::from(entry.dirty);
                 self.tally.logged -= usize::from(entry.logged.is_some());
             }
-            if map.values().any(|c| c.value.is_some()) {
-                ids.push(segment);
-            }
             self.spill(segment, map);
         }
-        ids
     }
 
     /// The entries of `segment` with keys within the bounds, in key order.
@@ -514,7 +509,8 @@ mod tests {
             .unwrap();
         assert!(cache.is_over());
         assert_eq!(cache.segments_with_dirty_values(), vec![3]);
-        assert_eq!(cache.drop_below(3), vec![1]);
+        cache.drop_below(3);
+        assert_eq!(cache.segment_ids().collect::<Vec<_>>(), vec![3]);
         assert_eq!((cache.dirty_len(), cache.len()), (2, 2));
         assert!(!cache.is_over());
         // The dropped segment's key is still owed to the changelog (it reads as gone now).

@@ -10,8 +10,8 @@ use stoatflow_state::{
 };
 
 use super::{
-    KEYS, TestKey, agree, agree_dirty, both, changelogged, flush, in_key_order, key, pair,
-    persistent, store_config, timestamp, value,
+    KEYS, TestKey, agree, agree_dirty, both, cache_bound, changelogged, flush, in_key_order, key,
+    pair, persistent, store_config, timestamp, value,
 };
 use crate::engines::{Changelog, restore_from};
 use crate::{cases, scratch_root};
@@ -68,7 +68,11 @@ fn kv_ops() -> impl Strategy<Value = Vec<KvOp>> {
     )
 }
 
-fn kv_stores<K: TestKey>(dir: &Path, changelogged: bool) -> [AnyKeyValueStore<K, String>; 2] {
+fn kv_stores<K: TestKey>(
+    dir: &Path,
+    changelogged: bool,
+    cache: usize,
+) -> [AnyKeyValueStore<K, String>; 2] {
     let config = store_config("kv", changelogged);
     [
         AnyKeyValueStore::InMemory(InMemoryKeyValueStore::new(
@@ -78,7 +82,7 @@ fn kv_stores<K: TestKey>(dir: &Path, changelogged: bool) -> [AnyKeyValueStore<K,
         )),
         AnyKeyValueStore::Persistent(
             PersistentKeyValueStore::open(
-                &persistent(dir),
+                &persistent(dir, cache),
                 config,
                 K::Codec::default(),
                 StringCodec,
@@ -113,11 +117,11 @@ fn kv_all<K: TestKey>(
     }))
 }
 
-fn run_kv<K: TestKey>(changelogged: bool, ops: &[KvOp]) -> Result<(), TestCaseError> {
+fn run_kv<K: TestKey>(changelogged: bool, cache: usize, ops: &[KvOp]) -> Result<(), TestCaseError> {
     let tmp = scratch_root();
     let keys = K::pool();
     assert_eq!(keys.len(), KEYS);
-    let mut stores = kv_stores::<K>(&tmp.path().join("live"), changelogged);
+    let mut stores = kv_stores::<K>(&tmp.path().join("live"), changelogged, cache);
     let mut log = Changelog::default();
     let every_bound: Vec<Bound<usize>> = std::iter::once(Bound::Unbounded)
         .chain((0..KEYS).flat_map(|k| [Bound::Included(k), Bound::Excluded(k)]))
@@ -159,7 +163,7 @@ fn run_kv<K: TestKey>(changelogged: bool, ops: &[KvOp]) -> Result<(), TestCaseEr
 
     // Every flushed record, restored into fresh stores of both engines, rebuilds the
     // stores (changelogged) or nothing (not).
-    let mut rebuilt = kv_stores::<K>(&tmp.path().join("rebuilt"), changelogged);
+    let mut rebuilt = kv_stores::<K>(&tmp.path().join("rebuilt"), changelogged, cache);
     for s in &mut rebuilt {
         restore_from(s, &log.entries);
     }
@@ -177,14 +181,18 @@ proptest! {
 
     /// String keys: every answer, every flush and the restore agree exactly.
     #[test]
-    fn key_value_engines_agree_on_string_keys(changelogged in changelogged(), ops in kv_ops()) {
-        run_kv::<String>(changelogged, &ops)?;
+    fn key_value_engines_agree_on_string_keys(
+        changelogged in changelogged(), cache in cache_bound(), ops in kv_ops(),
+    ) {
+        run_kv::<String>(changelogged, cache, &ops)?;
     }
 
     /// `i64` keys under Kafka's codec: as with strings, except the comparisons relaxed for
     /// the open defect (ranges the byte order decides differently, answer and flush order).
     #[test]
-    fn key_value_engines_agree_on_i64_keys(changelogged in changelogged(), ops in kv_ops()) {
-        run_kv::<i64>(changelogged, &ops)?;
+    fn key_value_engines_agree_on_i64_keys(
+        changelogged in changelogged(), cache in cache_bound(), ops in kv_ops(),
+    ) {
+        run_kv::<i64>(changelogged, cache, &ops)?;
     }
 }

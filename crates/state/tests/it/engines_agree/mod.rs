@@ -248,15 +248,17 @@ fn pair<S: StateStore>(stores: &mut [S; 2]) -> [&mut dyn StateStore; 2] {
     [mem, per]
 }
 
-/// A persistent configuration in `dir` (one directory per set of stores). Successive sets
-/// take turns among write-back cache bounds: none (every write reaches the engine at once),
-/// a few entries (the cache spills and empties often), and the default (it never does here).
-fn persistent(dir: &Path) -> PersistentConfig {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static TURN: AtomicUsize = AtomicUsize::new(0);
-    let bounds = [0, 400, stoatflow_state::DEFAULT_CACHE_MAX_BYTES];
-    let bound = bounds[TURN.fetch_add(1, Ordering::Relaxed) % bounds.len()];
-    PersistentConfig::new(dir, "agree").with_cache_max_bytes_unfloored(bound)
+/// The write-back cache bounds a case runs under: none (every write reaches the engine at
+/// once), a few entries (the cache spills and empties often), and the default (it never
+/// does here). Part of the case, so a failure replays from its seed.
+fn cache_bound() -> impl Strategy<Value = usize> {
+    select(vec![0, 400, stoatflow_state::DEFAULT_CACHE_MAX_BYTES])
+}
+
+/// A persistent configuration in `dir` (one directory per set of stores) with a write-back
+/// cache of `cache_bound` bytes.
+fn persistent(dir: &Path, cache_bound: usize) -> PersistentConfig {
+    PersistentConfig::new(dir, "agree").with_cache_max_bytes_unfloored(cache_bound)
 }
 
 fn store_config(name: &str, changelogged: bool) -> StoreConfig {

@@ -8,7 +8,7 @@ use stoatflow_state::{
     WatermarkKey, WatermarkKeyCodec, WatermarkStore, emit_frontier_store_name,
 };
 
-use super::{Time, agree, both, flush, persistent, time, timestamp};
+use super::{Time, agree, both, cache_bound, flush, persistent, time, timestamp};
 use crate::engines::{Changelog, restore_from};
 use crate::{cases, scratch_root};
 
@@ -26,7 +26,7 @@ enum FrontierOp {
     Flush,
 }
 
-fn run_emit_frontier(ops: &[FrontierOp]) -> Result<(), TestCaseError> {
+fn run_emit_frontier(cache: usize, ops: &[FrontierOp]) -> Result<(), TestCaseError> {
     let tmp = scratch_root();
     let open = |dir: &str| {
         let config = StoreConfig::new(emit_frontier_store_name("agg"));
@@ -43,7 +43,7 @@ fn run_emit_frontier(ops: &[FrontierOp]) -> Result<(), TestCaseError> {
                 "agg",
                 AnyKeyValueStore::Persistent(
                     PersistentKeyValueStore::open(
-                        &persistent(&tmp.path().join(dir)),
+                        &persistent(&tmp.path().join(dir), cache),
                         config,
                         StringCodec,
                         I64Codec,
@@ -97,7 +97,7 @@ fn barrier() -> impl Strategy<Value = u64> {
 /// (`s`), the key order after them: its flush order is relaxed (OPEN DEFECT).
 const WATERMARK_BYTES_IN_KEY_ORDER: bool = false;
 
-fn run_watermark(ops: &[WatermarkOp]) -> Result<(), TestCaseError> {
+fn run_watermark(cache: usize, ops: &[WatermarkOp]) -> Result<(), TestCaseError> {
     let tmp = scratch_root();
     let open = |dir: &str| {
         let config = StoreConfig::new(WATERMARK_STORE_NAME);
@@ -109,7 +109,7 @@ fn run_watermark(ops: &[WatermarkOp]) -> Result<(), TestCaseError> {
             ))),
             WatermarkStore::new(AnyKeyValueStore::Persistent(
                 PersistentKeyValueStore::open(
-                    &persistent(&tmp.path().join(dir)),
+                    &persistent(&tmp.path().join(dir), cache),
                     config,
                     WatermarkKeyCodec,
                     I64Codec,
@@ -175,6 +175,7 @@ proptest! {
 
     #[test]
     fn emit_frontier_engines_agree(
+        cache in cache_bound(),
         ops in prop::collection::vec(
             prop_oneof![
                 4 => (time(), timestamp()).prop_map(|(c, t)| FrontierOp::Advance(c, t)),
@@ -183,11 +184,12 @@ proptest! {
             0..30,
         ),
     ) {
-        run_emit_frontier(&ops)?;
+        run_emit_frontier(cache, &ops)?;
     }
 
     #[test]
     fn watermark_store_engines_agree(
+        cache in cache_bound(),
         ops in prop::collection::vec(
             prop_oneof![
                 4 => (barrier(), time(), timestamp()).prop_map(|(b, w, t)| WatermarkOp::Stamp(b, w, t)),
@@ -197,6 +199,6 @@ proptest! {
             0..30,
         ),
     ) {
-        run_watermark(&ops)?;
+        run_watermark(cache, &ops)?;
     }
 }

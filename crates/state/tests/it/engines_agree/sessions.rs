@@ -10,8 +10,8 @@ use stoatflow_state::{
 };
 
 use super::{
-    TestKey, Time, agree, agree_retention, both, changelogged, flush, in_key_order, key, pair,
-    persistent, segmented, store_config, time, timestamp, value,
+    TestKey, Time, agree, agree_retention, both, cache_bound, changelogged, flush, in_key_order,
+    key, pair, persistent, segmented, store_config, time, timestamp, value,
 };
 use crate::engines::{Changelog, restore_from};
 use crate::{cases, scratch_root};
@@ -51,6 +51,7 @@ fn ses_stores<K: TestKey>(
     dir: &Path,
     seg: SegmentedConfig,
     changelogged: bool,
+    cache: usize,
 ) -> [Sessions<K>; 2] {
     let config = store_config("ses", changelogged);
     [
@@ -62,7 +63,7 @@ fn ses_stores<K: TestKey>(
         )),
         AnySessionStore::Persistent(
             PersistentSessionStore::open(
-                &persistent(dir),
+                &persistent(dir, cache),
                 config,
                 seg,
                 K::Codec::default(),
@@ -85,6 +86,7 @@ fn ses_all<K: TestKey>(
 fn run_sessions<K: TestKey>(
     seg: SegmentedConfig,
     changelogged: bool,
+    cache: usize,
     ops: &[SesOp],
 ) -> Result<(), TestCaseError> {
     let tmp = scratch_root();
@@ -94,7 +96,7 @@ fn run_sessions<K: TestKey>(
         let (a, b) = (at(a), at(b));
         SessionWindow::new(a.min(b), a.max(b))
     };
-    let mut stores = ses_stores::<K>(&tmp.path().join("live"), seg, changelogged);
+    let mut stores = ses_stores::<K>(&tmp.path().join("live"), seg, changelogged, cache);
     let mut log = Changelog::default();
     let mut frontier = None::<i64>;
     for op in ops {
@@ -149,7 +151,7 @@ fn run_sessions<K: TestKey>(
         &"the last flush",
     )?;
 
-    let mut rebuilt = ses_stores::<K>(&tmp.path().join("rebuilt"), seg, changelogged);
+    let mut rebuilt = ses_stores::<K>(&tmp.path().join("rebuilt"), seg, changelogged, cache);
     for s in &mut rebuilt {
         restore_from(s, &log.entries);
     }
@@ -174,15 +176,15 @@ proptest! {
 
     #[test]
     fn session_engines_agree_on_string_keys(
-        seg in segmented(), changelogged in changelogged(), ops in ses_ops(),
+        seg in segmented(), changelogged in changelogged(), cache in cache_bound(), ops in ses_ops(),
     ) {
-        run_sessions::<String>(seg, changelogged, &ops)?;
+        run_sessions::<String>(seg, changelogged, cache, &ops)?;
     }
 
     #[test]
     fn session_engines_agree_on_i64_keys(
-        seg in segmented(), changelogged in changelogged(), ops in ses_ops(),
+        seg in segmented(), changelogged in changelogged(), cache in cache_bound(), ops in ses_ops(),
     ) {
-        run_sessions::<i64>(seg, changelogged, &ops)?;
+        run_sessions::<i64>(seg, changelogged, cache, &ops)?;
     }
 }
