@@ -7,6 +7,13 @@
 //! The top layer: each call adds nodes to the graph (`topology::graph`)
 //! whose factories build the operators of `processors` and `processor`.
 //! Nothing below imports it.
+//!
+//! The builder, `KStream`, `KTable` and the grouped, windowed, windowing and cogrouped
+//! types are one vocabulary: as in Kafka Streams, each is reached from another and turns
+//! into another (a stream groups into a grouped stream that aggregates into a table that
+//! turns back into a stream; the builder makes streams and tables, a stream holds its
+//! builder), so their modules name each other by design. The rest of the folder (the join
+//! builders, suppress, materialized, process, scheduled) takes part in no loop.
 
 pub(crate) mod builder;
 pub(crate) mod cogroup;

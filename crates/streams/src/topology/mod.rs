@@ -18,6 +18,7 @@ mod event_time;
 pub(crate) mod graph;
 pub(crate) mod shared_store;
 pub(crate) mod store_choice;
+mod store_open;
 pub(crate) mod task;
 
 pub use event_time::EventTimeReader;

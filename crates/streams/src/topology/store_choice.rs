@@ -4,26 +4,14 @@
 //! Owns [`StoreType`] (`default.dsl.store`), [`BytesStoreSupplier`] (Kafka Streams'
 //! `Stores.persistentWindowStore(..)` and friends: a name, an engine, a store shape),
 //! [`TaskStores`] (where one task's persistent stores live) and [`PersistentStore`] (a
-//! persistent store a task opened, with what its local copy was found to be). The helper
-//! resolves the engine (the supplier's, else the default), opens a persistent store's
-//! directory through [`StoreDirectory::recover`] (so a damaged or unclean local copy is
-//! deleted before the engine reads it), and registers the store with the instantiation.
-//! Knows nothing of the DSL's operators, of threads or of the log.
+//! persistent store a task opened, with what its local copy was found to be), and what an
+//! operator asks for ([`StoreRequest`]). Opening the store a request names is
+//! `store_open`'s, above this module. Knows nothing of the graph, of the DSL's operators,
+//! of threads or of the log.
 
-use std::cell::RefCell;
 use std::path::PathBuf;
-use std::rc::Rc;
 
-use stoatflow_state::{
-    AnyKeyValueStore, AnySessionStore, AnyWindowStore, Codec, InMemoryKeyValueStore,
-    InMemorySessionStore, InMemoryWindowStore, LocalCopy, PersistentConfig,
-    PersistentKeyValueStore, PersistentSessionStore, PersistentWindowStore, Recovery,
-    SegmentedConfig, StateError, StateStore, StoreConfig, StoreDirectory,
-};
-
-use crate::error::ProcessError;
-use crate::serde::{BoxedCodec, MissingCodec};
-use crate::topology::graph::Instantiation;
+use stoatflow_state::{Recovery, StoreDirectory};
 
 pub use crate::config::StoreType;
 
@@ -136,212 +124,13 @@ impl StoreRequest {
 /// driver, whose clock and restarts are its own), or a task's [`TaskStores`].
 pub(crate) type StorePlacement = Option<TaskStores>;
 
-impl Instantiation {
-    /// The store named by `request`, created on its engine and registered unless an earlier
-    /// node of this sub-topology registered it already. A persistent store that cannot be
-    /// opened is recorded as the instantiation's error (the task is refused) and an
-    /// in-memory stand-in that refuses every write takes its place, so instantiation itself
-    /// never fails half-way.
-    pub(crate) fn key_value_store<K, V>(
-        &mut self,
-        request: &StoreRequest,
-        key: impl Codec<K> + 'static,
-        value: impl Codec<V> + 'static,
-    ) -> Rc<RefCell<AnyKeyValueStore<K, V>>>
-    where
-        K: Ord + Clone + 'static,
-        V: Clone + 'static,
-    {
-        self.store(
-            request,
-            (key, value),
-            |config, k, v| AnyKeyValueStore::InMemory(InMemoryKeyValueStore::new(config, k, v)),
-            |pc, config, k, v| {
-                PersistentKeyValueStore::open(pc, config, k, v).map(AnyKeyValueStore::Persistent)
-            },
-        )
-    }
-
-    /// As [`Instantiation::key_value_store`], for a window store.
-    pub(crate) fn window_store<K, V>(
-        &mut self,
-        request: &StoreRequest,
-        segmented: SegmentedConfig,
-        key: impl Codec<K> + 'static,
-        value: impl Codec<V> + 'static,
-    ) -> Rc<RefCell<AnyWindowStore<K, V>>>
-    where
-        K: Ord + Clone + 'static,
-        V: Clone + 'static,
-    {
-        let store = self.store(
-            request,
-            (key, value),
-            |config, k, v| {
-                AnyWindowStore::InMemory(InMemoryWindowStore::new(config, segmented, k, v))
-            },
-            |pc, config, k, v| {
-                PersistentWindowStore::open(pc, config, segmented, k, v)
-                    .map(AnyWindowStore::Persistent)
-            },
-        );
-        self.note_retention(&request.name, &segmented);
-        store
-    }
-
-    /// As [`Instantiation::key_value_store`], for a session store.
-    pub(crate) fn session_store<K, V>(
-        &mut self,
-        request: &StoreRequest,
-        segmented: SegmentedConfig,
-        key: impl Codec<K> + 'static,
-        value: impl Codec<V> + 'static,
-    ) -> Rc<RefCell<AnySessionStore<K, V>>>
-    where
-        K: Ord + Clone + 'static,
-        V: Clone + 'static,
-    {
-        let store = self.store(
-            request,
-            (key, value),
-            |config, k, v| {
-                AnySessionStore::InMemory(InMemorySessionStore::new(config, segmented, k, v))
-            },
-            |pc, config, k, v| {
-                PersistentSessionStore::open(pc, config, segmented, k, v)
-                    .map(AnySessionStore::Persistent)
-            },
-        );
-        self.note_retention(&request.name, &segmented);
-        store
-    }
-
-    /// Records a window or session store's retention with its handle (what
-    /// its changelog's retention is sized from).
-    fn note_retention(&mut self, name: &str, segmented: &SegmentedConfig) {
-        if let Some(handle) = self.stores.get_mut(name) {
-            handle.retention_ms = Some(segmented.retention_ms());
-        }
-    }
-
-    /// The one path of the three above: an existing store, else one on the engine
-    /// `request` resolves to (`in_memory` or `on_disk` builds it from its codecs).
-    fn store<K: 'static, V: 'static, S: StateStore + 'static>(
-        &mut self,
-        request: &StoreRequest,
-        (key, value): (impl Codec<K> + 'static, impl Codec<V> + 'static),
-        in_memory: impl FnOnce(StoreConfig, BoxedCodec<K>, BoxedCodec<V>) -> S,
-        on_disk: impl FnOnce(
-            &PersistentConfig,
-            StoreConfig,
-            BoxedCodec<K>,
-            BoxedCodec<V>,
-        ) -> Result<S, StateError>,
-    ) -> Rc<RefCell<S>> {
-        if let Some(s) = self.typed_store(&request.name) {
-            return s;
-        }
-        let config = self.store_config(request);
-        let value_layout = value.changelog_value_layout();
-        let (key, value) = (BoxedCodec(Box::new(key)), BoxedCodec(Box::new(value)));
-        let store = match self.placement_of(request) {
-            Placement::InMemory => in_memory(config, key, value),
-            placement => {
-                let opened = match placement {
-                    Placement::Disk(pc) => on_disk(&pc, config.clone(), key, value).map_err(Some),
-                    _ => Err(None),
-                };
-                match opened {
-                    Ok(store) => store,
-                    Err(error) => {
-                        if let Some(e) = error {
-                            self.refuse(&request.name, e);
-                        }
-                        let name = &request.name;
-                        in_memory(
-                            config,
-                            BoxedCodec(Box::new(MissingCodec(name.clone()))),
-                            BoxedCodec(Box::new(MissingCodec(name.clone()))),
-                        )
-                    }
-                }
-            }
-        };
-        let store = Rc::new(RefCell::new(store));
-        self.add_store(&request.name, store.clone());
-        if let Some(handle) = self.stores.get_mut(&request.name) {
-            handle.value_layout = value_layout;
-        }
-        store
-    }
-
-    fn store_config(&self, request: &StoreRequest) -> StoreConfig {
-        StoreConfig::new(request.name.clone())
-            .with_changelog_enabled(request.logging && self.config.changelog_enabled)
-    }
-
-    fn refuse(&mut self, store: &str, source: StateError) {
-        self.errors.push(ProcessError::State {
-            store: store.to_owned(),
-            source: Box::new(source),
-        });
-    }
-
-    /// Where the store `request` names goes. A persistent one has its directory opened
-    /// through [`StoreDirectory::recover`] first: a local copy that is not exactly what the
-    /// last clean close left is deleted (and restored from the changelog's start), and
-    /// what was found is recorded for the restore.
-    fn placement_of(&mut self, request: &StoreRequest) -> Placement {
-        let Some(stores) = &self.placement else {
-            return Placement::InMemory;
-        };
-        if request.store_type.unwrap_or(stores.default) == StoreType::InMemory {
-            return Placement::InMemory;
-        }
-        let Some(dir) = stores.dir.clone() else {
-            self.refuse(
-                &request.name,
-                StateError::InvalidConfig {
-                    store: request.name.clone(),
-                    detail: "the store is persistent but no state directory is configured \
-                             (state.dir, or default.dsl.store = in_memory)"
-                        .into(),
-                },
-            );
-            return Placement::Refused;
-        };
-        let pc = PersistentConfig::new(dir, self.config.application_id.clone());
-        match StoreDirectory::recover(&pc, &request.name, LocalCopy::VerifyOrRebuild) {
-            Ok((directory, recovery)) => {
-                self.persistent.push(PersistentStore {
-                    name: request.name.clone(),
-                    directory,
-                    recovery,
-                });
-                Placement::Disk(pc)
-            }
-            Err(e) => {
-                self.refuse(&request.name, e);
-                Placement::Refused
-            }
-        }
-    }
-}
-
-/// Where one store goes.
-enum Placement {
-    InMemory,
-    Disk(PersistentConfig),
-    /// It could not be opened (the error is recorded): an in-memory stand-in.
-    Refused,
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
     use super::*;
+    use crate::error::ProcessError;
     use crate::{
         Consumed, JoinWindows, Materialized, Serdes, Stores, StreamJoined, StreamsBuilder,
         StreamsConfig, TimeWindows, Topology, TopologyError,
