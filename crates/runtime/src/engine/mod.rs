@@ -30,6 +30,7 @@ pub(crate) mod commit;
 pub(crate) mod error_response;
 pub(crate) mod guard;
 pub(crate) mod lane;
+pub(crate) mod lane_protocol;
 mod poll;
 pub(crate) mod restore;
 pub(crate) mod shared;
@@ -66,7 +67,8 @@ use crate::engine::commit::committer::{self, CommitPath, Committer, SinkRouting}
 use crate::engine::commit::task_stamps::TaskStamps;
 use crate::engine::error_response::{StreamThreadExceptionResponse, fenced, replacement_backoff};
 use crate::engine::guard::{WATERMARK_GENERATOR, guarded};
-use crate::engine::lane::{LaneMsg, LaneReply, LaneRun, LaneSetup, run_lane};
+use crate::engine::lane::{LaneSetup, run_lane};
+use crate::engine::lane_protocol::{LaneMsg, LaneReply, LaneRun};
 use crate::engine::restore::standby::{self, Standby};
 use crate::engine::restore::takeover;
 use crate::engine::upkeep::{Upkeep, UpkeepThread};

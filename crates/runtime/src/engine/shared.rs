@@ -22,7 +22,6 @@ use stoatflow_time::WatermarksSnapshot;
 use crate::app_state::AppState;
 use crate::engine::error_response::{StreamThreadExceptionResponse, default_response};
 use crate::engine::guard::{self, ERROR_HANDLER, Panicked, STATE_LISTENER};
-use crate::engine::restore::standby;
 use crate::error::RuntimeError;
 use crate::observe::metrics::MetricsCells;
 use crate::observe::timeline::Timeline;
@@ -63,9 +62,12 @@ pub(crate) struct Shared {
     /// Changelog records the standby copies applied since start.
     pub(crate) standby_applied: Arc<AtomicU64>,
     /// How far the running engine's standby copies are behind their
-    /// changelogs (`standby::LAG_UNKNOWN` before they measured it).
+    /// changelogs ([`STANDBY_LAG_UNKNOWN`] before they measured it).
     pub(crate) standby_lag: Arc<AtomicU64>,
 }
+
+/// The standby copies' lag before they first measured it.
+pub(crate) const STANDBY_LAG_UNKNOWN: u64 = u64::MAX;
 
 /// Which tasks an instance runs, and which it keeps warm copies of.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -92,7 +94,7 @@ impl Shared {
     /// the running engine's copies measured it.
     pub(crate) fn standby_lag(&self) -> Option<u64> {
         match self.standby_lag.load(Ordering::Acquire) {
-            standby::LAG_UNKNOWN => None,
+            STANDBY_LAG_UNKNOWN => None,
             lag => Some(lag),
         }
     }
@@ -121,7 +123,7 @@ impl Shared {
             timeline: Mutex::new(Timeline::default()),
             assignment: Mutex::new(Assignment::default()),
             standby_applied: Arc::default(),
-            standby_lag: Arc::new(AtomicU64::new(standby::LAG_UNKNOWN)),
+            standby_lag: Arc::new(AtomicU64::new(STANDBY_LAG_UNKNOWN)),
         }
     }
 

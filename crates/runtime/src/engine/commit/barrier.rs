@@ -18,7 +18,7 @@ use stoatflow_time::{EventTime, WallTime, Watermark};
 
 use crate::config::layout::marker;
 use crate::engine::commit::committer::{CommitDone, CommitJob};
-use crate::engine::lane::{LaneMsg, LaneReply};
+use crate::engine::lane_protocol::{LaneMsg, LaneReply};
 use crate::engine::{Engine, MARKER_METADATA_KEY, SubtopologyTime, send};
 use crate::error::RuntimeError;
 use crate::observe::timeline::BarrierTiming;

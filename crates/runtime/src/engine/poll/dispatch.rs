@@ -16,7 +16,7 @@ use stoatflow_time::{Dispatched, EventTime, PartitionIndex, WallTime};
 
 use crate::config::layout::marker_watermark;
 use crate::engine::guard::{WATERMARK_GENERATOR, guarded};
-use crate::engine::lane::{LaneMsg, LaneRun};
+use crate::engine::lane_protocol::{LaneMsg, LaneRun};
 use crate::engine::{BATCH, Engine, send};
 use crate::error::RuntimeError;
 use crate::task_id::TaskId;

@@ -40,6 +40,7 @@ use crate::engine::restore::changelog_read::changelog_entry;
 use crate::engine::restore::store_restore::{
     ChangelogPartitions, apply_entries, changelog_partitions, close_and_checkpoint,
 };
+use crate::engine::shared::STANDBY_LAG_UNKNOWN as LAG_UNKNOWN;
 use crate::error::RuntimeError;
 use crate::task_id::TaskId;
 
@@ -81,8 +82,6 @@ struct StandbySetup<L: Log> {
     lag: Arc<AtomicU64>,
 }
 
-/// The lag before the copies first measured it.
-pub(crate) const LAG_UNKNOWN: u64 = u64::MAX;
 /// How often the copies measure how far behind their changelogs they are.
 const LAG_EVERY: Duration = Duration::from_millis(500);
 
