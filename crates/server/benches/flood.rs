@@ -44,15 +44,18 @@ use support::{INPUT, OUTPUT, PARTITIONS, START, topology};
 
 /// The flood's requests and the status each must get.
 const REQUESTS: [(&str, u16); 9] = [
-    ("GET /metrics HTTP/1.1\r\n\r\n", 200),
-    ("GET /watermarks HTTP/1.1\r\n\r\n", 200),
-    ("GET /health HTTP/1.1\r\n\r\n", 200),
-    ("GET /ready HTTP/1.1\r\n\r\n", 200),
-    ("GET /info HTTP/1.1\r\n\r\n", 200),
-    ("GET / HTTP/1.1\r\n\r\n", 200),
-    ("GET /watermarks/history HTTP/1.1\r\n\r\n", 200),
-    ("GET /no/such/path HTTP/1.1\r\n\r\n", 404),
-    ("PUT /metrics HTTP/1.1\r\n\r\n", 405),
+    ("GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n", 200),
+    ("GET /watermarks HTTP/1.1\r\nHost: test\r\n\r\n", 200),
+    ("GET /health HTTP/1.1\r\nHost: test\r\n\r\n", 200),
+    ("GET /ready HTTP/1.1\r\nHost: test\r\n\r\n", 200),
+    ("GET /info HTTP/1.1\r\nHost: test\r\n\r\n", 200),
+    ("GET / HTTP/1.1\r\nHost: test\r\n\r\n", 200),
+    (
+        "GET /watermarks/history HTTP/1.1\r\nHost: test\r\n\r\n",
+        200,
+    ),
+    ("GET /no/such/path HTTP/1.1\r\nHost: test\r\n\r\n", 404),
+    ("PUT /metrics HTTP/1.1\r\nHost: test\r\n\r\n", 405),
 ];
 
 fn main() {

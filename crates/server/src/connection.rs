@@ -4,14 +4,15 @@
 //!
 //! A connection never blocks the listener: a client that sends nothing, or
 //! reads slowly, holds one of the listener's connection slots until its
-//! deadline, never the thread. Owns the request head's bound (431 past
+//! deadline (or, still without a request, until the listener sheds it for
+//! a newcomer), never the thread. Owns the request head's bound (431 past
 //! 8 KiB), the deadline and the orderly close (after a cut-off head, the
 //! write side shut first, then whatever the client still sends read and
 //! dropped for a moment, so the 431 is not lost to a reset). Knows nothing
 //! of routes.
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Shutdown, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,8 +28,13 @@ const DRAIN_BUDGET: usize = 1 << 20;
 /// What a complete request head says, for the router.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Incoming<'a> {
-    /// The request line (without its line end).
-    Line(&'a [u8]),
+    /// A head that ended.
+    Head {
+        /// The request line (without its line end).
+        line: &'a [u8],
+        /// The header field lines after it.
+        fields: &'a [u8],
+    },
     /// The head passed [`MAX_HEAD`] without ending.
     TooLarge,
 }
@@ -69,6 +75,8 @@ enum Phase {
 #[derive(Debug)]
 pub(crate) struct Connection {
     stream: TcpStream,
+    /// The client's address (unspecified if the socket could not say).
+    peer: IpAddr,
     deadline: Instant,
     head: Vec<u8>,
     phase: Phase,
@@ -78,8 +86,12 @@ impl Connection {
     /// `stream`, made non-blocking, to be finished by `deadline`.
     pub(crate) fn new(stream: TcpStream, deadline: Instant) -> std::io::Result<Self> {
         stream.set_nonblocking(true)?;
+        let peer = stream
+            .peer_addr()
+            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| a.ip());
         Ok(Connection {
             stream,
+            peer,
             deadline,
             head: Vec::new(),
             phase: Phase::Reading,
@@ -102,6 +114,17 @@ impl Connection {
         }
     }
 
+    /// The client's address.
+    pub(crate) fn peer(&self) -> IpAddr {
+        self.peer
+    }
+
+    /// Whether its request head is still being read (the connection may be
+    /// shed for a newcomer: nothing was asked of the listener yet).
+    pub(crate) fn awaits_request(&self) -> bool {
+        matches!(self.phase, Phase::Reading)
+    }
+
     /// The complete request (only after [`Step::Ready`]).
     pub(crate) fn request(&self) -> Incoming<'_> {
         match self.phase {
@@ -113,7 +136,10 @@ impl Connection {
                     .position(|&b| b == b'\n')
                     .unwrap_or(self.head.len());
                 let line = &self.head[..end];
-                Incoming::Line(line.strip_suffix(b"\r").unwrap_or(line))
+                Incoming::Head {
+                    line: line.strip_suffix(b"\r").unwrap_or(line),
+                    fields: self.head.get(end + 1..).unwrap_or_default(),
+                }
             }
         }
     }

@@ -5,7 +5,10 @@
 //! answers started per second; every connection finished or dropped within
 //! `request_timeout`. Connections are non-blocking and moved forward a step
 //! at a time ([`Connection`]), so a client that sends nothing holds one
-//! slot, never the thread. Application-dependent responses come from the
+//! slot, never the thread, and only until a newcomer needs the slot: when
+//! every slot is held, a connection that has not sent its request yet is
+//! shed for the newcomer ([`crate::shedding`]), so idle clients cannot
+//! keep the liveness and readiness probes out. Application-dependent responses come from the
 //! [`ServerState`]'s cache, so requests do not take the engine's locks
 //! (the request-flood bench, `benches/flood.rs`, measures what a flood
 //! costs a running application's barriers), and the thread runs at a lower
@@ -29,6 +32,7 @@ use crate::endpoints::Endpoints;
 use crate::history::WatermarkHistory;
 use crate::metrics::RecordingLevel;
 use crate::routing::ServerState;
+use crate::shedding;
 
 pub use crate::routing::OPENAPI;
 
@@ -182,8 +186,11 @@ impl HttpServerBuilder {
     }
 
     /// The most connections open at once (32 by default, at least 1). Past
-    /// it, new connections wait in the kernel's listen backlog until one
-    /// finishes; the listener stays one thread whatever comes.
+    /// it, a newcomer takes the place of a connection that has not sent its
+    /// request yet (the oldest of the peer holding the most); when every
+    /// open connection has its request, new ones wait in the kernel's
+    /// listen backlog until one finishes. The listener stays one thread
+    /// whatever comes.
     pub fn max_connections(mut self, n: usize) -> Self {
         self.max_connections = n.max(1);
         self
@@ -368,22 +375,50 @@ impl Serving {
         }
     }
 
-    /// Accepts waiting connections while there is room; whether any came.
+    /// Accepts waiting connections; whether any came. While every slot is
+    /// held, a newcomer takes the place of a connection that has not sent
+    /// its request yet ([`shedding`]), at most `max_connections` a turn;
+    /// when every open connection has its request, newcomers wait in the
+    /// listen backlog.
     fn accept(&self, open: &mut Vec<Connection>, now: Instant) -> bool {
         let mut accepted = false;
-        while open.len() < self.max_connections {
-            match self.listener.accept() {
+        let mut displacing = self.max_connections;
+        loop {
+            if open.len() >= self.max_connections {
+                if displacing == 0 || !open.iter().any(Connection::awaits_request) {
+                    break;
+                }
+                displacing -= 1;
+            }
+            let mut c = match self.listener.accept() {
                 Ok((stream, _)) => match Connection::new(stream, now + self.request_timeout) {
-                    Ok(c) => {
-                        open.push(c);
-                        accepted = true;
+                    Ok(c) => c,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "http connection setup failed");
+                        continue;
                     }
-                    Err(e) => tracing::debug!(error = %e, "http connection setup failed"),
                 },
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) => {
                     tracing::warn!(error = %e, "http accept failed");
                     break;
+                }
+            };
+            accepted = true;
+            // A probe's request is usually here already: read it now, so
+            // the newcomer is out of the shedding's reach before it runs.
+            if c.step(now) == Step::Done {
+                continue;
+            }
+            open.push(c);
+            if open.len() > self.max_connections {
+                let held: Vec<_> = open
+                    .iter()
+                    .map(|c| (c.peer(), c.awaits_request()))
+                    .collect();
+                if let Some(i) = shedding::victim(&held) {
+                    let shed = open.remove(i);
+                    tracing::debug!(peer = %shed.peer(), "http connection without a request shed for a newcomer");
                 }
             }
         }

@@ -27,12 +27,14 @@
 mod cache;
 mod connection;
 mod endpoints;
+mod head;
 mod history;
 mod http;
 mod metrics;
 mod priority;
 mod response;
 mod routing;
+mod shedding;
 mod watermarks;
 
 pub use endpoints::Endpoints;

@@ -1,7 +1,7 @@
 //! [`ServerState`] and [`route`]: which response a request line gets.
 //!
 //! Owns the route table, the status-code rules (400 for a malformed
-//! request line, 404 for an unknown path, 405 with `Allow` for a method
+//! request line or an HTTP/1.1 request without one valid `Host`, 404 for an unknown path, 405 with `Allow` for a method
 //! other than GET/HEAD on a known one, the 503 rules of part 4 and of the
 //! probes) and what the listener keeps between requests: the watermark
 //! history it samples and the [`ResponseCache`] through which every
@@ -16,6 +16,7 @@ use stoatflow_time::{WallTime, Watermark, WatermarksSnapshot};
 use crate::cache::ResponseCache;
 use crate::connection::Incoming;
 use crate::endpoints::Endpoints;
+use crate::head::host_problem;
 use crate::history::WatermarkHistory;
 use crate::metrics::{METRICS_CONTENT_TYPE, MetricsRegistry, RecordingLevel};
 use crate::response::{Encoded, Response};
@@ -108,15 +109,18 @@ impl ServerState {
     pub(crate) fn answer(&mut self, request: Incoming<'_>, now: Instant) -> (Arc<Encoded>, bool) {
         match request {
             Incoming::TooLarge => (self.too_large.clone(), false),
-            Incoming::Line(line) => route(&String::from_utf8_lossy(line), self, now),
+            Incoming::Head { line, fields } => {
+                route(&String::from_utf8_lossy(line), fields, self, now)
+            }
         }
     }
 }
 
-/// The response to `request_line` at `now`, and whether it answers a
-/// `HEAD` (the head alone is sent).
+/// The response to `request_line` (followed by the header `fields`) at
+/// `now`, and whether it answers a `HEAD` (the head alone is sent).
 pub(crate) fn route(
     request_line: &str,
+    fields: &[u8],
     state: &mut ServerState,
     now: Instant,
 ) -> (Arc<Encoded>, bool) {
@@ -138,6 +142,14 @@ pub(crate) fn route(
     };
     if !token(method) || !version.starts_with("HTTP/") || parts.next().is_some() {
         return malformed();
+    }
+    if version == "HTTP/1.1"
+        && let Some(problem) = host_problem(fields)
+    {
+        return (
+            Response::json(400, &json!({ "error": problem })).encode(),
+            false,
+        );
     }
     let head_only = method == "HEAD";
     let path = target.split(['?', '#']).next().unwrap_or(target);
@@ -280,8 +292,11 @@ mod tests {
         state_with(Arc::new(app), true, Duration::ZERO)
     }
 
+    /// The header fields of the requests the tests send.
+    const HOST: &[u8] = b"Host: test\r\n\r\n";
+
     fn at(line: &str, s: &mut ServerState) -> Arc<Encoded> {
-        route(line, s, Instant::now()).0
+        route(line, HOST, s, Instant::now()).0
     }
 
     fn get(path: &str, s: &mut ServerState) -> (u16, Value) {
@@ -312,7 +327,7 @@ mod tests {
         assert_eq!(post.status(), 405);
         assert!(post.head().contains("\r\nAllow: GET, HEAD\r\n"));
         assert_eq!(at("POST /nope HTTP/1.1", &mut running).status(), 404);
-        let (head, head_only) = route("HEAD /info HTTP/1.1", &mut running, Instant::now());
+        let (head, head_only) = route("HEAD /info HTTP/1.1", HOST, &mut running, Instant::now());
         assert_eq!((head.status(), head_only), (200, true));
         assert_eq!(at("", &mut running).status(), 400);
         assert_eq!(get("/watermarks/history?since=12", &mut running).0, 200);
@@ -321,6 +336,29 @@ mod tests {
         let mut hidden = state_with(Arc::new(fixed("RUNNING", 4)), false, Duration::ZERO);
         let (_, info) = get("/info", &mut hidden);
         assert!(info.get("globalMs").is_none(), "{info}");
+    }
+
+    #[test]
+    fn an_http_1_1_request_needs_one_valid_host() {
+        let mut running = state(fixed("RUNNING", 4));
+        let now = Instant::now();
+        for (line, fields) in [
+            ("GET /info HTTP/1.1", &b""[..]),
+            ("GET /nope HTTP/1.1", b"\r\n"),
+            ("POST /info HTTP/1.1", b"Host: a\r\nHost: a\r\n\r\n"),
+            ("GET /health HTTP/1.1", b"Host: <a>\r\n\r\n"),
+        ] {
+            let reply = route(line, fields, &mut running, now).0;
+            assert_eq!(reply.status(), 400, "{line}");
+            assert!(
+                reply.json_body()["error"]
+                    .as_str()
+                    .unwrap()
+                    .contains("Host")
+            );
+        }
+        let old = route("GET /info HTTP/1.0", b"\r\n", &mut running, now).0;
+        assert_eq!(old.status(), 200, "HTTP/1.0 has no Host rule");
     }
 
     #[test]
@@ -406,7 +444,10 @@ mod tests {
             let line = format!("GET {path} HTTP/1.1");
             // 10 000 requests over 50 ms: one refresh interval.
             let now = t0 + Duration::from_micros(i * 5);
-            assert!(matches!(route(&line, &mut s, now).0.status(), 200 | 503));
+            assert!(matches!(
+                route(&line, HOST, &mut s, now).0.status(),
+                200 | 503
+            ));
         }
         let reads = app.3.load(Ordering::Relaxed);
         // One build per read route: /watermarks 1 read, /info 2, /metrics 1
@@ -414,6 +455,7 @@ mod tests {
         assert!(reads <= 8, "{reads} reads of the application");
         route(
             "GET /info HTTP/1.1",
+            HOST,
             &mut s,
             t0 + Duration::from_millis(200),
         );

@@ -30,13 +30,16 @@ fn flood(
     count: Arc<FloodCount>,
 ) -> Vec<JoinHandle<()>> {
     const REQUESTS: [(&str, u16); 7] = [
-        ("GET /metrics HTTP/1.1\r\n\r\n", 200),
-        ("GET /watermarks HTTP/1.1\r\n\r\n", 200),
-        ("GET /info HTTP/1.1\r\n\r\n", 200),
-        ("GET / HTTP/1.1\r\n\r\n", 200),
-        ("GET /watermarks/history HTTP/1.1\r\n\r\n", 200),
-        ("GET /no/such/path HTTP/1.1\r\n\r\n", 404),
-        ("POST /metrics HTTP/1.1\r\n\r\n", 405),
+        ("GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n", 200),
+        ("GET /watermarks HTTP/1.1\r\nHost: test\r\n\r\n", 200),
+        ("GET /info HTTP/1.1\r\nHost: test\r\n\r\n", 200),
+        ("GET / HTTP/1.1\r\nHost: test\r\n\r\n", 200),
+        (
+            "GET /watermarks/history HTTP/1.1\r\nHost: test\r\n\r\n",
+            200,
+        ),
+        ("GET /no/such/path HTTP/1.1\r\nHost: test\r\n\r\n", 404),
+        ("POST /metrics HTTP/1.1\r\nHost: test\r\n\r\n", 405),
     ];
     (0..clients)
         .map(|c| {

@@ -6,6 +6,7 @@ mod metrics;
 mod monitoring;
 mod openapi;
 mod page;
+mod probes;
 mod prom_text;
 mod support;
 mod watermarks_endpoint;
