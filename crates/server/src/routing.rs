@@ -1,9 +1,12 @@
 //! [`ServerState`] and [`route`]: which response a request line gets.
 //!
 //! Owns the route table, the status-code rules (400 for a malformed
-//! request line or an HTTP/1.1 request without one valid `Host`, 404 for an unknown path, 405 with `Allow` for a method
-//! other than GET/HEAD on a known one, the 503 rules of part 4 and of the
-//! probes) and what the listener keeps between requests: the watermark
+//! request line or an HTTP/1.1 request without one valid `Host`, 404 for
+//! an unknown path, 405 with `Allow` for a method other than GET/HEAD on a
+//! known one, the 503 rules of part 4 and of the
+//! probes: liveness fails once the application is failing, PENDING_ERROR
+//! or ERROR, so the pod is restarted; readiness in every state but
+//! RUNNING) and what the listener keeps between requests: the watermark
 //! history it samples and the [`ResponseCache`] through which every
 //! application-dependent response is read. Knows nothing of sockets.
 
@@ -229,7 +232,7 @@ fn build(read: Read, app: &dyn Endpoints, metrics: &MetricsRegistry, show: bool)
         }
         Read::Liveness => {
             let (name, _) = app.client_state();
-            health(name != "ERROR", name)
+            health(!matches!(name, "ERROR" | "PENDING_ERROR"), name)
         }
         Read::Readiness => {
             let (name, _) = app.client_state();
@@ -315,6 +318,12 @@ mod tests {
         let mut failed = state(fixed("ERROR", 8));
         assert_eq!(get("/health/liveness", &mut failed).0, 503);
         assert_eq!(get("/health", &mut failed).0, 503);
+        let mut failing = state(fixed("PENDING_ERROR", 7));
+        assert_eq!(get("/health/liveness", &mut failing).0, 503);
+        assert_eq!(get("/health/readiness", &mut failing).0, 503);
+        let mut stopping = state(fixed("PENDING_SHUTDOWN", 5));
+        assert_eq!(get("/health/liveness", &mut stopping).0, 200);
+        assert_eq!(get("/health/readiness", &mut stopping).0, 503);
         let mut running = state(fixed("RUNNING", 4));
         assert_eq!(get("/health/readiness", &mut running).0, 200);
         assert_eq!(get("/ready", &mut running).0, 200);

@@ -542,3 +542,50 @@ fn liveness_fails_once_a_panicking_state_listener_stopped_the_application() {
     app.close(Duration::from_secs(10));
     assert_eq!(app.state(), AppState::Error);
 }
+
+/// While the application is on its way to ERROR (PENDING_ERROR: the engine
+/// has stopped, the state listener is still being told), liveness already
+/// fails: the pod is restarted for a dying application, not only a dead
+/// one. Readiness fails as in every state but RUNNING.
+#[test]
+fn liveness_fails_while_the_application_is_pending_error() {
+    let mut builder = StreamsBuilder::new();
+    builder
+        .stream("in", Consumed::with(Serdes::string(), Serdes::i64()))
+        .to("out", Produced::with(Serdes::string(), Serdes::i64()));
+    let (mut app, server) = served(builder, "pending-error");
+    let addr = server.local_addr();
+    let (entered, in_pending_error) = std::sync::mpsc::channel::<()>();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let released = std::sync::Mutex::new(released);
+    app.set_state_listener(move |new, _| {
+        // Refusing RUNNING stops the application with an error...
+        assert_ne!(new, AppState::Running, "this listener refuses RUNNING");
+        // ...and it is held in PENDING_ERROR until the test has probed.
+        if new == AppState::PendingError {
+            let _ = entered.send(());
+            let _ = released
+                .lock()
+                .unwrap()
+                .recv_timeout(Duration::from_secs(30));
+        }
+    });
+    app.start().unwrap();
+    in_pending_error
+        .recv_timeout(Duration::from_secs(10))
+        .expect("PENDING_ERROR reached");
+    assert_eq!(app.state(), AppState::PendingError);
+    let (status, body) = get(addr, "/health/liveness");
+    assert_eq!(
+        (status, &body["state"]),
+        (503, &Value::from("PENDING_ERROR")),
+        "{body}"
+    );
+    assert_eq!(get(addr, "/health/readiness").0, 503);
+    release.send(()).unwrap();
+    assert_eq!(
+        app.wait_for_state(AppState::Error, Duration::from_secs(10)),
+        AppState::Error
+    );
+    app.close(Duration::from_secs(10));
+}
