@@ -21,8 +21,10 @@
 //! dropped without that (a crash), it writes nothing and the next open
 //! rebuilds. Owns the standby thread, its tasks' stores and its consumer;
 //! knows nothing of the poll loop, lanes, barriers or the producer. An
-//! error here never stops the application: the copy is abandoned (no
-//! checkpoint), and a promotion restores in full.
+//! error here never stops the application, nor does a panic (caught, and
+//! logged as an error naming the thread, the task and the store it struck
+//! in): the copy is abandoned (no checkpoint), its lag reads unknown, and
+//! a promotion restores in full.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -36,6 +38,7 @@ use stoatflow_streams::{StoreType, StreamTask, StreamsConfig, TaskStores, Topolo
 
 use crate::config::RuntimeConfig;
 use crate::engine::Shared;
+use crate::engine::guard::{Panicked, guarded};
 use crate::engine::restore::changelog_read::changelog_entry;
 use crate::engine::restore::store_restore::{
     ChangelogPartitions, apply_entries, changelog_partitions, close_and_checkpoint,
@@ -147,7 +150,7 @@ impl Standby {
         }
         let stop = Arc::new(Stop::default());
         let thread_stop = stop.clone();
-        let name = format!("{}-standby", setup.config.application_id);
+        let name = thread_name(&setup.config.application_id);
         let thread = std::thread::Builder::new()
             .name(name)
             .spawn(move || run(&setup, &thread_stop))
@@ -182,40 +185,67 @@ impl Drop for Standby {
     }
 }
 
-/// The thread's body: build the standby tasks' stores, tail their
-/// changelogs until told to stop, then checkpoint (or not).
+/// The thread's name: the application's id and `-standby`.
+fn thread_name(application_id: &str) -> String {
+    format!("{application_id}-standby")
+}
+
+/// The thread's body: [`keep_warm`]. An error or a panic there ends the
+/// copy and never the application: it is logged, naming the thread and
+/// what it was doing (the task, the store), the stores are dropped without
+/// a checkpoint (the next open rebuilds them, and a promotion restores in
+/// full), and the lag reads unknown rather than the last figure measured.
 fn run<L: Log>(setup: &StandbySetup<L>, stop: &Stop) {
+    if let Err(error) = guarded_copy(setup, stop) {
+        setup.lag.store(LAG_UNKNOWN, Ordering::Release);
+        tracing::warn!(%error, "standby copy abandoned: a promotion restores these tasks in full");
+    }
+}
+
+/// [`keep_warm`] behind a panic guard: a panic becomes
+/// [`RuntimeError::ThreadDied`] naming the thread and what it was doing.
+fn guarded_copy<L: Log>(setup: &StandbySetup<L>, stop: &Stop) -> Result<(), RuntimeError> {
+    let mut doing = String::from("starting");
+    guarded(|| keep_warm(setup, stop, &mut doing)).unwrap_or_else(|Panicked(message)| {
+        Err(RuntimeError::ThreadDied {
+            thread: thread_name(&setup.config.application_id),
+            reason: format!("it panicked {doing}: {message}"),
+        })
+    })
+}
+
+/// Builds the standby tasks' stores, tails their changelogs until told to
+/// stop, then checkpoints (or not); says in `doing` what it is doing, for
+/// the error of a panic.
+fn keep_warm<L: Log>(
+    setup: &StandbySetup<L>,
+    stop: &Stop,
+    doing: &mut String,
+) -> Result<(), RuntimeError> {
     let app = setup.config.application_id.clone();
-    let mut copy = match WarmCopy::open(setup) {
-        Ok(copy) => copy,
-        Err(error) => {
-            tracing::warn!(%error, "standby replicas not kept: a promotion restores in full");
-            return;
-        }
-    };
+    let mut copy = WarmCopy::open(setup, doing)?;
     tracing::info!(tasks = ?copy.tasks.keys().collect::<Vec<_>>(), "standby tasks");
     let mut lag_measured: Option<Instant> = None;
     while !stop.requested.load(Ordering::Acquire) {
         if lag_measured.is_none_or(|t| t.elapsed() >= LAG_EVERY) {
             lag_measured = Some(Instant::now());
+            "measuring the lag".clone_into(doing);
             match copy.lag() {
                 Ok(lag) => setup.lag.store(lag, Ordering::Release),
                 Err(e) => tracing::debug!(error = %e, "standby: lag not measured"),
             }
         }
-        match copy.poll(setup) {
+        match copy.poll(setup, doing) {
             Ok(()) => {}
             Err(RuntimeError::Log(e)) if e.kind() == ErrorKind::Retriable => {
                 tracing::debug!(error = %e, "standby: retrying");
                 std::thread::sleep(RETRY_AFTER);
             }
-            Err(error) => {
-                tracing::warn!(%error, "standby copy abandoned: a promotion restores these tasks in full");
-                return;
-            }
+            Err(error) => return Err(error),
         }
     }
     if stop.checkpoint.load(Ordering::Acquire) {
+        "closing and checkpointing the standby stores".clone_into(doing);
         let next = copy.next;
         close_and_checkpoint(copy.tasks, &app, |tp| {
             next.get(tp)
@@ -223,6 +253,7 @@ fn run<L: Log>(setup: &StandbySetup<L>, stop: &Stop) {
                 .ok_or_else(|| format!("no position for {tp}"))
         });
     }
+    Ok(())
 }
 
 /// The standby's stores and where it is in each changelog partition.
@@ -235,10 +266,14 @@ struct WarmCopy<C> {
 }
 
 impl<C: Consumer> WarmCopy<C> {
-    fn open<L: Log<Consumer = C>>(setup: &StandbySetup<L>) -> Result<Self, RuntimeError> {
+    fn open<L: Log<Consumer = C>>(
+        setup: &StandbySetup<L>,
+        doing: &mut String,
+    ) -> Result<Self, RuntimeError> {
         let app = &setup.config.application_id;
         let mut tasks = BTreeMap::new();
         for &id in &setup.tasks {
+            *doing = format!("building standby task {id}");
             let stores = TaskStores {
                 dir: Some(setup.state_dir.join(id.to_string())),
                 default: setup.default_store,
@@ -263,6 +298,7 @@ impl<C: Consumer> WarmCopy<C> {
                 .iter()
                 .any(|p| p.name == *store)
         });
+        "opening the changelogs".clone_into(doing);
         let mut consumer = setup.log.consumer(&setup.reader)?;
         let mut next = BTreeMap::new();
         for (tp, (_, _, from)) in &partitions {
@@ -294,7 +330,12 @@ impl<C: Consumer> WarmCopy<C> {
     }
 
     /// Applies what one fetch brings.
-    fn poll<L: Log>(&mut self, setup: &StandbySetup<L>) -> Result<(), RuntimeError> {
+    fn poll<L: Log>(
+        &mut self,
+        setup: &StandbySetup<L>,
+        doing: &mut String,
+    ) -> Result<(), RuntimeError> {
+        "fetching the changelogs".clone_into(doing);
         let fetched = self.consumer.fetch(FETCH_WAIT)?;
         if fetched.is_empty() {
             return Ok(());
@@ -316,6 +357,7 @@ impl<C: Consumer> WarmCopy<C> {
         }
         for (tp, entries) in by_partition {
             let (id, store, _) = &self.partitions[&tp];
+            *doing = format!("applying changelog {tp} to store {store} of standby task {id}");
             let n = apply_entries(&self.tasks, *id, store, entries, None)?;
             setup.applied.fetch_add(n, Ordering::Relaxed);
         }
@@ -325,7 +367,58 @@ impl<C: Consumer> WarmCopy<C> {
 
 #[cfg(test)]
 mod tests {
+    use stoatflow_log::EmbeddedLog;
+    use stoatflow_streams::{
+        Consumed, ProcessError, Processor, ProcessorContext, Produced, Record, Serdes,
+        StreamsBuilder,
+    };
+
     use super::*;
+
+    struct PassThrough;
+
+    impl Processor<String, i64, String, i64> for PassThrough {
+        fn process(
+            &mut self,
+            ctx: &mut ProcessorContext<'_, String, i64>,
+            r: Record<String, i64>,
+        ) -> Result<(), ProcessError> {
+            ctx.forward(r)
+        }
+    }
+
+    /// A standby of task 0_1 of a topology whose processor supplier panics.
+    fn panicking_setup(state_dir: PathBuf) -> StandbySetup<EmbeddedLog> {
+        let mut b = StreamsBuilder::new();
+        b.stream("in", Consumed::with(Serdes::string(), Serdes::i64()))
+            .process(|| -> PassThrough { panic!("no processor today") }, &[])
+            .to("out", Produced::with(Serdes::string(), Serdes::i64()));
+        StandbySetup {
+            tasks: [task(0, 1)].into(),
+            topology: Arc::new(b.build().unwrap()),
+            config: Arc::new(StreamsConfig::new("warm")),
+            log: Arc::new(EmbeddedLog::in_memory()),
+            state_dir,
+            default_store: StoreType::Persistent,
+            reader: "warm-standby-reader".into(),
+            applied: Arc::default(),
+            lag: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    #[test]
+    fn a_panic_on_the_standby_thread_is_an_error_naming_the_thread_and_the_task() {
+        let dir = tempfile::tempdir().unwrap();
+        let setup = panicking_setup(dir.path().to_owned());
+        let error = guarded_copy(&setup, &Stop::default()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "runtime thread warm-standby stopped unexpectedly: it panicked building standby task 0_1: no processor today"
+        );
+        // The thread's body catches it: the copy ends, its lag unknown.
+        run(&setup, &Stop::default());
+        assert_eq!(setup.lag.load(Ordering::Acquire), LAG_UNKNOWN);
+    }
 
     fn task(subtopology: usize, partition: u32) -> TaskId {
         TaskId::new(subtopology, partition)
