@@ -7,7 +7,9 @@
 //! written since its last sync is synced before the pool closes it, so a
 //! write never depends on a descriptor that is gone; a sync of a file that
 //! is not open has nothing to do. Dropping a handle closes its file (a
-//! segment that is deleted or replaced lets its descriptor go at once).
+//! segment that is deleted or replaced lets its descriptor go at once), and
+//! so does [`PooledFile::release`] (a segment that rolls gives its file
+//! back: only the active segments and those read lately stay open).
 //! Every call runs under the pool's own lock, which segment I/O already
 //! does under the log's.
 
@@ -18,8 +20,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::LogError;
 
-/// The default of [`EmbeddedConfig::max_open_segments`](super::EmbeddedConfig).
-pub(crate) const DEFAULT_MAX_OPEN: usize = 256;
+/// The default of [`EmbeddedConfig::max_open_segments`](super::EmbeddedConfig):
+/// room for the active segments of a few dozen partitions and the segments
+/// their readers are in, far below any process's limit on open files.
+pub(crate) const DEFAULT_MAX_OPEN: usize = 64;
 
 /// Open segment files, at most `bound` at a time.
 #[derive(Debug)]
@@ -204,6 +208,25 @@ impl PooledFile {
         Ok(())
     }
 
+    /// Closes the file if it is open (synced first if written), until its
+    /// next use: a segment that will not be written again gives its
+    /// descriptor back instead of holding it until the pool needs room.
+    pub(crate) fn release(&self, path: &Path) -> Result<(), LogError> {
+        let mut inner = self.pool.lock();
+        let Some(open) = inner.open.get_mut(&self.id) else {
+            return Ok(());
+        };
+        if open.dirty {
+            open.file
+                .sync_data()
+                .map_err(|e| LogError::io("syncing", path, e))?;
+        }
+        let closed = inner.open.remove(&self.id);
+        drop(inner);
+        drop(closed);
+        Ok(())
+    }
+
     /// The file's size, without opening it.
     pub(crate) fn len(&self, path: &Path) -> Result<u64, LogError> {
         let inner = self.pool.lock();
@@ -256,5 +279,29 @@ mod tests {
         }
         handles.truncate(1);
         assert!(pool.open_count() <= 1, "a dropped handle closes its file");
+    }
+
+    #[test]
+    fn a_released_file_is_closed_and_reopens_with_its_bytes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pool = FilePool::new(8);
+        let path = dir.path().join("0.seg");
+        let h = pool.create(&path).expect("create");
+        h.with(&path, "writing", Effect::Write, |f| {
+            std::os::unix::fs::FileExt::write_all_at(f, b"abcd", 0)
+        })
+        .expect("write");
+        assert_eq!(pool.open_count(), 1);
+        h.release(&path).expect("release");
+        assert_eq!(pool.open_count(), 0, "a released file is closed");
+        h.release(&path)
+            .expect("releasing a closed file does nothing");
+        let mut buf = [0u8; 4];
+        h.with(&path, "reading", Effect::Read, |f| {
+            std::os::unix::fs::FileExt::read_exact_at(f, &mut buf, 0)
+        })
+        .expect("read");
+        assert_eq!(&buf, b"abcd");
+        assert_eq!(pool.open_count(), 1, "opened again when used");
     }
 }

@@ -17,7 +17,8 @@
 //! `format.rs` and `txlog.rs`; every frame carries a CRC-32 of its length and
 //! body. Segment files are held open through a bounded pool
 //! (`file_pool.rs`, [`EmbeddedConfig::max_open_segments`]), so the number of
-//! segments is not bounded by the process's limit on open files.
+//! segments is not bounded by the process's limit on open files, and the
+//! descriptors a log holds stay flat however long it runs.
 //!
 //! # Commit protocol (why a crash at any byte is all-or-nothing)
 //!
@@ -142,11 +143,14 @@ pub struct EmbeddedConfig {
     /// Kafka consumer set it). A consumer may override it
     /// ([`EmbeddedConsumer::with_offset_reset`]).
     pub auto_offset_reset: OffsetReset,
-    /// Most segment files held open at once (default 256). Each segment is
-    /// a file; past this many, the least recently used is closed (synced
-    /// first if written) and opened again when next used, so a log of any
-    /// number of segments opens, appends and serves fetches within the
-    /// process's limit on open files. Must be at least 1.
+    /// Most segment files held open at once (default 64). Each segment is
+    /// a file; a segment closes its file when it rolls, and past this many
+    /// open the least recently used is closed (synced first if written);
+    /// either opens again when next used. So a log of any number of
+    /// segments opens, appends and serves fetches within the process's
+    /// limit on open files, and a long run holds the active segments and
+    /// those read lately, not every segment it ever wrote. Must be at
+    /// least 1.
     pub max_open_segments: usize,
 }
 

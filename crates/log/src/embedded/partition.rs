@@ -337,8 +337,13 @@ impl PartitionLog {
         self.segments.iter().map(|s| s.size).sum()
     }
 
-    /// Starts a new active segment at `base`.
+    /// Starts a new active segment at `base`. The segment it closes gives
+    /// its file back to the pool: it is read from here on, and a reader
+    /// opens it again.
     pub(crate) fn roll(&mut self, base: u64) -> Result<(), LogError> {
+        if let Some(closed) = self.segments.last() {
+            closed.store.release(&closed.path)?;
+        }
         let (path, store) = match (&self.dir, &self.pool) {
             (Some(d), Some(pool)) => {
                 let path = d.join(segment_name(base));

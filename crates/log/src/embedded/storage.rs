@@ -129,6 +129,16 @@ impl Store {
         Store::Pooled(pool.existing())
     }
 
+    /// Gives a pooled segment file's descriptor back to the pool (synced
+    /// first if written); it opens again when next used. Nothing to do for
+    /// any other store.
+    pub(crate) fn release(&self, path: &Path) -> Result<(), LogError> {
+        match self {
+            Store::Pooled(p) => p.release(path),
+            Store::Disk(_) | Store::Mem(_) => Ok(()),
+        }
+    }
+
     pub(crate) fn create_disk(path: &Path) -> Result<Store, LogError> {
         faults::check(Op::Create, path).map_err(|e| LogError::io("opening", path, e))?;
         OpenOptions::new()

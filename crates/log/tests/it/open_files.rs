@@ -4,6 +4,12 @@
 //!
 //! The limit is set on a child process (`ulimit -n` in `sh`) that runs this
 //! one test, so the other tests of the binary keep theirs.
+//!
+//! And a log that runs for long holds the descriptors of its active
+//! segments and of those read lately, never one per segment it wrote: the
+//! descriptors are counted in `/proc/self/fd` by target, only those inside
+//! the test's own directory, so other tests opening files beside it do not
+//! count.
 
 use std::time::Duration;
 
@@ -131,4 +137,109 @@ fn no_open_segment_file_at_all_is_refused_naming_the_setting() {
         panic!("a pool of no files");
     };
     assert!(err.to_string().contains("max_open_segments"), "{err}");
+}
+
+/// Open descriptors of this process whose file lies under `dir`: (segment
+/// files, every other file).
+fn open_under(dir: &std::path::Path) -> (usize, usize) {
+    let mut segs = 0;
+    let mut other = 0;
+    for entry in std::fs::read_dir("/proc/self/fd").expect("list /proc/self/fd") {
+        let Ok(entry) = entry else { continue };
+        // A descriptor closed since the listing has no link: not open.
+        let Ok(target) = std::fs::read_link(entry.path()) else {
+            continue;
+        };
+        if target.starts_with(dir) {
+            if target.extension().is_some_and(|e| e == "seg") {
+                segs += 1;
+            } else {
+                other += 1;
+            }
+        }
+    }
+    (segs, other)
+}
+
+/// `rounds` commits of one record to each of `partitions` partitions of
+/// `topic`, each commit rolling every partition.
+fn write_rounds(log: &EmbeddedLog, topic: &str, partitions: u32, rounds: u64) {
+    let mut p = log.transactional_producer("tx").expect("producer");
+    for n in 0..rounds {
+        p.begin().expect("begin");
+        for partition in 0..partitions {
+            p.send(
+                &TopicPartition::new(topic, partition),
+                &Record::new(None, Some(&n.to_be_bytes()), Timestamp(0)),
+            )
+            .expect("send");
+        }
+        p.commit().expect("commit");
+    }
+}
+
+/// On the defaults, however many segments a log writes, the files it keeps
+/// open are its active segments; reading every segment opens at most
+/// `max_open_segments` of them; and round after round of writes and reads
+/// the count stays there: it does not grow with the segments written.
+#[test]
+fn a_long_run_holds_its_active_segments_and_those_read_lately_not_every_segment_written() {
+    const PARTITIONS: u32 = 12;
+    const ROUNDS: u64 = 30;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = EmbeddedConfig {
+        segment_bytes: 1,
+        ..EmbeddedConfig::default()
+    };
+    let bound = config.max_open_segments;
+    let log = EmbeddedLog::open_with(dir.path(), config).expect("open");
+    log.create_topic(&TopicSpec::new("long", PARTITIONS))
+        .expect("topic");
+    let tps: Vec<TopicPartition> = (0..PARTITIONS)
+        .map(|p| TopicPartition::new("long", p))
+        .collect();
+    let (_, others) = open_under(dir.path());
+    let mut written = 0;
+    let mut most = 0;
+    for round in 0..4 {
+        write_rounds(&log, "long", PARTITIONS, ROUNDS);
+        written += ROUNDS;
+        let (segs, other) = open_under(dir.path());
+        if round == 0 {
+            assert_eq!(
+                segs,
+                PARTITIONS as usize,
+                "after writing {} segments (none read), only the active segment of each partition is open",
+                written * PARTITIONS as u64
+            );
+        } else {
+            assert!(
+                segs <= most,
+                "round {round}: {segs} segment files open after writing, {most} before: growing"
+            );
+        }
+        assert_eq!(other, others, "round {round}: no other file opened");
+        let mut c = log.consumer("reader").expect("consumer");
+        let read = stoatflow_log::contract::read_to_end(&mut c, &tps);
+        assert_eq!(read.len() as u64, written * PARTITIONS as u64);
+        drop(c);
+        let (segs, other) = open_under(dir.path());
+        assert!(
+            segs <= bound,
+            "round {round}: {segs} segment files open after reading {} segments, bound {bound}",
+            written * PARTITIONS as u64
+        );
+        assert_eq!(other, others, "round {round}: no other file opened");
+        if round > 0 {
+            assert!(
+                segs <= most,
+                "round {round}: {segs} segment files open, {most} after the first round: growing"
+            );
+        }
+        most = most.max(segs);
+    }
+    assert!(
+        written * PARTITIONS as u64 > 2 * bound as u64,
+        "the run writes more segments than twice the bound"
+    );
 }
