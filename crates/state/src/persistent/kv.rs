@@ -292,6 +292,8 @@ mod tests {
             assert_eq!(out[0].value, Some(4i64.to_be_bytes().to_vec()));
             assert_eq!(out[1].value, None);
         }
+        // A clean close vouches for the files the next open serves.
+        crate::StoreDirectory::open(&cfg, "kv").unwrap().write_checkpoint(&[]).unwrap();
         let s = PersistentKeyValueStore::open(&cfg, StoreConfig::new("kv"), StringCodec, I64Codec)
             .unwrap();
         assert_eq!(s.get(&"a".to_string()).unwrap(), Some(4));

@@ -152,6 +152,8 @@ mod tests {
             w.put("a".into(), 15, 2, 0).unwrap();
             assert_eq!(w.segments(), 2);
         }
+        // A clean close vouches for the files the next open serves.
+        crate::StoreDirectory::open(&cfg, "w").unwrap().write_checkpoint(&[]).unwrap();
         let mut w =
             PersistentWindowStore::open(&cfg, StoreConfig::new("w"), seg, StringCodec, I64Codec)
                 .unwrap();
@@ -215,6 +217,8 @@ mod tests {
             "a barrier writes nothing to the engine"
         );
         drop(w);
+        // A clean close vouches for the files the next open serves.
+        crate::StoreDirectory::open(&cfg, "w").unwrap().write_checkpoint(&[]).unwrap();
         let w = open_window_store(&cfg);
         assert_eq!(w.fetch(&"a".into(), 0).unwrap(), Some(100));
         assert_eq!(w.core.engine_entries(), 1, "the close wrote the cache back");
@@ -238,6 +242,8 @@ mod tests {
         w.put("a".into(), 0, 7, 0).unwrap();
         w.put("b".into(), 100, 8, 0).unwrap();
         drop(w);
+        // A clean close vouches for the files the next open serves.
+        crate::StoreDirectory::open(&cfg, "w").unwrap().write_checkpoint(&[]).unwrap();
         let w = open_window_store(&cfg);
         assert_eq!(w.fetch(&"a".into(), 0).unwrap(), Some(7));
         assert_eq!(w.fetch(&"b".into(), 100).unwrap(), Some(8));
