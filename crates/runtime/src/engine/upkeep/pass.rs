@@ -10,9 +10,9 @@
 //! epoch or the application. Knows nothing of tasks, lanes or barriers.
 
 use std::collections::HashMap;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use stoatflow_log::{Log, Offset, Timestamp, TopicPartition};
+use stoatflow_time::{Clock, SystemClock};
 
 /// What one pass is asked to do: purge each partition below its offset.
 #[derive(Debug, Default)]
@@ -59,10 +59,8 @@ impl Pass {
     }
 }
 
-/// Retention is judged against the wall clock, as a broker judges it.
+/// Retention is judged against the system's wall clock, as a broker judges it: never the
+/// application's injected clock (a test's manual clock must not age the log).
 fn wall_now() -> Timestamp {
-    let ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-    Timestamp(ms)
+    Timestamp(SystemClock.now().as_millis())
 }
