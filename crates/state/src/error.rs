@@ -54,6 +54,19 @@ pub enum StateError {
         /// What is wrong.
         reason: String,
     },
+    /// A store opened directly (not through [`crate::StoreDirectory::recover`]) whose
+    /// directory holds files that neither a clean close's checkpoint nor a recovery vouches
+    /// for: the last run crashed or dropped the store without a checkpoint, so they may hold
+    /// writes that never committed. The files are left in place.
+    #[error(
+        "store {store}: directory {dir} holds local files no checkpoint vouches for (the last close was not clean, or the store was dropped without StoreDirectory::write_checkpoint), so they may hold writes that never committed; refusing to serve them: open it through StoreDirectory::recover, which rebuilds it from its changelog"
+    )]
+    UnverifiedLocalCopy {
+        /// The store.
+        store: String,
+        /// The store directory.
+        dir: String,
+    },
     /// A store directory was written in a store format this version does not read.
     #[error(
         "store {store}: directory {dir} has store format {found}, this version reads format {supported}; {}",

@@ -33,6 +33,11 @@ const FORMAT_KEY: &str = "stoatflow-store-format=";
 /// Left in a store directory by a close that could not write its cache to the engine.
 const UNCLEAN_MARKER_FILE: &str = "stoatflow-store.unclean";
 
+/// Left in a store directory by [`StoreDirectory::recover`] when it trusts the local copy
+/// (and consumes its checkpoint): the files are vouched for until an engine opens them,
+/// which removes it.
+const RECOVERED_MARKER_FILE: &str = "stoatflow-store.recovered";
+
 /// The engine's lock file inside the data directory (held while the engine is open).
 const ENGINE_LOCK_FILE: &str = "lock";
 
@@ -390,21 +395,39 @@ impl StoreDirectory {
         self.path.join(UNCLEAN_MARKER_FILE).exists()
     }
 
-    /// Deletes the checkpoint, then the engine's files (and the unclean-close mark with
-    /// them).
+    /// Deletes the checkpoint, then the engine's files (and the unclean-close and
+    /// recovered marks with them).
     pub(crate) fn remove_local_copy(&self) -> Result<(), StateError> {
         self.remove_checkpoint()?;
-        let marker = self.path.join(UNCLEAN_MARKER_FILE);
-        match fs::remove_file(&marker) {
-            Ok(()) => {}
-            Err(e) if e.kind() == ErrorKind::NotFound => {}
-            Err(e) => return Err(self.io_err(&marker, e)),
+        for mark in [UNCLEAN_MARKER_FILE, RECOVERED_MARKER_FILE] {
+            self.remove_mark(mark)?;
         }
         let data = self.data_path();
         match fs::remove_dir_all(&data) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
             Err(e) => Err(self.io_err(&data, e)),
+        }
+    }
+
+    /// Records that [`StoreDirectory::recover`] trusted the local copy: the next open of
+    /// the engine serves it without a checkpoint.
+    pub(crate) fn mark_recovered(&self) -> Result<(), StateError> {
+        let path = self.path.join(RECOVERED_MARKER_FILE);
+        write_atomic(
+            &path,
+            b"vouched for by a recovery; consumed by the next open\n",
+        )
+        .map_err(|(p, e)| self.io_err(&p, e))
+    }
+
+    /// Removes the mark `name`; whether it was there.
+    fn remove_mark(&self, name: &str) -> Result<bool, StateError> {
+        let path = self.path.join(name);
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(self.io_err(&path, e)),
         }
     }
 
@@ -418,23 +441,34 @@ impl StoreDirectory {
         }
     }
 
-    /// Checks the engine's files against a checkpoint left in place before the engine reads
-    /// them, then deletes the checkpoint: the engine is about to change the files. Without a
-    /// checkpoint there is nothing to check (the caller chose to trust the files, or
-    /// [`StoreDirectory::recover`] already did this).
+    /// Decides, before the engine reads its files, whether something vouches for them, and
+    /// consumes what did (the engine is about to change the files): a checkpoint left in
+    /// place (the caller skipped [`StoreDirectory::recover`]) is checked against the files
+    /// first; [`StoreDirectory::recover`]'s mark says it checked them (or rebuilt them) just
+    /// before. Files with neither are refused: they may hold writes that never committed.
+    /// No files: nothing to vouch for.
     ///
     /// # Errors
-    /// [`StateError::DamagedStore`] naming the file that differs.
+    /// [`StateError::DamagedStore`] naming the file that differs;
+    /// [`StateError::UnverifiedLocalCopy`] naming the directory.
     pub(crate) fn consume_checkpoint(&self) -> Result<(), StateError> {
-        let Some(bytes) = self.read_checkpoint_file()? else {
-            return Ok(());
-        };
-        let checkpoint = Checkpoint::parse(&bytes)
-            .map_err(|detail| self.damaged(STORE_CHECKPOINT_FILE, detail))?;
-        if let Some(d) = self.verify(&checkpoint)? {
-            return Err(self.damaged(&d.0, d.1));
+        match self.read_checkpoint_file()? {
+            Some(bytes) => {
+                let checkpoint = Checkpoint::parse(&bytes)
+                    .map_err(|detail| self.damaged(STORE_CHECKPOINT_FILE, detail))?;
+                if let Some(d) = self.verify(&checkpoint)? {
+                    return Err(self.damaged(&d.0, d.1));
+                }
+                self.remove_mark(RECOVERED_MARKER_FILE)?;
+                self.remove_checkpoint()
+            }
+            None if self.remove_mark(RECOVERED_MARKER_FILE)? => Ok(()),
+            None if self.has_local_data()? => Err(StateError::UnverifiedLocalCopy {
+                store: self.store.clone(),
+                dir: self.path.display().to_string(),
+            }),
+            None => Ok(()),
         }
-        self.remove_checkpoint()
     }
 
     /// The first difference between the engine's files and `checkpoint`'s manifest, as

@@ -9,7 +9,8 @@
 //! data directory is exactly what that close recorded (the checkpoint's manifest). Anything
 //! else deletes the local copy, and the caller restores from the changelog's start. The
 //! checkpoint is deleted when the copy is trusted, so a crash before the next clean close
-//! leaves none. Damage is reported: a `tracing` warning naming the store and the file, and
+//! leaves none; a mark takes its place until the engine opens the files, so that the
+//! stores' public constructors, which refuse files nothing vouches for, serve them. Damage is reported: a `tracing` warning naming the store and the file, and
 //! [`RebuildReason::Damaged`] in the result.
 //!
 //! This module never opens the engine and never reads the changelog.
@@ -175,6 +176,9 @@ impl StoreDirectory {
                 },
                 Ok(checkpoint) => match dir.verify(&checkpoint)? {
                     None => {
+                        // Vouched for until the engine opens it, then by nothing
+                        // until the next clean close.
+                        dir.mark_recovered()?;
                         dir.remove_checkpoint()?;
                         let offsets = checkpoint.offsets;
                         return Ok((dir, Recovery::Resumed { offsets }));

@@ -109,7 +109,7 @@ fn corrupt_window_value_is_reported() {
 fn a_store_directory_of_another_application_id_is_refused() {
     use stoatflow_state::{
         I64Codec, KeyValueStore, PersistentConfig, PersistentKeyValueStore, PersistentWindowStore,
-        SegmentedConfig, StoreConfig, StringCodec,
+        SegmentedConfig, StoreConfig, StoreDirectory, StringCodec,
     };
     let tmp = tempfile::tempdir().unwrap();
     {
@@ -122,6 +122,12 @@ fn a_store_directory_of_another_application_id_is_refused() {
         .unwrap();
         s.put("a".into(), 1, 0).unwrap();
     }
+    // Closed cleanly: its checkpoint vouches for the files.
+    let owner = PersistentConfig::new(tmp.path(), "orders-app");
+    StoreDirectory::open(&owner, "counts")
+        .unwrap()
+        .write_checkpoint(&[])
+        .unwrap();
     let other = PersistentConfig::new(tmp.path(), "billing-app");
     let err = PersistentKeyValueStore::<String, i64>::open(
         &other,
@@ -192,6 +198,11 @@ fn a_watermark_store_of_another_application_id_is_refused_even_when_asked_to_reb
     };
     ws.record_stamp(stamp, 0).unwrap();
     drop(ws);
+    // Closed cleanly: its checkpoint vouches for the files.
+    StoreDirectory::open(&owner, WATERMARK_STORE_NAME)
+        .unwrap()
+        .write_checkpoint(&[])
+        .unwrap();
     let other = PersistentConfig::new(tmp.path(), "billing-app");
     for mode in [
         LocalCopy::VerifyOrRebuild,

@@ -4,6 +4,7 @@
 
 mod bad_input;
 mod damage_sweep;
+mod direct_open;
 mod disk_bounds;
 mod encode_failures;
 mod engine_stores;
