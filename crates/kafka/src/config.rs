@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use stoatflow_log::LogError;
+use stoatflow_log::{LogError, OffsetReset};
 
 /// Client properties stoatflow sets itself; a pass-through entry for one of
 /// these is refused.
@@ -25,6 +25,7 @@ pub const PROTECTED_KEYS: &[&str] = &[
     "enable.idempotence",
     "transaction.timeout.ms",
     "message.max.bytes",
+    "auto.offset.reset",
 ];
 
 /// Pass-through librdkafka properties. `Debug` shows keys only.
@@ -80,6 +81,11 @@ pub struct KafkaConfig {
     /// member, and its dead predecessor holds its partitions until the
     /// broker expires its session.
     pub static_membership: bool,
+    /// What a consumer does with a position outside its partition's
+    /// readable range (a seek or a committed offset past the end): Kafka's
+    /// `auto.offset.reset`, applied as the embedded log applies it
+    /// (earliest by default, as Kafka Streams sets it).
+    pub offset_reset: OffsetReset,
 }
 
 impl KafkaConfig {
@@ -95,6 +101,7 @@ impl KafkaConfig {
             max_record_bytes: 1_000_000,
             properties: ClientProperties::default(),
             static_membership: true,
+            offset_reset: OffsetReset::Earliest,
         }
     }
 
@@ -102,6 +109,13 @@ impl KafkaConfig {
     #[must_use]
     pub fn with_static_membership(mut self, on: bool) -> Self {
         self.static_membership = on;
+        self
+    }
+
+    /// Sets [`KafkaConfig::offset_reset`].
+    #[must_use]
+    pub fn with_offset_reset(mut self, reset: OffsetReset) -> Self {
+        self.offset_reset = reset;
         self
     }
 

@@ -3,7 +3,10 @@
 //! Owns: positions, tracked here as the last delivered offset + 1 and, when
 //! librdkafka reports the end of a partition, advanced to librdkafka's
 //! application position, which has moved past the transaction markers
-//! (and so past aborted records) that read-committed consumption skips.
+//! (and so past aborted records) that read-committed consumption skips. A
+//! position set by an assignment or a seek is checked against its
+//! partition's range at the next fetch and moved by the offset-reset
+//! policy ([`crate::offset_reset`]), as the embedded log does.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -13,12 +16,14 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset as KOffset, TopicPartitionList};
 use stoatflow_log::{
-    Consumer, FetchedRecord, Header, LogError, Offset, Record, SeekTo, Timestamp, TopicPartition,
+    Consumer, FetchedRecord, Header, LogError, Offset, OffsetReset, Record, SeekTo, Timestamp,
+    TopicPartition,
 };
 
 use crate::committed::committed;
 use crate::config::KafkaConfig;
 use crate::errors::map;
+use crate::offset_reset;
 use crate::reaper::Reaped;
 
 /// Records drained per fetch.
@@ -33,6 +38,10 @@ pub struct KafkaConsumer {
     timeout: Duration,
     /// Assigned partitions, in order, with tracked positions.
     positions: Vec<(TopicPartition, u64)>,
+    /// Partitions whose position was set by an assignment or a seek and
+    /// not yet checked against their range.
+    unchecked: Vec<TopicPartition>,
+    reset: OffsetReset,
 }
 
 impl std::fmt::Debug for KafkaConsumer {
@@ -53,7 +62,10 @@ impl KafkaConsumer {
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
             .set("enable.partition.eof", "true")
-            .set("auto.offset.reset", "earliest")
+            .set(
+                "auto.offset.reset",
+                offset_reset::librdkafka_value(config.offset_reset),
+            )
             .create()
             .map_err(|e| map(&e, format!("creating a consumer for group {group:?}"), None))?;
         Ok(KafkaConsumer {
@@ -61,6 +73,8 @@ impl KafkaConsumer {
             group: group.to_owned(),
             timeout: config.request_timeout,
             positions: Vec::new(),
+            unchecked: Vec::new(),
+            reset: config.offset_reset,
         })
     }
 
@@ -98,6 +112,28 @@ impl KafkaConsumer {
                 topic: tp.topic.clone(),
                 partition: tp.partition,
             })
+    }
+
+    /// Moves each position set since the last fetch that lies outside its
+    /// partition's range by the offset-reset policy (or fails naming it).
+    /// librdkafka would reset it by itself, but to an offset below the
+    /// position tracked here, and `fetch` drops records below that as
+    /// fetched before a seek: the records past the old end were skipped.
+    fn check_positions(&mut self) -> Result<(), LogError> {
+        let mut moved = false;
+        while let Some(tp) = self.unchecked.last().cloned() {
+            if let Some(i) = self.positions.iter().position(|(t, _)| *t == tp) {
+                let range = self.watermarks(&tp)?;
+                let pos = offset_reset::in_range(&tp, self.positions[i].1, range, self.reset)?;
+                moved |= pos != self.positions[i].1;
+                self.positions[i].1 = pos;
+            }
+            self.unchecked.pop();
+        }
+        if moved {
+            self.reassign()?;
+        }
+        Ok(())
     }
 
     /// At the end of a partition, adopts librdkafka's application position,
@@ -144,14 +180,20 @@ impl Consumer for KafkaConsumer {
     fn assign(&mut self, partitions: &[TopicPartition]) -> Result<(), LogError> {
         let committed = committed(&self.consumer, partitions, self.timeout, &self.group)?;
         let mut positions = Vec::with_capacity(partitions.len());
+        let mut unchecked = Vec::new();
         for (tp, om) in committed {
             let pos = match om {
-                Some(om) => om.offset.0,
+                // A committed offset may lie past the end (Kafka takes it).
+                Some(om) => {
+                    unchecked.push(tp.clone());
+                    om.offset.0
+                }
                 None => self.watermarks(&tp)?.0,
             };
             positions.push((tp, pos));
         }
         self.positions = positions;
+        self.unchecked = unchecked;
         self.reassign()
     }
 
@@ -160,6 +202,7 @@ impl Consumer for KafkaConsumer {
             .iter()
             .map(|(tp, at)| (tp.clone(), at.0))
             .collect();
+        self.unchecked = partitions.iter().map(|(tp, _)| tp.clone()).collect();
         self.reassign()
     }
 
@@ -170,6 +213,9 @@ impl Consumer for KafkaConsumer {
             SeekTo::End => self.end_offset(tp)?.0,
             SeekTo::Offset(o) => o.0,
         };
+        if matches!(to, SeekTo::Offset(_)) && !self.unchecked.contains(tp) {
+            self.unchecked.push(tp.clone());
+        }
         let slot = self.slot(tp)?;
         if *slot == target {
             // Already there: a reassignment would change nothing, and
@@ -194,6 +240,7 @@ impl Consumer for KafkaConsumer {
 
     fn fetch(&mut self, max_wait: Duration) -> Result<Vec<FetchedRecord>, LogError> {
         let deadline = Instant::now() + max_wait;
+        self.check_positions()?;
         let mut out = Vec::new();
         let mut index: HashMap<(String, i32), usize> = HashMap::new();
         loop {

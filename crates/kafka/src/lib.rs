@@ -40,6 +40,7 @@ mod errors;
 mod generation;
 mod log;
 mod member;
+mod offset_reset;
 mod plain_producer;
 mod producer;
 mod reaper;

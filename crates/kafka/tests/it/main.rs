@@ -8,5 +8,6 @@ mod fencing;
 mod group_kill;
 mod groups;
 mod kill;
+mod offset_reset;
 mod runtime_eos;
 mod standby;
