@@ -1,6 +1,6 @@
 //! What a soak's samples say about growth: each series' per-minute growth
 //! over the judged part of the run (the second half, and never before the
-//! input's retention has passed) as a share of its value after the first
+//! input's retention has passed) as a share of its mean over the first
 //! minute, and the longest barrier pause of that part against the first
 //! minute's.
 //!
@@ -16,7 +16,7 @@ use std::time::Duration;
 use super::probe::Sample;
 
 /// The most a bounded series may grow per minute, in percent of its
-/// first-minute value.
+/// first-minute value (its mean over the first minute).
 pub const GROWTH_BOUND_PCT: f64 = 5.0;
 
 /// How many commit intervals (the first minute's mean) the longest barrier
@@ -28,7 +28,7 @@ pub const GAP_BOUND_INTERVALS: f64 = 2.0;
 pub struct Slope {
     /// The series, as named on the sample line.
     pub series: &'static str,
-    /// Its value at the end of the first minute.
+    /// Its mean over the first minute's samples.
     pub first_minute: f64,
     /// Its least-squares growth per minute over the judged part.
     pub per_min: f64,
@@ -73,7 +73,8 @@ impl GapSlope {
 /// Every series' growth over a run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Slopes {
-    /// Seconds into the run the first-minute values are taken at.
+    /// Seconds into the run the first minute ends at (its samples give the
+    /// first-minute values).
     pub first_minute_s: f64,
     /// Seconds into the run the judged part starts at.
     pub from_s: f64,
@@ -98,11 +99,14 @@ impl Slopes {
         let period = samples.first().map_or(0.0, |s| s.t_s);
         let judged: Vec<&Sample> = samples.iter().filter(|s| s.t_s >= from_s).collect();
         let series = |name, bound, f: &dyn Fn(&Sample) -> f64| {
-            let first_minute = first
-                .last()
-                .copied()
-                .or(samples.first())
-                .map_or(f64::NAN, f);
+            // The mean of the first minute, not its last sample: a series
+            // with a saw-tooth (the stores' files between write-backs) can
+            // read 0 at any one sample.
+            let first_minute = if first.is_empty() {
+                samples.first().map_or(f64::NAN, f)
+            } else {
+                first.iter().map(|s| f(s)).sum::<f64>() / first.len() as f64
+            };
             let points: Vec<(f64, f64)> = judged.iter().map(|s| (s.t_s / 60.0, f(s))).collect();
             let per_min = least_squares_slope(&points);
             let pct_per_min = if first_minute != 0.0 {
@@ -337,6 +341,36 @@ mod tests {
         assert!(
             failed[0].starts_with("barrier_gap_max_ms 1601 ms"),
             "{failed:?}"
+        );
+    }
+
+    /// The first-minute value is the mean of the first minute's samples:
+    /// one sample reading nothing at 60 s (a store whose cache had just
+    /// been written back and its segment dropped) does not make any later
+    /// growth infinite, nor does one high sample make it look small.
+    #[test]
+    fn the_first_minute_value_is_the_mean_of_the_first_minute() {
+        let saw = |t: f64| {
+            if t == 60.0 {
+                0.0
+            } else if t < 60.0 {
+                100.0
+            } else {
+                100.0 + 3.0 * (t - 300.0).max(0.0) / 60.0
+            }
+        };
+        let s = slopes(&samples(saw, |_| 600.0));
+        let state = s.series.iter().find(|x| x.series == "state_mib").unwrap();
+        // Five samples of 100 and one of 0.
+        assert!((state.first_minute - 500.0 / 6.0).abs() < 1e-9, "{s}");
+        assert!((state.pct_per_min - 3.6).abs() < 1e-6, "{s}");
+        assert!(s.violations().is_empty(), "{s}");
+        let spike = |t: f64| if t == 60.0 { 600.0 } else { 100.0 + t / 60.0 };
+        let s = slopes(&samples(spike, |_| 600.0));
+        let rss = s.series.iter().find(|x| x.series == "rss_mib").unwrap();
+        assert!(
+            (rss.first_minute - (500.0 + 2.5 + 600.0) / 6.0).abs() < 1e-9,
+            "{s}"
         );
     }
 
