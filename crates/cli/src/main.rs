@@ -2,8 +2,8 @@
 //!
 //! `quickstart` runs the README's first example; `run` runs a bundled
 //! example topology from a YAML configuration with the HTTP endpoints;
-//! `watermarks` reads a running application's `/watermarks` as part 4's
-//! runbook; `describe` prints an example's topology; `log` inspects the
+//! `watermarks` reads a running application's `/watermarks` and applies the
+//! watermark runbook (docs/operating.md#runbook); `describe` prints an example's topology; `log` inspects the
 //! embedded log. Thin: every rule it shows lives in the library crates.
 
 mod examples;

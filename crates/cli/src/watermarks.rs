@@ -1,8 +1,9 @@
-//! `stoatflow watermarks --url URL`: part 4's runbook in a terminal. Reads
+//! `stoatflow watermarks --url URL`: the watermark runbook
+//! (docs/operating.md#runbook) in a terminal. Reads
 //! `GET /watermarks` twice (to see whether the minimum partition is still
 //! receiving records), prints every partition as a table, marks the one
-//! holding the global watermark, and says which of the five branches of
-//! "Reading /watermarks" applies and what to do.
+//! holding the global watermark, and says which of the runbook's five
+//! numbered branches applies and what to do.
 //!
 //! Owns the reading of the JSON and the branch rules; the HTTP is
 //! `http_get`'s.
@@ -15,10 +16,12 @@ use stoatflow::{Clock, SystemClock, WallTime};
 
 use crate::http_get;
 
-/// The alert threshold of part 4: event time five minutes behind wall clock.
+/// The lag alert's threshold (docs/operating.md#alerts): event time five
+/// minutes behind wall clock.
 const LAG_ALERT_MS: i64 = 300_000;
 
-/// Which branch of the runbook applies.
+/// Which branch of the runbook applies; the numbers are those of
+/// docs/operating.md#runbook.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Branch {
     /// No stall: the watermark trails wall clock by less than the alert.
@@ -57,7 +60,7 @@ fn effective(p: &Value) -> i64 {
         .unwrap_or(i64::MIN)
 }
 
-/// Applies part 4's rules to two readings of `/watermarks` taken a moment
+/// Applies the runbook's rules to two readings of `/watermarks` taken a moment
 /// apart (`None` for a 503) at wall-clock `now_ms`.
 pub fn diagnose(first: Option<&Value>, second: Option<&Value>, now_ms: i64) -> Diagnosis {
     let Some(now) = second else {
@@ -134,31 +137,32 @@ pub fn diagnose(first: Option<&Value>, second: Option<&Value>, now_ms: i64) -> D
     }
 }
 
-/// What to do, in part 4's words.
+/// What to do, per branch, ending with the branch's section of
+/// docs/operating.md.
 pub fn advice(branch: &Branch) -> String {
     match branch {
         Branch::Healthy { lag_ms } => format!(
             "no stall: event time trails wall clock by {lag_ms} ms (the lag alert fires above {LAG_ALERT_MS} ms)"
         ),
         Branch::QuietNotYetIdle { partition, timeout_ms } if *timeout_ms == 0 => format!(
-            "branch 1 (quiet, never idles): {partition} receives nothing and has idleness disabled, so it holds the watermark forever; give its source with_idleness or set stoatflow.watermark.idleness-timeout-ms"
+            "branch 1 (quiet, never idles): {partition} receives nothing and has idleness disabled, so it holds the watermark forever; give its source with_idleness or set stoatflow.watermark.idleness-timeout-ms (docs/operating.md#branch-1)"
         ),
         Branch::QuietNotYetIdle { partition, timeout_ms } => format!(
-            "branch 1 (quiet, not yet idle): {partition} went quiet and its idleness timeout ({timeout_ms} ms) has not elapsed; wait, or lower that source's with_idleness"
+            "branch 1 (quiet, not yet idle): {partition} went quiet and its idleness timeout ({timeout_ms} ms) has not elapsed; wait, or lower that source's with_idleness (docs/operating.md#branch-1)"
         ),
         Branch::LiveOldTimestamps { partition, lag_ms } => format!(
-            "branch 2 (live, old timestamps): {partition} keeps receiving records stamped {lag_ms} ms behind wall clock; no watermark setting fixes it: find the producer (its clock or a replay), or accept the stall for the catch-up"
+            "branch 2 (live, old timestamps): {partition} keeps receiving records stamped {lag_ms} ms behind wall clock; no watermark setting fixes it: find the producer (its clock or a replay), or accept the stall for the catch-up (docs/operating.md#branch-2)"
         ),
         Branch::AlignmentHold { binding } => format!(
-            "branch 3 (alignment hold): {binding} binds its alignment group while it has nothing buffered; size max_allowed_watermark_drift to at least that source's normal gap plus the difference in bounds, or give it a shorter with_idleness"
+            "branch 3 (alignment hold): {binding} binds its alignment group while it has nothing buffered; size the group's max_drift to at least that source's normal gap plus the difference in bounds, or give it a shorter with_idleness (docs/operating.md#branch-3)"
         ),
         Branch::FutureHead { partition, preview: true } => format!(
-            "branch 4 (future head): {partition}'s next record is stamped ahead and waits; with a built-in strategy its preview watermark lets the other partitions set event time: not a stall; fix the producer's clock or the timestamp unit"
+            "branch 4 (future head): {partition}'s next record is stamped ahead and waits; with a built-in strategy its preview watermark lets the other partitions set event time: not a stall; fix the producer's clock or the timestamp unit (docs/operating.md#branch-4)"
         ),
         Branch::FutureHead { partition, preview: false } => format!(
-            "branch 4 (future head, no preview): {partition}'s next record is stamped ahead and its custom generator gives no preview; the watermark stands until that record is dispatched or the partition idles out; fix the producer's clock or the timestamp unit"
+            "branch 4 (future head, no preview): {partition}'s next record is stamped ahead and its custom generator gives no preview; the watermark stands until that record is dispatched or the partition idles out; fix the producer's clock or the timestamp unit (docs/operating.md#branch-4)"
         ),
-        Branch::NoWatermark => "branch 5 (no event time): nothing is registered or tracking is off (stoatflow_topology_event_time_tracking = 0): there was never a watermark to stall; if you expected windows to close, force timestamp-coordination-mode: ENABLED and compare".into(),
+        Branch::NoWatermark => "branch 5 (no event time): nothing is registered or tracking is off (stoatflow_topology_event_time_tracking = 0): there was never a watermark to stall; if you expected windows to close, force timestamp-coordination-mode: ENABLED and compare (docs/operating.md#branch-5)".into(),
     }
 }
 

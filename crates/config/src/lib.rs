@@ -1,7 +1,7 @@
 //! # stoatflow-config
 //!
-//! Loads an application's configuration (DESIGN 3.9, spec part 4 "The
-//! three knobs") from a YAML file, a string map and environment overrides
+//! Loads an application's configuration (docs/operating.md#configuration)
+//! from a YAML file, a string map and environment overrides
 //! into one typed [`AppConfig`]: the runtime's [`RuntimeConfig`]
 //! (streams settings, guarantee, barriers, lanes, the tracker's knobs),
 //! the HTTP endpoints, the metrics recording level, and the backend
@@ -24,7 +24,7 @@
 //! - [`Redacted`], [`PropertyValue`]: secrets (passwords, tokens, key
 //!   material) never appear in `Debug`, errors or logs.
 //!
-//! Checks that need the topology (DESIGN 3.7: `DIRECT` dispatch or
+//! Checks that need the topology (docs/validation.md#refusals: `DIRECT` dispatch or
 //! `DISABLED` coordination with something the watermark drives) run where
 //! the topology is known, when the application is built.
 //!

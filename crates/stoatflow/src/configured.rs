@@ -52,7 +52,7 @@ pub enum AppError {
     /// A setting the backend refused.
     #[error(transparent)]
     Config(#[from] ConfigError),
-    /// The runtime refused the settings or the topology (DESIGN 3.7).
+    /// The runtime refused the settings or the topology (docs/validation.md).
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
     /// The log could not be opened or reached.

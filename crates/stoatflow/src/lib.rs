@@ -96,7 +96,7 @@
 //! `error()` returns the `RuntimeError` that stopped the application, to
 //! match on.
 //!
-//! **What changes for a ported application** (DESIGN 3, spec part 1):
+//! **What changes for a ported application** (docs/README.md#ported-applications):
 //! windows close on the one application-wide watermark, not on each task's
 //! stream time; a record is late when its window's close is at or before
 //! the watermark stamped on the last barrier its lane crossed (inclusive);
@@ -105,7 +105,7 @@
 //! out-of-order record that the engine still counts), so assert in driver
 //! tests *what* is emitted, not *when*.
 //!
-//! **Scaling out on Kafka** (DESIGN 5), as with Kafka Streams: start more
+//! **Scaling out on Kafka** (docs/scale-out.md), as with Kafka Streams: start more
 //! instances of the same application (same `application.id`, each its own
 //! `stoatflow.processing.instance-id`). They share the input partitions
 //! through the consumer group named by the application id; a task (one
@@ -188,7 +188,7 @@ pub use stoatflow_time::{
 };
 
 /// The test driver: the real processors and late/emission rules on the
-/// driver's one-number clock (DESIGN 3.8).
+/// driver's one-number clock (docs/test-driver.md).
 pub mod testing {
     pub use stoatflow_testing::*;
 }

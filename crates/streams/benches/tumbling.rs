@@ -1,5 +1,5 @@
 //! A 10 s tumbling count over 1,000 keys with 1 ms event spacing, through
-//! the task path on one core (issue 3's benchmark), next to a bare loop doing
+//! the task path on one core, next to a bare loop doing
 //! the same count measured in the same run.
 //!
 //! `cargo bench -p stoatflow-streams --bench tumbling`

@@ -5,7 +5,7 @@ use stoatflow_time::{StrategyError, TimeError};
 
 use crate::serde::SerdeError;
 
-/// A topology the engine refuses (DESIGN 3.7), or a bad DSL argument.
+/// A topology the engine refuses (docs/validation.md), or a bad DSL argument.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum TopologyError {

@@ -8,9 +8,9 @@
 //!   [`TimeWindowedKStream`]: the DSL, with [`Consumed`], [`Produced`],
 //!   [`Grouped`] and [`Materialized`] as in Kafka Streams.
 //! - [`TimeWindows`] and [`EmitStrategy`]: windows close at `end + grace`
-//!   (DESIGN 3.4); a record is dropped when its window's close is at or
+//!   (docs/late.md#closes); a record is dropped when its window's close is at or
 //!   before the floor of the lane processing it.
-//! - [`Topology`]: sub-topologies, `describe()`, and validation (DESIGN 3.7).
+//! - [`Topology`]: sub-topologies, `describe()`, and validation (docs/validation.md).
 //! - [`StreamTask`]: applies records, watermark events and barriers. The test
 //!   driver and the runtime both call it: there is one implementation of the
 //!   late rule and of the emission pass.

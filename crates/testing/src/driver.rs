@@ -184,7 +184,7 @@ impl std::fmt::Debug for TopologyTestDriver {
 
 impl TopologyTestDriver {
     /// A driver with default driver settings. Refuses every topology the
-    /// engine would refuse (DESIGN 3.7).
+    /// engine would refuse (docs/validation.md#refusals).
     pub fn new(topology: Topology, config: StreamsConfig) -> Result<Self, DriverError> {
         Self::with_driver_config(topology, config, DriverConfig::default())
     }
@@ -342,7 +342,7 @@ impl TopologyTestDriver {
 
     /// Advances the wall clock, fires wall-clock punctuators and wall-clock
     /// and cron scheduled sources due by then, then commits a barrier
-    /// (DESIGN 3.8). Never moves event time.
+    /// (docs/test-driver.md#advance-watermark). Never moves event time.
     pub fn advance_wall_clock_time(&self, by: Duration) -> Result<(), DriverError> {
         self.live()?;
         let mut inner = self.inner.borrow_mut();
@@ -356,7 +356,7 @@ impl TopologyTestDriver {
         inner.fire_event_time()
     }
 
-    /// A graceful restart (DESIGN 3.6): a final barrier commits everything
+    /// A graceful restart (docs/state.md#graceful-restart): a final barrier commits everything
     /// and records that it flushed; then fresh tasks restore every store from
     /// the committed changelogs and are seeded from the `stoatflow-watermark`
     /// store, keeping the newest stamp. Committed output not read yet
@@ -375,7 +375,7 @@ impl TopologyTestDriver {
         self.rebuild()
     }
 
-    /// A crash restart (DESIGN 3.6): whatever was not committed is lost —
+    /// A crash restart (docs/state.md#crash-restart): whatever was not committed is lost —
     /// pending output, store writes, and the offsets of records piped since
     /// the last barrier (pipe them again, as a consumer would re-read them).
     /// Stores are restored from the committed changelogs; the floor resumes
@@ -719,7 +719,7 @@ impl Inner {
 
     /// STREAM_TIME punctuators and scheduled sources against the watermark
     /// the step flushed, event-time timers against the last barrier's
-    /// watermark (DESIGN 3.8). What they emit commits now if commit-per-pipe.
+    /// watermark (docs/test-driver.md#judging). What they emit commits now if commit-per-pipe.
     fn fire_event_time(&mut self) -> Result<(), DriverError> {
         let (w, b) = (self.watermark, self.timer_floor);
         for i in 0..self.tasks.len() {
@@ -735,7 +735,7 @@ impl Inner {
     }
 
     /// The simpler clock's emission pass: every task, in topological order,
-    /// on the driver's watermark (DESIGN 3.8).
+    /// on the driver's watermark (docs/test-driver.md#final-emission).
     fn emission_pass(&mut self) -> Result<(), DriverError> {
         let w = self.watermark;
         BarrierSchedule::advance(self, w)

@@ -1,7 +1,7 @@
 //! # stoatflow-testing
 //!
 //! [`TopologyTestDriver`]: the topology's real processors, late rule and
-//! emission pass, in one thread, on a simpler clock (DESIGN 3.8):
+//! emission pass, in one thread, on a simpler clock (docs/test-driver.md):
 //!
 //! - event time is one number, the largest timestamp piped on any topic
 //!   (after timestamp assigners; watermark generators never run);

@@ -1,5 +1,5 @@
 //! [`OrderedDispatch`]: the merge of per-partition buffers that always serves
-//! the partition whose head record is oldest (DESIGN 3.2).
+//! the partition whose head record is oldest (docs/time.md#ordered-dispatch).
 //!
 //! Invariants, each covered by a property test:
 //! - each partition's records leave in strictly increasing offset order;

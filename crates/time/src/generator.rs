@@ -11,7 +11,7 @@
 //! `max seen − d` and `max seen`: with zero lag, "the watermark passed
 //! `end + grace`" then means exactly what it means in the test driver, whose
 //! clock is the largest timestamp piped. A window whose close equals the
-//! watermark is closed (DESIGN 3.4), so a record stamped at the watermark is
+//! watermark is closed (docs/late.md#late-rule), so a record stamped at the watermark is
 //! on time and one stamped below it is late, in both.
 
 use std::fmt;
@@ -80,7 +80,7 @@ pub trait WatermarkGenerator: Send + fmt::Debug {
     /// The watermark this generator would emit once a record stamped `head`
     /// is dispatched, if it can say. Built-in generators can; a custom one
     /// returns `None` (the default), and then a partition whose head waits
-    /// contributes no preview (part 4, "Reading /watermarks").
+    /// contributes no preview (docs/time.md#future-heads).
     fn preview(&self, head: EventTime) -> Option<Watermark> {
         let _ = head;
         None

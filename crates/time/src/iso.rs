@@ -38,7 +38,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn renders_the_part4_example_instants() {
+    fn renders_known_instants() {
         assert_eq!(
             format_iso8601_millis(1_790_071_560_000),
             "2026-09-22T10:06:00Z"

@@ -1,4 +1,5 @@
-//! The tracker's read model: what `GET /watermarks` shows (part 4).
+//! The tracker's read model: what `GET /watermarks` shows
+//! (docs/operating.md#watermarks-endpoint).
 //!
 //! Plain data, with the same fields as the endpoint's JSON; rendering to JSON
 //! belongs to the server crate, which alone knows HTTP/JSON.

@@ -1,5 +1,6 @@
 //! The [`WatermarkTracker`]: per-partition generators and the one
-//! application-wide watermark (DESIGN 3.1, 3.2).
+//! application-wide watermark (docs/time.md#generation,
+//! docs/time.md#global-watermark).
 //!
 //! The tracker owns, for every registered source partition, its generator,
 //! its idleness state, its waiting head (told by the dispatcher) and its
@@ -395,7 +396,7 @@ impl WatermarkTracker {
     }
 
     /// Seeds a partition from the partition time committed with its offset,
-    /// so the watermark resumes without re-reading records (DESIGN 3.6).
+    /// so the watermark resumes without re-reading records (docs/state.md#restart).
     pub fn seed_partition_time(
         &mut self,
         index: PartitionIndex,
@@ -756,7 +757,7 @@ impl WatermarkTracker {
         }
     }
 
-    /// Everything `GET /watermarks` shows (part 4, "Reading /watermarks").
+    /// Everything `GET /watermarks` shows (docs/operating.md#watermarks-endpoint).
     pub fn snapshot(&self) -> WatermarksSnapshot {
         let partitions: BTreeMap<String, PartitionSnapshot> = self
             .partitions

@@ -72,7 +72,7 @@ impl Watermark {
 
     /// Whether a window (or session, or join null side) whose close is at
     /// `close_ms` is closed: the close is at or before the watermark
-    /// (the inclusive boundary of DESIGN 3.4).
+    /// (the inclusive boundary of docs/late.md#late-rule).
     #[inline]
     pub const fn has_closed(self, close_ms: i64) -> bool {
         close_ms <= self.0

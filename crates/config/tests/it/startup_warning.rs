@@ -1,5 +1,6 @@
 //! `idleness-timeout-ms: 0` reaches the tracker, which then names, once, the
-//! sources it leaves without idleness (part 4: the startup warning).
+//! sources it leaves without idleness (the startup warning of
+//! docs/time.md#idleness).
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! [`Joined`] (serdes of a stream-table join).
 //!
 //! This module owns the join-window arithmetic, including the close of a
-//! null side (DESIGN 3.4); it knows nothing of stores or of how records reach
+//! null side (docs/late.md#closes); it knows nothing of stores or of how records reach
 //! a join.
 
 use std::sync::Arc;
@@ -81,7 +81,7 @@ impl JoinWindows {
     }
 
     /// The close of the null side of a left record at `ts`:
-    /// `ts + after + 1 + grace` (DESIGN 3.4).
+    /// `ts + after + 1 + grace` (docs/late.md#closes).
     pub fn left_close(&self, ts: i64) -> i64 {
         ts.saturating_add(self.after_ms)
             .saturating_add(1)
@@ -89,7 +89,7 @@ impl JoinWindows {
     }
 
     /// The close of the null side of a right record at `ts`:
-    /// `ts + before + 1 + grace` (DESIGN 3.4).
+    /// `ts + before + 1 + grace` (docs/late.md#closes).
     pub fn right_close(&self, ts: i64) -> i64 {
         ts.saturating_add(self.before_ms)
             .saturating_add(1)
@@ -204,7 +204,7 @@ impl<K, V1, V2> std::fmt::Debug for StreamJoined<K, V1, V2> {
 ///
 /// [`Joined::with_grace_period`] is stored and returned by
 /// [`Joined::grace_period`] so ported code compiles and reads back what it
-/// wrote, but it has **no effect** (DESIGN 3.5): a stream-table join has no
+/// wrote, but it has **no effect** (docs/emission.md#joined-grace): a stream-table join has no
 /// grace, and a stream-stream join takes its grace from [`JoinWindows`].
 pub struct Joined<K, V, VT> {
     pub(crate) key_serde: Option<SerdeRef<K>>,

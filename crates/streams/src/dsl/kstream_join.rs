@@ -1,5 +1,5 @@
 //! The join operators of [`KStream`]: stream-stream `join`, `left_join`,
-//! `outer_join` (windowed, DESIGN 3.5) and stream-table `join_table`,
+//! `outer_join` (windowed, docs/emission.md#stream-stream-joins) and stream-table `join_table`,
 //! `left_join_table`.
 //!
 //! Rust has no overloading, so the stream-table forms of Kafka Streams'
@@ -159,7 +159,7 @@ where
 
     /// Left windowed join: as [`KStream::join`], and each left record that
     /// matched nothing is joined with `None` once the frontier reaches its
-    /// close, `t + after + 1 + grace` (DESIGN 3.4, 3.5).
+    /// close, `t + after + 1 + grace` (docs/late.md#closes).
     pub fn left_join<V2, VR>(
         &self,
         other: &KStream<K, V2>,
@@ -421,7 +421,7 @@ where
 
     /// Inner stream-table join: each stream record joins the table's current
     /// row for its key; records without a row produce nothing. Table updates
-    /// produce nothing. No grace (DESIGN 3.5).
+    /// produce nothing. No grace (docs/emission.md#stream-table-joins).
     pub fn join_table<VT, VR>(
         &self,
         table: &KTable<K, VT>,

@@ -1,7 +1,7 @@
 //! Scheduled sources in the DSL: [`Schedule`] and
 //! [`StreamsBuilder::scheduled_source`]. A STREAM_TIME schedule is driven by
 //! the watermark, so it is refused beside a `no_watermarks()` source, under
-//! DISABLED coordination or with no source topic (DESIGN 3.7); wall-clock and
+//! DISABLED coordination or with no source topic (docs/validation.md#refusals); wall-clock and
 //! cron schedules run on the task's wall-clock tick.
 //!
 //! This module wires the node; what it does is `processors::scheduled_source`.

@@ -1,9 +1,10 @@
-//! [`Suppressed`] and [`BufferConfig`]: the three suppress triggers of
-//! DESIGN 3.5, and `KTable::suppress`.
+//! [`Suppressed`] and [`BufferConfig`]: the three suppress triggers
+//! (docs/emission.md#suppress), and `KTable::suppress`.
 //!
 //! - `until_window_closes(config)`: one final result per window, released
 //!   when the committed frontier reaches the window's close (the same close
-//!   and the same inclusive test as the aggregation's late rule, DESIGN 3.4).
+//!   and the same inclusive test as the aggregation's late rule,
+//!   docs/late.md#late-rule).
 //!   The close is learned at build time from the windowed aggregation
 //!   upstream. Tombstones are not released (a final result never is one).
 //! - `until_time_limit(d, config)`: a key's updates are held until the
@@ -135,7 +136,7 @@ where
     K: Ord + Clone + std::fmt::Debug + 'static,
     V: Clone + 'static,
 {
-    /// Holds back updates per `suppressed` (DESIGN 3.5).
+    /// Holds back updates per `suppressed` (docs/emission.md#suppress).
     pub fn suppress(&self, suppressed: Suppressed<K>) -> KTable<K, V> {
         let graph = self.graph.clone();
         let Suppressed {

@@ -63,7 +63,7 @@ pub(crate) trait WindowKind: Copy + std::fmt::Debug + Send + Sync + 'static {
     const STREAM: &'static str;
     /// The store it aggregates into.
     const SHAPE: StoreShape;
-    /// What makes the node watermark-driven (DESIGN 3.7), named in
+    /// What makes the node watermark-driven (docs/validation.md#watermark-driven), named in
     /// validation errors.
     const AGGREGATION: &'static str;
     /// The default retention, in retention errors.
@@ -79,7 +79,7 @@ pub(crate) trait WindowKind: Copy + std::fmt::Debug + Send + Sync + 'static {
     /// Checks the definition; `store` names the operator in errors.
     fn validate(&self, store: &str) -> Result<(), TopologyError>;
 
-    /// The default retention (DESIGN 3.6).
+    /// The default retention (docs/state.md#retention).
     fn default_retention_ms(&self) -> i64;
 
     /// `close − window.end`, for `suppress(until_window_closes)`.

@@ -9,15 +9,15 @@
 //! - a punctuator is a closure over the context; state it shares with the
 //!   processor lives behind an `Rc<RefCell<..>>` the two hold;
 //! - STREAM_TIME punctuators and event-time timers fire on the watermark
-//!   (DESIGN 3.2, 3.3); `current_stream_time_ms()` is an alias of
+//!   (docs/barriers.md#watermark-events); `current_stream_time_ms()` is an alias of
 //!   `current_watermark_ms()`;
 //! - event-time timers are keyed by a string, one per key (registering
 //!   again moves it), persisted in the changelogged store
 //!   `<processor>-timers`; a processor using them declares so with
 //!   [`Processor::EVENT_TIME_TIMERS`], which makes the topology
-//!   watermark-driven (DESIGN 3.7);
+//!   watermark-driven (docs/validation.md#watermark-driven);
 //! - processing-time timers are keyed the same way, fire on the task's
-//!   wall-clock tick (DESIGN 3.8: never on event time), and persist in
+//!   wall-clock tick (never on event time), and persist in
 //!   `<processor>-wall-timers`; a processor using them declares so with
 //!   [`Processor::PROCESSING_TIME_TIMERS`] (no watermark is needed);
 //! - `forward_to` names a child by position, in the order the children were
@@ -62,7 +62,8 @@ pub enum PunctuationType {
 /// A processor, as Kafka Streams' `api.Processor<KIn, VIn, KOut, VOut>`.
 pub trait Processor<KIn, VIn, KOut, VOut> {
     /// Whether this processor registers event-time timers. Such a processor
-    /// is driven by the watermark and refused where one cannot move (DESIGN 3.7).
+    /// is driven by the watermark and refused where one cannot move
+    /// (docs/validation.md#refusals).
     const EVENT_TIME_TIMERS: bool = false;
 
     /// Whether this processor registers processing-time (wall-clock)
@@ -345,7 +346,7 @@ impl<KOut: Clone + 'static, VOut: Clone + 'static> ProcessorContext<'_, KOut, VO
         self.timers()?.cancel(key)
     }
 
-    /// The application-wide watermark (DESIGN 3.2); `i64::MIN` before any.
+    /// The application-wide watermark (docs/time.md#processor-clock); `i64::MIN` before any.
     pub fn current_watermark_ms(&self) -> i64 {
         self.task.watermark.as_millis()
     }

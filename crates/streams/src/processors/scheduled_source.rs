@@ -1,6 +1,7 @@
 //! A scheduled source: produces records from a generator on a wall-clock
 //! interval, a cron expression (both on the task's wall-clock tick) or an
-//! interval of watermark progress (on watermark events, DESIGN 3.3). Missed
+//! interval of watermark progress (on watermark events,
+//! docs/barriers.md#watermark-events). Missed
 //! firings collapse into one, as Kafka Streams' punctuators do; each firing
 //! stamps its records with the time it fires at.
 //!

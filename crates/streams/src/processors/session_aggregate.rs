@@ -6,13 +6,13 @@
 //! Per record at `t`: the merge scan finds the key's sessions overlapping
 //! `[t − gap, t + gap]`; a session that has **closed** (its close,
 //! `end + gap + 1 + grace`, at or before the floor) is left out, so an
-//! on-time record within its gap starts a new session (DESIGN 3.4). The
+//! on-time record within its gap starts a new session (docs/late.md#sessions). The
 //! open sessions found are merged with the record; the merged session is
 //! judged against the floor after the merge and dropped (`late_session`)
 //! if closed, so a late record bridging two open sessions is rescued.
 //! Under on-window-update every absorbed session is forwarded as a
 //! tombstone, then the merged session; each carries the session's end as
-//! its timestamp (DESIGN 3.5).
+//! its timestamp (docs/emission.md#timestamps).
 //!
 //! It knows nothing of how the floor or the frontier were computed.
 
@@ -80,7 +80,7 @@ where
         let mut absorbed = Vec::with_capacity(found.len());
         for (w, value) in found {
             if cx.floor.has_closed(self.windows.close_of_end(w.end)) {
-                // A closed session is final: left out of the merge scan (DESIGN 3.4).
+                // A closed session is final: left out of the merge scan (docs/late.md#sessions).
                 continue;
             }
             acc = Some(match acc {

@@ -10,7 +10,7 @@
 //! is how the operator finds the previous record when a new one arrives.
 //!
 //! A record is dropped (`late_window`) when the window `[t, t + D]` closes
-//! at or before the floor, `t + D + 1 + grace` (DESIGN 3.4); otherwise each
+//! at or before the floor, `t + D + 1 + grace` (docs/late.md#closes); otherwise each
 //! window it would create or update is skipped if that window has closed.
 //! It knows nothing of how the floor or the frontier were computed.
 //!

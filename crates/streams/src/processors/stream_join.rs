@@ -16,10 +16,10 @@
 //! arrivals).
 //! A record of an outer side that matched nothing is kept under its close,
 //! `t + after + 1 + grace` (left) or `t + before + 1 + grace` (right)
-//! (DESIGN 3.4) — each arrival separately, so N identical unmatched
+//! (docs/late.md#closes) — each arrival separately, so N identical unmatched
 //! arrivals give N null-joins — unless that close is already at or below
 //! the emitted frontier, when its null-join is forwarded at once. Join
-//! inputs are never dropped as late (DESIGN 3.5).
+//! inputs are never dropped as late (docs/late.md#joins).
 //!
 //! The emission pass (the this-join processor, as a frontier operator)
 //! forwards every unmatched record whose close is at or below the frontier,

@@ -1,7 +1,8 @@
 //! The stream-table join (inner and left): each stream record looks its key
 //! up in the table's store as it is now and forwards the joined value with
 //! the stream record's time. Table updates forward nothing; a stream-table
-//! join has no grace (DESIGN 3.5) and consults no clock.
+//! join has no grace (docs/emission.md#stream-table-joins) and consults no
+//! clock.
 //!
 //! This module knows nothing of how the table's store is filled.
 

@@ -1,4 +1,4 @@
-//! The barrier suppress buffer, `until_barrier()` (DESIGN 3.5): holds the
+//! The barrier suppress buffer, `until_barrier()` (docs/emission.md#until-barrier): holds the
 //! updates that flow through it during one epoch and releases at most one
 //! record per key at the commit barrier, inside that epoch's transaction.
 //!

@@ -1,5 +1,5 @@
 //! The frontier-driven suppress buffer: `until_window_closes` and
-//! `until_time_limit` (DESIGN 3.5).
+//! `until_time_limit` (docs/emission.md#suppress).
 //!
 //! Each key holds one entry: the latest update's value (or tombstone),
 //! timestamp and headers, under the buffer time of the key's *first*
@@ -7,7 +7,7 @@
 //! when its buffer time plus the delay is at or before the committed
 //! frontier: for `until_window_closes` the buffer time is the window's end
 //! and the delay `close − end`, so release happens exactly at the close the
-//! aggregation's late rule uses (DESIGN 3.4); for `until_time_limit` the
+//! aggregation's late rule uses (docs/late.md#suppress); for `until_time_limit` the
 //! buffer time is the record's time and the delay the limit. Releases leave
 //! in buffer-time, then key, order. Final-result buffers do not release
 //! tombstones.

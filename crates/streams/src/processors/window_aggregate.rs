@@ -3,7 +3,7 @@
 //!
 //! Per record, for each window containing it: the window is dropped from the
 //! update (counted `late_window`) when its close, `end + grace`, is at or
-//! before the floor of the lane processing it (DESIGN 3.4); otherwise it is
+//! before the floor of the lane processing it (docs/late.md#late-rule); otherwise it is
 //! folded in and, under `on_window_update`, forwarded. Under
 //! `on_window_close` the emission pass forwards each window whose close lies
 //! in (emit frontier, frontier] once, in order of close, then key, and

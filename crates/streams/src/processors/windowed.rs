@@ -120,12 +120,12 @@ where
         self.drop_counted.set(false);
     }
 
-    /// The late rule (DESIGN 3.4): whether `window`, closing at `close`, has
-    /// closed at the floor; if so the record is dropped from it. The metric
-    /// counts the record once under `reason`, at the first window it missed
-    /// since [`WindowedOutput::next_record`] (Kafka Streams counts per
-    /// window; issue 16 chose one per record); every window missed is a
-    /// [`DropEvent`](crate::DropEvent) and a debug line.
+    /// The late rule (docs/late.md#late-rule): whether `window`, closing at
+    /// `close`, has closed at the floor; if so the record is dropped from it.
+    /// The metric counts the record once under `reason`, at the first window
+    /// it missed since [`WindowedOutput::next_record`] (Kafka Streams counts
+    /// per window; we count records, docs/late.md#counting); every window
+    /// missed is a [`DropEvent`](crate::DropEvent) and a debug line.
     #[inline(always)]
     pub(crate) fn closed(
         &self,

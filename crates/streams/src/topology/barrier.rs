@@ -1,6 +1,6 @@
 //! [`BarrierSchedule`]: the one sequence a commit barrier runs on the tasks of
-//! a thread (DESIGN 3.3), and its form on the test driver's simpler clock
-//! (DESIGN 3.8). The runtime's lanes, the test driver and the benchmarks'
+//! a thread (docs/barriers.md#frontier), and its form on the test driver's
+//! simpler clock (docs/test-driver.md#one-number-clock). The runtime's lanes, the test driver and the benchmarks'
 //! pipeline all cross barriers through it and call no barrier step of a task
 //! themselves, so the order cannot drift between runners.
 //!
@@ -11,10 +11,10 @@
 //! clocks run them in the same cyclic order and differ in where the frontier
 //! is and where a barrier cuts the cycle:
 //!
-//! - the engine (DESIGN 3.3): barrier N crosses (epoch N ends), stamps
+//! - the engine: barrier N crosses (epoch N ends), stamps
 //!   W(N), flushes on W(N−1), whose output belongs to epoch N+1; a final
 //!   barrier also flushes on W(N) and crosses again, into epoch N;
-//! - the simpler clock (DESIGN 3.8): event time moves to W and every task
+//! - the simpler clock: event time moves to W and every task
 //!   flushes on W, in topological order, each task's repartition output
 //!   handed on before the next runs; a barrier then crosses every task.
 //!   Floors are the runner's (the driver judges each record against the
@@ -33,7 +33,7 @@ use crate::topology::task::{EpochCommit, StreamTask};
 pub enum BarrierKind {
     /// An ordinary barrier: the emission pass trails the stamp by one.
     Regular,
-    /// The final barrier (DESIGN 3.3, shutdown): every window closing at or
+    /// The final barrier (shutdown, docs/barriers.md#final-barrier): every window closing at or
     /// before its stamp is emitted into the epoch it closes.
     FinalFlush,
 }

@@ -15,7 +15,7 @@ use crate::record::Headers;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum DropReason {
-    /// Its window had closed (DESIGN 3.4).
+    /// Its window had closed (docs/late.md#late-rule).
     LateWindow,
     /// Its session had closed.
     LateSession,
@@ -64,7 +64,7 @@ pub struct DropEvent {
     pub timestamp: i64,
     /// Why.
     pub reason: DropReason,
-    /// The window or session the record missed, and its close (DESIGN 3.4);
+    /// The window or session the record missed, and its close (docs/late.md#closes);
     /// `None` for a drop that is not about time.
     pub window: Option<(crate::record::Window, i64)>,
     /// The node that dropped it.
@@ -132,7 +132,7 @@ pub struct OutputRecord {
 /// The window a final result closes, as an emission pass forwarded it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Emitted {
-    /// The window's close (DESIGN 3.4).
+    /// The window's close (docs/late.md#closes).
     pub close: i64,
     /// The window's start (a join null side's or a suppressed record's
     /// timestamp).
@@ -226,7 +226,7 @@ impl TaskContext {
         }
     }
 
-    /// The floor the current record is judged against (DESIGN 3.3, 3.4).
+    /// The floor the current record is judged against (docs/barriers.md#floors).
     pub fn floor(&self) -> Watermark {
         self.floor
     }

@@ -148,7 +148,7 @@ pub(crate) trait FrontierOperator {
 
 /// An operator that acts on time events rather than records: event-time
 /// timers, STREAM_TIME punctuators and scheduled sources fire on watermark
-/// events (DESIGN 3.3: not at barriers); wall-clock punctuators and
+/// events (not at barriers: docs/barriers.md#watermark-events); wall-clock punctuators and
 /// wall-clock or cron scheduled sources fire on the task's wall-clock tick.
 pub(crate) trait TimeOperator {
     /// A watermark event: STREAM_TIME punctuators and scheduled sources
@@ -307,7 +307,7 @@ pub(crate) struct NodeDef {
     pub(crate) kind: NodeKind,
     pub(crate) parents: Vec<NodeId>,
     pub(crate) stores: Vec<String>,
-    /// What the watermark drives here, if anything (DESIGN 3.7).
+    /// What the watermark drives here, if anything (docs/validation.md#watermark-driven).
     pub(crate) watermark_driven: Option<&'static str>,
     /// Internal topics (repartition) this node writes or reads.
     pub(crate) internal: bool,
@@ -333,7 +333,7 @@ pub(crate) struct GraphBuilder {
     pub(crate) missing_serdes: Vec<(String, &'static str)>,
     /// User stores added with `StreamsBuilder::add_state_store`.
     pub(crate) user_stores: Vec<Arc<dyn StoreSupplier>>,
-    /// Windowed aggregations: node → `close − window.end` (DESIGN 3.4), for
+    /// Windowed aggregations: node → `close − window.end` (docs/late.md#closes), for
     /// `suppress(until_window_closes)` to find upstream at build time.
     pub(crate) window_close_offsets: HashMap<NodeId, i64>,
     counter: usize,

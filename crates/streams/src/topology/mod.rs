@@ -3,7 +3,7 @@
 //! `TimeOperator`, instantiation), the task that runs a sub-topology
 //! (`task`, `context`, `shared_store`), the order of a barrier's steps on
 //! it (`barrier`) and, here, [`Topology`]: the built
-//! graph, its sub-topologies, `describe()`, and the validation of DESIGN 3.7.
+//! graph, its sub-topologies, `describe()`, and its validation (docs/validation.md).
 //!
 //! Sub-topologies are the connected components of the graph once it is cut
 //! at repartition topics (nodes sharing a store stay together). Each is run
@@ -169,7 +169,7 @@ impl Topology {
         })
     }
 
-    /// Refuses what DESIGN 3.7 lists, naming the node and the source.
+    /// Refuses what docs/validation.md#refusals lists, naming the node and the source.
     pub fn validate(&self, config: &StreamsConfig) -> Result<(), TopologyError> {
         let external: Vec<(&NodeDef, &crate::topology::graph::SourceTime, &str)> = self
             .nodes

@@ -1,7 +1,7 @@
 //! [`StreamTask`]: applies records, watermark events and barriers to one
 //! sub-topology, on one thread.
 //!
-//! The task owns the two clocks a sub-topology reads (DESIGN 3.3): the
+//! The task owns the two clocks a sub-topology reads (docs/barriers.md#floors): the
 //! **floor** records are judged against, and the **frontier** final results
 //! are emitted against. It holds the epoch's pending output and the stores'
 //! dirty changelog entries until a barrier takes them. It knows nothing of
@@ -143,7 +143,7 @@ impl StreamTask {
         self.cx.watermark.advance_to(watermark);
     }
 
-    /// Fires what runs on event time (DESIGN 3.3): STREAM_TIME punctuators
+    /// Fires what runs on event time (docs/barriers.md#watermark-events): STREAM_TIME punctuators
     /// and scheduled sources against `punctuation`, event-time timers
     /// against `timers`. Output joins the current epoch.
     pub fn fire_event_time(
@@ -378,7 +378,7 @@ impl StreamTask {
         })
     }
 
-    /// A barrier's stamp reaches the task (DESIGN 3.3): it joins the task's
+    /// A barrier's stamp reaches the task (docs/barriers.md#frontier): it joins the task's
     /// last few stamps and the floor rises to it. Returns the stamp before
     /// it, the frontier the engine's emission pass runs on.
     pub(crate) fn push_stamp(&mut self, stamp: Watermark) -> Option<Watermark> {
@@ -391,7 +391,7 @@ impl StreamTask {
         previous
     }
 
-    /// Seeds floor and frontier after a restart (DESIGN 3.6).
+    /// Seeds floor and frontier after a restart (docs/state.md#restart).
     pub fn seed(&mut self, floor: Watermark, frontier: Watermark) {
         self.set_floor(floor);
         self.stamps.clear();

@@ -4,7 +4,7 @@
 //! each closes; the operators run this arithmetic and the DSL hands it to
 //! them.
 //!
-//! Closes (DESIGN 3.4): a sliding window `[start, start + D]` (both ends
+//! Closes (docs/late.md#closes): a sliding window `[start, start + D]` (both ends
 //! inclusive) closes at `start + D + 1 + grace`; a session `[start, end]`
 //! (both inclusive) at `end + gap + 1 + grace`. Every close is
 //! `window.end + offset` for a per-operator constant offset, which

@@ -2,8 +2,8 @@
 //!
 //! [`TimeWindows`] are tumbling or hopping, `[start, start + size)`, aligned
 //! to the epoch, never starting below 0. A window's **close** is
-//! `end + grace` (DESIGN 3.4): the smallest watermark at which no record
-//! that can still arrive could change it, plus grace.
+//! `end + grace` (docs/late.md#closes): grace added to the first watermark
+//! after which no record still to come could fall in the window.
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! The dropped-record metric counts records, not windows (issue 16): a
+//! The dropped-record metric counts records, not windows (docs/late.md#counting): a
 //! record that misses several windows counts once in
 //! `dropped.records.total{reason}`, and each window it missed stays a
 //! `DropEvent` (the per-window detail), exactly one of which is marked

@@ -2,8 +2,9 @@
 //! `KStreamKStreamJoinTest`, `KStreamKStreamLeftJoinTest` and
 //! `KStreamKStreamOuterJoinTest` scenarios (inputs and expected outputs
 //! transcribed; the joiner is `TOSTRING_JOINER`: `left + "+" + right`, a
-//! missing side `null`). Where stoatflow differs by design (DESIGN 3.4,
-//! 3.5) the test is named after the difference.
+//! missing side `null`). Where stoatflow differs by design
+//! (docs/emission.md#stream-stream-joins) the test is named after the
+//! difference.
 
 use std::time::Duration;
 
@@ -199,7 +200,7 @@ fn left_join_matches_kafka_streams_run_left_join() {
         .run();
 }
 
-/// DESIGN 3.4/3.5 divergence: the null side is emitted by the emission pass
+/// Divergence (docs/emission.md#stream-stream-joins): the null side is emitted by the emission pass
 /// of the pipe whose watermark reaches its close `t + after + 1 + grace`,
 /// after that record's own results — whichever side the record is on and
 /// even if it is not at stream time (Kafka Streams waits for a record at
@@ -224,7 +225,7 @@ fn left_null_side_flushed_by_the_emission_pass_after_the_piped_records_results()
         .run();
 }
 
-/// DESIGN 3.5 divergence: several null sides in one pass leave in order of
+/// Divergence (docs/emission.md#stream-stream-joins): several null sides in one pass leave in order of
 /// close, then key (Kafka Streams: store order).
 #[test]
 fn null_sides_in_one_pass_are_ordered_by_close_then_key() {
@@ -247,7 +248,7 @@ fn null_sides_in_one_pass_are_ordered_by_close_then_key() {
         .run();
 }
 
-/// DESIGN 3.5: N identical unmatched arrivals emit N null-joins.
+/// docs/emission.md#stream-stream-joins: N identical unmatched arrivals emit N null-joins.
 #[test]
 fn identical_unmatched_arrivals_emit_one_null_join_each() {
     let w = JoinWindows::of_time_difference_with_no_grace(ms(10));
@@ -288,7 +289,7 @@ fn outer_join_match_cancels_pending_null_sides() {
         .run();
 }
 
-/// Join inputs are never dropped as late (DESIGN 3.5): a record whose null
+/// Join inputs are never dropped as late (docs/late.md#joins): a record whose null
 /// side already closed still joins what the stores hold, and its own null
 /// side is emitted at once. The stores' retention (window + grace: 200 ms
 /// here) bounds what can still match: at frontier 1500 an arrival at 1350 is
@@ -567,7 +568,7 @@ fn outer_join_several_buffered_null_sides_flush_in_time_order() {
         .run();
 }
 
-/// `testOuterJoinDuplicates`, DESIGN 3.4/3.5 divergence. Kafka Streams emits
+/// `testOuterJoinDuplicates`, a divergence (docs/emission.md#stream-stream-joins). Kafka Streams emits
 /// the four null sides of time 0 only when the record at 211 arrives, in
 /// store order (`null+11, null+12, A0+null, A0-0+null`). Here they close at
 /// `0 + 100 + 1 + 10 = 111`, so the pass of the record at 111 emits them,
@@ -608,7 +609,7 @@ fn outer_join_duplicates_flush_at_their_close_ordered_by_close_then_key() {
         .run();
 }
 
-/// `testOrdering`, DESIGN 3.5/3.8 divergence: Kafka Streams emits the
+/// `testOrdering`, a divergence (docs/test-driver.md#final-emission): Kafka Streams emits the
 /// expired `A0+null` before the piped record's join `A1+11`; here the
 /// emission pass runs after the piped record's own results.
 #[test]
@@ -625,7 +626,8 @@ fn outer_join_ordering_own_results_before_the_flushed_null_side() {
         .run();
 }
 
-/// The left-join form of `testOrdering`: same divergence (DESIGN 3.5/3.8).
+/// The left-join form of `testOrdering`: same divergence
+/// (docs/test-driver.md#final-emission).
 #[test]
 fn left_join_ordering_own_results_before_the_flushed_null_side() {
     let w = JoinWindows::of_time_difference_with_no_grace(ms(100));
@@ -640,7 +642,7 @@ fn left_join_ordering_own_results_before_the_flushed_null_side() {
         .run();
 }
 
-/// `testGracePeriod`, DESIGN 3.5 divergence in order only: both null sides
+/// `testGracePeriod`, a divergence in order only (docs/emission.md#stream-stream-joins): both null sides
 /// of time 0 close at `0 + 100 + 1 + 10 = 111`, so at 112 they leave by key
 /// (`A0+null` then `null+11`; Kafka Streams: `null+11` first). Nothing
 /// closes at 101 (ended, not closed). Extension: the ones of time 101 close
@@ -685,8 +687,8 @@ fn left_join_grace_period_emits_at_the_close() {
         .run();
 }
 
-/// `testEmitAllNonJoinedResultsForAsymmetricWindow`, DESIGN 3.5 divergence
-/// in order only (`before(5)`, `after(20)`: left closes at `t + 21`, right
+/// `testEmitAllNonJoinedResultsForAsymmetricWindow`, a divergence in order
+/// only (docs/emission.md#stream-stream-joins) (`before(5)`, `after(20)`: left closes at `t + 21`, right
 /// at `t + 6`). At 50, `13` (close 42), `14` (43) and `A0` (50) leave by
 /// close; Kafka Streams emits `A0+null` first.
 #[test]

@@ -204,7 +204,7 @@ impl Processor<i32, String, i32, String> for WallTimerProcessor {
     }
 }
 
-/// DESIGN 3.8: `advance_wall_clock_time` fires processing-time timers; event
+/// docs/test-driver.md#advance-watermark: `advance_wall_clock_time` fires processing-time timers; event
 /// time never does. A timer fires once, on the first tick at or past it; a
 /// cancelled one never.
 #[test]

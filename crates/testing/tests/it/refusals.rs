@@ -1,4 +1,4 @@
-//! DESIGN 3.7: every watermark-driven node is refused beside a
+//! docs/validation.md#refusals: every watermark-driven node is refused beside a
 //! `no_watermarks()` source, under DISABLED coordination, with no source
 //! topic, and under DIRECT dispatch; each error names the node and source.
 

@@ -1,10 +1,9 @@
-//! Restarts in one process (DESIGN 3.6) at operation boundaries: the driver
+//! Restarts in one process (docs/state.md#restart) at operation boundaries: the driver
 //! closed and rebuilt from the changelogs it committed, gracefully or after a
 //! crash, between two driver calls (a pipe, an advance, a commit). Final
 //! results are emitted exactly once across such restarts. A crash inside an
 //! operation (mid-barrier, between a changelog write and a commit) is not
-//! tried here: that enumeration needs the runtime and a fault-injecting log
-//! (issue 17).
+//! tried here: that enumeration needs the runtime and a fault-injecting log.
 
 use std::time::Duration;
 

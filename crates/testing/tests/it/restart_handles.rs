@@ -1,4 +1,4 @@
-//! What a driver restart leaves a test to reason about (issue 16): the old
+//! What a driver restart leaves a test to reason about (docs/test-driver.md#restarts): the old
 //! driver's handles fail with a clear error, committed output stays
 //! readable, metrics carry over, `last_barrier_watermark` is the newest
 //! committed stamp, and the committed offsets say what a crash loses.

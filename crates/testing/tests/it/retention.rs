@@ -1,4 +1,4 @@
-//! Retention of sliding and session stores (DESIGN 3.6): `with_retention`,
+//! Retention of sliding and session stores (docs/state.md#retention): `with_retention`,
 //! else `2·D + grace` / `gap + grace`, expired on the frontier only and never
 //! before a window's close.
 

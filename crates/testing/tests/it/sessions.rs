@@ -1,7 +1,7 @@
 //! Session windows: the outcomes of Kafka Streams'
 //! `SessionWindowedKStreamImplTest` and
-//! `KStreamSessionWindowAggregateProcessorTest`, and where DESIGN 3.4 makes
-//! us differ (a closed session is left out of the merge scan).
+//! `KStreamSessionWindowAggregateProcessorTest`, and where docs/late.md#sessions
+//! makes us differ (a closed session is left out of the merge scan).
 
 use std::time::Duration;
 
@@ -309,11 +309,11 @@ fn kafka_streams_session_window_outcomes() {
     }
 }
 
-/// DESIGN 3.4: "A closed session is left out of the merge scan: an on-time
-/// record within its gap starts a new session." Kafka Streams would merge
+/// docs/late.md#sessions: a closed session is not a merge candidate, so an
+/// on-time record within its gap starts a new session. Kafka Streams would merge
 /// `[k@0/0]` (already final) into `[k@0/5]` and retract it.
 #[test]
-fn closed_session_is_left_out_of_the_merge_scan_design_3_4() {
+fn closed_session_is_left_out_of_the_merge_scan() {
     let steps = [pipe("k", "a", 0), pipe("other", "x", 6), pipe("k", "b", 5)];
     for emit in [EmitStrategy::OnWindowUpdate, EmitStrategy::OnWindowClose] {
         // gap 5: [k@0/0] closes at 0 + 5 + 1 = 6, the floor when k@5 arrives.
@@ -351,7 +351,7 @@ fn closed_session_is_left_out_of_the_merge_scan_design_3_4() {
     }
 }
 
-/// DESIGN 3.4: sessions are judged after the merge; a record late on its own
+/// docs/late.md#sessions: sessions are judged after the merge; a record late on its own
 /// that merges into an open session is rescued (and a closed neighbour is
 /// still left out).
 #[test]
@@ -383,7 +383,7 @@ fn late_record_merging_into_an_open_session_is_rescued() {
 }
 
 #[test]
-fn session_updates_and_tombstones_carry_the_session_end_design_3_5() {
+fn session_updates_and_tombstones_carry_the_session_end() {
     let outcome = run_sessions(
         Agg::Count,
         EmitStrategy::OnWindowUpdate,

@@ -1,5 +1,7 @@
-//! The worked examples of the spec: part 4's six arrivals (the driver emits
-//! three, the engine four) and part 3's R/F race, expressed with barriers.
+//! Two worked examples: six arrivals on two partitions where the driver
+//! emits three and the engine four (docs/test-driver.md#driver-vs-engine),
+//! and a late record R processed after a record F that moved the raw watermark
+//! past R's close, admitted against its lane's floor (docs/barriers.md#floors).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,7 +38,7 @@ fn orders_topology() -> Topology {
     b.build().unwrap()
 }
 
-/// (partition, event time) of part 4's six arrivals; the window [10:00, 10:05)
+/// (partition, event time) of the six arrivals; the window [10:00, 10:05)
 /// with a minute of grace closes at 10:06:00.
 const SIX: [(i32, i64); 6] = [
     (0, T10_00 + MIN),                // ① in the window
@@ -48,7 +50,7 @@ const SIX: [(i32, i64); 6] = [
 ];
 
 #[test]
-fn part4_six_arrivals_the_driver_emits_three() {
+fn six_arrivals_the_driver_emits_three() {
     let mut steps: Vec<Step> = SIX
         .iter()
         .map(|&(_, ts)| pipe_to("orders", "shop", "o", ts))
@@ -79,7 +81,7 @@ fn counts_of(commit: &EpochCommit) -> Vec<i64> {
 }
 
 #[test]
-fn part4_six_arrivals_the_engine_emits_four() {
+fn six_arrivals_the_engine_emits_four() {
     // The engine's clock: minimum over the two partitions, less the 10 s bound,
     // stamped on a barrier after each record; the task judges records against
     // the stamp of the barrier before and emits against the one before that.
@@ -148,7 +150,7 @@ fn part4_six_arrivals_the_engine_emits_four() {
 }
 
 #[test]
-fn part3_race_r_is_admitted_against_w2_and_counted_at_barrier_4() {
+fn race_r_is_admitted_against_w2_and_counted_at_barrier_4() {
     // Window [10:00, 10:05) + 1 min grace closes at 10:06:00. W(2) = 10:05:20.
     // In epoch 3, F (10:06:30) is processed before R (10:04:50): the raw
     // watermark reaches the close, but R's lane judges it against W(2).

@@ -1,4 +1,4 @@
-//! Reading stores through the driver (issue 16): typed accessors per store
+//! Reading stores through the driver: typed accessors per store
 //! kind, an error (never a silent `None`) for a wrong type or name, and
 //! `all()` on every store kind through the re-exported store traits.
 //! Tests the driver's store API itself, so it calls the driver directly.

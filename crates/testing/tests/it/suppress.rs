@@ -1,6 +1,6 @@
 //! Suppress: the outcomes of Kafka Streams' `SuppressScenarioTest`, the
 //! barrier buffer, full buffers, release order and what a release carries,
-//! and where DESIGN makes us differ (release at the window's close, one tick
+//! and where docs/late.md#closes makes us differ (release at the window's close, one tick
 //! after Kafka Streams for sliding and session windows).
 
 use std::fmt::Debug;
@@ -438,11 +438,11 @@ fn releases_keep_the_latest_headers_and_leave_in_buffer_time_then_key_order() {
     );
 }
 
-/// DESIGN 3.4 ("`suppress(until_window_closes)` uses the same test") and 3.5:
+/// docs/late.md#suppress (`suppress(until_window_closes)` uses the late rule's close):
 /// a sliding window `[5, 10]` with no grace closes at 10 + 1 = 11, one tick
 /// after Kafka Streams' suppress, which releases it at stream time 10.
 #[test]
-fn suppress_releases_sliding_windows_at_their_close_one_tick_after_kafka_streams_design_3_4() {
+fn suppress_releases_sliding_windows_at_their_close_one_tick_after_kafka_streams() {
     let o = final_results(|g| {
         g.windowed_by(SlidingWindows::of_time_difference_with_no_grace(ms(5)))
             .count_with(Materialized::as_("counts"))
@@ -458,11 +458,11 @@ fn suppress_releases_sliding_windows_at_their_close_one_tick_after_kafka_streams
     assert_eq!(o.at(1, "suppressed"), vec![out("[k@5/10]", "1", 10)]);
 }
 
-/// DESIGN 3.4: a session closes at `end + gap + 1 + grace`; Kafka Streams'
+/// docs/late.md#closes: a session closes at `end + gap + 1 + grace`; Kafka Streams'
 /// suppress releases it at `end + gap + grace`, while its aggregation would
 /// still merge a record there.
 #[test]
-fn suppress_releases_sessions_at_their_close_one_tick_after_kafka_streams_design_3_4() {
+fn suppress_releases_sessions_at_their_close_one_tick_after_kafka_streams() {
     let o = final_results(|g| {
         g.windowed_by(SessionWindows::of_inactivity_gap_with_no_grace(ms(5)))
             .count_with(Materialized::as_("counts"))

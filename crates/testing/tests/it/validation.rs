@@ -1,4 +1,5 @@
-//! The driver refuses at construction every topology the engine refuses (DESIGN 3.7).
+//! The driver refuses at construction every topology the engine refuses
+//! (docs/validation.md#refusals).
 
 use std::time::Duration;
 

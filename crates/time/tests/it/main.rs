@@ -1,5 +1,5 @@
 //! Integration tests of stoatflow-time: every tracker and dispatch rule, the
-//! part 4 `/watermarks` example, and property tests of the invariants.
+//! `/watermarks` reading with an idle partition, and property tests of the invariants.
 
 mod alignment;
 mod dispatch;

@@ -1,5 +1,6 @@
-//! The `/watermarks` example of part 4 ("Reading /watermarks"): orders:1 is
-//! idle and excluded, orders:0 sets the global value.
+//! Reading `/watermarks` with one idle partition
+//! (docs/operating.md#watermarks-endpoint): orders:1 is idle and excluded,
+//! orders:0 sets the global value.
 //!
 //! The two partitions in the example show different idleness timeouts and
 //! bounds, so each is registered with its own policy.
