@@ -227,6 +227,20 @@ impl PooledFile {
         Ok(())
     }
 
+    /// A descriptor of its own on the file, for a reader that outlives
+    /// the pool's lock (compaction): a second descriptor of the open file
+    /// if the pool holds it, else the file opened for reading outside the
+    /// pool, so a pass over closed segments does not fill the pool and
+    /// closes what it opened when done.
+    pub(crate) fn reader(&self, path: &Path) -> Result<File, LogError> {
+        let inner = self.pool.lock();
+        match inner.open.get(&self.id) {
+            Some(o) => o.file.try_clone(),
+            None => File::open(path),
+        }
+        .map_err(|e| LogError::io("opening", path, e))
+    }
+
     /// The file's size, without opening it.
     pub(crate) fn len(&self, path: &Path) -> Result<u64, LogError> {
         let inner = self.pool.lock();
@@ -279,6 +293,30 @@ mod tests {
         }
         handles.truncate(1);
         assert!(pool.open_count() <= 1, "a dropped handle closes its file");
+    }
+
+    #[test]
+    fn a_reader_of_a_closed_file_does_not_enter_the_pool() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pool = FilePool::new(8);
+        let path = dir.path().join("0.seg");
+        let h = pool.create(&path).expect("create");
+        h.with(&path, "writing", Effect::WriteAndSync, |f| {
+            std::os::unix::fs::FileExt::write_all_at(f, b"abcd", 0)?;
+            f.sync_data()
+        })
+        .expect("write");
+        h.release(&path).expect("release");
+        let reader = h.reader(&path).expect("reader");
+        assert_eq!(pool.open_count(), 0, "the reader's descriptor is its own");
+        let mut buf = [0u8; 4];
+        std::os::unix::fs::FileExt::read_exact_at(&reader, &mut buf, 0).expect("read");
+        assert_eq!(&buf, b"abcd");
+        h.with(&path, "reading", Effect::Read, |_| Ok(()))
+            .expect("open");
+        assert_eq!(pool.open_count(), 1);
+        drop(h.reader(&path).expect("a reader of an open file"));
+        assert_eq!(pool.open_count(), 1);
     }
 
     #[test]

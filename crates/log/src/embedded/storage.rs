@@ -106,9 +106,7 @@ impl Store {
                 .try_clone()
                 .map(Reader::Disk)
                 .map_err(|e| LogError::io("opening", path, e)),
-            Store::Pooled(p) => p
-                .with(path, "opening", Effect::Read, File::try_clone)
-                .map(Reader::Disk),
+            Store::Pooled(p) => p.reader(path).map(Reader::Disk),
             Store::Mem(v) => Ok(Reader::Mem(Arc::clone(v))),
         }
     }
