@@ -32,7 +32,7 @@
 //! `store_access` (the driver's typed store accessors and their errors),
 //! `restart_handles` (what a restart retires, carries over and commits),
 //! `drop_counts` (the drop events and the one-per-record metric).
-//! `spec_examples` (the worked examples) also drives a bare `StreamTask` to show the engine's
+//! `worked_examples` also drives a bare `StreamTask` to show the engine's
 //! clock beside the driver's; that is the engine's API, not the driver's.
 //!
 //! The harness never knows what a topology computes: topologies and their
