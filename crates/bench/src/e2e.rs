@@ -206,29 +206,45 @@ pub(crate) fn engine_err(e: impl std::fmt::Display) -> BenchError {
 /// A fresh log in `dir` with `input` and the output topic, and `records`
 /// (partition, record) written into `input` in transactions of
 /// [`WRITE_BATCH`].
-fn write_log(
+pub(crate) fn write_log(
     dir: &RunDir,
     input: &str,
     records: impl Iterator<Item = (u32, Record)>,
 ) -> Result<Arc<EmbeddedLog>, BenchError> {
+    write_topics(dir, &[input], records.map(|(p, r)| (0, p, r)))
+}
+
+/// A fresh log in `dir` with every topic of `inputs` and the output topic,
+/// and `records` (index in `inputs`, partition, record) written in
+/// transactions of [`WRITE_BATCH`].
+pub(crate) fn write_topics(
+    dir: &RunDir,
+    inputs: &[&str],
+    records: impl Iterator<Item = (usize, u32, Record)>,
+) -> Result<Arc<EmbeddedLog>, BenchError> {
     let log = Arc::new(EmbeddedLog::open(dir.path()).map_err(engine_err)?);
-    log.create_topic(&TopicSpec::new(input, E2E_PARTITIONS))
-        .map_err(engine_err)?;
-    log.create_topic(&TopicSpec::new(OUTPUT, E2E_PARTITIONS))
-        .map_err(engine_err)?;
+    for topic in inputs.iter().chain([&OUTPUT]) {
+        log.create_topic(&TopicSpec::new(*topic, E2E_PARTITIONS))
+            .map_err(engine_err)?;
+    }
     let mut producer = log
         .transactional_producer("bench-input")
         .map_err(engine_err)?;
-    let tps: Vec<TopicPartition> = (0..E2E_PARTITIONS)
-        .map(|p| TopicPartition::new(input, p))
+    let tps: Vec<Vec<TopicPartition>> = inputs
+        .iter()
+        .map(|topic| {
+            (0..E2E_PARTITIONS)
+                .map(|p| TopicPartition::new(*topic, p))
+                .collect()
+        })
         .collect();
     let mut open = 0;
-    for (p, record) in records {
+    for (t, p, record) in records {
         if open == 0 {
             producer.begin().map_err(engine_err)?;
         }
         producer
-            .send(&tps[p as usize], &record)
+            .send(&tps[t][p as usize], &record)
             .map_err(engine_err)?;
         open += 1;
         if open == WRITE_BATCH {
@@ -261,7 +277,7 @@ pub fn write_input(dir: &RunDir, events: u64) -> Result<Arc<EmbeddedLog>, BenchE
 
 /// Writes `events` Nexmark events, unkeyed, alternating partitions, each
 /// timestamped with its `date_time`.
-fn write_nexmark(
+pub(crate) fn write_nexmark(
     dir: &RunDir,
     events: u64,
     generator: &GeneratorConfig,
@@ -361,7 +377,7 @@ const QUIET: Duration = Duration::from_millis(2_000);
 /// quiet (results crossing repartition hops take barriers after the input
 /// is consumed); without, at the end of the `close()` called once the
 /// input is consumed.
-fn run_app(
+pub(crate) fn run_app(
     topology: Topology,
     log: &Arc<EmbeddedLog>,
     setup: (&RunDir, E2eStores),

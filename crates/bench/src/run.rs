@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use stoatflow_streams::{KStream, StreamsBuilder, StreamsConfig, Windowed};
 use stoatflow_time::Watermark;
 
+use crate::e2e_queries::E2eQuery;
 pub use crate::error::BenchError;
 pub use crate::nexmark::out_of_orderness;
 use crate::nexmark::{Event, Generator, GeneratorConfig};
@@ -66,6 +67,9 @@ pub enum Query {
     /// it runs at [`RunOptions::pace`] records per second: the final-result
     /// latency of a steady state rather than of a backlog.
     E2eTumblingPaced,
+    /// Another query end to end on one lane, as the tumbling count and q5
+    /// (q7, q8, sliding, session, the inner and left joins).
+    E2eOne(crate::e2e_queries::E2eQuery),
 }
 
 impl Query {
@@ -88,6 +92,12 @@ impl Query {
         Query::E2eQ5One,
         Query::E2eQ5Two,
         Query::E2eTumblingPaced,
+        Query::E2eOne(E2eQuery::Q7),
+        Query::E2eOne(E2eQuery::Q8),
+        Query::E2eOne(E2eQuery::Sliding),
+        Query::E2eOne(E2eQuery::Session),
+        Query::E2eOne(E2eQuery::JoinInner),
+        Query::E2eOne(E2eQuery::JoinLeft),
     ];
 
     /// The name used on the command line and in reports.
@@ -110,6 +120,12 @@ impl Query {
             Query::E2eQ5One => "e2e-q5-1-lane",
             Query::E2eQ5Two => "e2e-q5-2-lanes",
             Query::E2eTumblingPaced => "e2e-tumbling-paced",
+            Query::E2eOne(E2eQuery::Q7) => "e2e-q7-1-lane",
+            Query::E2eOne(E2eQuery::Q8) => "e2e-q8-1-lane",
+            Query::E2eOne(E2eQuery::Sliding) => "e2e-sliding-1-lane",
+            Query::E2eOne(E2eQuery::Session) => "e2e-session-1-lane",
+            Query::E2eOne(E2eQuery::JoinInner) => "e2e-join-inner-1-lane",
+            Query::E2eOne(E2eQuery::JoinLeft) => "e2e-join-left-1-lane",
         }
     }
 
@@ -123,7 +139,13 @@ impl Query {
     pub fn takes_changelog_option(self) -> bool {
         !matches!(
             self,
-            Query::Gen | Query::E2eTumbling1 | Query::E2eTumbling2 | Query::E2eTumblingPaced
+            Query::Gen
+                | Query::E2eTumbling1
+                | Query::E2eTumbling2
+                | Query::E2eQ5One
+                | Query::E2eQ5Two
+                | Query::E2eTumblingPaced
+                | Query::E2eOne(_)
         )
     }
 
@@ -139,6 +161,12 @@ impl Query {
                 | Query::E2eTumbling1
                 | Query::E2eTumbling2
                 | Query::E2eTumblingPaced
+                | Query::E2eOne(
+                    E2eQuery::Sliding
+                        | E2eQuery::Session
+                        | E2eQuery::JoinInner
+                        | E2eQuery::JoinLeft
+                )
         )
     }
 }
@@ -220,6 +248,13 @@ pub fn run(query: Query, opts: &RunOptions) -> Result<RunReport, BenchError> {
         Query::E2eTumblingPaced => {
             crate::e2e::run_e2e_tumbling_paced(opts.events, opts.pace, opts.stores)?
         }
+        Query::E2eOne(q) => e2e_pair(crate::e2e_queries::run_e2e(
+            q,
+            opts.events,
+            1,
+            &opts.generator,
+            opts.stores,
+        )?),
     };
     Ok(report(query, opts, seconds, outputs))
 }

@@ -32,7 +32,7 @@ pub use q0::q0;
 pub use q1::{DOLLAR_TO_EURO, q1};
 pub use q2::{Q2_AUCTION_MODULUS, q2};
 pub use q5::{HotItems, q5};
-pub use q7::q7;
+pub use q7::{q7, q7_keyed};
 pub use q8::q8;
 
 /// The topic every query reads: all Nexmark events, unkeyed.

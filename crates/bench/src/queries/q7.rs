@@ -16,8 +16,8 @@
 use std::time::Duration;
 
 use stoatflow_streams::{
-    EmitStrategy, JoinWindows, KStream, Materialized, Serdes, StreamJoined, StreamsBuilder,
-    TimeWindows, Windowed,
+    EmitStrategy, Grouped, JoinWindows, KStream, Materialized, Serde, Serdes, StreamJoined,
+    StreamsBuilder, TimeWindows, Windowed,
 };
 
 use crate::nexmark::Bid;
@@ -26,18 +26,42 @@ use crate::serdes::{BidSerde, I64PairSerde};
 /// The bids at their window's highest price.
 pub fn q7(builder: &mut StreamsBuilder, out_of_orderness: Duration) -> KStream<(), Bid> {
     let bids = super::bids(&super::events(builder, out_of_orderness));
+    highest_bids(&bids, Serdes::unit())
+}
+
+/// q7 as it runs on several input partitions (end to end): the bids keyed
+/// by one constant key (0), so the highest bid is the whole window's, not
+/// a partition's (a unit key is a null key, which the runtime spreads over
+/// partitions). Both the maximum and the join then read the bids through a
+/// repartition topic; the unit-keyed form's join would read the maxima
+/// from the sub-topology that writes them, so its watermark, the least of
+/// its inputs', would wait on itself.
+pub fn q7_keyed(builder: &mut StreamsBuilder, out_of_orderness: Duration) -> KStream<i64, Bid> {
+    let bids = super::bids(&super::events(builder, out_of_orderness)).map(|_, b| (0i64, b));
+    highest_bids(&bids, Serdes::i64())
+}
+
+/// Each window's highest bid, joined back to the bids of that window at
+/// that price.
+fn highest_bids<K, S>(bids: &KStream<K, Bid>, keys: S) -> KStream<K, Bid>
+where
+    K: Ord + Clone + std::fmt::Debug + 'static,
+    S: Serde<K> + Clone + 'static,
+{
     let size = super::WINDOW.as_millis() as i64;
     let maxima = bids
-        .group_by_key()
+        .group_by_key_with(Grouped::with(keys.clone(), BidSerde))
         .windowed_by(TimeWindows::of_size_with_no_grace(super::WINDOW))
         .emit_strategy(EmitStrategy::on_window_close())
         .reduce(
             |a: Bid, b: Bid| if b.price > a.price { b } else { a },
-            Materialized::as_("q7-highest-bid").with_logging_disabled(),
+            Materialized::as_("q7-highest-bid")
+                .with_value_serde(BidSerde)
+                .with_logging_disabled(),
         )
         .to_stream()
         .skip_tombstones()
-        .map(|w: Windowed<()>, b| ((), (w.window.start, b.price)));
+        .map(|w: Windowed<K>, b| (w.key, (w.window.start, b.price)));
     // A bid at t meets the maxima emitted for times in [t, t + 10 s]: its own
     // window's (the window's latest bid is at or after it) and, near a
     // window's end, the next one's, which the filter drops. The maximum
@@ -48,7 +72,7 @@ pub fn q7(builder: &mut StreamsBuilder, out_of_orderness: Duration) -> KStream<(
         |bid: &Bid, &(start, max): &(i64, i64)| (bid.clone(), start, max),
         JoinWindows::of_time_difference_and_grace(super::WINDOW, super::WINDOW)
             .before(Duration::ZERO),
-        StreamJoined::with(Serdes::unit(), BidSerde, I64PairSerde)
+        StreamJoined::with(keys, BidSerde, I64PairSerde)
             .with_store_name("q7-join")
             .with_logging_disabled(),
     )

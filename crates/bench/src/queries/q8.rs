@@ -53,8 +53,12 @@ pub fn q8(
         &sellers,
         |name: &String, _: &i64| name.clone(),
         JoinWindows::of_time_difference_with_no_grace(super::WINDOW),
-        StreamJoined::default()
-            .with_store_name("q8-join")
-            .with_logging_disabled(),
+        StreamJoined::with(
+            windows.windowed_serde(Serdes::i64()),
+            Serdes::string(),
+            Serdes::i64(),
+        )
+        .with_store_name("q8-join")
+        .with_logging_disabled(),
     )
 }
