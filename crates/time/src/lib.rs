@@ -19,7 +19,7 @@
 //!   oldest head, each partition in offset order, skipping held partitions.
 //!
 //! Built-in generators differ from Flink's by one millisecond: see
-//! [`generator`](crate::generator).
+//! [`generator`].
 //!
 //! ```
 //! use std::time::Duration;
