@@ -412,3 +412,45 @@ fn a_panic_elsewhere_on_the_poll_thread_stops_the_app_in_error() {
     assert_eq!(app.state(), AppState::Error);
     assert_eq!(assert_whole_epochs(&log, "factory"), 0);
 }
+
+/// A log whose transaction commits panic (a fault of the backend's, on the
+/// committer thread).
+#[derive(Debug)]
+struct CommitPanics;
+
+impl crate::hooked_log::Hooks for CommitPanics {
+    fn durable<T>(
+        &self,
+        op: crate::hooked_log::Durable,
+        run: impl FnOnce() -> Result<T, stoatflow_log::LogError>,
+    ) -> Result<T, stoatflow_log::LogError> {
+        assert!(
+            op != crate::hooked_log::Durable::Commit,
+            "the commit blew up"
+        );
+        run()
+    }
+}
+
+#[test]
+fn a_panic_on_the_committer_thread_stops_the_app_naming_the_thread_and_the_barrier() {
+    let log = crate::commit_faults::prepared(&input(200, 10, 3));
+    let hooked = std::sync::Arc::new(crate::hooked_log::HookedLog {
+        inner: log,
+        hooks: std::sync::Arc::new(CommitPanics),
+    });
+    let mut app = StreamsApp::with_log(
+        crate::commit_faults::copies(),
+        config("commit-panics", 2),
+        hooked,
+    )
+    .unwrap();
+    let error = starts_into_error(&mut app).to_string();
+    assert!(
+        error.starts_with(
+            "runtime thread commit-panics-commit stopped unexpectedly: it panicked committing barrier "
+        ) && error.ends_with(": the commit blew up"),
+        "{error}"
+    );
+    app.close(Duration::from_secs(30));
+}

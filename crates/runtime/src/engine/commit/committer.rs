@@ -33,8 +33,8 @@
 //! Knows the log only through its traits; never the tracker, the lanes, the
 //! tasks or the barrier cadence.
 
-use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError, sync_channel};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -47,6 +47,7 @@ use stoatflow_streams::{EpochCommit, OutputRecord};
 
 use crate::engine::commit::output_order::output_order;
 use crate::engine::commit::partitioner::partition_for_key;
+use crate::engine::guard::{Panicked, guarded};
 use crate::error::RuntimeError;
 use crate::task_id::TaskId;
 
@@ -190,6 +191,11 @@ pub(crate) struct Committer {
     thread: Option<JoinHandle<()>>,
     /// A job was handed over and its answer not yet taken.
     busy: bool,
+    /// The thread's name.
+    name: String,
+    /// What a panic that ended the thread said it was doing, for the error
+    /// of the hang-up it leaves.
+    last_words: Arc<Mutex<Option<String>>>,
 }
 
 /// The committer's inbox, made before the lanes (which send to it) and
@@ -223,40 +229,24 @@ impl Committer {
             held: Vec::new(),
             early_failure: None,
         };
+        let name = format!("{application_id}-commit");
+        let last_words = Arc::new(Mutex::new(None));
+        let thread_words = last_words.clone();
         let thread = std::thread::Builder::new()
-            .name(format!("{application_id}-commit"))
+            .name(name.clone())
             .spawn(move || {
-                while let Ok(msg) = inbox.recv() {
-                    let mut job = match msg {
-                        CommitMsg::Early { epoch, outputs } => {
-                            work.early(epoch, outputs);
-                            continue;
-                        }
-                        CommitMsg::Job(job) => job,
-                        CommitMsg::Hangup => return,
-                    };
-                    let started = Instant::now();
-                    let result = work.commit(&job);
-                    let committed = result.is_ok();
-                    let answer = CommitDone {
-                        barrier: job.barrier,
-                        offsets: std::mem::take(&mut job.offsets),
-                        result,
-                        took: started.elapsed(),
-                        at: Instant::now(),
-                    };
-                    if answers.send(answer).is_err() {
-                        return;
-                    }
-                    // The records are freed after the answer, off the
-                    // barrier's path; then the next epoch's early records
-                    // go out.
-                    drop(job);
-                    work.next_transaction(committed);
+                // A panic (the producer's, or the log's under it) ends the
+                // thread as a hang-up would, but says what it was doing
+                // first: the poll loop's error names it.
+                let mut doing = String::from("starting");
+                let served = guarded(|| serve(&mut work, &inbox, &answers, &mut doing));
+                if let Err(Panicked(message)) = served {
+                    *thread_words.lock().expect("last words lock") =
+                        Some(format!("it panicked {doing}: {message}"));
                 }
             })
             .map_err(|e| RuntimeError::ThreadDied {
-                thread: "committer".into(),
+                thread: name.clone(),
                 reason: e.to_string(),
             })?;
         Ok(Committer {
@@ -264,6 +254,8 @@ impl Committer {
             done,
             thread: Some(thread),
             busy: false,
+            name,
+            last_words,
         })
     }
 
@@ -276,7 +268,9 @@ impl Committer {
             !self.busy,
             "one transaction at a time: the last one's answer is owed first"
         );
-        self.jobs.send(CommitMsg::Job(job)).map_err(|_| gone())?;
+        self.jobs
+            .send(CommitMsg::Job(job))
+            .map_err(|_| self.gone())?;
         self.busy = true;
         Ok(())
     }
@@ -293,13 +287,13 @@ impl Committer {
             match self.done.try_recv() {
                 Ok(a) => Some(a),
                 Err(TryRecvError::Empty) => None,
-                Err(TryRecvError::Disconnected) => return Err(gone()),
+                Err(TryRecvError::Disconnected) => return Err(self.gone()),
             }
         } else {
             match self.done.recv_timeout(wait) {
                 Ok(a) => Some(a),
                 Err(RecvTimeoutError::Timeout) => None,
-                Err(RecvTimeoutError::Disconnected) => return Err(gone()),
+                Err(RecvTimeoutError::Disconnected) => return Err(self.gone()),
             }
         };
         if answer.is_some() {
@@ -320,10 +314,56 @@ impl Drop for Committer {
     }
 }
 
-fn gone() -> RuntimeError {
-    RuntimeError::ThreadDied {
-        thread: "committer".into(),
-        reason: "it stopped before answering a commit".into(),
+impl Committer {
+    /// The error of a thread that hung up: what it was doing if it
+    /// panicked.
+    fn gone(&self) -> RuntimeError {
+        let words = self.last_words.lock().expect("last words lock").take();
+        RuntimeError::ThreadDied {
+            thread: self.name.clone(),
+            reason: words.unwrap_or_else(|| "it stopped before answering a commit".into()),
+        }
+    }
+}
+
+/// The committer thread's loop: commits each job `inbox` brings and
+/// answers it on `answers`, until a hang-up; says in `doing` what it is
+/// doing, for the error of a panic.
+fn serve<L: Log>(
+    work: &mut EpochWriter<L>,
+    inbox: &Receiver<CommitMsg>,
+    answers: &SyncSender<CommitDone>,
+    doing: &mut String,
+) {
+    while let Ok(msg) = inbox.recv() {
+        let mut job = match msg {
+            CommitMsg::Early { epoch, outputs } => {
+                *doing = format!("sending epoch {epoch}'s early records");
+                work.early(epoch, outputs);
+                continue;
+            }
+            CommitMsg::Job(job) => job,
+            CommitMsg::Hangup => return,
+        };
+        *doing = format!("committing barrier {}", job.barrier);
+        let started = Instant::now();
+        let result = work.commit(&job);
+        let committed = result.is_ok();
+        let answer = CommitDone {
+            barrier: job.barrier,
+            offsets: std::mem::take(&mut job.offsets),
+            result,
+            took: started.elapsed(),
+            at: Instant::now(),
+        };
+        if answers.send(answer).is_err() {
+            return;
+        }
+        // The records are freed after the answer, off the barrier's path;
+        // then the next epoch's early records go out.
+        drop(job);
+        "beginning the next transaction".clone_into(doing);
+        work.next_transaction(committed);
     }
 }
 
