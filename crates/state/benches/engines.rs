@@ -5,6 +5,7 @@
 //! `cargo bench -p stoatflow-state --bench engines`
 //! Sizes: `STOATFLOW_BENCH_N` (operations per throughput figure, default 1 000 000) and
 //! `STOATFLOW_BENCH_RESTORE_N` (changelog records restored, default 10 000 000).
+//! `STOATFLOW_BENCH_ONLY=restore` prints only the restore figures.
 
 use std::hint::black_box;
 use std::ops::Bound;
@@ -278,6 +279,13 @@ fn main() {
     if std::env::var_os("STOATFLOW_BENCH_MEMORY_CHILD").is_none() {
         println!("stoatflow-state engines: N={n}, restore N={restore_n}");
     }
+    let tmp = std::env::temp_dir().join(format!("stoatflow-bench-{}", std::process::id()));
+    let cfg = PersistentConfig::new(&tmp, "bench");
+    if std::env::var("STOATFLOW_BENCH_ONLY").as_deref() == Ok("restore") {
+        restore_figures(&cfg, restore_n);
+        let _ = std::fs::remove_dir_all(&tmp);
+        return;
+    }
 
     // Memory in fresh child processes, so freed heap from another figure cannot hide growth.
     if let Ok(mode) = std::env::var("STOATFLOW_BENCH_MEMORY_CHILD") {
@@ -302,14 +310,17 @@ fn main() {
     kv_figures("in-memory", &mut mem, n);
     drop(mem);
 
-    let tmp = std::env::temp_dir().join(format!("stoatflow-bench-{}", std::process::id()));
-    let cfg = PersistentConfig::new(&tmp, "bench");
     let mut disk = PersistentKeyValueStore::open(&cfg, StoreConfig::new("kv"), U64Codec, I64Codec)
         .expect("open");
     kv_figures("persistent", &mut disk, n);
     drop(disk);
     open_verification_figure(&cfg, "kv", n);
+    restore_figures(&cfg, restore_n);
+    let _ = std::fs::remove_dir_all(&tmp);
+}
 
+/// Restore of the same window changelog into each engine, and what generating it costs.
+fn restore_figures(cfg: &PersistentConfig, restore_n: u64) {
     let seg = SegmentedConfig::new(3_600_000);
     let mut mem_w = InMemoryWindowStore::new(StoreConfig::new("w"), seg, U64Codec, I64Codec);
     restore_figure("in-memory", &mut mem_w, restore_n);
@@ -317,7 +328,7 @@ fn main() {
     drop(mem_w);
 
     let mut disk_w =
-        PersistentWindowStore::open(&cfg, StoreConfig::new("w"), seg, U64Codec, I64Codec)
+        PersistentWindowStore::open(cfg, StoreConfig::new("w"), seg, U64Codec, I64Codec)
             .expect("open");
     restore_figure("persistent", &mut disk_w, restore_n);
     black_box(disk_w.fetch(&0, 0).expect("fetch"));
@@ -333,5 +344,4 @@ fn main() {
         "(generating the {restore_n} changelog records alone takes {:.2} s)",
         t.elapsed().as_secs_f64()
     );
-    let _ = std::fs::remove_dir_all(&tmp);
 }

@@ -79,6 +79,13 @@ macro_rules! delegate_state_store {
                 on_engine!(self, s => s.apply_changelog(entry))
             }
 
+            fn apply_changelog_batch(
+                &mut self,
+                batch: &crate::RestoreBatch,
+            ) -> Result<(), StateError> {
+                on_engine!(self, s => s.apply_changelog_batch(batch))
+            }
+
             fn approximate_num_entries(&self) -> u64 {
                 on_engine!(self, s => s.approximate_num_entries())
             }

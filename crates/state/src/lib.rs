@@ -67,6 +67,7 @@ mod error;
 mod memory;
 mod persistent;
 mod restore;
+mod restore_batch;
 mod segments;
 mod store;
 mod value_layout;
@@ -94,7 +95,8 @@ pub use persistent::{
     PersistentKeyValueStore, PersistentSessionStore, PersistentWindowStore, RebuildReason,
     Recovery, STORE_CHECKPOINT_FILE, STORE_FORMAT, STORE_METADATA_FILE, StoreDirectory,
 };
-pub use restore::{RESTORE_PROGRESS_INTERVAL, RestoreProgress, restore};
+pub use restore::{RestoreProgress, restore};
+pub use restore_batch::{RESTORE_BATCH_BYTES, RestoreBatch, RestoreRecord};
 pub use segments::{CHANGELOG_ADDITIONAL_RETENTION_MS, SegmentedConfig};
 pub use store::{
     KeyValueStore, Segmented, SessionStore, SessionWindow, StateStore, StoreConfig,

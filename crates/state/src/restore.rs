@@ -1,14 +1,13 @@
 //! Restoration: rebuilding a store from its committed changelog.
 //!
-//! Owns [`restore`], the loop that applies committed [`ChangelogEntry`]s to a store in offset
-//! order, and its progress reporting ([`RestoreProgress`] every
-//! [`RESTORE_PROGRESS_INTERVAL`] records).
+//! Owns [`restore`], the loop that applies owned [`ChangelogEntry`]s in offset order in
+//! [`RestoreBatch`]es, with its progress reporting ([`RestoreProgress`]).
 //!
-//! This module never knows how the entries were read, nor any store's layout: each entry is
-//! handed to [`StateStore::apply_changelog`].
+//! This module never knows how the entries were read, nor any store's layout.
 
 use crate::changelog::ChangelogEntry;
 use crate::error::StateError;
+use crate::restore_batch::{RESTORE_BATCH_BYTES, RestoreBatch};
 use crate::store::StateStore;
 
 /// How far a restore has come, reported to the progress callback.
@@ -21,15 +20,15 @@ pub struct RestoreProgress {
     pub total: u64,
 }
 
-/// Progress is reported every this many records, and once at the end.
-pub const RESTORE_PROGRESS_INTERVAL: u64 = 100_000;
-
-/// Rebuilds `store` from committed changelog entries, in offset order.
+/// Rebuilds `store` from committed changelog entries, in offset order (their values in the
+/// store's layout).
 ///
 /// Idempotent: each entry is an upsert or delete of one key, so restoring the same entries
 /// again, or restoring a prefix first and the whole stream after, gives the same store.
-/// Restored keys are not marked dirty; nothing is written back to the changelog.
-/// `progress` is called every [`RESTORE_PROGRESS_INTERVAL`] records and once at the end.
+/// Restored keys are not marked dirty; nothing is written back to the changelog. The entries
+/// are applied in batches ([`StateStore::apply_changelog_batch`]) of about
+/// [`RESTORE_BATCH_BYTES`]; `progress` is called after each batch with the records the store
+/// holds by then (and once, with none, for no entries).
 ///
 /// # Errors
 /// [`StateError::CorruptChangelogRecord`] for an entry whose key or value does not decode,
@@ -45,14 +44,22 @@ where
     I: IntoIterator<Item = ChangelogEntry>,
 {
     let mut restored = 0u64;
-    for entry in entries {
-        store.apply_changelog(&entry)?;
-        restored += 1;
-        if restored.is_multiple_of(RESTORE_PROGRESS_INTERVAL) {
-            progress(RestoreProgress { restored, total });
+    let mut batch = RestoreBatch::default();
+    let mut entries = entries.into_iter().peekable();
+    while entries.peek().is_some() {
+        batch.clear();
+        while batch.bytes() < RESTORE_BATCH_BYTES
+            && let Some(entry) = entries.next()
+        {
+            batch.push_entry(&entry);
         }
+        store.apply_changelog_batch(&batch)?;
+        restored += batch.len() as u64;
+        progress(RestoreProgress { restored, total });
     }
-    progress(RestoreProgress { restored, total });
+    if restored == 0 {
+        progress(RestoreProgress { restored, total });
+    }
     tracing::debug!(
         store = store.name(),
         restored,

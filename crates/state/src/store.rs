@@ -1,8 +1,8 @@
 //! The store traits every engine implements.
 //!
-//! Owns [`StateStore`] (name, changelog flush, restore of one record, size), the typed
-//! [`KeyValueStore`], [`TimestampedKeyValueStore`], [`WindowStore`] and [`SessionStore`]
-//! traits, and [`StoreConfig`].
+//! Owns [`StateStore`] (name, changelog flush, restore of one record or a batch, size), the
+//! typed [`KeyValueStore`], [`TimestampedKeyValueStore`], [`WindowStore`] and
+//! [`SessionStore`] traits, and [`StoreConfig`].
 //!
 //! Design: stores are typed. The in-memory engine holds `K` and `V` as they are (no
 //! serialization on the hot path); the persistent engine encodes them with a
@@ -28,6 +28,7 @@ use crate::changelog::ChangelogEntry;
 use crate::changelog_batch::ChangelogBatch;
 use crate::codec::ValueAndTimestamp;
 use crate::error::StateError;
+use crate::restore_batch::RestoreBatch;
 
 /// Whether a range is empty by its bounds alone (an inverted range is empty, not a panic).
 pub(crate) fn bounds_empty<T: Ord + ?Sized>(from: Bound<&T>, to: Bound<&T>) -> bool {
@@ -105,6 +106,20 @@ pub trait StateStore: std::fmt::Debug {
     /// [`StateError::CorruptChangelogRecord`] naming the store, partition and offset if the
     /// key or value does not decode.
     fn apply_changelog(&mut self, entry: &ChangelogEntry) -> Result<(), StateError>;
+
+    /// Applies a batch of committed changelog records in order, as
+    /// [`StateStore::apply_changelog`] on each in turn would (the persistent engine writes
+    /// the batch to its engine in bulk).
+    ///
+    /// # Errors
+    /// As [`StateStore::apply_changelog`]; the store then holds every record before the
+    /// failing one.
+    fn apply_changelog_batch(&mut self, batch: &RestoreBatch) -> Result<(), StateError> {
+        for record in batch.iter() {
+            self.apply_changelog(&record.to_entry())?;
+        }
+        Ok(())
+    }
 
     /// Approximate number of entries (exact for the in-memory engine).
     fn approximate_num_entries(&self) -> u64;
@@ -197,10 +212,26 @@ pub trait Segmented: StateStore {
 
 /// Implements [`StateStore`] and [`Segmented`] for a window or session store by handing each
 /// call to its field `core`, an engine's segmented core (both cores have these methods).
-/// Usage: `delegate_to_segmented_core!(Store where K: Ord, V: Clone);` for `Store<K, V>`.
+/// Usage: `delegate_to_segmented_core!(Store where K: Ord, V: Clone);` for `Store<K, V>`;
+/// `delegate_to_segmented_core!(bulk Store);` also hands over `apply_changelog_batch`.
 macro_rules! delegate_to_segmented_core {
+    (bulk $store:ident) => {
+        delegate_to_segmented_core!(@impl $store [
+            fn apply_changelog_batch(
+                &mut self,
+                batch: &$crate::RestoreBatch,
+            ) -> Result<(), $crate::error::StateError> {
+                self.core.apply_changelog_batch(batch)
+            }
+        ]);
+    };
     ($store:ident $(where $($bound:tt)+)?) => {
+        delegate_to_segmented_core!(@impl $store [] $(where $($bound)+)?);
+    };
+    (@impl $store:ident [$($batch:tt)*] $(where $($bound:tt)+)?) => {
         impl<K, V> $crate::store::StateStore for $store<K, V> $(where $($bound)+)? {
+            $($batch)*
+
             fn name(&self) -> &str {
                 self.core.name()
             }

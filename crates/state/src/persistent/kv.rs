@@ -4,16 +4,18 @@ use std::fmt;
 use std::ops::Bound;
 use std::sync::Arc;
 
+use super::bulk_load::SortedLoad;
 use super::segmented::Stored;
 use super::write_cache::{WriteCache, merge};
 use super::{
-    PersistentConfig, StoreDirectory, closed, decode_stored, encode_value, engine_err,
-    open_database, validate_entry, write_sorted,
+    PersistentConfig, StoreDirectory, closed, decode_stored, encode_value, engine_err, ingest,
+    open_database, validate_entry, validate_record, write_sorted,
 };
 use crate::changelog::ChangelogEntry;
 use crate::changelog_batch::ChangelogBatch;
 use crate::codec::Codec;
 use crate::error::{StateError, hex};
+use crate::restore_batch::RestoreBatch;
 use crate::store::{KeyValueStore, StateStore, StoreConfig, bounds_empty};
 
 /// Every stored key starts with this byte: the engine refuses an empty key, and a constant
@@ -191,6 +193,44 @@ impl<K, V> StateStore for PersistentKeyValueStore<K, V> {
         self.write_raw(&key, entry.value.as_deref(), None)
     }
 
+    /// In bulk: the cache is written back and emptied, then the batch goes to the engine as
+    /// one sorted table (see the segmented store's).
+    fn apply_changelog_batch(&mut self, batch: &RestoreBatch) -> Result<(), StateError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        if self.cache.len() > 0 {
+            self.write_back()?;
+            self.cache.clear();
+        }
+        let name = self.config.name();
+        let mut load = SortedLoad::with_capacity(batch.len());
+        let mut failed = None;
+        for record in batch.iter() {
+            let valid = validate_record(&*self.key_codec, record.key, "key", name, &record)
+                .and_then(|()| match record.value {
+                    Some(v) => validate_record(&*self.value_codec, v, "value", name, &record),
+                    None => Ok(()),
+                });
+            if let Err(e) = valid {
+                failed = Some(e);
+                break;
+            }
+            load.push(
+                (),
+                |out| {
+                    out.push(KEY_PREFIX);
+                    out.extend_from_slice(record.key);
+                },
+                record.value,
+            );
+        }
+        load.sort();
+        let ks = &self.ks;
+        ingest(&load, name, |(), _| Ok(Some(ks.clone())))?;
+        failed.map_or(Ok(()), Err)
+    }
+
     fn approximate_num_entries(&self) -> u64 {
         self.ks.approximate_len() as u64 + self.cache.len() as u64
     }
@@ -293,7 +333,10 @@ mod tests {
             assert_eq!(out[1].value, None);
         }
         // A clean close vouches for the files the next open serves.
-        crate::StoreDirectory::open(&cfg, "kv").unwrap().write_checkpoint(&[]).unwrap();
+        crate::StoreDirectory::open(&cfg, "kv")
+            .unwrap()
+            .write_checkpoint(&[])
+            .unwrap();
         let s = PersistentKeyValueStore::open(&cfg, StoreConfig::new("kv"), StringCodec, I64Codec)
             .unwrap();
         assert_eq!(s.get(&"a".to_string()).unwrap(), Some(4));

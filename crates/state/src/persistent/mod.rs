@@ -25,6 +25,7 @@
 //! This module never knows about Kafka, threads beyond the engine's own background worker,
 //! or the DSL.
 
+mod bulk_load;
 mod checkpoint;
 mod dir;
 mod kv;
@@ -49,6 +50,8 @@ use std::fmt;
 use crate::changelog::ChangelogEntry;
 use crate::codec::Codec;
 use crate::error::{StateError, hex};
+use crate::restore_batch::RestoreRecord;
+use bulk_load::SortedLoad;
 
 /// Maps an engine error to a [`StateError`] naming the store.
 pub(crate) fn engine_err(store: &str) -> impl Fn(fjall::Error) -> StateError + '_ {
@@ -170,6 +173,68 @@ pub(crate) fn validate_entry<T>(
         .decode(bytes)
         .map(|_| ())
         .map_err(|e| entry.corrupt(store, format!("{what} does not decode: {e}")))
+}
+
+/// Checks a restored key or value of a batch record decodes, as [`validate_entry`] does.
+pub(crate) fn validate_record<T>(
+    codec: &dyn Codec<T>,
+    bytes: &[u8],
+    what: &str,
+    store: &str,
+    record: &RestoreRecord<'_>,
+) -> Result<(), StateError> {
+    codec
+        .decode(bytes)
+        .map(|_| ())
+        .map_err(|e| record.corrupt(store, format!("{what} does not decode: {e}")))
+}
+
+/// A segment's run of a load at least this long is written as two tables at once, on two
+/// threads, each half of the keys (building a table costs the engine far more per entry than
+/// anything else a restore does).
+const SPLIT_INGESTION_AT: usize = 1 << 16;
+
+/// Writes a sorted load into the keyspaces `keyspace` gives per segment (creating one only
+/// for a segment the load holds a value of; `None`: the segment has no keyspace and gets
+/// only deletions, which are then skipped). A long run is written as two sorted tables of
+/// disjoint key ranges, built side by side.
+pub(crate) fn ingest<S: Ord + Copy + Sync>(
+    load: &SortedLoad<'_, S>,
+    store: &str,
+    mut keyspace: impl FnMut(S, bool) -> Result<Option<fjall::Keyspace>, StateError>,
+) -> Result<(), StateError> {
+    let two_cores = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
+    for (segment, range) in load.segments() {
+        let Some(ks) = keyspace(segment, load.has_value(range.clone()))? else {
+            continue;
+        };
+        if !two_cores || range.len() < SPLIT_INGESTION_AT {
+            write_sorted(&ks, load.entries(range), store)?;
+            continue;
+        }
+        let middle = range.start + range.len() / 2;
+        let (low, high) = (range.start..middle, middle..range.end);
+        let ks = &ks;
+        std::thread::scope(|scope| {
+            let upper = high.clone();
+            let other = std::thread::Builder::new()
+                .name("stoatflow-ingest".into())
+                .spawn_scoped(scope, move || write_sorted(ks, load.entries(upper), store));
+            let here = write_sorted(ks, load.entries(low), store);
+            let there = match other {
+                Ok(handle) => handle.join().unwrap_or_else(|_| {
+                    Err(StateError::Engine {
+                        store: store.to_string(),
+                        detail: "the ingestion thread panicked".into(),
+                    })
+                }),
+                // No thread: this one writes the other half too.
+                Err(_) => write_sorted(ks, load.entries(high), store),
+            };
+            here.and(there)
+        })?;
+    }
+    Ok(())
 }
 
 /// The keyspaces of a segmented store, one per segment, named `seg<id>`.

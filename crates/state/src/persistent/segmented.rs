@@ -18,15 +18,17 @@ use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
+use super::bulk_load::SortedLoad;
 use super::write_cache::{WriteCache, merge};
 use super::{
     PersistentConfig, SegmentSet, StoreDirectory, closed, decode_stored, encode_key, encode_value,
-    engine_err, open_database, validate_entry, write_sorted,
+    engine_err, ingest, open_database, validate_entry, validate_record, write_sorted,
 };
 use crate::changelog::ChangelogEntry;
 use crate::changelog_batch::ChangelogBatch;
 use crate::codec::Codec;
 use crate::error::StateError;
+use crate::restore_batch::{RestoreBatch, RestoreRecord};
 use crate::segments::{Retention, SegmentedConfig};
 use crate::store::StoreConfig;
 use crate::windowed::WindowKind;
@@ -442,6 +444,79 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         }
     }
 
+    /// Applies a restore batch in bulk: the cache is written back and emptied (so nothing it
+    /// holds shadows a restored entry), then the batch's entries go to the engine sorted, one
+    /// table per segment, as [`SegmentedCore::apply_changelog`] on each would leave them.
+    /// A corrupt record: every record before it is written, then its error returned.
+    pub(crate) fn apply_changelog_batch(&mut self, batch: &RestoreBatch) -> Result<(), StateError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        if self.cache.len() > 0 {
+            self.write_back()?;
+            self.cache.clear();
+        }
+        let mut load = SortedLoad::with_capacity(batch.len());
+        let mut failed = None;
+        for record in batch.iter() {
+            match self.restored_entry(&record) {
+                Ok(Some((key, window))) => load.push(
+                    self.segment_id(L::time(window)),
+                    |out| {
+                        out.extend_from_slice(key);
+                        L::push_window(window, out);
+                    },
+                    record.value,
+                ),
+                Ok(None) => {}
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        load.sort();
+        let segments = &mut self.segments;
+        ingest(&load, self.config.name(), |segment, has_value| {
+            Ok(match has_value {
+                true => Some(segments.get_or_create(segment)?.clone()),
+                false => segments.get(segment).cloned(),
+            })
+        })?;
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// The (key bytes, window) of a batch record once its key and value decode; `None` for
+    /// a value whose time has expired (a deletion is always kept).
+    fn restored_entry<'r>(
+        &self,
+        record: &RestoreRecord<'r>,
+    ) -> Result<Option<(&'r [u8], L::Window)>, StateError> {
+        let name = self.config.name();
+        let (key, window) = L::split_changelog_key(record.key).ok_or_else(|| {
+            record.corrupt(
+                name,
+                format!(
+                    "truncated {} key: {} bytes, need at least {}",
+                    L::KEY_NAME,
+                    record.key.len(),
+                    L::KEY_SUFFIX
+                ),
+            )
+        })?;
+        validate_record(&*self.key_codec, key, "key", name, record)?;
+        match record.value {
+            None => Ok(Some((key, window))),
+            Some(v) => {
+                validate_record(&*self.value_codec, v, "value", name, record)?;
+                Ok(self
+                    .retention
+                    .restores(L::time(window))
+                    .then_some((key, window)))
+            }
+        }
+    }
+
     pub(crate) fn approximate_num_entries(&self) -> u64 {
         self.segments.approximate_len() + self.cache.len() as u64
     }
@@ -487,6 +562,12 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
 
     pub(crate) fn expired_writes(&self) -> u64 {
         self.retention.expired_writes()
+    }
+
+    /// Entries the cache holds, for tests of what reaches the engine when.
+    #[cfg(test)]
+    pub(crate) fn cached_entries(&self) -> usize {
+        self.cache.len()
     }
 
     /// Entries the engine itself holds (not counting the cache), for tests of what reaches

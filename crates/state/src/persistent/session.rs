@@ -32,7 +32,7 @@ pub struct PersistentSessionStore<K, V> {
     core: SegmentedCore<K, V, SessionKind>,
 }
 
-delegate_to_segmented_core!(PersistentSessionStore);
+delegate_to_segmented_core!(bulk PersistentSessionStore);
 
 impl<K, V> PersistentSessionStore<K, V> {
     /// Opens the store in `<state dir>/<name>/`, creating it if needed.

@@ -28,7 +28,7 @@ pub struct PersistentWindowStore<K, V> {
     core: SegmentedCore<K, V, TimeWindowKind>,
 }
 
-delegate_to_segmented_core!(PersistentWindowStore);
+delegate_to_segmented_core!(bulk PersistentWindowStore);
 
 impl<K, V> PersistentWindowStore<K, V> {
     /// Opens the store in `<state dir>/<name>/`, creating it if needed.
@@ -153,7 +153,10 @@ mod tests {
             assert_eq!(w.segments(), 2);
         }
         // A clean close vouches for the files the next open serves.
-        crate::StoreDirectory::open(&cfg, "w").unwrap().write_checkpoint(&[]).unwrap();
+        crate::StoreDirectory::open(&cfg, "w")
+            .unwrap()
+            .write_checkpoint(&[])
+            .unwrap();
         let mut w =
             PersistentWindowStore::open(&cfg, StoreConfig::new("w"), seg, StringCodec, I64Codec)
                 .unwrap();
@@ -218,7 +221,10 @@ mod tests {
         );
         drop(w);
         // A clean close vouches for the files the next open serves.
-        crate::StoreDirectory::open(&cfg, "w").unwrap().write_checkpoint(&[]).unwrap();
+        crate::StoreDirectory::open(&cfg, "w")
+            .unwrap()
+            .write_checkpoint(&[])
+            .unwrap();
         let w = open_window_store(&cfg);
         assert_eq!(w.fetch(&"a".into(), 0).unwrap(), Some(100));
         assert_eq!(w.core.engine_entries(), 1, "the close wrote the cache back");
@@ -243,10 +249,122 @@ mod tests {
         w.put("b".into(), 100, 8, 0).unwrap();
         drop(w);
         // A clean close vouches for the files the next open serves.
-        crate::StoreDirectory::open(&cfg, "w").unwrap().write_checkpoint(&[]).unwrap();
+        crate::StoreDirectory::open(&cfg, "w")
+            .unwrap()
+            .write_checkpoint(&[])
+            .unwrap();
         let w = open_window_store(&cfg);
         assert_eq!(w.fetch(&"a".into(), 0).unwrap(), Some(7));
         assert_eq!(w.fetch(&"b".into(), 100).unwrap(), Some(8));
+    }
+
+    fn entry(key: &str, start: i64, value: Option<i64>, offset: u64) -> crate::ChangelogEntry {
+        let mut k = Vec::new();
+        crate::encode_window_key(key.as_bytes(), start, 0, &mut k);
+        crate::ChangelogEntry {
+            partition: crate::ChangelogPartition(0),
+            offset: crate::ChangelogOffset(offset),
+            key: k,
+            value: value.map(|v| v.to_be_bytes().to_vec()),
+            timestamp: start,
+        }
+    }
+
+    #[test]
+    fn a_restore_goes_to_the_engine_in_bulk_after_the_cache_and_wins_over_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = PersistentConfig::new(tmp.path(), "app");
+        let mut w = open_window_store(&cfg);
+        // Live writes the cache holds: one the restore overwrites, one it deletes, one it
+        // leaves alone; and the changelog still owes them.
+        w.put("a".into(), 0, 1, 5).unwrap();
+        w.put("b".into(), 0, 2, 5).unwrap();
+        w.put("c".into(), 100, 3, 5).unwrap();
+        let restored = vec![
+            entry("a", 0, Some(10), 0),
+            entry("b", 0, None, 1),
+            entry("d", 200, Some(4), 2),
+            entry("a", 0, Some(11), 3),
+            entry("e", 300, Some(5), 4),
+            entry("e", 300, None, 5),
+        ];
+        crate::restore(&mut w, restored, 6, &mut |_| {}).unwrap();
+        assert_eq!(
+            w.core.cached_entries(),
+            0,
+            "restored entries bypass the cache"
+        );
+        assert_eq!(w.core.engine_entries(), 3, "a, c and d, all in the engine");
+        assert_eq!(
+            w.fetch_all(i64::MIN, i64::MAX).unwrap(),
+            vec![
+                (0, "a".into(), 11),
+                (100, "c".into(), 3),
+                (200, "d".into(), 4)
+            ]
+        );
+        let mut batch = ChangelogBatch::new();
+        w.flush_changelog(&mut batch).unwrap();
+        let records: Vec<(Vec<u8>, Option<Vec<u8>>)> = batch
+            .to_records()
+            .into_iter()
+            .map(|r| (r.key, r.value))
+            .collect();
+        let key = |k: &str, start: i64| {
+            let mut out = Vec::new();
+            crate::encode_window_key(k.as_bytes(), start, 0, &mut out);
+            out
+        };
+        assert_eq!(
+            records,
+            vec![
+                (key("a", 0), Some(11i64.to_be_bytes().to_vec())),
+                (key("b", 0), None),
+                (key("c", 100), Some(3i64.to_be_bytes().to_vec())),
+            ],
+            "the live writes are still owed, with what the store holds now"
+        );
+    }
+
+    #[test]
+    fn a_long_restore_is_written_as_two_tables_and_reads_back_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = PersistentConfig::new(tmp.path(), "app");
+        let mut w = open_window_store(&cfg);
+        let n = 70_000u64;
+        let entries = (0..n)
+            .map(|i| entry(&format!("k{i:06}"), 0, Some(i as i64), i))
+            .chain(
+                (0..n)
+                    .step_by(7)
+                    .map(|i| entry(&format!("k{i:06}"), 0, None, n + i)),
+            );
+        crate::restore(&mut w, entries, 0, &mut |_| {}).unwrap();
+        let all = w.fetch_all(0, 0).unwrap();
+        let want: Vec<(i64, String, i64)> = (0..n)
+            .filter(|i| i % 7 != 0)
+            .map(|i| (0, format!("k{i:06}"), i as i64))
+            .collect();
+        assert_eq!(all.len(), want.len());
+        assert!(all == want, "every entry, in key order");
+        assert_eq!(w.fetch(&"k035001".into(), 0).unwrap(), Some(35_001));
+        assert_eq!(w.fetch(&"k035000".into(), 0).unwrap(), None);
+    }
+
+    #[test]
+    fn a_corrupt_record_in_a_batch_leaves_every_record_before_it_restored() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = PersistentConfig::new(tmp.path(), "app");
+        let mut w = open_window_store(&cfg);
+        let mut bad = entry("z", 0, Some(1), 2);
+        bad.value = Some(vec![1, 2, 3]);
+        let entries = vec![entry("x", 0, Some(1), 0), entry("y", 0, Some(2), 1), bad];
+        let err = crate::restore(&mut w, entries, 3, &mut |_| {}).unwrap_err();
+        assert!(err.to_string().contains("offset 2"), "{err}");
+        assert_eq!(
+            w.fetch_all(i64::MIN, i64::MAX).unwrap(),
+            vec![(0, "x".into(), 1), (0, "y".into(), 2)]
+        );
     }
 
     #[test]

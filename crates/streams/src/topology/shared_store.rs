@@ -10,7 +10,9 @@ use std::cell::RefCell;
 use std::ops::Bound;
 use std::rc::Rc;
 
-use stoatflow_state::{ChangelogBatch, ChangelogEntry, KeyValueStore, StateError, StateStore};
+use stoatflow_state::{
+    ChangelogBatch, ChangelogEntry, KeyValueStore, RestoreBatch, StateError, StateStore,
+};
 
 /// A task-owned store handle that is itself a store.
 #[derive(Debug)]
@@ -41,6 +43,9 @@ impl<S: StateStore> StateStore for Shared<S> {
     }
     fn apply_changelog(&mut self, entry: &ChangelogEntry) -> Result<(), StateError> {
         self.store.borrow_mut().apply_changelog(entry)
+    }
+    fn apply_changelog_batch(&mut self, batch: &RestoreBatch) -> Result<(), StateError> {
+        self.store.borrow_mut().apply_changelog_batch(batch)
     }
     fn approximate_num_entries(&self) -> u64 {
         self.store.borrow().approximate_num_entries()
