@@ -24,6 +24,7 @@ mod persistent_stores;
 mod rebalance;
 mod recovery;
 mod refusals;
+mod restore_progress;
 mod run_signals;
 mod scripted_group;
 mod standby;

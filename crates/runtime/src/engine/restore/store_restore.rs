@@ -10,13 +10,17 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use stoatflow_log::{Log, TopicPartition};
-use stoatflow_state::{ChangelogEntry, ChangelogOffset, ChangelogPartition, changelog_topic};
+use stoatflow_state::{
+    ChangelogEntry, ChangelogOffset, ChangelogPartition, ChangelogValueLayout, RestoreBatch,
+    changelog_topic,
+};
 use stoatflow_streams::StreamTask;
 
-use crate::engine::restore::changelog_read::read_to_end;
+use crate::engine::restore::changelog_read::{Delivery, ReadLimits, read_batches};
 use crate::error::RuntimeError;
 use crate::observe::metrics::MetricsCells;
 use crate::task_id::TaskId;
@@ -114,10 +118,18 @@ impl<L: Log> StoreReader<'_, L> {
     /// slower, and librdkafka can trip over a quick succession of
     /// assignments), each from where its restore starts to its
     /// read-committed end as of the call, and applies them in offset order.
-    /// Returns the records restored.
+    /// The reading runs on a thread of its own (named after the calling
+    /// lane's) while this one applies what it has read, batch by batch
+    /// ([`StateStore::apply_changelog_batch`]: a persistent store writes
+    /// each to its engine as sorted tables). Progress: `metrics` counts the
+    /// records read as they are read and the records restored as each batch
+    /// is applied, and every batch logs the store's figures. Returns the
+    /// records restored.
     ///
     /// # Errors
     /// The log's (a stall names the stores' consumer), or a bad record.
+    ///
+    /// [`StateStore::apply_changelog_batch`]: stoatflow_state::StateStore::apply_changelog_batch
     pub(crate) fn restore(
         &self,
         tasks: &BTreeMap<TaskId, StreamTask>,
@@ -127,14 +139,68 @@ impl<L: Log> StoreReader<'_, L> {
         if wanted.is_empty() {
             return Ok(0);
         }
+        let layouts: BTreeMap<TopicPartition, ChangelogValueLayout> = wanted
+            .iter()
+            .map(|(tp, (id, store, _))| (tp.clone(), tasks[id].changelog_value_layout(store)))
+            .collect();
         let mut consumer = self.log.consumer(&self.consumer)?;
-        let entries = read_to_end(
-            &mut consumer,
-            wanted.iter().map(|(tp, (_, _, from))| (tp.clone(), *from)),
-            self.stall,
-            &format!("the stores read by {}", self.consumer),
-            self.cancel,
-        )?;
+        let what = format!("the stores read by {}", self.consumer);
+        let reader_name = format!(
+            "{}-reader",
+            std::thread::current().name().unwrap_or("restore")
+        );
+        let (tx, rx) = mpsc::sync_channel::<Delivery>(1);
+        let mut applied = Applied::default();
+        let read = std::thread::scope(|scope| {
+            let reader = std::thread::Builder::new()
+                .name(reader_name)
+                .spawn_scoped(scope, || {
+                    // Owned by the reader: its end ends the applying loop below.
+                    let tx = tx;
+                    read_batches(
+                        &mut consumer,
+                        wanted.iter().map(|(tp, (_, _, from))| (tp.clone(), *from)),
+                        &ReadLimits {
+                            stall: self.stall,
+                            what: &what,
+                            cancel: self.cancel,
+                        },
+                        |tp| layouts.get(tp).copied().unwrap_or_default(),
+                        &mut |n| {
+                            if let Some(m) = metrics {
+                                m.restore_expected(n);
+                            }
+                        },
+                        &mut |delivery| tx.send(delivery).is_ok(),
+                    )
+                })
+                .map_err(|e| RuntimeError::ThreadDied {
+                    thread: "restore reader".into(),
+                    reason: e.to_string(),
+                })?;
+            for (tp, batch) in &rx {
+                let (id, store, _) = &wanted[&tp];
+                let applying = batch
+                    .map_err(|entry| {
+                        state_err(store, entry.corrupt(store, "changelog record has no key"))
+                    })
+                    .and_then(|batch| applied.apply(tasks, *id, store, &batch, metrics));
+                if let Err(e) = applying {
+                    // The reader stops at its next hand-over.
+                    drop(rx);
+                    let _ = reader.join();
+                    return Err(e);
+                }
+            }
+            reader
+                .join()
+                .map_err(|_| RuntimeError::ThreadDied {
+                    thread: "restore reader".into(),
+                    reason: "panicked".into(),
+                })?
+                .map_err(RuntimeError::from)
+        });
+        read?;
         if self.cancel.is_some_and(|c| c.load(Ordering::Acquire)) {
             return Err(RuntimeError::Stopped {
                 reason: format!(
@@ -143,12 +209,53 @@ impl<L: Log> StoreReader<'_, L> {
                 ),
             });
         }
-        let mut restored = 0;
-        for (tp, list) in entries {
-            let (id, store, _) = &wanted[&tp];
-            restored += apply_entries(tasks, *id, store, list, metrics)?;
+        for ((id, store), n) in &applied.per_store {
+            tracing::debug!(store, task = %id, restored = n, "restored store from changelog");
         }
-        Ok(restored)
+        Ok(applied.total)
+    }
+}
+
+/// What a restore has applied so far.
+#[derive(Debug, Default)]
+struct Applied {
+    total: u64,
+    per_store: BTreeMap<(TaskId, String), u64>,
+}
+
+impl Applied {
+    /// Applies `batch` to task `id`'s store `store` and counts it.
+    fn apply(
+        &mut self,
+        tasks: &BTreeMap<TaskId, StreamTask>,
+        id: TaskId,
+        store: &str,
+        batch: &RestoreBatch,
+        metrics: Option<&MetricsCells>,
+    ) -> Result<(), RuntimeError> {
+        let state = tasks[&id]
+            .state_store(store)
+            .expect("changelog partitions name only the task's stores");
+        state
+            .borrow_mut()
+            .apply_changelog_batch(batch)
+            .map_err(|e| state_err(store, e))?;
+        let n = batch.len() as u64;
+        self.total += n;
+        let restored = self.per_store.entry((id, store.to_owned())).or_default();
+        *restored += n;
+        if let Some(m) = metrics {
+            m.restored(n);
+        }
+        tracing::debug!(store, task = %id, restored = *restored, "restoring");
+        Ok(())
+    }
+}
+
+fn state_err(store: &str, source: stoatflow_state::StateError) -> RuntimeError {
+    RuntimeError::State {
+        store: store.to_owned(),
+        source: Box::new(source),
     }
 }
 
