@@ -28,6 +28,7 @@ pub mod nexmark;
 pub mod pipeline;
 pub mod queries;
 pub mod report;
+pub mod restore;
 pub mod run;
 pub mod serdes;
 pub mod soak;
