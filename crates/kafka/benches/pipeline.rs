@@ -1,6 +1,6 @@
 //! Our exactly-once pipeline on Kafka against plain rdkafka consume-produce
-//! loops over the same data, in one run (issue 12's Kafka target: ours at
-//! least 80% of the plain loop).
+//! loops over the same data, in one run (the target: ours at least 80% of
+//! the plain loop).
 //!
 //! The work is a pass-through: read every record of a 3-partition topic,
 //! write it to another. Three contenders, alternated so broker noise is

@@ -1,13 +1,13 @@
-//! Scale-out on one machine (issue 14): the same windowed count over a
-//! 6-partition input, run once by one instance and once by three instances
+//! Scale-out on one machine (docs/scale-out.md): the same windowed count over
+//! a 6-partition input, run once by one instance and once by three instances
 //! of the application (each on its own `KafkaLog`, one consumer group,
 //! dynamic membership), alternated so broker noise is shared; each run on
-//! fresh topics holding the same records, timed from the first `start`
-//! until the group has committed every input offset (the joins and
-//! rebalances of the three are part of their time). Each run also prints
-//! how the partitions were shared at its end, when they were first shared
-//! evenly, and the CPU time the instances (this process) and the broker
-//! (its process group) used over it.
+//! fresh topics holding the same records, timed from the first `start` until
+//! the group has committed every input offset (the joins and rebalances of
+//! the three are part of their time). Each run also prints how the partitions
+//! were shared at its end, when they were first shared evenly, and the CPU
+//! time the instances (this process) and the broker (its process group) used
+//! over it.
 //!
 //! `cargo bench -p stoatflow-kafka --bench scale`. Env `RECORDS` (default
 //! 200 000), `REPEATS` (default 3), `LANES` (per instance, default 2),

@@ -1,6 +1,6 @@
 //! What a bounded request flood on loopback costs a running application's
-//! commit barriers (issue 13: "a request flood does not slow the engine's
-//! barriers by more than 10%").
+//! commit barriers (the goal: a request flood slows the engine's barriers
+//! by no more than 10%).
 //!
 //! One application (a 10 s tumbling count per key on two partitions, in
 //! memory, one lane) is fed at a fixed rate by a producer thread, with

@@ -1,10 +1,11 @@
 //! # stoatflow-server
 //!
-//! The operating surface (DESIGN 3.9, part 4): what `GET /watermarks`,
-//! `/info`, `/metrics` and the health probes answer, the live watermark page
-//! at `/`, and the listener that serves them. This crate alone knows JSON,
-//! HTTP and the Prometheus exposition; it renders the read models other
-//! crates produce and never computes a watermark or a figure itself.
+//! The operating surface (docs/operating.md#endpoints): what
+//! `GET /watermarks`, `/info`, `/metrics` and the health probes answer, the
+//! live watermark page at `/`, and the listener that serves them. This crate
+//! alone knows JSON, HTTP and the Prometheus exposition; it renders the read
+//! models other crates produce and never computes a watermark or a figure
+//! itself.
 //!
 //! A short tour:
 //! - [`HttpServer`] (built with [`HttpServer::builder`]): the listener;
@@ -13,7 +14,8 @@
 //!   `AppHandle` implements it).
 //! - [`MetricsRegistry`] and [`Metric`]: the Prometheus registry and its
 //!   catalogue, at a [`RecordingLevel`].
-//! - [`watermarks_response`], [`info_json`]: the JSON of part 4.
+//! - [`watermarks_response`], [`info_json`]: the JSON of
+//!   docs/operating.md#watermarks-endpoint.
 //!
 //! ```
 //! use stoatflow_server::watermarks_response;

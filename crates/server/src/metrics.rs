@@ -1,5 +1,5 @@
-//! [`MetricsRegistry`]: the Prometheus registry of `GET /metrics` (DESIGN
-//! 3.9, part 4 "The meters that matter").
+//! [`MetricsRegistry`]: the Prometheus registry of `GET /metrics`
+//! (docs/operating.md#metrics).
 //!
 //! Owns the metric catalogue ([`Metric`]: every exported name, its type, its
 //! recording level and its help text) and the exposition through

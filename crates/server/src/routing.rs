@@ -1,12 +1,12 @@
 //! [`ServerState`] and [`route`]: which response a request line gets.
 //!
-//! Owns the route table, the status-code rules (400 for a malformed
-//! request line or an HTTP/1.1 request without one valid `Host`, 404 for
-//! an unknown path, 405 with `Allow` for a method other than GET/HEAD on a
-//! known one, the 503 rules of part 4 and of the
-//! probes: liveness fails once the application is failing, PENDING_ERROR
-//! or ERROR, so the pod is restarted; readiness in every state but
-//! RUNNING) and what the listener keeps between requests: the watermark
+//! Owns the route table, the status-code rules (400 for a malformed request
+//! line or an HTTP/1.1 request without one valid `Host`, 404 for an unknown
+//! path, 405 with `Allow` for a method other than GET/HEAD on a known one,
+//! the 503 rules of `/watermarks` (docs/operating.md#watermarks-endpoint) and
+//! of the probes: liveness fails once the application is failing,
+//! PENDING_ERROR or ERROR, so the pod is restarted; readiness in every state
+//! but RUNNING) and what the listener keeps between requests: the watermark
 //! history it samples and the [`ResponseCache`] through which every
 //! application-dependent response is read. Knows nothing of sockets.
 

@@ -1,4 +1,5 @@
-//! JSON of `/watermarks` and `/info`, field for field as in part 4.
+//! JSON of `/watermarks` and `/info`, field for field as in
+//! docs/operating.md#watermarks-endpoint.
 
 use serde_json::{Map, Value, json};
 use stoatflow_time::{PartitionSnapshot, Watermark, WatermarksSnapshot};

@@ -1,12 +1,12 @@
 //! Three instances of one application on a real broker, one killed with
-//! SIGKILL while records flow and started again (issue 14): the killed
-//! instance is a child process (this test binary re-run with
-//! `STOATFLOW_GROUP_KILL_CHILD` naming the broker), the other two run in
-//! this process. Static membership: the restarted instance takes its own
-//! place in the group back and fences the transaction it left open. Every
-//! instance keeps standby copies of the others' tasks meanwhile (the killed
-//! one's copies and stores, unclean, are rebuilt). Read committed, each
-//! final result is in the output exactly once.
+//! SIGKILL while records flow and started again
+//! (docs/scale-out.md#consumer-group): the killed instance is a child process
+//! (this test binary re-run with `STOATFLOW_GROUP_KILL_CHILD` naming the
+//! broker), the other two run in this process. Static membership: the
+//! restarted instance takes its own place in the group back and fences the
+//! transaction it left open. Every instance keeps standby copies of the
+//! others' tasks meanwhile (the killed one's copies and stores, unclean, are
+//! rebuilt). Read committed, each final result is in the output exactly once.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

@@ -1,9 +1,10 @@
-//! Consumer groups on a real broker (issue 14): two instances of one
-//! application, each on its own `KafkaLog`, share a 6-partition input
-//! through the group named by the application id; then one closes and the
-//! other takes over every partition; and rebalances under load: records
-//! written the whole time while instances join (1 → 2 → 3), leave and join
-//! again. Read committed, each final result is in the output exactly once.
+//! Consumer groups on a real broker (docs/scale-out.md#consumer-group): two
+//! instances of one application, each on its own `KafkaLog`, share a
+//! 6-partition input through the group named by the application id; then one
+//! closes and the other takes over every partition; and rebalances under
+//! load: records written the whole time while instances join (1 → 2 → 3),
+//! leave and join again. Read committed, each final result is in the output
+//! exactly once.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! Real process kills against a real broker (issue 17 item 3): the runtime's windowed count
+//! Real process kills against a real broker (docs/state.md#exactly-once): the runtime's windowed count
 //! on a `KafkaLog` in a child process killed with SIGKILL at random moments and restarted,
 //! and the broker itself stopped and restarted on its data directory while the application
 //! commits (with SIGINT: under SIGKILL noida-db loses transactions it acknowledged, see

@@ -1,11 +1,11 @@
-//! Standby replicas on a real broker (issue 14): three instances of one
-//! application share a 6-partition input through the consumer group, each
-//! with `num.standby.replicas` = 1 and its stores on disk, so each keeps
-//! warm copies of the tasks the others own. One instance leaves; the group
-//! moves its two tasks to the other two, whose promotion restores only what
-//! their copies had not applied, against the whole changelog a cold
-//! restore of those tasks reads. Read committed, each final result is in
-//! the output exactly once.
+//! Standby replicas on a real broker (docs/scale-out.md#standbys): three
+//! instances of one application share a 6-partition input through the
+//! consumer group, each with `num.standby.replicas` = 1 and its stores on
+//! disk, so each keeps warm copies of the tasks the others own. One instance
+//! leaves; the group moves its two tasks to the other two, whose promotion
+//! restores only what their copies had not applied, against the whole
+//! changelog a cold restore of those tasks reads. Read committed, each final
+//! result is in the output exactly once.
 //!
 //! (The broker the tests start, noida-db, never hands a killed member's
 //! partitions to the others: the promotion is driven by a leave. A kill and

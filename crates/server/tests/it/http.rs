@@ -488,8 +488,8 @@ fn the_listener_thread_yields_to_the_engine() {
 
 /// A processing-time topology (nothing on event time, no watermark
 /// strategy) runs DIRECT: no event time is tracked, so `/watermarks`
-/// answers 503 while it runs, by design (spec part 4), and the tracking
-/// gauge reads 0.
+/// answers 503 while it runs, by design
+/// (docs/validation.md#coordination-mode), and the tracking gauge reads 0.
 #[test]
 fn a_processing_time_topology_has_no_watermarks_by_design() {
     let mut builder = StreamsBuilder::new();

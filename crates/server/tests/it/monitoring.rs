@@ -1,7 +1,7 @@
-//! `monitoring/`: the Prometheus rules file (the two alerts of part 4) and
-//! the Grafana dashboard parse, and every expression in them names only
-//! metrics the registry exports (`promtool` is not available here, so this
-//! is a parser-based check).
+//! `monitoring/`: the Prometheus rules file (the two alerts of
+//! docs/operating.md#alerts) and the Grafana dashboard parse, and every
+//! expression in them names only metrics the registry exports (`promtool` is
+//! not available here, so this is a parser-based check).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

@@ -1,4 +1,5 @@
-//! The `/watermarks` endpoint, including the example of part 4 as JSON.
+//! The `/watermarks` endpoint (docs/operating.md#watermarks-endpoint),
+//! including a two-partition reading as exact JSON.
 
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ fn et(ms: i64) -> EventTime {
 }
 
 #[test]
-fn reproduces_the_part4_example_exactly() {
+fn reproduces_a_two_partition_reading_exactly() {
     let mut t = WatermarkTracker::new(TrackerConfig::default());
     let s0 = WatermarkStrategy::<(), ()>::for_bounded_out_of_orderness(Duration::from_secs(10));
     let s1 = WatermarkStrategy::<(), ()>::for_bounded_out_of_orderness(Duration::from_secs(22))
