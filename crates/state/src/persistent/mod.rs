@@ -96,6 +96,12 @@ pub(crate) fn closed(dir: &StoreDirectory, written_back: Result<(), StateError>)
     }
 }
 
+/// The most table files one store's engine keeps open (fjall's cache of open files, 900 by
+/// default, at least 10). A table is opened again when read past it. The bound also closes
+/// the tables of a dropped segment, which the cache otherwise kept open, deleted, with
+/// their blocks, until it was full.
+pub(crate) const MAX_OPEN_TABLE_FILES: usize = 16;
+
 /// Opens the fjall database of a store directory. A checkpoint still in place (the caller
 /// skipped [`StoreDirectory::recover`]) is checked against the files first and consumed, so
 /// the engine never reads files a clean close vouched for once they differ.
@@ -104,6 +110,7 @@ pub(crate) fn open_database(dir: &StoreDirectory) -> Result<fjall::Database, Sta
     fjall::Database::builder(dir.data_path())
         .worker_threads(1)
         .manual_journal_persist(true)
+        .max_cached_files(Some(MAX_OPEN_TABLE_FILES))
         .open()
         .map_err(engine_err(dir.store()))
 }
