@@ -124,7 +124,7 @@ fn the_expression_scanner_finds_metrics_and_skips_functions_labels_and_ranges() 
 }
 
 #[test]
-fn the_alert_rules_are_part_4s_two_and_name_only_exported_metrics() {
+fn the_alert_rules_are_the_stall_and_lag_pair_on_exported_metrics() {
     let (path, text) = monitoring("stoatflow-alerts.yml");
     let docs = YamlLoader::load_from_str(&text)
         .unwrap_or_else(|e| panic!("{} is not YAML: {e}", path.display()));
