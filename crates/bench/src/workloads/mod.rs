@@ -1,6 +1,6 @@
-//! The windowed workloads of the windows and joins issues, written with the
-//! public DSL, on the same input shapes as `crates/streams/benches/windows.rs`
-//! and `join.rs` so the figures are comparable. Each builds onto a
+//! The windowed workloads (windows and joins), written with the public DSL,
+//! on the same input shapes as `crates/streams/benches/windows.rs` and
+//! `join.rs` so the figures are comparable. Each builds onto a
 //! [`StreamsBuilder`] and returns its result stream; the caller attaches the
 //! sink and drives the input ([`crate::run`]).
 //!

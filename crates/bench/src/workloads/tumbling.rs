@@ -1,6 +1,6 @@
-//! Tumbling count (issue 3's workload, the one `bench/compare` runs on every
-//! system): per key, records counted in [`TUMBLING_WINDOW_MS`] tumbling
-//! windows, emitted once when each closes.
+//! Tumbling count (the workload `bench/compare` runs on every system): per
+//! key, records counted in [`TUMBLING_WINDOW_MS`] tumbling windows, emitted
+//! once when each closes.
 
 use std::time::Duration;
 

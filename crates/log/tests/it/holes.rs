@@ -1,7 +1,7 @@
-//! Regression tests for the known holes of issue 17: damage the recovery
-//! used to read as a torn tail (losing committed data without a word), a
-//! failed open that destroyed files, crash shapes that refused to open, and
-//! hostile bytes behind a valid checksum.
+//! Regression tests for known holes in the log's recovery: damage the
+//! recovery used to read as a torn tail (losing committed data without a
+//! word), a failed open that destroyed files, crash shapes that refused to
+//! open, and hostile bytes behind a valid checksum.
 
 use std::path::{Path, PathBuf};
 
