@@ -21,7 +21,8 @@
 //! - [`SegmentedConfig`] and [`Segmented`]: retention segments of window and session stores,
 //!   dropped when the committed frontier passes them.
 //! - [`EmitFrontier`] (`<store>-emitfrontier`) and [`WatermarkStore`] (`stoatflow-watermark`):
-//!   the engine's own stores; [`WatermarkStore::seed`] applies the restart rule of DESIGN 3.6.
+//!   the engine's own stores; [`WatermarkStore::seed`] applies the restart rule
+//!   (docs/state.md#restart).
 //!
 //! # Architecture invariants
 //!

@@ -2,11 +2,13 @@
 //!
 //! Owns [`SegmentedConfig`] (retention and segment interval), the arithmetic both engines
 //! use, and [`Retention`], a segmented store's expiry state: the committed frontier it has
-//! been expired to (monotonic) and the writes it ignored because their time had expired. An entry's time is its window start (window stores) or its session end (session
-//! stores). An entry has expired at frontier `F` when `time + retention < F`; a segment may be
-//! dropped once its latest possible time has expired. With the default retentions of DESIGN
-//! 3.6 (size + grace, gap + grace) the strict comparison means nothing goes before its close
-//! (end + grace, end + gap + 1 + grace) is at or below the frontier.
+//! been expired to (monotonic) and the writes it ignored because their time had expired. An
+//! entry's time is its window start (window stores) or its session end (session stores). An
+//! entry has expired at frontier `F` when `time + retention < F`; a segment may be dropped
+//! once its latest possible time has expired (docs/state.md#expiry). With the default
+//! retentions (size + grace, gap + grace: docs/state.md#retention) the strict comparison
+//! means nothing goes before its close (end + grace, end + gap + 1 + grace) is at or below
+//! the frontier.
 //!
 //! This module never knows where the frontier comes from.
 

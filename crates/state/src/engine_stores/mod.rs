@@ -3,7 +3,7 @@
 //! Owns [`EmitFrontier`] (the highest close an on-window-close operator has emitted, in the
 //! ordinary compacted key-value store `<store>-emitfrontier`) and [`WatermarkStore`] (the
 //! last few barrier stamps and the graceful-flush marker, in `stoatflow-watermark`), with
-//! the restart rule of DESIGN 3.6 in [`WatermarkStore::seed`].
+//! the restart rule (docs/state.md#restart) in [`WatermarkStore::seed`].
 //!
 //! Both are thin typed wrappers over any [`KeyValueStore`](crate::KeyValueStore), so they are
 //! changelogged, flushed and restored like every other store, with no code of their own on

@@ -168,7 +168,8 @@ impl<S: KeyValueStore<WatermarkKey, i64>> WatermarkStore<S> {
             .put(WatermarkKey::GracefulFlush, value, timestamp)
     }
 
-    /// The floor and frontier to seed after a restart, from the restored store (DESIGN 3.6).
+    /// The floor and frontier to seed after a restart, from the restored store
+    /// (docs/state.md#restart).
     ///
     /// In steady state a record lane past barrier N has floor W(N) and the punctuation lane
     /// has frontier W(N-1). Let c be the newest committed barrier; the consumer resumes at

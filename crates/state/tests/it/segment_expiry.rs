@@ -50,7 +50,7 @@ proptest! {
     }
 
     /// Sessions with retention = gap + grace survive until end + gap + 1 + grace is at or
-    /// below the frontier (DESIGN 3.4's session close).
+    /// below the frontier (a session's close: docs/late.md#closes).
     #[test]
     fn sessions_survive_until_their_close_is_at_or_below_the_frontier(
         ends in prop::collection::vec(0i64..400, 1..40),

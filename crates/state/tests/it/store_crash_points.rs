@@ -1,15 +1,16 @@
-//! Crash points over the persistent store engine's own durable operations (issue 17 item 1,
-//! for the store layer): each store kind (key-value, window, session) runs a life of opens,
-//! epochs of writes, changelog commits, clean closes with their checkpoint and reopens. The
-//! store directory is captured before and after every operation; the power going before or
-//! after an operation leaves one of those, and going part-way leaves a mix: for every file
-//! the operation changed, the state before with only that file's change landed, and the state
+//! Crash points over the persistent store engine's own durable operations, for the store layer
+//! (docs/state.md#exactly-once): each store kind (key-value, window, session) runs a life of
+//! opens, epochs of writes, changelog commits, clean closes with their checkpoint and reopens.
+//! The store directory is captured before and after every operation; the power going before or
+//! after an operation leaves one of those, and going part-way leaves a mix: for every file the
+//! operation changed, the state before with only that file's change landed, and the state
 //! after with only that file's change lost. Every such directory is reopened through the
 //! normal open path ([`StoreDirectory::recover`], open, restore from the recovered offset of
-//! the changelog committed by then) and must hold exactly the committed contents: a write
-//! that never committed never survives, and nothing committed is lost. A checkpoint whose
-//! removal at a resumed open never reached the disk is tried beside every later state too. (The metadata file
-//! is the one ordering kept: it is synced before the engine writes, so it never lags them.)
+//! the changelog committed by then) and must hold exactly the committed contents: a write that
+//! never committed never survives, and nothing committed is lost. A checkpoint whose removal
+//! at a resumed open never reached the disk is tried beside every later state too. (The
+//! metadata file is the one ordering kept: it is synced before the engine writes, so it never
+//! lags them.)
 //!
 //! About 200 points over the three kinds under `STOATFLOW_HEAVY_TESTS`; the short form
 //! takes every point of the key-value store and every fourth of the others.
