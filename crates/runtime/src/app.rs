@@ -71,7 +71,8 @@ impl<L: Log + 'static> StreamsApp<L> {
     /// An application on `log` (any backend).
     ///
     /// # Errors
-    /// A bad setting (naming the key) or a topology refused by DESIGN 3.7.
+    /// A bad setting (naming the key) or a refused topology
+    /// (docs/validation.md#refusals).
     pub fn with_log(
         topology: Topology,
         config: RuntimeConfig,

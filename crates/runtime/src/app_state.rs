@@ -32,7 +32,8 @@ pub enum AppState {
 
 impl AppState {
     /// The numeric code exported as `stoatflow_client_state`: Kafka Streams'
-    /// order, numbered so that `RUNNING` is 4 as part 4's alerts expect.
+    /// order, numbered so that `RUNNING` is 4 as the alerts expect
+    /// (docs/operating.md#alerts).
     pub fn code(self) -> u8 {
         match self {
             AppState::Created => 2,

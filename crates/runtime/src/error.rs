@@ -20,7 +20,7 @@ pub enum RuntimeError {
         /// What is wrong with it.
         reason: String,
     },
-    /// The topology is refused (DESIGN 3.7).
+    /// The topology is refused (docs/validation.md#refusals).
     #[error(transparent)]
     Topology(#[from] TopologyError),
     /// A source topic does not exist.

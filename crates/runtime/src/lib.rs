@@ -3,7 +3,7 @@
 //! Runs a topology on a log: the poll loop, ordered dispatch across source
 //! partitions, record lanes, commit barriers stamped with the one
 //! application-wide watermark, one transaction per epoch, recovery and
-//! shutdown (DESIGN 3.3 and 3.6).
+//! shutdown (docs/barriers.md, docs/state.md#restart).
 //!
 //! A short tour:
 //! - [`StreamsApp`]: `new` (the embedded log of the config) or `with_log`

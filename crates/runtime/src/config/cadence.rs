@@ -1,4 +1,5 @@
-//! [`BarrierCadence`]: when the next commit barrier is due (DESIGN 3.3).
+//! [`BarrierCadence`]: when the next commit barrier is due
+//! (docs/barriers.md#cadence).
 //!
 //! Owns the self-tuning interval and the idle throttle. Pure: it is told the
 //! wall time and the measured commit durations; it never reads a clock.
@@ -14,7 +15,7 @@ use crate::config::CommitBarrierConfig;
 /// The interval after a commit that took `d` is
 /// `clamp(max(interval-ms, interval-factor × d), min-interval-ms, max-interval-ms)`:
 /// with a fast log barriers come every `interval-ms`, and the frontier lag
-/// stays about two intervals (part 3: "typically around a second").
+/// stays about two intervals (docs/barriers.md#emission-lag).
 #[derive(Debug, Clone)]
 pub struct BarrierCadence {
     config: CommitBarrierConfig,
@@ -40,10 +41,10 @@ impl BarrierCadence {
     }
 
     /// Whether a barrier is due `since_last` after the previous one, given
-    /// whether the epoch did any work (DESIGN 3.3: an epoch is empty only
-    /// if no record was dispatched, the punctuation lane did nothing and no
-    /// sub-topology still has final results to emit or commit; an empty
-    /// epoch is throttled: no barrier is cut for it).
+    /// whether the epoch did any work (docs/barriers.md#cadence: an epoch is
+    /// empty only if no record was dispatched, the punctuation lane did
+    /// nothing and no sub-topology still has final results to emit or commit;
+    /// an empty epoch is throttled: no barrier is cut for it).
     pub fn is_due(&self, since_last: Duration, epoch_has_work: bool) -> bool {
         epoch_has_work && since_last >= self.interval
     }

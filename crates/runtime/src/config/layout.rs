@@ -3,7 +3,8 @@
 //! partitions, the repartition topics (named `<application.id>-<topic>` on
 //! the log, as Kafka Streams names internal topics) and the changelogs (the
 //! watermark changelog with one partition per task) —
-//! and the watermark marker that crosses a repartition topic (DESIGN 3.3).
+//! and the watermark marker that crosses a repartition topic
+//! (docs/barriers.md#repartition-hops).
 //!
 //! Changelogs are compacted; a window or session store's is also deleted
 //! past its retention (`compact,delete`, retention = the store's plus

@@ -283,7 +283,8 @@ impl RuntimeConfig {
         &self.streams.application_id
     }
 
-    /// The transactional id of this instance's one producer (DESIGN 3.3).
+    /// The transactional id of this instance's one producer
+    /// (docs/barriers.md#transactions, docs/scale-out.md#transactions).
     pub fn transactional_id(&self) -> String {
         format!("{}-{}", self.application_id(), self.instance_id)
     }

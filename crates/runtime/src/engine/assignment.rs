@@ -1,5 +1,5 @@
 //! Which tasks this instance runs: its consumer-group membership, seen as
-//! tasks (DESIGN 5).
+//! tasks (docs/scale-out.md#consumer-group).
 //!
 //! A task is one sub-topology on one partition number of all its sources
 //! (Kafka Streams' rule). The instance joins the group named by the

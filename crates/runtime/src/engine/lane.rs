@@ -50,7 +50,7 @@ pub(crate) struct LaneSetup<L: Log> {
     pub(crate) restore_stall_timeout: std::time::Duration,
     pub(crate) wall_clock: WallTime,
     /// Set when a task holds output that only the next barrier commits
-    /// (the emission work signal of DESIGN 3.3).
+    /// (the emission work signal: docs/barriers.md#cadence).
     pub(crate) pending_output: Arc<AtomicBool>,
     /// Where persistent stores live (`<state dir>/<task>/<store>`).
     pub(crate) state_dir: Option<PathBuf>,

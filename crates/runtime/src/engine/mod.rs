@@ -2,7 +2,7 @@
 //! source's event-time reader, feeds the watermark tracker and ordered
 //! dispatch, hands records to the lanes in batches, cuts commit barriers
 //! stamped with the watermark, and commits each epoch in one transaction
-//! (DESIGN 3.3).
+//! (docs/barriers.md#epochs).
 //!
 //! Owns the consumer, the tracker, the dispatcher, the one transactional
 //! producer of the instance, the `stoatflow-watermark` store and the lanes'
@@ -228,9 +228,10 @@ fn run_engines<L: Log + 'static>(
     }
 }
 
-/// Whether the engine tracks event time (DESIGN 3.7): always under
-/// `ENABLED`, never under `DISABLED`, under `AUTO` when the topology has
-/// anything a watermark drives or a source with a watermark strategy.
+/// Whether the engine tracks event time
+/// (docs/validation.md#coordination-mode): always under `ENABLED`, never
+/// under `DISABLED`, under `AUTO` when the topology has anything a watermark
+/// drives or a source with a watermark strategy.
 pub(crate) fn tracks_event_time(topology: &Topology, config: &RuntimeConfig) -> bool {
     match config.streams.coordination {
         CoordinationMode::Enabled => true,
@@ -250,8 +251,9 @@ enum Exit {
 
 /// One sub-topology's event time. A sub-topology fed by a repartition topic
 /// takes its watermark from the markers in it and runs barriers on its own
-/// stamps (DESIGN 3.3), so each has its own tracker, dispatcher and stamp
-/// ring; without repartition topics there is one, the application's.
+/// stamps (docs/barriers.md#repartition-hops), so each has its own tracker,
+/// dispatcher and stamp ring; without repartition topics there is one, the
+/// application's.
 struct SubtopologyTime {
     tracker: WatermarkTracker,
     dispatch: OrderedDispatch<Pending>,
@@ -309,9 +311,9 @@ struct Engine<L: Log> {
     upkeep: Upkeep,
     /// The standby copies' thread, if this instance keeps any.
     standby: Option<Standby>,
-    /// DIRECT dispatch (DESIGN 3.7): no event time is tracked, so records
-    /// go to their lanes in fetch order, past the tracker and ordered
-    /// dispatch, and barriers carry no stamp.
+    /// DIRECT dispatch (docs/validation.md#dispatch-mode): no event time is
+    /// tracked, so records go to their lanes in fetch order, past the tracker
+    /// and ordered dispatch, and barriers carry no stamp.
     direct: bool,
 }
 

@@ -1,7 +1,8 @@
 //! [`MetricsSnapshot`]: the figures the runtime records for the operating
-//! surface (DESIGN 3.9): the `stoatflow.watermark.*` family, dropped records
-//! by reason, records in and out, store segments, commit-barrier interval and
-//! duration, restore progress, the passes of the log's upkeep.
+//! surface (docs/operating.md#metrics): the `stoatflow.watermark.*` family,
+//! dropped records by reason, records in and out, store segments,
+//! commit-barrier interval and duration, restore progress, the passes of the
+//! log's upkeep.
 //!
 //! Owns the cells the engine and the lanes write and the read model the
 //! server reads. Cells are written at barrier time, at the 100 ms snapshot

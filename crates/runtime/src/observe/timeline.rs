@@ -4,11 +4,11 @@
 //! (at most once per poll), never per record.
 //!
 //! Owns the final-result latency of a window close: from the moment the
-//! watermark (or the first barrier stamp) reached the close to the commit
-//! of the transaction that carries the window's final result. Knows the
-//! barrier pipeline of DESIGN 3.3 (a close first stamped by barrier M is
-//! emitted by the pass at barrier M+1 and commits with transaction M+2; a
-//! flush barrier emits and commits at once) and nothing of windows: the
+//! watermark (or the first barrier stamp) reached the close to the commit of
+//! the transaction that carries the window's final result. Knows the barrier
+//! pipeline (docs/barriers.md#emission-lag: a close first stamped by barrier
+//! M is emitted by the pass at barrier M+1 and commits with transaction M+2;
+//! a flush barrier emits and commits at once) and nothing of windows: the
 //! caller says where its windows close.
 
 use std::collections::VecDeque;

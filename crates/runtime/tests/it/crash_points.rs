@@ -1,10 +1,10 @@
-//! Exactly-once under a crash at every point (issue 17 items 1 and 2, at the
-//! log's granularity): on a [`FaultyLog`] the power goes right before or
+//! Exactly-once under a crash at every point (docs/state.md#exactly-once, at
+//! the log's granularity): on a [`FaultyLog`] the power goes right before or
 //! right after durable operation k, the application stops, and a fresh
 //! application is started on what is durable. For every k up to the
-//! uninterrupted run's count, both ways, the committed output must equal
-//! the uninterrupted run's: each final result once, every timer fired once,
-//! no late record admitted that the uninterrupted run dropped. A sample of
+//! uninterrupted run's count, both ways, the committed output must equal the
+//! uninterrupted run's: each final result once, every timer fired once, no
+//! late record admitted that the uninterrupted run dropped. A sample of
 //! double crashes (a second crash during the recovery) too.
 //!
 //! Input is written in pieces while the app runs. A piece either follows a

@@ -1,8 +1,9 @@
-//! DIRECT dispatch (DESIGN 3.7): a topology with nothing a watermark drives
-//! and no watermark strategy tracks no event time under `AUTO` (and never
-//! under `DISABLED`): its records go to their lanes in fetch order, no
-//! `/watermarks` view is published, and each output partition gets its
-//! input partition's records in offset order. `ENABLED` tracks anyway.
+//! DIRECT dispatch (docs/validation.md#dispatch-mode): a topology with
+//! nothing a watermark drives and no watermark strategy tracks no event time
+//! under `AUTO` (and never under `DISABLED`): its records go to their lanes
+//! in fetch order, no `/watermarks` view is published, and each output
+//! partition gets its input partition's records in offset order. `ENABLED`
+//! tracks anyway.
 
 use std::sync::Arc;
 

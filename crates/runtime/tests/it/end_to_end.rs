@@ -62,12 +62,13 @@ fn input_arriving_while_running_is_counted() {
     assert_eq!(engine, regular(driver_finals(tumbling_count(), &records)));
 }
 
-/// Part 3's race of R and F with real lanes: R (an on-time record of window
-/// [0, 10 s)) is dispatched before F (records on every partition far ahead,
-/// which move the watermark past the window's close), but R's lane is slow.
-/// The barrier stamped with the advanced watermark reaches R's lane behind R
-/// (FIFO), so R is judged against the previous stamp: admitted, counted,
-/// and the window's final count, R included, is committed once.
+/// The race of R and F (docs/barriers.md#floors) with real lanes: R (an
+/// on-time record of window [0, 10 s)) is dispatched before F (records on
+/// every partition far ahead, which move the watermark past the window's
+/// close), but R's lane is slow. The barrier stamped with the advanced
+/// watermark reaches R's lane behind R (FIFO), so R is judged against the
+/// previous stamp: admitted, counted, and the window's final count, R
+/// included, is committed once.
 #[test]
 fn the_race_of_r_and_f_admits_r_on_a_slow_lane() {
     use std::time::Duration;

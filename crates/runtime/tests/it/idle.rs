@@ -1,8 +1,8 @@
-//! What an application does once its input stops (DESIGN 3.3): the
-//! emission work signal keeps barriers coming until the last final results
-//! are emitted and committed, without `close()`; then the idle throttle
-//! stops them. And a restart with no new input resumes its watermark from
-//! the committed partition times instead of starting below everything.
+//! What an application does once its input stops (docs/barriers.md#cadence):
+//! the emission work signal keeps barriers coming until the last final
+//! results are emitted and committed, without `close()`; then the idle
+//! throttle stops them. And a restart with no new input resumes its watermark
+//! from the committed partition times instead of starting below everything.
 
 use std::time::{Duration, Instant};
 

@@ -1,5 +1,5 @@
-//! Taking over from Kafka Streams (issue 14 item 4): the test writes, in
-//! Kafka Streams' own byte layouts, what a Kafka Streams application with
+//! Taking over from Kafka Streams (docs/state.md#takeover): the test writes,
+//! in Kafka Streams' own byte layouts, what a Kafka Streams application with
 //! the same id and store names left on the log (its input, its committed
 //! offsets with partition-time metadata, its window and session changelogs),
 //! then runs our app with `migration_from_kafka_streams` on the rest of the

@@ -1,7 +1,7 @@
 //! The final output of every output partition is the same sequence whatever
-//! the lane count and the barriers' timing (issue 12): final results are
-//! written merged by (close, key, start), not in the epoch each happened to
-//! be emitted in, task after task.
+//! the lane count and the barriers' timing (docs/barriers.md#output-order):
+//! final results are written merged by (close, key, start), not in the epoch
+//! each happened to be emitted in, task after task.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
-//! "One committing, one processing" (DESIGN 3.3): while transaction N
-//! commits, the lanes already process epoch N+1's records; and input that
-//! was only handed to the tasks, not yet committed, is committed by
-//! `close()`'s final barrier.
+//! "One committing, one processing" (docs/barriers.md#epochs): while
+//! transaction N commits, the lanes already process epoch N+1's records; and
+//! input that was only handed to the tasks, not yet committed, is committed
+//! by `close()`'s final barrier.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -67,11 +67,11 @@ fn graceful_close_then_restart_emits_nothing_again() {
 }
 
 /// A restart's floor is the newest stamp its watermark store committed
-/// (DESIGN 3.6; a crash leaves the newest stamp out of the frontier only):
-/// a record for a window that closed at or before it is dropped as late,
-/// counted under `late_window`, and changes no result. The close's barrier
-/// is the only one here (barriers every 10 s), so without the seeded floor
-/// nothing would be below it.
+/// (docs/state.md#crash-restart; a crash leaves the newest stamp out of the
+/// frontier only): a record for a window that closed at or before it is
+/// dropped as late, counted under `late_window`, and changes no result. The
+/// close's barrier is the only one here (barriers every 10 s), so without the
+/// seeded floor nothing would be below it.
 #[test]
 fn after_a_graceful_close_the_floor_is_its_final_stamp() {
     let records = input(300, 4, 8);

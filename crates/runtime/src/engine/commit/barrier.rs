@@ -1,8 +1,8 @@
-//! Commit barriers (DESIGN 3.3): cut barrier N (fix the offsets, stamp
-//! W(N), send it down every lane behind what they hold), gather the lanes'
-//! crossings, hand transaction N to the committer, and finish the barrier
-//! once it committed; the cadence that decides when the next is due; the
-//! flush barrier that ends an engine that commits.
+//! Commit barriers (docs/barriers.md#epochs): cut barrier N (fix the offsets,
+//! stamp W(N), send it down every lane behind what they hold), gather the
+//! lanes' crossings, hand transaction N to the committer, and finish the
+//! barrier once it committed; the cadence that decides when the next is due;
+//! the flush barrier that ends an engine that commits.
 //!
 //! Owns the barrier in flight (at most one). Knows the lanes only through
 //! their channels and the log only through the committer.
@@ -82,7 +82,8 @@ impl<L: Log + 'static> Engine<L> {
     }
 
     /// Whether the epoch since the last barrier did anything, or a later
-    /// barrier still has final results to emit or commit (DESIGN 3.3).
+    /// barrier still has final results to emit or commit
+    /// (docs/barriers.md#cadence).
     pub(in crate::engine) fn epoch_has_work(&self) -> bool {
         self.dispatched_since_barrier > 0
             || self.punctuation_since_barrier
@@ -159,10 +160,11 @@ impl<L: Log + 'static> Engine<L> {
             .collect();
         self.pending_output.store(false, Ordering::Release);
         // The force above publishes the watermark, so the throttled poll
-        // would never report it: the advance reaches the lanes here, ahead
-        // of the barrier (DESIGN 3.3). Timers fire against the floor, so an
-        // event is also owed the barrier after the floor moved, or timers
-        // due under the last floor would wait for the watermark to move.
+        // would never report it: the advance reaches the lanes here, ahead of
+        // the barrier (docs/barriers.md#watermark-events). Timers fire
+        // against the floor, so an event is also owed the barrier after the
+        // floor moved, or timers due under the last floor would wait for the
+        // watermark to move.
         for (st, time) in self.times.iter().enumerate() {
             if stamps[st] > time.recent[1] || time.recent[0] != time.recent[1] {
                 for lane in &self.lanes {
@@ -275,10 +277,10 @@ impl<L: Log + 'static> Engine<L> {
             .stamps
             .record(n, &stamps, flush, inflight.now.as_millis())?;
         // After the epoch's records, a marker carrying W(N) of the writing
-        // sub-topology to every partition of each repartition topic it
-        // writes (DESIGN 3.3); only when that stamp moved: a repeated marker
-        // says nothing new and would keep an idle application cutting
-        // barriers.
+        // sub-topology to every partition of each repartition topic it writes
+        // (docs/barriers.md#repartition-hops); only when that stamp moved: a
+        // repeated marker says nothing new and would keep an idle application
+        // cutting barriers.
         let mut markers = Vec::new();
         for sink in self.plan.sinks.values().filter(|s| s.internal) {
             let stamp = stamps[sink.writer];

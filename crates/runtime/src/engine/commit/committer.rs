@@ -1,6 +1,6 @@
 //! The committer: the thread that owns the instance's one producer and
 //! commits each epoch while the poll loop and the lanes already process the
-//! next epoch (DESIGN 3.3, "one committing, one processing").
+//! next epoch ("one committing, one processing": docs/barriers.md#epochs).
 //!
 //! Owns the producer, the sinks' partitions and the order in which an
 //! epoch's records are written: the epoch's sink records (in

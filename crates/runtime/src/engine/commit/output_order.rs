@@ -1,6 +1,6 @@
-//! The order an epoch's output records are written in (issue 12: the final
-//! output of every output partition is the same sequence whatever the lane
-//! count and scheduling).
+//! The order an epoch's output records are written in
+//! (docs/barriers.md#output-order): the final output of every output
+//! partition is the same sequence whatever the lane count and scheduling.
 //!
 //! Each task's records keep their order, with one exception: the final
 //! results (records an emission pass produced, marked

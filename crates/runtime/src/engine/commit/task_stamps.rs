@@ -1,5 +1,6 @@
 //! [`TaskStamps`]: the `stoatflow-watermark` store, one stamp ring per task
-//! this instance owns (DESIGN 3.6, 5).
+//! this instance owns (docs/state.md#watermark-store,
+//! docs/scale-out.md#instance-watermark).
 //!
 //! Instances of one application own different tasks and each stamps its
 //! barriers with the watermark over its own partitions, so one ring per

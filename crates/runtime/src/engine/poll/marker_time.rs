@@ -1,6 +1,7 @@
-//! The event time of a repartition partition (DESIGN 3.3): its watermark
-//! is the last marker read from it, never a record's time, and it is never
-//! idle while its writer runs. Knows nothing of how markers are read.
+//! The event time of a repartition partition
+//! (docs/barriers.md#repartition-hops): its watermark is the last marker read
+//! from it, never a record's time, and it is never idle while its writer
+//! runs. Knows nothing of how markers are read.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -11,7 +12,7 @@ use stoatflow_time::{
 };
 
 /// The generator of a repartition partition: its watermark is the last
-/// marker read from it (DESIGN 3.3), never a record's time.
+/// marker read from it, never a record's time.
 #[derive(Debug)]
 struct MarkerGenerator {
     last_marker: Arc<AtomicI64>,

@@ -1,8 +1,8 @@
-//! Standby replicas (`num.standby.replicas`, DESIGN 5): warm copies of
-//! tasks this instance does not own, kept by tailing their changelogs into
-//! persistent stores in the state directory, so that when the group moves
-//! such a task here its restore starts from the standby's checkpoint (the
-//! tail written since), not from the changelog's beginning.
+//! Standby replicas (`num.standby.replicas`, docs/scale-out.md#standbys):
+//! warm copies of tasks this instance does not own, kept by tailing their
+//! changelogs into persistent stores in the state directory, so that when the
+//! group moves such a task here its restore starts from the standby's
+//! checkpoint (the tail written since), not from the changelog's beginning.
 //!
 //! Which tasks: every stateful task this instance does not own. The group's
 //! assignor (librdkafka's) decides where a task goes when its owner dies and
