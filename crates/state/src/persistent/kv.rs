@@ -8,8 +8,8 @@ use super::bulk_load::SortedLoad;
 use super::segmented::Stored;
 use super::write_cache::{WriteCache, merge};
 use super::{
-    PersistentConfig, StoreDirectory, closed, decode_stored, encode_value, engine_err, ingest,
-    open_database, validate_entry, validate_record, write_sorted,
+    BULK_LOAD_MIN_BYTES, PersistentConfig, StoreDirectory, closed, decode_stored, encode_value,
+    engine_err, ingest, open_database, validate_entry, validate_record, write_sorted,
 };
 use crate::changelog::ChangelogEntry;
 use crate::changelog_batch::ChangelogBatch;
@@ -196,8 +196,10 @@ impl<K, V> StateStore for PersistentKeyValueStore<K, V> {
     /// In bulk: the cache is written back and emptied, then the batch goes to the engine as
     /// one sorted table (see the segmented store's).
     fn apply_changelog_batch(&mut self, batch: &RestoreBatch) -> Result<(), StateError> {
-        if batch.is_empty() {
-            return Ok(());
+        if batch.bytes() < BULK_LOAD_MIN_BYTES {
+            return batch
+                .iter()
+                .try_for_each(|record| self.apply_changelog(&record.to_entry()));
         }
         if self.cache.len() > 0 {
             self.write_back()?;

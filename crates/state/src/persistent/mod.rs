@@ -196,6 +196,12 @@ pub(crate) fn validate_record<T>(
         .map_err(|e| record.corrupt(store, format!("{what} does not decode: {e}")))
 }
 
+/// A restore batch smaller than this goes through the write-back cache as single records
+/// (a standby tailing its changelog hands over a few records per fetch, and a sorted table
+/// per fetch would leave the engine many tiny tables to compact): a bulk load is never
+/// smaller than a cache spill.
+pub(crate) const BULK_LOAD_MIN_BYTES: usize = MIN_CACHE_MAX_BYTES;
+
 /// A segment's run of a load at least this long is written as two tables at once, on two
 /// threads, each half of the keys (building a table costs the engine far more per entry than
 /// anything else a restore does).

@@ -21,8 +21,9 @@ use std::sync::Arc;
 use super::bulk_load::SortedLoad;
 use super::write_cache::{WriteCache, merge};
 use super::{
-    PersistentConfig, SegmentSet, StoreDirectory, closed, decode_stored, encode_key, encode_value,
-    engine_err, ingest, open_database, validate_entry, validate_record, write_sorted,
+    BULK_LOAD_MIN_BYTES, PersistentConfig, SegmentSet, StoreDirectory, closed, decode_stored,
+    encode_key, encode_value, engine_err, ingest, open_database, validate_entry, validate_record,
+    write_sorted,
 };
 use crate::changelog::ChangelogEntry;
 use crate::changelog_batch::ChangelogBatch;
@@ -449,8 +450,10 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
     /// table per segment, as [`SegmentedCore::apply_changelog`] on each would leave them.
     /// A corrupt record: every record before it is written, then its error returned.
     pub(crate) fn apply_changelog_batch(&mut self, batch: &RestoreBatch) -> Result<(), StateError> {
-        if batch.is_empty() {
-            return Ok(());
+        if batch.bytes() < BULK_LOAD_MIN_BYTES {
+            return batch
+                .iter()
+                .try_for_each(|record| self.apply_changelog(&record.to_entry()));
         }
         if self.cache.len() > 0 {
             self.write_back()?;

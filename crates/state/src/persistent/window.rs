@@ -280,7 +280,7 @@ mod tests {
         w.put("a".into(), 0, 1, 5).unwrap();
         w.put("b".into(), 0, 2, 5).unwrap();
         w.put("c".into(), 100, 3, 5).unwrap();
-        let restored = vec![
+        let mut restored = vec![
             entry("a", 0, Some(10), 0),
             entry("b", 0, None, 1),
             entry("d", 200, Some(4), 2),
@@ -288,15 +288,22 @@ mod tests {
             entry("e", 300, Some(5), 4),
             entry("e", 300, None, 5),
         ];
-        crate::restore(&mut w, restored, 6, &mut |_| {}).unwrap();
+        // Long keys in a later window: a batch past the bulk-load floor.
+        let filler = (super::super::BULK_LOAD_MIN_BYTES / 100) as u64 + 1;
+        restored.extend((0..filler).map(|i| entry(&format!("{i:0>90}"), 900, Some(1), 6 + i)));
+        crate::restore(&mut w, restored, 0, &mut |_| {}).unwrap();
         assert_eq!(
             w.core.cached_entries(),
             0,
             "restored entries bypass the cache"
         );
-        assert_eq!(w.core.engine_entries(), 3, "a, c and d, all in the engine");
         assert_eq!(
-            w.fetch_all(i64::MIN, i64::MAX).unwrap(),
+            w.core.engine_entries(),
+            3 + filler as usize,
+            "a, c, d and the filler, all in the engine"
+        );
+        assert_eq!(
+            w.fetch_all(i64::MIN, 899).unwrap(),
             vec![
                 (0, "a".into(), 11),
                 (100, "c".into(), 3),
@@ -327,6 +334,21 @@ mod tests {
     }
 
     #[test]
+    fn a_small_restore_batch_goes_through_the_cache() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = PersistentConfig::new(tmp.path(), "app");
+        let mut w = open_window_store(&cfg);
+        let restored = vec![entry("a", 0, Some(1), 0), entry("b", 100, Some(2), 1)];
+        crate::restore(&mut w, restored, 2, &mut |_| {}).unwrap();
+        assert_eq!(
+            (w.core.cached_entries(), w.core.engine_entries()),
+            (2, 0),
+            "no table for a few records"
+        );
+        assert_eq!(w.fetch(&"b".into(), 100).unwrap(), Some(2));
+    }
+
+    #[test]
     fn a_long_restore_is_written_as_two_tables_and_reads_back_whole() {
         let tmp = tempfile::tempdir().unwrap();
         let cfg = PersistentConfig::new(tmp.path(), "app");
@@ -353,18 +375,31 @@ mod tests {
 
     #[test]
     fn a_corrupt_record_in_a_batch_leaves_every_record_before_it_restored() {
-        let tmp = tempfile::tempdir().unwrap();
-        let cfg = PersistentConfig::new(tmp.path(), "app");
-        let mut w = open_window_store(&cfg);
-        let mut bad = entry("z", 0, Some(1), 2);
+        // Past the bulk-load floor (long keys in a later window), the bad record last.
+        let filler = (super::super::BULK_LOAD_MIN_BYTES / 100) as u64 + 1;
+        let mut entries = vec![entry("x", 0, Some(1), 0), entry("y", 0, Some(2), 1)];
+        entries.extend((0..filler).map(|i| entry(&format!("{i:0>90}"), 900, Some(1), 2 + i)));
+        let mut bad = entry("z", 0, Some(1), 2 + filler);
         bad.value = Some(vec![1, 2, 3]);
-        let entries = vec![entry("x", 0, Some(1), 0), entry("y", 0, Some(2), 1), bad];
-        let err = crate::restore(&mut w, entries, 3, &mut |_| {}).unwrap_err();
-        assert!(err.to_string().contains("offset 2"), "{err}");
-        assert_eq!(
-            w.fetch_all(i64::MIN, i64::MAX).unwrap(),
-            vec![(0, "x".into(), 1), (0, "y".into(), 2)]
-        );
+        let bad_offset = format!("offset {}", 2 + filler);
+        entries.push(bad);
+        for entries in [
+            entries.clone(),
+            entries[..2]
+                .iter()
+                .cloned()
+                .chain(entries.last().cloned())
+                .collect(),
+        ] {
+            let tmp = tempfile::tempdir().unwrap();
+            let mut w = open_window_store(&PersistentConfig::new(tmp.path(), "app"));
+            let err = crate::restore(&mut w, entries, 0, &mut |_| {}).unwrap_err();
+            assert!(err.to_string().contains(&bad_offset), "{err}");
+            assert_eq!(
+                w.fetch_all(i64::MIN, 899).unwrap(),
+                vec![(0, "x".into(), 1), (0, "y".into(), 2)]
+            );
+        }
     }
 
     #[test]
