@@ -32,7 +32,10 @@ fn main() -> anyhow::Result<()> {
     if args.windows(2).any(|w| w[0] == "--query" && w[1] == "soak") {
         return soak(&args);
     }
-    if args.windows(2).any(|w| w[0] == "--query" && w[1] == "e2e-restore") {
+    if args
+        .windows(2)
+        .any(|w| w[0] == "--query" && w[1] == "e2e-restore")
+    {
         return stoatflow_bench::restore::run_from_args(&args);
     }
     let mut query = None;
