@@ -124,7 +124,7 @@ impl KafkaConsumer {
         while let Some(tp) = self.unchecked.last().cloned() {
             if let Some(i) = self.positions.iter().position(|(t, _)| *t == tp) {
                 let range = self.watermarks(&tp)?;
-                let pos = offset_reset::in_range(&tp, self.positions[i].1, range, self.reset)?;
+                let pos = self.reset.place(&tp, self.positions[i].1, range)?;
                 moved |= pos != self.positions[i].1;
                 self.positions[i].1 = pos;
             }

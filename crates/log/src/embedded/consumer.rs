@@ -71,24 +71,7 @@ fn in_range(
     reset: OffsetReset,
 ) -> Result<u64, LogError> {
     let start = st.meta.starts.get(tp).copied().unwrap_or(0);
-    if (start..=end).contains(&pos) {
-        return Ok(pos);
-    }
-    let to = match reset {
-        OffsetReset::Earliest => start,
-        OffsetReset::Latest => end,
-        OffsetReset::None => {
-            return Err(LogError::OffsetOutOfRange {
-                topic: tp.topic.clone(),
-                partition: tp.partition,
-                offset: Offset(pos),
-                start: Offset(start),
-                end: Offset(end),
-            });
-        }
-    };
-    tracing::warn!(partition = %tp, offset = pos, start, end, reset = ?reset, to, "the position is out of range; moved by the offset-reset policy");
-    Ok(to)
+    reset.place(tp, pos, (start, end))
 }
 
 impl Consumer for EmbeddedConsumer {
