@@ -144,16 +144,9 @@ pub(crate) fn read_batches<C: Consumer>(
             return Ok(());
         }
         let fetched = consumer.fetch_batches(Duration::from_millis(100))?;
-        if fetched.is_empty() {
-            if last_progress.elapsed() > limits.stall {
-                return Err(LogError::Timeout {
-                    op: format!("restoring {}", limits.what),
-                    after_ms: u64::try_from(limits.stall.as_millis()).unwrap_or(u64::MAX),
-                });
-            }
-            continue;
+        if !fetched.is_empty() {
+            last_progress = Instant::now();
         }
-        last_progress = Instant::now();
         let mut count = 0u64;
         for fetched in &fetched {
             let tp = fetched.partition();
@@ -195,6 +188,16 @@ pub(crate) fn read_batches<C: Consumer>(
         }
         for tp in &done {
             ends.remove(tp);
+        }
+        // A fetch can move a position to the end without a record (past a
+        // transaction's marker), so the ends are checked after every fetch,
+        // and only a fetch that neither read nor ended anything counts
+        // towards the stall.
+        if fetched.is_empty() && done.is_empty() && last_progress.elapsed() > limits.stall {
+            return Err(LogError::Timeout {
+                op: format!("restoring {}", limits.what),
+                after_ms: u64::try_from(limits.stall.as_millis()).unwrap_or(u64::MAX),
+            });
         }
         let pending: usize = filling.values().map(RestoreBatch::bytes).sum();
         let ready: Vec<TopicPartition> = filling
