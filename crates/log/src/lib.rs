@@ -65,6 +65,7 @@ mod embedded;
 mod error;
 mod membership;
 pub mod offset_metadata;
+mod offset_reset;
 mod topic_name;
 mod types;
 
