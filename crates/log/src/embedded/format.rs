@@ -13,7 +13,7 @@
 //! [base offset: u64][record count: u32][max timestamp: i64][txn: u64]
 //! record* = [offset delta: u32][timestamp: i64][key: bytes?][value: bytes?]
 //!           [header count: u32] ([key: str][value: bytes?])*
-//! bytes?  = [len: i32, -1 = null][bytes]     str = [len: u32][UTF-8]
+//! bytes?  = [len: i32, -1 = null, other negatives malformed][bytes]     str = [len: u32][UTF-8]
 //! ```
 //!
 //! All integers little-endian. Offsets inside a batch are explicit (base +
@@ -445,10 +445,11 @@ impl<'a> Cursor<'a> {
     }
     pub(crate) fn opt_slice(&mut self) -> Result<Option<&'a [u8]>, Malformed> {
         let n = self.i32()?;
-        if n < 0 {
+        if n == -1 {
             return Ok(None);
         }
-        self.take(n as usize).map(Some)
+        let n = usize::try_from(n).map_err(|_| Malformed("a length below -1 (null)"))?;
+        self.take(n).map(Some)
     }
     pub(crate) fn opt_bytes(&mut self) -> Result<Option<Vec<u8>>, Malformed> {
         Ok(self.opt_slice()?.map(<[u8]>::to_vec))
@@ -568,6 +569,24 @@ mod tests {
             panic!("frame not valid")
         };
         assert!(decode_batch(body, |_, _| {}).is_err());
+    }
+
+    /// Found by the fuzz target `batch_bodies_decode_or_err_and_round_trip`:
+    /// a length of -2 read as null, so two bodies decoded to one batch and
+    /// the round trip was not the identity. Only -1 is null.
+    #[test]
+    fn a_negative_length_other_than_minus_one_is_malformed() {
+        let mut b = BatchBuilder::new(64);
+        b.push((&Record::new(Some(b"k"), None, Timestamp(1))).into());
+        let frame = b.finish(0, 0).to_vec();
+        let mut body = frame[FRAME_HEADER..].to_vec();
+        let value_len = BATCH_HEADER + 4 + 8 + 4 + 1;
+        assert_eq!(body[value_len..value_len + 4], (-1i32).to_le_bytes());
+        assert!(decode_batch(&body, |_, _| {}).is_ok());
+        for bad in [-2i32, i32::MIN] {
+            body[value_len..value_len + 4].copy_from_slice(&bad.to_le_bytes());
+            assert!(decode_batch(&body, |_, _| {}).is_err(), "{bad}");
+        }
     }
 
     proptest::proptest! {
