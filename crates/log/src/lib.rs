@@ -63,6 +63,8 @@ mod broker;
 pub mod contract;
 mod embedded;
 mod error;
+#[cfg(test)]
+mod fuzz;
 mod membership;
 pub mod offset_metadata;
 mod offset_reset;

@@ -20,6 +20,9 @@ use super::{EmbeddedConfig, State, TxLog, txlog_name};
 use crate::error::LogError;
 use crate::types::TopicPartition;
 
+#[cfg(test)]
+mod fuzz;
+
 /// The transaction log as read back: the state after every intact entry,
 /// the entries with their positions, and where the intact frames end.
 #[derive(Debug)]
