@@ -23,10 +23,12 @@ use crate::error::StateError;
 /// The metadata file in every persistent store directory.
 pub const STORE_METADATA_FILE: &str = "stoatflow-store.meta";
 
-/// The store directory format this version writes and reads. Format 1 (before the
-/// checksummed metadata, the checkpoint manifest and the key-value key prefix) is older: its
-/// local copy is rebuilt from the changelog.
-pub const STORE_FORMAT: u32 = 2;
+/// The store directory format this version writes and reads. Older formats' local copies
+/// are rebuilt from the changelog: format 1 (before the checksummed metadata, the checkpoint
+/// manifest and the key-value key prefix) and format 2 (a keyspace per segment, named
+/// `seg<id>`, where format 3 keeps segments in reused slots with a map of which holds which;
+/// format 2's reader would find no segment in a format 3 directory, hence the bump).
+pub const STORE_FORMAT: u32 = 3;
 
 const FORMAT_KEY: &str = "stoatflow-store-format=";
 
@@ -592,14 +594,14 @@ mod tests {
         let meta = meta_text(tmp.path(), "counts");
         assert!(
             meta.starts_with(
-                "stoatflow-store-format=2\napplication.id=app-a\nstore=counts\ncrc32="
+                "stoatflow-store-format=3\napplication.id=app-a\nstore=counts\ncrc32="
             ),
             "{meta}"
         );
         assert_eq!(
             parse_meta(meta.as_bytes()),
             Ok(Meta {
-                format: 2,
+                format: 3,
                 application_id: Some("app-a".into()),
                 store: Some("counts".into())
             })
@@ -637,15 +639,15 @@ mod tests {
         let cfg = PersistentConfig::new(tmp.path(), "app");
         let dir = tmp.path().join("counts");
         fs::create_dir_all(&dir).unwrap();
-        let newer = seal("stoatflow-store-format=3\napplication.id=app\nstore=counts\n".into());
+        let newer = seal("stoatflow-store-format=4\napplication.id=app\nstore=counts\n".into());
         fs::write(dir.join(STORE_METADATA_FILE), newer).unwrap();
         let err = StoreDirectory::open(&cfg, "counts").unwrap_err();
         assert!(
             matches!(
                 err,
                 StateError::UnsupportedStoreFormat {
-                    found: 3,
-                    supported: 2,
+                    found: 4,
+                    supported: 3,
                     ..
                 }
             ),
@@ -654,21 +656,30 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.starts_with("store counts: directory "), "{msg}");
         assert!(
-            msg.ends_with("has store format 3, this version reads format 2; it was written by a newer version; refusing to open it"),
+            msg.ends_with("has store format 4, this version reads format 3; it was written by a newer version; refusing to open it"),
             "{msg}"
         );
 
-        fs::write(
-            dir.join(STORE_METADATA_FILE),
-            "stoatflow-store-format=1\napplication.id=app\nstore=counts\n",
-        )
-        .unwrap();
-        let err = StoreDirectory::open(&cfg, "counts")
-            .unwrap_err()
-            .to_string();
-        assert!(err.ends_with("has store format 1, this version reads format 2; rebuild it from its changelog (StoreDirectory::rebuild or LocalCopy::Rebuild)"), "{err}");
-        StoreDirectory::rebuild(&cfg, "counts").unwrap();
-        StoreDirectory::open(&cfg, "counts").unwrap();
+        // Format 1 (plain lines) and format 2 (sealed, a keyspace per segment).
+        let older = [
+            (
+                "stoatflow-store-format=1\napplication.id=app\nstore=counts\n".to_string(),
+                1,
+            ),
+            (
+                seal("stoatflow-store-format=2\napplication.id=app\nstore=counts\n".into()),
+                2,
+            ),
+        ];
+        for (meta, found) in older {
+            fs::write(dir.join(STORE_METADATA_FILE), meta).unwrap();
+            let err = StoreDirectory::open(&cfg, "counts")
+                .unwrap_err()
+                .to_string();
+            assert!(err.ends_with(&format!("has store format {found}, this version reads format 3; rebuild it from its changelog (StoreDirectory::rebuild or LocalCopy::Rebuild)")), "{err}");
+            StoreDirectory::rebuild(&cfg, "counts").unwrap();
+            StoreDirectory::open(&cfg, "counts").unwrap();
+        }
     }
 
     #[test]

@@ -6,8 +6,9 @@
 //! ([`StoreDirectory::recover`]), and the on-disk key layouts. Each store has its own
 //! directory `<state dir>/<store name>/` holding a metadata file that names the format and
 //! the application id (a directory left by another application id, or by a newer format, is
-//! refused) and one fjall database under `data/`; a segmented store keeps one keyspace per
-//! segment, so dropping a segment drops a keyspace.
+//! refused) and one fjall database under `data/`; a segmented store keeps each segment in
+//! one of a pool of keyspaces it reuses ([`SegmentSet`]), so dropping a segment empties a
+//! keyspace.
 //!
 //! On-disk layouts (times are sign-flipped big-endian so that byte order is time order):
 //! key-value `[0x01][key]` (the engine refuses empty keys; the prefix keeps byte order);
@@ -31,6 +32,7 @@ mod dir;
 mod kv;
 mod recover;
 mod sealed;
+mod segment_set;
 mod segmented;
 mod session;
 mod window;
@@ -44,14 +46,12 @@ pub use session::PersistentSessionStore;
 pub use window::PersistentWindowStore;
 pub use write_cache::{DEFAULT_CACHE_MAX_BYTES, MIN_CACHE_MAX_BYTES};
 
-use std::collections::BTreeMap;
-use std::fmt;
-
 use crate::changelog::ChangelogEntry;
 use crate::codec::Codec;
 use crate::error::{StateError, hex};
 use crate::restore_batch::RestoreRecord;
 use bulk_load::SortedLoad;
+pub(crate) use segment_set::SegmentSet;
 
 /// Maps an engine error to a [`StateError`] naming the store.
 pub(crate) fn engine_err(store: &str) -> impl Fn(fjall::Error) -> StateError + '_ {
@@ -248,85 +248,6 @@ pub(crate) fn ingest<S: Ord + Copy + Sync>(
         })?;
     }
     Ok(())
-}
-
-/// The keyspaces of a segmented store, one per segment, named `seg<id>`.
-pub(crate) struct SegmentSet {
-    store: String,
-    db: fjall::Database,
-    keyspaces: BTreeMap<i64, fjall::Keyspace>,
-}
-
-impl fmt::Debug for SegmentSet {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SegmentSet")
-            .field("store", &self.store)
-            .field("segments", &self.keyspaces.keys().collect::<Vec<_>>())
-            .finish()
-    }
-}
-
-impl SegmentSet {
-    /// Opens the segments already in `db`.
-    pub(crate) fn open(store: &str, db: fjall::Database) -> Result<Self, StateError> {
-        let mut keyspaces = BTreeMap::new();
-        for name in db.list_keyspace_names() {
-            let name: &str = &name;
-            if let Some(id) = name.strip_prefix("seg").and_then(|s| s.parse::<i64>().ok()) {
-                let ks = db
-                    .keyspace(name, fjall::KeyspaceCreateOptions::default)
-                    .map_err(engine_err(store))?;
-                keyspaces.insert(id, ks);
-            }
-        }
-        Ok(Self {
-            store: store.to_string(),
-            db,
-            keyspaces,
-        })
-    }
-
-    pub(crate) fn get(&self, segment: i64) -> Option<&fjall::Keyspace> {
-        self.keyspaces.get(&segment)
-    }
-
-    pub(crate) fn get_or_create(&mut self, segment: i64) -> Result<&fjall::Keyspace, StateError> {
-        if !self.keyspaces.contains_key(&segment) {
-            let ks = self
-                .db
-                .keyspace(
-                    &format!("seg{segment}"),
-                    fjall::KeyspaceCreateOptions::default,
-                )
-                .map_err(engine_err(&self.store))?;
-            self.keyspaces.insert(segment, ks);
-        }
-        Ok(&self.keyspaces[&segment])
-    }
-
-    /// Drops every segment below `first_live`.
-    pub(crate) fn drop_below(&mut self, first_live: i64) -> Result<(), StateError> {
-        let live = self.keyspaces.split_off(&first_live);
-        let dropped = std::mem::replace(&mut self.keyspaces, live);
-        for ks in dropped.into_values() {
-            self.db
-                .delete_keyspace(ks)
-                .map_err(engine_err(&self.store))?;
-        }
-        Ok(())
-    }
-
-    /// The ids of the segments whose keyspace exists.
-    pub(crate) fn ids(&self) -> impl Iterator<Item = i64> + '_ {
-        self.keyspaces.keys().copied()
-    }
-
-    pub(crate) fn approximate_len(&self) -> u64 {
-        self.keyspaces
-            .values()
-            .map(|ks| ks.approximate_len() as u64)
-            .sum()
-    }
 }
 
 #[cfg(test)]

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use stoatflow_state::{
-    I64Codec, PersistentConfig, PersistentWindowStore, Segmented, SegmentedConfig, StoreConfig,
-    StringCodec, WindowStore,
+    I64Codec, PersistentConfig, PersistentWindowStore, Segmented, SegmentedConfig, StateStore,
+    StoreConfig, StringCodec, WindowStore,
 };
 
 /// Bytes the files under `dir` occupy on disk (a preallocated, sparse file counts what it
@@ -73,4 +73,63 @@ fn bytes_on_disk_stay_flat_while_segments_come_and_go() {
             "cache {cache}: {early} bytes on disk after 5 rounds, {late} after 40: {sizes:?}"
         );
     }
+}
+
+/// (files, bytes on disk) under `dir`, directories not counted as files.
+fn files_and_bytes(dir: &Path) -> (usize, u64) {
+    let mut files = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            match e.metadata() {
+                Ok(m) if m.is_dir() => stack.push(e.path()),
+                Ok(_) => files += 1,
+                Err(_) => {}
+            }
+        }
+    }
+    (files, bytes_on_disk(dir))
+}
+
+/// A store that runs for a month sees its windows advance through thousands of segments;
+/// its directory follows what is live, not how many segments came and went. 500 segments
+/// pass through a store with two live at a time (a cache small enough that every round
+/// reaches the engine, a commit and an expiry per round, as the runtime does); the files
+/// and bytes after each round stay within twice the most seen in rounds 20 to 50.
+#[test]
+fn files_and_bytes_stay_bounded_while_hundreds_of_segments_come_and_go() {
+    let tmp = crate::scratch_root();
+    let cfg = PersistentConfig::new(tmp.path(), "app").with_cache_max_bytes_unfloored(4 << 10);
+    let seg = SegmentedConfig::new(1_000).with_segment_interval(1_000);
+    let mut w =
+        PersistentWindowStore::open(&cfg, StoreConfig::new("w"), seg, StringCodec, I64Codec)
+            .unwrap();
+    let mut batch = stoatflow_state::ChangelogBatch::new();
+    let mut seen = Vec::new();
+    for round in 0..500i64 {
+        let start = round * 1_000;
+        for k in 0..200 {
+            w.put(format!("key-{k:04}"), start, round, start).unwrap();
+        }
+        batch.clear();
+        w.flush_changelog(&mut batch).unwrap();
+        w.expire(start + 1_000).unwrap();
+        seen.push(files_and_bytes(tmp.path()));
+    }
+    let early = &seen[20..50];
+    let files_bound = 2 * early.iter().map(|s| s.0).max().unwrap();
+    let bytes_bound = 2 * early.iter().map(|s| s.1).max().unwrap();
+    for (round, &(files, bytes)) in seen.iter().enumerate().skip(50) {
+        assert!(
+            files <= files_bound && bytes <= bytes_bound,
+            "after {} segments: {files} files, {bytes} bytes on disk; bound {files_bound} files, {bytes_bound} bytes (twice the most in rounds 20 to 50); every 50th round: {:?}",
+            round + 1,
+            seen.iter().step_by(50).collect::<Vec<_>>()
+        );
+    }
+    // The store still reads its live segment.
+    assert_eq!(
+        w.fetch(&"key-0000".to_string(), 499_000).unwrap(),
+        Some(499)
+    );
 }

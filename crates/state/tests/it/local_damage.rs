@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use stoatflow_state::{
     ChangelogOffset, ChangelogPartition, I64Codec, KeyValueStore, LocalCopy, PersistentConfig,
-    PersistentKeyValueStore, RebuildReason, Recovery, STORE_METADATA_FILE, StateError, StoreConfig,
-    StoreDirectory, StringCodec,
+    PersistentKeyValueStore, RebuildReason, Recovery, STORE_FORMAT, STORE_METADATA_FILE,
+    StateError, StoreConfig, StoreDirectory, StringCodec,
 };
 
 use crate::engines::{Changelog, restore_from};
@@ -375,7 +375,7 @@ fn a_store_directory_in_a_newer_format_is_refused_naming_the_store() {
         .rsplit_once("crc32=")
         .unwrap()
         .0
-        .replace("format=2", "format=9");
+        .replace(&format!("format={STORE_FORMAT}"), "format=9");
     fs::write(
         &meta,
         format!("{body}crc32={:08x}\n", crc32fast::hash(body.as_bytes())),
@@ -389,7 +389,7 @@ fn a_store_directory_in_a_newer_format_is_refused_naming_the_store() {
                 err,
                 StateError::UnsupportedStoreFormat {
                     found: 9,
-                    supported: 2,
+                    supported: STORE_FORMAT,
                     ..
                 }
             ),
