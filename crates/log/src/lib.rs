@@ -60,6 +60,7 @@
 //! ```
 
 mod broker;
+#[cfg(any(test, feature = "contract-kit"))]
 pub mod contract;
 mod embedded;
 mod error;
