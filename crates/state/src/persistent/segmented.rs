@@ -2,24 +2,28 @@
 //!
 //! Owns [`SegmentedCore`]: the store directory and its [`SegmentSet`] (one keyspace per
 //! segment), which segment an entry goes to, retention and expiry against the monotonic
-//! committed frontier, the `segments` gauge, the expired-write counter, dirty tracking (an
-//! ordered map of encoded (key, window) ids) with the barrier flush, restore (skipping whole
-//! expired segments), single-entry reads and writes through the store's write-back cache
-//! ([`WriteCache`], written to the engine in one batch per barrier, when full and on
-//! close), and the two scans the queries are built from (one key's entries in a range,
-//! every entry in a range), each merging the cache over the engine. A store brings its
-//! [`DiskLayout`] (the engine key of an entry) and keeps its queries.
+//! committed frontier, the `segments` gauge, the expired-write counter, the barrier flush
+//! of the keys the cache says the changelog owes (sorted by id there), restore (skipping
+//! whole expired segments), single-entry reads and writes through the store's write-back
+//! cache ([`WindowCache`]: per segment, encoded key → that key's windows; written to the
+//! engine, sorted into engine-key order, only when full and on close), and the two scans
+//! the queries are built from: one key's entries in a range (that key's cached windows
+//! merged over the engine's by window) and every entry in a range (the engine's entries the
+//! cache does not shadow, then the cache's, sorted once). A segment the cache knows the
+//! engine has nothing of is never read from the engine. A store brings its [`DiskLayout`]
+//! (the engine key of an entry, and the order of a key's windows) and keeps its queries.
 //!
 //! This module never knows which queries a store answers.
 
 use std::cmp::Ordering;
 use std::fmt;
+use std::hash::Hash;
 use std::marker::PhantomData;
-use std::ops::{Bound, RangeBounds};
+use std::ops::RangeBounds;
 use std::sync::Arc;
 
 use super::bulk_load::SortedLoad;
-use super::write_cache::{WriteCache, merge};
+use super::write_cache::{WindowCache, merge};
 use super::{
     BULK_LOAD_MIN_BYTES, PersistentConfig, SegmentSet, StoreDirectory, closed, decode_stored,
     encode_key, encode_value, engine_err, ingest, open_database, validate_entry, validate_record,
@@ -31,12 +35,51 @@ use crate::codec::Codec;
 use crate::error::StateError;
 use crate::restore_batch::{RestoreBatch, RestoreRecord};
 use crate::segments::{Retention, SegmentedConfig};
-use crate::store::StoreConfig;
-use crate::windowed::WindowKind;
+use crate::store::{SessionWindow, StoreConfig};
+use crate::windowed::{SessionKind, TimeWindowKind, WindowKind};
+
+/// How one key's windows order on disk (the order of the times a [`DiskLayout`] appends
+/// to the key): the cache keeps each key's windows in it.
+pub(crate) trait WindowOrder: WindowKind {
+    /// A window's place among its key's.
+    type Order: Ord + Copy + Hash + fmt::Debug;
+
+    /// The order of `window`.
+    fn order(window: Self::Window) -> Self::Order;
+
+    /// The window of an order.
+    fn window_of(order: Self::Order) -> Self::Window;
+}
+
+/// A window's start.
+impl WindowOrder for TimeWindowKind {
+    type Order = i64;
+
+    fn order(start: i64) -> i64 {
+        start
+    }
+
+    fn window_of(start: i64) -> i64 {
+        start
+    }
+}
+
+/// A session's (end, start).
+impl WindowOrder for SessionKind {
+    type Order = (i64, i64);
+
+    fn order(w: SessionWindow) -> (i64, i64) {
+        (w.end, w.start)
+    }
+
+    fn window_of((end, start): (i64, i64)) -> SessionWindow {
+        SessionWindow::new(start, end)
+    }
+}
 
 /// How a kind of entry is keyed on disk: `[key][times]`, times sign-flipped big-endian so
-/// that byte order is time order.
-pub(crate) trait DiskLayout: WindowKind {
+/// that byte order is time order (and [`WindowOrder`] among one key's).
+pub(crate) trait DiskLayout: WindowOrder {
     /// Appends the times of `window` to an encoded key.
     fn push_window(window: Self::Window, out: &mut Vec<u8>);
 
@@ -58,9 +101,9 @@ pub(crate) struct SegmentedCore<K, V, L: DiskLayout> {
     retention: Retention,
     dir: StoreDirectory,
     segments: SegmentSet,
-    /// Writes not yet in the engine (and the last ones that are), by segment, with the
-    /// entries written since the last flush.
-    cache: WriteCache<i64>,
+    /// Writes not yet in the engine (and the last ones that are), by segment and key, with
+    /// the entries written since the last flush.
+    cache: WindowCache<L::Order>,
     key_codec: Arc<dyn Codec<K>>,
     value_codec: Arc<dyn Codec<V>>,
     layout: PhantomData<L>,
@@ -100,7 +143,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
             retention: Retention::new(segmented),
             dir,
             segments,
-            cache: WriteCache::new(persistent.cache_max_bytes()),
+            cache: WindowCache::new(persistent.cache_max_bytes()),
             key_codec: Arc::new(key_codec),
             value_codec: Arc::new(value_codec),
             layout: PhantomData,
@@ -158,43 +201,50 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         f: &mut dyn FnMut(Option<V>) -> V,
     ) -> Result<(), StateError> {
         let name = self.config.name();
-        let mut ek = Vec::with_capacity(32);
-        self.key_codec
-            .encode(key, &mut ek)
-            .map_err(|e| StateError::encode_key(name, format_args!("passed to update"), e))?;
-        let key_len = ek.len();
-        L::push_window(window, &mut ek);
+        let k = encode_key(&*self.key_codec, key, name, "update")?;
+        let order = L::order(window);
         let segment = self.segment_id(L::time(window));
         let admitted = self.retention.admit(name, L::time(window));
         let logged = self.config.changelog_enabled().then_some(timestamp);
-        let (key_codec_bytes, value_codec) = (&ek[..key_len], &*self.value_codec);
-        let decode = |v: &[u8]| decode_stored(value_codec, v, "value", name, key_codec_bytes);
+        let value_codec = &*self.value_codec;
+        let decode = |v: &[u8]| decode_stored(value_codec, v, "value", name, &k);
         let encode = |value: &V, out: &mut Vec<u8>| {
             value_codec
                 .encode(value, out)
-                .map_err(|e| StateError::encode_value(name, key_codec_bytes, e))
+                .map_err(|e| StateError::encode_value(name, &k, e))
         };
-        // A key the cache holds is read and rewritten in one lookup.
-        let in_cache = self.cache.rewrite(segment, &ek, logged, |current, out| {
-            let value = f(current.map(decode).transpose()?);
-            if admitted {
-                encode(&value, out)?;
-            }
-            Ok(admitted)
-        })?;
+        // An entry the cache holds is read and rewritten in one lookup.
+        let in_cache = self
+            .cache
+            .rewrite(segment, &k, order, logged, |current, out| {
+                let value = f(current.map(decode).transpose()?);
+                if admitted {
+                    encode(&value, out)?;
+                }
+                Ok(admitted)
+            })?;
         if in_cache.is_some() {
             return self.spill_if_over();
         }
-        let current = match &self.segments.get(segment) {
+        let current = match self.engine_segment(segment) {
             None => None,
-            Some(ks) => ks.get(&ek).map_err(engine_err(name))?,
+            Some(ks) => ks
+                .get(L::engine_key(&k, window))
+                .map_err(engine_err(name))?,
         };
         let value = f(current.as_deref().map(decode).transpose()?);
         if !admitted {
             return Ok(());
         }
-        self.cache
-            .write_encoded(segment, &ek, logged, |out| encode(&value, out))?;
+        let segments = &self.segments;
+        self.cache.write_encoded(
+            segment,
+            &k,
+            order,
+            logged,
+            || segments.get(segment).is_some(),
+            |out| encode(&value, out),
+        )?;
         self.spill_if_over()
     }
 
@@ -233,31 +283,58 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
     ) -> Result<Vec<(L::Window, V)>, StateError> {
         let name = self.config.name();
         let k = encode_key(&*self.key_codec, key, name, "a key range query")?;
-        let (lo, hi) = (L::engine_key(&k, from), L::engine_key(&k, to));
         let mut out = Vec::new();
-        for id in self.segment_ids(segments) {
-            let engine = self
-                .segments
-                .get(id)
-                .into_iter()
-                .flat_map(|ks| ks.range(lo.as_slice()..=hi.as_slice()))
-                .map(|g| g.into_inner().map_err(engine_err(name)));
-            let cached = self.cache.range(
-                id,
-                Bound::Included(lo.as_slice()),
-                Bound::Included(hi.as_slice()),
-            );
-            merge(engine, cached, |ek, v| {
-                match L::split(ek) {
-                    Some((kb, w)) if kb == k.as_slice() && keep(w) => {
-                        out.push((w, decode_stored(&*self.value_codec, v, "value", name, kb)?));
-                    }
-                    _ => {}
-                }
-                Ok(())
-            })?;
-        }
+        self.visit_key_range(&k, segments, from, to, |w, v| {
+            if keep(w) {
+                out.push((w, decode_stored(&*self.value_codec, v, "value", name, &k)?));
+            }
+            Ok(())
+        })?;
         Ok(out)
+    }
+
+    /// Visits the entries of encoded key `k` in `segments` with windows in `from..=to` (in
+    /// the windows' order on disk), each segment's cached windows merged over the engine's;
+    /// the engine is not read for a segment the cache knows it has nothing of.
+    fn visit_key_range(
+        &self,
+        k: &[u8],
+        segments: impl RangeBounds<i64>,
+        from: L::Window,
+        to: L::Window,
+        mut visit: impl FnMut(L::Window, &[u8]) -> Result<(), StateError>,
+    ) -> Result<(), StateError> {
+        let name = self.config.name();
+        let (lo, hi) = (L::order(from), L::order(to));
+        if lo > hi {
+            return Ok(());
+        }
+        let mut engine_range = None;
+        for id in self.segment_ids(segments) {
+            let cached = self.cache.windows(id, k, lo, hi);
+            let Some(ks) = self.engine_segment(id) else {
+                for (w, v) in cached {
+                    if let Some(v) = v {
+                        visit(L::window_of(*w), v)?;
+                    }
+                }
+                continue;
+            };
+            let (elo, ehi) =
+                engine_range.get_or_insert_with(|| (L::engine_key(k, from), L::engine_key(k, to)));
+            // Longer keys sharing the prefix fall in the byte range: skipped.
+            let engine =
+                ks.range(elo.as_slice()..=ehi.as_slice())
+                    .filter_map(|g| match g.into_inner() {
+                        Err(e) => Some(Err(engine_err(name)(e))),
+                        Ok((ek, v)) => match L::split(&ek) {
+                            Some((kb, w)) if kb == k => Some(Ok((L::order(w), v))),
+                            _ => None,
+                        },
+                    });
+            merge(engine, cached, |w: &L::Order, v| visit(L::window_of(*w), v))?;
+        }
+        Ok(())
     }
 
     /// Every entry whose time is in `from..=to`, ordered by `cmp` on (window, encoded key),
@@ -273,22 +350,29 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         }
         let name = self.config.name();
         let mut rows = Vec::new();
+        let within = |w: L::Window| (from..=to).contains(&L::time(w));
         for id in self.segment_ids(self.segments_between(from, to)) {
-            let engine = self
-                .segments
-                .get(id)
-                .into_iter()
-                .flat_map(|ks| ks.iter())
-                .map(|g| g.into_inner().map_err(engine_err(name)));
-            let cached = self.cache.range(id, Bound::Unbounded, Bound::Unbounded);
-            merge(engine, cached, |ek, v| {
-                if let Some((kb, w)) = L::split(ek)
-                    && (from..=to).contains(&L::time(w))
+            // The engine's entries the cache does not shadow, then the cache's: the sort
+            // below orders them.
+            if let Some(ks) = self.engine_segment(id) {
+                for g in ks.iter() {
+                    let (ek, v) = g.into_inner().map_err(engine_err(name))?;
+                    if let Some((kb, w)) = L::split(&ek)
+                        && within(w)
+                        && self.cache.get(id, kb, L::order(w)).is_none()
+                    {
+                        rows.push((w, kb.to_vec(), v.to_vec()));
+                    }
+                }
+            }
+            for (kb, order, v) in self.cache.entries_in(id) {
+                let w = L::window_of(order);
+                if let Some(v) = v
+                    && within(w)
                 {
                     rows.push((w, kb.to_vec(), v.to_vec()));
                 }
-                Ok(())
-            })?;
+            }
         }
         rows.sort_by(|a, b| cmp((a.0, &a.1), (b.0, &b.1)));
         rows.into_iter()
@@ -315,22 +399,28 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         self.config.changelog_enabled().then_some(timestamp)
     }
 
+    /// The value of (encoded key, window), from the cache or the engine.
     fn get_raw(&self, key: &[u8], window: L::Window) -> Result<Option<Stored<'_>>, StateError> {
         let segment = self.segment_id(L::time(window));
-        self.get_engine_key(segment, &L::engine_key(key, window))
-    }
-
-    /// The value under engine key `ek` of `segment`, from the cache or the engine.
-    fn get_engine_key(&self, segment: i64, ek: &[u8]) -> Result<Option<Stored<'_>>, StateError> {
-        if let Some(cached) = self.cache.get(segment, ek) {
+        if let Some(cached) = self.cache.get(segment, key, L::order(window)) {
             return Ok(cached.map(Stored::Cached));
         }
-        match self.segments.get(segment) {
+        match self.engine_segment(segment) {
             None => Ok(None),
             Some(ks) => Ok(ks
-                .get(ek)
+                .get(L::engine_key(key, window))
                 .map_err(engine_err(self.config.name()))?
                 .map(Stored::Engine)),
+        }
+    }
+
+    /// The engine's keyspace of `segment`, unless the cache knows the engine has nothing of
+    /// it.
+    fn engine_segment(&self, segment: i64) -> Option<&fjall::Keyspace> {
+        if self.cache.engine_may_hold(segment) {
+            self.segments.get(segment)
+        } else {
+            None
         }
     }
 
@@ -344,8 +434,11 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         logged: Option<i64>,
     ) -> Result<(), StateError> {
         let segment = self.segment_id(L::time(window));
+        let segments = &self.segments;
         self.cache
-            .write(segment, &L::engine_key(key, window), value, logged);
+            .write(segment, key, L::order(window), value, logged, || {
+                segments.get(segment).is_some()
+            });
         self.spill_if_over()
     }
 
@@ -364,16 +457,29 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         if self.cache.dirty_len() == 0 {
             return Ok(());
         }
-        for segment in self.cache.segments_with_dirty_values() {
-            self.segments.get_or_create(segment)?;
+        let dirty = self.cache.segments_with_dirty();
+        for &(segment, has_value) in &dirty {
+            if has_value {
+                self.segments.get_or_create(segment)?;
+            }
         }
         // One sorted table per segment. A failure part-way leaves every entry dirty; writing
         // an already written segment again is harmless (the same values, newer).
-        for segment in self.cache.segments_with_dirty() {
+        let mut rows: Vec<(Vec<u8>, Option<&[u8]>)> = Vec::new();
+        for &(segment, _) in &dirty {
             if let Some(ks) = self.segments.get(segment) {
-                write_sorted(ks, self.cache.dirty_in(segment), self.config.name())?;
+                rows.clear();
+                rows.extend(
+                    self.cache
+                        .dirty_in(segment)
+                        .map(|(k, w, v)| (L::engine_key(k, L::window_of(w)), v)),
+                );
+                rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                let sorted = rows.iter().map(|(k, v)| (k.as_slice(), *v));
+                write_sorted(ks, sorted, self.config.name())?;
             }
         }
+        drop(rows);
         self.cache.mark_clean();
         Ok(())
     }
@@ -391,27 +497,24 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
     /// One record per dirty entry, its stored value or a tombstone. All or nothing: on an
     /// engine error `out` is left as it was and the entries stay dirty.
     pub(crate) fn flush_changelog(&mut self, out: &mut ChangelogBatch) -> Result<(), StateError> {
-        let name = self.config.name();
         // Records go out in id order ((start, key) or (key, end, start)), as the in-memory
         // engine writes them.
-        let keys = self.cache.logged_keys();
-        let mut logged: Vec<(L::Id<&[u8]>, i64, &[u8])> = Vec::with_capacity(keys.len());
-        for (_, ek, timestamp) in &keys {
-            let (key, window) = L::split(ek).ok_or_else(|| StateError::Engine {
-                store: name.to_string(),
-                detail: format!("cached key {} is too short", crate::error::hex(ek)),
-            })?;
-            logged.push((L::id(key, window), *timestamp, ek));
-        }
-        logged.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut logged: Vec<(L::Id<&[u8]>, i64)> = self
+            .cache
+            .logged_keys()
+            .into_iter()
+            .map(|(_, key, w, timestamp)| (L::id(key, L::window_of(w)), timestamp))
+            .collect();
+        logged.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         out.reserve(logged.len());
         let first = out.len();
         let mut record_key = Vec::new();
-        for (id, timestamp, ek) in &logged {
+        for (id, timestamp) in &logged {
             let window = L::window(id);
+            let key: &[u8] = L::key::<&[u8]>(id);
             record_key.clear();
-            L::changelog_key(L::key::<&[u8]>(id), window, &mut record_key);
-            match self.get_engine_key(self.segment_id(L::time(window)), ek) {
+            L::changelog_key(key, window, &mut record_key);
+            match self.get_raw(key, window) {
                 Ok(value) => out.push(&record_key, value.as_deref(), *timestamp),
                 Err(e) => {
                     out.truncate(first);
@@ -550,10 +653,12 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
     /// has not deleted.
     fn holds_an_entry(&self, segment: i64) -> bool {
         self.cache.has_value_in(segment)
-            || self.segments.get(segment).is_some_and(|ks| {
+            || self.engine_segment(segment).is_some_and(|ks| {
                 ks.iter().any(|g| {
-                    g.key()
-                        .is_ok_and(|k| self.cache.get(segment, &k) != Some(None))
+                    g.key().is_ok_and(|ek| match L::split(&ek) {
+                        Some((k, w)) => self.cache.get(segment, k, L::order(w)) != Some(None),
+                        None => true,
+                    })
                 })
             })
     }

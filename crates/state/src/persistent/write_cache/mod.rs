@@ -19,8 +19,19 @@
 //! Invariant: a key in the cache shadows the engine (its value, or its absence if deleted);
 //! a key not in the cache is as the engine has it.
 //!
+//! Two layouts share that contract and its accounting ([`Counts`], the byte bound):
+//! [`WriteCache`] here, one ordered map of engine keys (the key-value store, whose range
+//! queries cross keys in byte order), and [`WindowCache`] in [`windows`], per segment a hash
+//! map from the encoded key to that key's windows (the window and session stores, whose hot
+//! path is one key's windows).
+//!
 //! This module never knows the engine, the codecs or the changelog.
 
+mod windows;
+
+pub(crate) use windows::WindowCache;
+
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 use std::iter::Peekable;
 use std::ops::Bound;
@@ -29,7 +40,7 @@ use crate::error::StateError;
 
 /// What a cache entry costs beyond its key and value bytes (map node and bookkeeping), so
 /// that many tiny entries still count.
-const ENTRY_OVERHEAD: usize = 96;
+pub(crate) const ENTRY_OVERHEAD: usize = 96;
 
 /// The default bound of one store's cache (`PersistentConfig::with_cache_max_bytes`).
 pub const DEFAULT_CACHE_MAX_BYTES: usize = 32 << 20;
@@ -49,7 +60,8 @@ pub(crate) struct Cached {
     pub(crate) logged: Option<i64>,
 }
 
-/// The cache of one store: segment → engine key → entry (a key-value store uses one segment).
+/// The cache of a key-value store, ordered as the engine is: segment → engine key → entry
+/// (the store uses one segment).
 #[derive(Debug)]
 pub(crate) struct WriteCache<S> {
     segments: BTreeMap<S, BTreeMap<Vec<u8>, Cached>>,
@@ -61,13 +73,44 @@ pub(crate) struct WriteCache<S> {
     scratch: Vec<u8>,
 }
 
+/// How many cached entries the engine and the changelog are owed.
+#[derive(Debug, Default)]
+pub(crate) struct Counts {
+    /// Entries the engine does not have yet.
+    pub(crate) dirty: usize,
+    /// Entries the changelog owes a record.
+    pub(crate) logged: usize,
+}
+
+impl Counts {
+    /// Counts `entry` as just written: dirty, and owed to the changelog at `logged`'s
+    /// timestamp if that is given. Returns whether the changelog newly owes it (the caller
+    /// then forgets the key among those it had spilled: the entry carries it now).
+    pub(crate) fn written(&mut self, entry: &mut Cached, logged: Option<i64>) -> bool {
+        if !entry.dirty {
+            entry.dirty = true;
+            self.dirty += 1;
+        }
+        let Some(ts) = logged else {
+            return false;
+        };
+        let newly = entry.logged.is_none();
+        self.logged += usize::from(newly);
+        entry.logged = Some(ts);
+        newly
+    }
+
+    /// Forgets `entry`, which the cache lets go of.
+    pub(crate) fn forget(&mut self, entry: &Cached) {
+        self.dirty -= usize::from(entry.dirty);
+        self.logged -= usize::from(entry.logged.is_some());
+    }
+}
+
 /// What the cache owes the engine and the changelog.
 #[derive(Debug)]
 struct Tally<S> {
-    /// Entries the engine does not have yet.
-    dirty: usize,
-    /// Entries the changelog owes a record.
-    logged: usize,
+    counts: Counts,
     /// Keys written live since the last changelog flush whose entries the cache has let go
     /// of (emptied past its bound, or their segment dropped): their values are the engine's.
     spilled: BTreeMap<(S, Vec<u8>), i64>,
@@ -77,24 +120,14 @@ impl<S: Ord> Tally<S> {
     /// Counts `entry` of (`segment`, `key`) as just written: dirty, and owed to the changelog
     /// at `logged`'s timestamp if that is given.
     fn written(&mut self, entry: &mut Cached, segment: S, key: &[u8], logged: Option<i64>) {
-        if !entry.dirty {
-            entry.dirty = true;
-            self.dirty += 1;
-        }
-        if let Some(ts) = logged {
-            if entry.logged.is_none() {
-                self.logged += 1;
-                if !self.spilled.is_empty() {
-                    // The entry carries the key to the changelog now.
-                    self.spilled.remove(&(segment, key.to_vec()));
-                }
-            }
-            entry.logged = Some(ts);
+        if self.counts.written(entry, logged) && !self.spilled.is_empty() {
+            // The entry carries the key to the changelog now.
+            self.spilled.remove(&(segment, key.to_vec()));
         }
     }
 }
 
-fn cost(key: &[u8], value: Option<&[u8]>) -> usize {
+pub(crate) fn cost(key: &[u8], value: Option<&[u8]>) -> usize {
     key.len() + value.map_or(0, <[u8]>::len) + ENTRY_OVERHEAD
 }
 
@@ -104,8 +137,7 @@ impl<S: Ord + Copy> WriteCache<S> {
         Self {
             segments: BTreeMap::new(),
             tally: Tally {
-                dirty: 0,
-                logged: 0,
+                counts: Counts::default(),
                 spilled: BTreeMap::new(),
             },
             bytes: 0,
@@ -137,49 +169,6 @@ impl<S: Ord + Copy> WriteCache<S> {
             self.scratch.extend_from_slice(v);
         }
         self.install(segment, key, value.is_some(), logged);
-    }
-
-    /// Writes the value `encode` puts into an empty buffer under `key` in `segment`, as
-    /// [`WriteCache::write`] does; if `encode` fails the cache is unchanged.
-    pub(crate) fn write_encoded(
-        &mut self,
-        segment: S,
-        key: &[u8],
-        logged: Option<i64>,
-        encode: impl FnOnce(&mut Vec<u8>) -> Result<(), StateError>,
-    ) -> Result<(), StateError> {
-        self.scratch.clear();
-        encode(&mut self.scratch)?;
-        self.install(segment, key, true, logged);
-        Ok(())
-    }
-
-    /// Replaces, in place, the value of `key` in `segment` if the cache holds it (one
-    /// lookup): `encode` gets the current value (`None` if deleted) and an empty buffer, and
-    /// returns whether to write what it put there. `None` if the cache does not hold the key
-    /// (nothing is called); on an error the cache is unchanged.
-    pub(crate) fn rewrite(
-        &mut self,
-        segment: S,
-        key: &[u8],
-        logged: Option<i64>,
-        encode: impl FnOnce(Option<&[u8]>, &mut Vec<u8>) -> Result<bool, StateError>,
-    ) -> Result<Option<()>, StateError> {
-        let Some(entry) = self.segments.get_mut(&segment).and_then(|m| m.get_mut(key)) else {
-            return Ok(None);
-        };
-        self.scratch.clear();
-        if !encode(entry.value.as_deref(), &mut self.scratch)? {
-            return Ok(Some(()));
-        }
-        self.bytes -= cost(key, entry.value.as_deref());
-        match &mut entry.value {
-            Some(old) => std::mem::swap(old, &mut self.scratch),
-            slot => *slot = Some(std::mem::take(&mut self.scratch)),
-        }
-        self.bytes += cost(key, entry.value.as_deref());
-        self.tally.written(entry, segment, key, logged);
-        Ok(Some(()))
     }
 
     /// Puts the scratch buffer (if `present`) or a deletion under `key`.
@@ -214,44 +203,20 @@ impl<S: Ord + Copy> WriteCache<S> {
         self.bytes > self.max_bytes
     }
 
-    /// Entries the engine does not have yet (written back with [`WriteCache::dirty_in`] per
-    /// segment of [`WriteCache::segments_with_dirty`], then [`WriteCache::mark_clean`]).
+    /// Entries the engine does not have yet (written back with [`WriteCache::dirty_in`],
+    /// then [`WriteCache::mark_clean`]).
     pub(crate) fn dirty_len(&self) -> usize {
-        self.tally.dirty
+        self.tally.counts.dirty
     }
 
     /// Keys written live since the last changelog flush.
     pub(crate) fn logged_len(&self) -> usize {
-        self.tally.logged + self.tally.spilled.len()
+        self.tally.counts.logged + self.tally.spilled.len()
     }
 
     /// Entries held.
     pub(crate) fn len(&self) -> usize {
         self.segments.values().map(BTreeMap::len).sum()
-    }
-
-    /// The segments holding a dirty value (a segment with only deletions needs nothing
-    /// created in the engine).
-    pub(crate) fn segments_with_dirty_values(&self) -> Vec<S> {
-        self.segments
-            .iter()
-            .filter(|(_, m)| m.values().any(|c| c.dirty && c.value.is_some()))
-            .map(|(s, _)| *s)
-            .collect()
-    }
-
-    /// The segments the cache holds entries of, ascending.
-    pub(crate) fn segment_ids(&self) -> impl Iterator<Item = S> + '_ {
-        self.segments.keys().copied()
-    }
-
-    /// The segments holding a dirty entry, ascending.
-    pub(crate) fn segments_with_dirty(&self) -> Vec<S> {
-        self.segments
-            .iter()
-            .filter(|(_, m)| m.values().any(|c| c.dirty))
-            .map(|(s, _)| *s)
-            .collect()
     }
 
     /// The dirty entries of `segment`, in key order.
@@ -269,7 +234,7 @@ impl<S: Ord + Copy> WriteCache<S> {
         for entry in self.segments.values_mut().flat_map(BTreeMap::values_mut) {
             entry.dirty = false;
         }
-        self.tally.dirty = 0;
+        self.tally.counts.dirty = 0;
     }
 
     /// The keys written live since the last changelog flush, with the last write's
@@ -297,24 +262,24 @@ impl<S: Ord + Copy> WriteCache<S> {
 
     /// Forgets which keys the changelog must carry (it has them now).
     pub(crate) fn clear_logged(&mut self) {
-        if self.tally.logged > 0 {
+        if self.tally.counts.logged > 0 {
             for entry in self.segments.values_mut().flat_map(BTreeMap::values_mut) {
                 entry.logged = None;
             }
         }
-        self.tally.logged = 0;
+        self.tally.counts.logged = 0;
         self.tally.spilled.clear();
     }
 
     /// Forgets every entry (keeping which keys the changelog must carry). Call only when
     /// none is dirty.
     pub(crate) fn clear(&mut self) {
-        debug_assert_eq!(self.tally.dirty, 0, "a dirty entry would be lost");
+        debug_assert_eq!(self.tally.counts.dirty, 0, "a dirty entry would be lost");
         for (segment, map) in std::mem::take(&mut self.segments) {
             self.spill(segment, map);
         }
         self.bytes = 0;
-        self.tally.logged = 0;
+        self.tally.counts.logged = 0;
     }
 
     fn spill(&mut self, segment: S, map: BTreeMap<Vec<u8>, Cached>) {
@@ -322,21 +287,6 @@ impl<S: Ord + Copy> WriteCache<S> {
             if let Some(ts) = entry.logged {
                 self.tally.spilled.insert((segment, key), ts);
             }
-        }
-    }
-
-    /// Forgets the segments below `first_live` (their keyspaces are dropped too); what they
-    /// owe the changelog stays owed.
-    pub(crate) fn drop_below(&mut self, first_live: S) {
-        let live = self.segments.split_off(&first_live);
-        let dropped = std::mem::replace(&mut self.segments, live);
-        for (segment, map) in dropped {
-            for (key, entry) in &map {
-                self.bytes -= cost(key, entry.value.as_deref());
-                self.tally.dirty -= usize::from(entry.dirty);
-                self.tally.logged -= usize::from(entry.logged.is_some());
-            }
-            self.spill(segment, map);
         }
     }
 
@@ -355,25 +305,20 @@ impl<S: Ord + Copy> WriteCache<S> {
             .flat_map(move |m| m.range::<[u8], _>((from, to)))
             .map(|(k, c)| (k.as_slice(), c.value.as_deref()))
     }
-
-    /// Whether `segment` holds a value (not only deletions).
-    pub(crate) fn has_value_in(&self, segment: S) -> bool {
-        self.segments
-            .get(&segment)
-            .is_some_and(|m| m.values().any(|c| c.value.is_some()))
-    }
 }
 
 /// Visits, in key order, the union of `engine` (key order, as the engine reads it) and
 /// `cache` (key order): a key in the cache shadows the engine's, and a deleted one is
-/// skipped.
-pub(crate) fn merge<'c, KE, VE>(
+/// skipped. Keys compare as `Q`: engine key bytes, or one key's windows.
+pub(crate) fn merge<'c, Q, KE, KC, VE>(
     engine: impl Iterator<Item = Result<(KE, VE), StateError>>,
-    cache: impl Iterator<Item = (&'c [u8], Option<&'c [u8]>)>,
-    mut visit: impl FnMut(&[u8], &[u8]) -> Result<(), StateError>,
+    cache: impl Iterator<Item = (&'c KC, Option<&'c [u8]>)>,
+    mut visit: impl FnMut(&Q, &[u8]) -> Result<(), StateError>,
 ) -> Result<(), StateError>
 where
-    KE: AsRef<[u8]>,
+    Q: Ord + ?Sized,
+    KE: Borrow<Q>,
+    KC: Borrow<Q> + ?Sized + 'c,
     VE: AsRef<[u8]>,
 {
     let mut engine: Peekable<_> = engine.peekable();
@@ -387,7 +332,7 @@ where
             (Some(_), None) => false,
             (None, Some(_)) => true,
             (Some(Ok((ek, _))), Some((ck, _))) => {
-                let ord = ek.as_ref().cmp(ck);
+                let ord = ek.borrow().cmp((*ck).borrow());
                 if ord == std::cmp::Ordering::Equal {
                     engine.next();
                 }
@@ -397,10 +342,10 @@ where
         };
         if take_cache {
             if let Some((key, Some(value))) = cache.next() {
-                visit(key, value)?;
+                visit(key.borrow(), value)?;
             }
         } else if let Some(Ok((key, value))) = engine.next() {
-            visit(key.as_ref(), value.as_ref())?;
+            visit(key.borrow(), value.as_ref())?;
         }
     }
 }
@@ -471,74 +416,41 @@ mod tests {
     }
 
     #[test]
-    fn bytes_dirt_and_logged_keys_are_counted_through_rewrites_clears_and_drops() {
+    fn bytes_dirt_and_logged_keys_are_counted_through_writes_and_clears() {
         let mut cache = WriteCache::new(3 * (ENTRY_OVERHEAD + 2));
-        cache.write(1, b"a", Some(b"1"), Some(10));
-        cache.write(1, b"a", Some(b"2"), Some(11));
-        cache.write(2, b"b", None, None);
+        cache.write((), b"a", Some(b"1"), Some(10));
+        cache.write((), b"a", Some(b"2"), Some(11));
+        cache.write((), b"b", None, None);
         assert_eq!(
             (cache.dirty_len(), cache.len(), cache.logged_len()),
             (2, 2, 1)
         );
         assert!(!cache.is_over());
         let seen: Vec<_> = cache
-            .segments_with_dirty()
-            .into_iter()
-            .flat_map(|s| {
-                cache
-                    .dirty_in(s)
-                    .map(move |(k, v)| (s, k.to_vec(), v.map(<[u8]>::to_vec)))
-            })
+            .dirty_in(())
+            .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
             .collect();
         assert_eq!(
             seen,
-            vec![
-                (1, b"a".to_vec(), Some(b"2".to_vec())),
-                (2, b"b".to_vec(), None)
-            ]
+            vec![(b"a".to_vec(), Some(b"2".to_vec())), (b"b".to_vec(), None)]
         );
         cache.mark_clean();
         assert_eq!(cache.dirty_len(), 0);
-        assert_eq!(cache.get(1, b"a"), Some(Some(&b"2"[..])));
-        cache.write(3, b"cc", Some(b"33"), Some(12));
-        cache
-            .write_encoded(3, b"dd", None, |out| {
-                out.extend_from_slice(b"44");
-                Ok(())
-            })
-            .unwrap();
+        assert_eq!(cache.get((), b"a"), Some(Some(&b"2"[..])));
+        cache.write((), b"cc", Some(b"33"), Some(12));
+        cache.write((), b"dd", Some(b"44"), None);
         assert!(cache.is_over());
-        assert_eq!(cache.segments_with_dirty_values(), vec![3]);
-        cache.drop_below(3);
-        assert_eq!(cache.segment_ids().collect::<Vec<_>>(), vec![3]);
-        assert_eq!((cache.dirty_len(), cache.len()), (2, 2));
-        assert!(!cache.is_over());
-        // The dropped segment's key is still owed to the changelog (it reads as gone now).
-        assert_eq!(
-            cache.logged_keys(),
-            vec![(1, b"a".to_vec(), 11), (3, b"cc".to_vec(), 12)]
-        );
         cache.mark_clean();
         cache.clear();
         assert_eq!((cache.len(), cache.logged_len()), (0, 2));
+        // A live write of a spilled key carries it again, owed once.
+        cache.write((), b"a", Some(b"5"), Some(13));
+        assert_eq!(
+            cache.logged_keys(),
+            vec![((), b"a".to_vec(), 13), ((), b"cc".to_vec(), 12)]
+        );
         cache.clear_logged();
         assert_eq!(cache.logged_len(), 0);
-    }
-
-    #[test]
-    fn a_failed_encoding_leaves_the_entry_as_it_was() {
-        let mut cache = WriteCache::new(1 << 20);
-        cache.write((), b"k", Some(b"old"), Some(1));
-        let err = cache.write_encoded((), b"k", Some(2), |out| {
-            out.extend_from_slice(b"half");
-            Err(StateError::Engine {
-                store: "s".into(),
-                detail: "cannot encode".into(),
-            })
-        });
-        assert!(err.is_err());
-        assert_eq!(cache.get((), b"k"), Some(Some(&b"old"[..])));
-        assert_eq!(cache.logged_keys(), vec![((), b"k".to_vec(), 1)]);
     }
 
     #[test]

@@ -1,0 +1,601 @@
+//! The write-back cache of a window or session store, laid out as the in-memory engine
+//! lays out its segments.
+//!
+//! Owns [`WindowCache`]: per segment, a hash map from the encoded key to that key's windows
+//! (ascending by the window's order, one held inline), each a [`Cached`] entry; the keys
+//! it has let go of that the changelog still owes, in the same layout; the byte bound; and,
+//! per segment, whether the engine may hold entries of it. A point read or write is one
+//! hash of the key plus a search among its few windows, and one key's time range is a slice
+//! of its windows: nothing compares long byte keys. Order across keys exists nowhere here;
+//! the store sorts where it needs one (the write-back, the changelog flush, a scan of every
+//! key).
+//!
+//! Whether the engine may hold a segment: decided by the store when the segment's first
+//! entry arrives (the engine has nothing of a segment it never wrote), set again by
+//! [`WindowCache::mark_clean`] (the store has just written the segments back). A store
+//! reads nothing from the engine for a segment the cache knows it has nothing of.
+//!
+//! The contract of [`super`] holds: a (key, window) in the cache shadows the engine; the
+//! dirty and logged counts, the spilled keys, the byte bound and the expire/drop semantics
+//! are those of [`super::WriteCache`].
+//!
+//! This module never knows the engine, the codecs, the changelog or how a window is encoded.
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::Hash;
+
+use smallvec::SmallVec;
+
+use super::{Cached, Counts, cost};
+use crate::error::StateError;
+
+/// One key's windows in a segment, ascending; one window is held inline.
+type Windows<W, T> = SmallVec<[(W, T); 1]>;
+
+/// Encoded key → that key's windows.
+type ByKey<W, T> = HashMap<Box<[u8]>, Windows<W, T>, foldhash::fast::RandomState>;
+
+/// Where `w` is among `windows` (ascending).
+fn find<W: Ord, T>(windows: &[(W, T)], w: &W) -> Result<usize, usize> {
+    windows.binary_search_by(|(x, _)| x.cmp(w))
+}
+
+/// The windows within `from..=to` (ascending) of an ascending list.
+fn within<'a, W: Ord, T>(windows: &'a [(W, T)], from: &W, to: &W) -> &'a [(W, T)] {
+    let lo = windows.partition_point(|(w, _)| w < from);
+    let hi = windows.partition_point(|(w, _)| w <= to);
+    windows.get(lo..hi).unwrap_or_default()
+}
+
+/// One segment's entries.
+#[derive(Debug)]
+struct Segment<W> {
+    keys: ByKey<W, Cached>,
+    /// Whether the engine may hold entries of this segment.
+    engine: bool,
+}
+
+/// The cache of one window or session store (see the module docs). `W` orders a key's
+/// windows as the engine's bytes do.
+#[derive(Debug)]
+pub(crate) struct WindowCache<W> {
+    segments: BTreeMap<i64, Segment<W>>,
+    counts: Counts,
+    entries: usize,
+    /// Keys written live since the last changelog flush whose entries the cache has let go
+    /// of (emptied past its bound, or their segment dropped): their values are the engine's.
+    spilled: BTreeMap<i64, ByKey<W, i64>>,
+    spilled_len: usize,
+    bytes: usize,
+    max_bytes: usize,
+    /// A buffer values are encoded into before they replace an entry's (so a failed encoding
+    /// leaves the entry as it was); it keeps the replaced value's allocation for the next.
+    scratch: Vec<u8>,
+}
+
+/// What an entry of `key` costs the bound.
+fn entry_cost<W>(key: &[u8], value: Option<&[u8]>) -> usize {
+    cost(key, value) + size_of::<W>()
+}
+
+impl<W: Ord + Copy + Hash> WindowCache<W> {
+    /// An empty cache bounded by `max_bytes`.
+    pub(crate) fn new(max_bytes: usize) -> Self {
+        Self {
+            segments: BTreeMap::new(),
+            counts: Counts::default(),
+            entries: 0,
+            spilled: BTreeMap::new(),
+            spilled_len: 0,
+            bytes: 0,
+            max_bytes,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// `Some(value or None if deleted)` if the cache knows (`key`, `window`) in `segment`;
+    /// `None` if the engine must be asked.
+    pub(crate) fn get(&self, segment: i64, key: &[u8], window: W) -> Option<Option<&[u8]>> {
+        let windows = self.segments.get(&segment)?.keys.get(key)?;
+        let i = find(windows, &window).ok()?;
+        Some(windows[i].1.value.as_deref())
+    }
+
+    /// Whether the engine may hold entries of `segment`: `false` only for a segment the
+    /// cache holds since the engine had nothing of it.
+    pub(crate) fn engine_may_hold(&self, segment: i64) -> bool {
+        self.segments.get(&segment).is_none_or(|s| s.engine)
+    }
+
+    /// Writes `value` (`None`: a deletion) under (`key`, `window`) in `segment`, dirty;
+    /// `logged` is the timestamp of a live write the changelog must carry (`None` for a
+    /// restored one). `engine` says, if the segment is new to the cache, whether the engine
+    /// may hold entries of it.
+    pub(crate) fn write(
+        &mut self,
+        segment: i64,
+        key: &[u8],
+        window: W,
+        value: Option<&[u8]>,
+        logged: Option<i64>,
+        engine: impl FnOnce() -> bool,
+    ) {
+        self.scratch.clear();
+        if let Some(v) = value {
+            self.scratch.extend_from_slice(v);
+        }
+        self.install(segment, key, window, value.is_some(), logged, engine);
+    }
+
+    /// Writes the value `encode` puts into an empty buffer, as [`WindowCache::write`] does;
+    /// if `encode` fails the cache is unchanged.
+    pub(crate) fn write_encoded(
+        &mut self,
+        segment: i64,
+        key: &[u8],
+        window: W,
+        logged: Option<i64>,
+        engine: impl FnOnce() -> bool,
+        encode: impl FnOnce(&mut Vec<u8>) -> Result<(), StateError>,
+    ) -> Result<(), StateError> {
+        self.scratch.clear();
+        encode(&mut self.scratch)?;
+        self.install(segment, key, window, true, logged, engine);
+        Ok(())
+    }
+
+    /// Replaces, in place, the value of (`key`, `window`) in `segment` if the cache holds it
+    /// (one lookup): `encode` gets the current value (`None` if deleted) and an empty buffer,
+    /// and returns whether to write what it put there. `None` if the cache does not hold it
+    /// (nothing is called); on an error the cache is unchanged.
+    pub(crate) fn rewrite(
+        &mut self,
+        segment: i64,
+        key: &[u8],
+        window: W,
+        logged: Option<i64>,
+        encode: impl FnOnce(Option<&[u8]>, &mut Vec<u8>) -> Result<bool, StateError>,
+    ) -> Result<Option<()>, StateError> {
+        let Some(windows) = self
+            .segments
+            .get_mut(&segment)
+            .and_then(|s| s.keys.get_mut(key))
+        else {
+            return Ok(None);
+        };
+        let Ok(i) = find(windows, &window) else {
+            return Ok(None);
+        };
+        let entry = &mut windows[i].1;
+        self.scratch.clear();
+        if !encode(entry.value.as_deref(), &mut self.scratch)? {
+            return Ok(Some(()));
+        }
+        self.bytes -= entry_cost::<W>(key, entry.value.as_deref());
+        match &mut entry.value {
+            Some(old) => std::mem::swap(old, &mut self.scratch),
+            slot => *slot = Some(std::mem::take(&mut self.scratch)),
+        }
+        self.bytes += entry_cost::<W>(key, entry.value.as_deref());
+        if self.counts.written(entry, logged) {
+            self.unspill(segment, key, window);
+        }
+        Ok(Some(()))
+    }
+
+    /// Puts the scratch buffer (if `present`) or a deletion under (`key`, `window`).
+    fn install(
+        &mut self,
+        segment: i64,
+        key: &[u8],
+        window: W,
+        present: bool,
+        logged: Option<i64>,
+        engine: impl FnOnce() -> bool,
+    ) {
+        let seg = self.segments.entry(segment).or_insert_with(|| Segment {
+            keys: ByKey::default(),
+            engine: engine(),
+        });
+        let windows = match seg.keys.get_mut(key) {
+            Some(windows) => windows,
+            None => seg.keys.entry(key.into()).or_default(),
+        };
+        let added = entry_cost::<W>(key, present.then_some(self.scratch.as_slice()));
+        let entry = match find(windows, &window) {
+            Ok(i) => {
+                let entry = &mut windows[i].1;
+                self.bytes -= entry_cost::<W>(key, entry.value.as_deref());
+                match (&mut entry.value, present) {
+                    (Some(old), true) => std::mem::swap(old, &mut self.scratch),
+                    (slot, true) => *slot = Some(std::mem::take(&mut self.scratch)),
+                    (slot, false) => *slot = None,
+                }
+                entry
+            }
+            Err(i) => {
+                let value = present.then(|| std::mem::take(&mut self.scratch));
+                let entry = Cached {
+                    value,
+                    dirty: false,
+                    logged: None,
+                };
+                windows.insert(i, (window, entry));
+                self.entries += 1;
+                &mut windows[i].1
+            }
+        };
+        self.bytes += added;
+        if self.counts.written(entry, logged) {
+            self.unspill(segment, key, window);
+        }
+    }
+
+    /// Forgets that the changelog owes (`key`, `window`) of `segment` as a spilled key: an
+    /// entry carries it now.
+    fn unspill(&mut self, segment: i64, key: &[u8], window: W) {
+        if self.spilled_len == 0 {
+            return;
+        }
+        let Some(keys) = self.spilled.get_mut(&segment) else {
+            return;
+        };
+        let Some(windows) = keys.get_mut(key) else {
+            return;
+        };
+        if let Ok(i) = find(windows, &window) {
+            windows.remove(i);
+            self.spilled_len -= 1;
+            if windows.is_empty() {
+                keys.remove(key);
+            }
+        }
+    }
+
+    /// Whether the cache holds more than its bound.
+    pub(crate) fn is_over(&self) -> bool {
+        self.bytes > self.max_bytes
+    }
+
+    /// Entries the engine does not have yet.
+    pub(crate) fn dirty_len(&self) -> usize {
+        self.counts.dirty
+    }
+
+    /// Keys written live since the last changelog flush.
+    pub(crate) fn logged_len(&self) -> usize {
+        self.counts.logged + self.spilled_len
+    }
+
+    /// Entries held.
+    pub(crate) fn len(&self) -> usize {
+        self.entries
+    }
+
+    /// The segments the cache holds entries of, ascending.
+    pub(crate) fn segment_ids(&self) -> impl Iterator<Item = i64> + '_ {
+        self.segments.keys().copied()
+    }
+
+    /// The entries of `segment`, in no order: (key, window, value or `None` if deleted).
+    pub(crate) fn entries_in(
+        &self,
+        segment: i64,
+    ) -> impl Iterator<Item = (&[u8], W, Option<&[u8]>)> + '_ {
+        self.segments
+            .get(&segment)
+            .into_iter()
+            .flat_map(|s| s.keys.iter())
+            .flat_map(|(key, windows)| {
+                windows
+                    .iter()
+                    .map(move |(w, c)| (&**key, *w, c.value.as_deref()))
+            })
+    }
+
+    /// The entries of `key` in `segment` with windows in `from..=to`, ascending.
+    pub(crate) fn windows(
+        &self,
+        segment: i64,
+        key: &[u8],
+        from: W,
+        to: W,
+    ) -> impl DoubleEndedIterator<Item = (&W, Option<&[u8]>)> + '_ {
+        let windows = self
+            .segments
+            .get(&segment)
+            .and_then(|s| s.keys.get(key))
+            .map_or(&[][..], |w| within(w, &from, &to));
+        windows.iter().map(|(w, c)| (w, c.value.as_deref()))
+    }
+
+    /// Whether `segment` holds a value (not only deletions).
+    pub(crate) fn has_value_in(&self, segment: i64) -> bool {
+        self.entries_in(segment).any(|(_, _, v)| v.is_some())
+    }
+
+    /// The segments holding a dirty entry, ascending, each with whether one of them is a
+    /// value (a segment with only deletions needs nothing created in the engine).
+    pub(crate) fn segments_with_dirty(&self) -> Vec<(i64, bool)> {
+        let mut out = Vec::new();
+        for (&id, seg) in &self.segments {
+            let dirty = seg.keys.values().flatten().filter(|(_, c)| c.dirty);
+            let mut any = false;
+            let mut value = false;
+            for (_, c) in dirty {
+                any = true;
+                if c.value.is_some() {
+                    value = true;
+                    break;
+                }
+            }
+            if any {
+                out.push((id, value));
+            }
+        }
+        out
+    }
+
+    /// The dirty entries of `segment`, in no order.
+    pub(crate) fn dirty_in(
+        &self,
+        segment: i64,
+    ) -> impl Iterator<Item = (&[u8], W, Option<&[u8]>)> + '_ {
+        self.segments
+            .get(&segment)
+            .into_iter()
+            .flat_map(|s| s.keys.iter())
+            .flat_map(|(key, windows)| {
+                windows
+                    .iter()
+                    .filter(|(_, c)| c.dirty)
+                    .map(move |(w, c)| (&**key, *w, c.value.as_deref()))
+            })
+    }
+
+    /// Marks every entry clean: the engine has them all now, so it may hold every segment.
+    pub(crate) fn mark_clean(&mut self) {
+        for seg in self.segments.values_mut() {
+            seg.engine = true;
+            for (_, entry) in seg.keys.values_mut().flatten() {
+                entry.dirty = false;
+            }
+        }
+        self.counts.dirty = 0;
+    }
+
+    /// The keys written live since the last changelog flush, in no order: (segment, key,
+    /// window, the last write's timestamp).
+    pub(crate) fn logged_keys(&self) -> Vec<(i64, &[u8], W, i64)> {
+        let mut out = Vec::with_capacity(self.logged_len());
+        if self.counts.logged > 0 {
+            for (&id, seg) in &self.segments {
+                for (key, windows) in &seg.keys {
+                    for (w, c) in windows {
+                        if let Some(ts) = c.logged {
+                            out.push((id, &**key, *w, ts));
+                        }
+                    }
+                }
+            }
+        }
+        for (&id, keys) in &self.spilled {
+            for (key, windows) in keys {
+                out.extend(windows.iter().map(|(w, ts)| (id, &**key, *w, *ts)));
+            }
+        }
+        out
+    }
+
+    /// Forgets which keys the changelog must carry (it has them now).
+    pub(crate) fn clear_logged(&mut self) {
+        if self.counts.logged > 0 {
+            for (_, entry) in self
+                .segments
+                .values_mut()
+                .flat_map(|s| s.keys.values_mut())
+                .flatten()
+            {
+                entry.logged = None;
+            }
+        }
+        self.counts.logged = 0;
+        self.spilled.clear();
+        self.spilled_len = 0;
+    }
+
+    /// Forgets every entry (keeping which keys the changelog must carry). Call only when
+    /// none is dirty.
+    pub(crate) fn clear(&mut self) {
+        debug_assert_eq!(self.counts.dirty, 0, "a dirty entry would be lost");
+        for (id, seg) in std::mem::take(&mut self.segments) {
+            self.spill(id, seg);
+        }
+        self.bytes = 0;
+        self.entries = 0;
+        self.counts.logged = 0;
+    }
+
+    /// Keeps what the entries of `seg` owe the changelog among the spilled keys.
+    fn spill(&mut self, id: i64, seg: Segment<W>) {
+        for (key, windows) in seg.keys {
+            let mut owed = windows
+                .into_iter()
+                .filter_map(|(w, c)| c.logged.map(|ts| (w, ts)))
+                .peekable();
+            if owed.peek().is_none() {
+                continue;
+            }
+            let spilled = self.spilled.entry(id).or_default().entry(key).or_default();
+            for (w, ts) in owed {
+                match find(spilled, &w) {
+                    Ok(i) => spilled[i].1 = ts,
+                    Err(i) => {
+                        spilled.insert(i, (w, ts));
+                        self.spilled_len += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Forgets the segments below `first_live` (the engine drops them too); what they owe
+    /// the changelog stays owed.
+    pub(crate) fn drop_below(&mut self, first_live: i64) {
+        let live = self.segments.split_off(&first_live);
+        let dropped = std::mem::replace(&mut self.segments, live);
+        for (id, seg) in dropped {
+            for (key, windows) in &seg.keys {
+                for (_, entry) in windows {
+                    self.bytes -= entry_cost::<W>(key, entry.value.as_deref());
+                    self.counts.forget(entry);
+                    self.entries -= 1;
+                }
+            }
+            self.spill(id, seg);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(cache: &WindowCache<i64>, segment: i64, key: &[u8]) -> Vec<(i64, Option<Vec<u8>>)> {
+        cache
+            .windows(segment, key, i64::MIN, i64::MAX)
+            .map(|(w, v)| (*w, v.map(<[u8]>::to_vec)))
+            .collect()
+    }
+
+    #[test]
+    fn a_keys_windows_stay_ascending_and_a_range_is_a_slice_of_them() {
+        let mut cache = WindowCache::new(1 << 20);
+        for w in [30, 10, 20, 40] {
+            cache.write(0, b"k", w, Some(&[w as u8]), None, || false);
+        }
+        cache.write(0, b"k", 20, None, None, || false);
+        cache.write(0, b"k\x00", 25, Some(b"other"), None, || false);
+        assert_eq!(
+            values(&cache, 0, b"k"),
+            vec![
+                (10, Some(vec![10])),
+                (20, None),
+                (30, Some(vec![30])),
+                (40, Some(vec![40]))
+            ]
+        );
+        let got: Vec<i64> = cache.windows(0, b"k", 15, 30).map(|(w, _)| *w).collect();
+        assert_eq!(got, vec![20, 30]);
+        let back: Vec<i64> = cache
+            .windows(0, b"k", 11, 40)
+            .rev()
+            .map(|(w, _)| *w)
+            .collect();
+        assert_eq!(back, vec![40, 30, 20]);
+        assert_eq!(cache.windows(0, b"k", 31, 39).count(), 0);
+        assert_eq!(cache.windows(0, b"k", 40, 10).count(), 0, "inverted");
+        assert_eq!(cache.get(0, b"k", 20), Some(None));
+        assert_eq!(cache.get(0, b"k", 21), None);
+        assert_eq!(cache.get(1, b"k", 10), None);
+        assert_eq!(cache.len(), 5);
+    }
+
+    #[test]
+    fn the_engine_flag_is_decided_once_per_segment_and_set_by_a_write_back() {
+        let mut cache = WindowCache::new(1 << 20);
+        assert!(
+            cache.engine_may_hold(0),
+            "unknown to the cache: ask the engine"
+        );
+        cache.write(0, b"a", 1, Some(b"1"), None, || false);
+        cache.write(0, b"b", 1, Some(b"1"), None, || panic!("asked twice"));
+        cache.write(1, b"a", 1, Some(b"1"), None, || true);
+        assert!(!cache.engine_may_hold(0));
+        assert!(cache.engine_may_hold(1));
+        cache.mark_clean();
+        assert!(cache.engine_may_hold(0), "written back: the engine has it");
+        cache.clear();
+        cache.write(0, b"a", 1, Some(b"2"), None, || false);
+        assert!(!cache.engine_may_hold(0), "asked again once emptied");
+    }
+
+    #[test]
+    fn counts_bytes_and_owed_keys_follow_rewrites_spills_and_drops() {
+        let mut cache = WindowCache::<i64>::new(1 << 20);
+        cache.write(1, b"a", 10, Some(b"1"), Some(100), || false);
+        cache.write(1, b"a", 10, Some(b"2"), Some(101), || false);
+        cache.write(1, b"a", 20, None, None, || false);
+        cache.write(2, b"b", 30, Some(b"3"), Some(102), || false);
+        assert_eq!(
+            (cache.dirty_len(), cache.len(), cache.logged_len()),
+            (3, 3, 2)
+        );
+        let one = entry_cost::<i64>(b"a", Some(b"2"));
+        let bytes = one + entry_cost::<i64>(b"a", None) + entry_cost::<i64>(b"b", Some(b"3"));
+        assert_eq!(cache.bytes, bytes);
+        assert_eq!(cache.segments_with_dirty(), vec![(1, true), (2, true)]);
+        let rewritten = cache
+            .rewrite(1, b"a", 10, Some(103), |old, out| {
+                assert_eq!(old, Some(&b"2"[..]));
+                out.extend_from_slice(b"22");
+                Ok(true)
+            })
+            .unwrap();
+        assert_eq!(rewritten, Some(()));
+        assert_eq!(cache.bytes, bytes + 1);
+        assert_eq!(
+            cache.rewrite(1, b"a", 11, None, |_, _| Ok(true)).unwrap(),
+            None
+        );
+        cache.mark_clean();
+        assert_eq!(cache.dirty_len(), 0);
+        assert_eq!(cache.segments_with_dirty(), vec![]);
+        // Past the bound: emptied, still owing the two logged keys.
+        cache.clear();
+        assert_eq!((cache.len(), cache.bytes, cache.logged_len()), (0, 0, 2));
+        // A live write of a spilled key carries it again: owed once, with the new time.
+        cache.write(1, b"a", 10, Some(b"4"), Some(104), || true);
+        assert_eq!(cache.logged_len(), 2);
+        let mut owed = cache.logged_keys();
+        owed.sort();
+        assert_eq!(owed, vec![(1, &b"a"[..], 10, 104), (2, &b"b"[..], 30, 102)]);
+        // A dropped segment's entries go, but what they owe stays owed.
+        cache.write(0, b"c", 5, Some(b"5"), Some(105), || false);
+        cache.drop_below(1);
+        assert_eq!(cache.segment_ids().collect::<Vec<_>>(), vec![1]);
+        assert_eq!(
+            (cache.len(), cache.dirty_len(), cache.logged_len()),
+            (1, 1, 3)
+        );
+        assert_eq!(cache.bytes, entry_cost::<i64>(b"a", Some(b"4")));
+        cache.clear_logged();
+        assert_eq!(cache.logged_len(), 0);
+        assert!(cache.logged_keys().is_empty());
+    }
+
+    #[test]
+    fn a_failed_encoding_leaves_the_entry_as_it_was() {
+        let mut cache = WindowCache::new(1 << 20);
+        cache.write(0, b"k", 1, Some(b"old"), Some(1), || false);
+        let failed = |out: &mut Vec<u8>| {
+            out.extend_from_slice(b"half");
+            Err(StateError::Engine {
+                store: "s".into(),
+                detail: "cannot encode".into(),
+            })
+        };
+        assert!(
+            cache
+                .write_encoded(0, b"k", 1, Some(2), || false, failed)
+                .is_err()
+        );
+        assert!(
+            cache
+                .rewrite(0, b"k", 1, Some(2), |_, out| failed(out).map(|()| true))
+                .is_err()
+        );
+        assert_eq!(cache.get(0, b"k", 1), Some(Some(&b"old"[..])));
+        assert_eq!(cache.logged_keys(), vec![(0, &b"k"[..], 1, 1)]);
+    }
+}
