@@ -173,6 +173,8 @@
 //! | `Named`, `Branched`, `Printed`, `Repartitioned`, `TableJoined` | `Consumed::with_name`/`Grouped::as_`/`split().named(..)` where a name matters; the rest not supported |
 //! | Interactive queries (`KafkaStreams.store(..)`) | not supported in the runtime yet; the test driver reads stores (`key_value_store`, `window_store`, `session_store`) |
 
+#![warn(missing_docs)]
+
 mod configured;
 
 pub use configured::{App, AppError};

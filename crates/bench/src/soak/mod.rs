@@ -8,15 +8,15 @@
 //! [`SoakOptions::segment_bytes`] (every topic: the setting is the log's);
 //! the input topic deletes segments older than
 //! [`SoakOptions::input_retention`]; the runtime creates its own topics as
-//! it always does. A writer thread ([`writer`]) produces
+//! it always does. A writer thread (`writer`) produces
 //! [`SoakOptions::rate`] records per second of wall-clock time, stamped
 //! with the wall clock, so windows close in real time.
 //!
 //! Every [`SoakOptions::sample_every`] the run takes a [`Sample`]
-//! ([`probe`]); at the end it stops the writer, lets the application catch
-//! up, closes it, computes the [`Slopes`] ([`slopes`]) and checks every
+//! (`probe`); at the end it stops the writer, lets the application catch
+//! up, closes it, computes the [`Slopes`] (`slopes`) and checks every
 //! window closed at the final barrier's watermark against what was written
-//! ([`check`]).
+//! (`check`).
 
 mod check;
 mod probe;
