@@ -194,15 +194,18 @@ impl SegmentSet {
 
     /// Empties a slot: drops all its tables in one step (entries reach a slot only by
     /// sorted ingestion, so tables are all it has), and clears it should anything remain.
+    /// A slot with no table is left alone (a drop would still write the engine a version).
     fn empty(&self, slot: &Slot) -> Result<(), StateError> {
         let err = engine_err(&self.store);
-        slot.keyspace
-            .tree
-            .drop_range::<&[u8], _>(..)
-            .map_err(|e| err(e.into()))?;
-        if slot.keyspace.first_key_value().is_some() {
+        let ks = &slot.keyspace;
+        if ks.table_count() > 0 {
+            ks.tree
+                .drop_range::<&[u8], _>(..)
+                .map_err(|e| err(e.into()))?;
+        }
+        if ks.table_count() > 0 || ks.first_key_value().is_some() {
             tracing::warn!(store = %self.store, slot = slot.number, "a dropped segment's slot kept entries after its tables were dropped; clearing it");
-            slot.keyspace.clear().map_err(&err)?;
+            ks.clear().map_err(&err)?;
         }
         Ok(())
     }
