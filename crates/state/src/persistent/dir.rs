@@ -20,6 +20,9 @@ use super::write_cache::{DEFAULT_CACHE_MAX_BYTES, MIN_CACHE_MAX_BYTES};
 use crate::changelog::{ChangelogOffset, ChangelogPartition};
 use crate::error::StateError;
 
+#[cfg(test)]
+mod fuzz;
+
 /// The metadata file in every persistent store directory.
 pub const STORE_METADATA_FILE: &str = "stoatflow-store.meta";
 

@@ -10,6 +10,7 @@ mod encode_failures;
 mod engine_stores;
 mod engines;
 mod engines_agree;
+mod fuzz;
 mod hostile_bytes;
 mod local_damage;
 mod restart;
