@@ -100,6 +100,16 @@ fn overwrite(input: &mut [u8], at: &Index, bytes: &[u8]) {
     input[p..p + n].copy_from_slice(&bytes[..n]);
 }
 
+/// Writes the integer whose little-endian bytes are `le` over `input` at
+/// `at`, in big-endian order if `big`.
+fn write_int(input: &mut [u8], at: &Index, le: &[u8], big: bool) {
+    let mut bytes = le.to_vec();
+    if big {
+        bytes.reverse();
+    }
+    overwrite(input, at, &bytes);
+}
+
 /// Applies `m` to `input`; `seeds` and `tokens` feed splices and tokens.
 pub fn apply(input: &mut Vec<u8>, m: &Mutation, seeds: &[Vec<u8>], tokens: &[&[u8]]) {
     match m {
@@ -120,30 +130,8 @@ pub fn apply(input: &mut Vec<u8>, m: &Mutation, seeds: &[Vec<u8>], tokens: &[&[u
             input.drain(p..end);
         }
         Mutation::Truncate(at) => input.truncate(place(at, input.len())),
-        Mutation::Word(at, w, big) => {
-            let v = WORDS[*w];
-            overwrite(
-                input,
-                at,
-                &if *big {
-                    v.to_be_bytes()
-                } else {
-                    v.to_le_bytes()
-                },
-            );
-        }
-        Mutation::Long(at, w, big) => {
-            let v = LONGS[*w];
-            overwrite(
-                input,
-                at,
-                &if *big {
-                    v.to_be_bytes()
-                } else {
-                    v.to_le_bytes()
-                },
-            );
-        }
+        Mutation::Word(at, w, big) => write_int(input, at, &WORDS[*w].to_le_bytes(), *big),
+        Mutation::Long(at, w, big) => write_int(input, at, &LONGS[*w].to_le_bytes(), *big),
         Mutation::Repeat(at, n, times) => {
             let p = place(at, input.len());
             let end = (p + n).min(input.len());
