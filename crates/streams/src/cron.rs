@@ -6,6 +6,8 @@
 //!
 //! This module knows only epoch milliseconds; it never reads a clock.
 
+use stoatflow_time::civil_from_days;
+
 use crate::error::TopologyError;
 
 /// A parsed cron expression.
@@ -72,19 +74,6 @@ fn field(
     Ok((bits, spec == "*"))
 }
 
-/// Days since 1970-01-01 → (year, month 1–12, day 1–31) (H. Hinnant's algorithm).
-fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
 const MINUTE: i64 = 60_000;
 const HOUR: i64 = 60 * MINUTE;
 const DAY: i64 = 24 * HOUR;
@@ -128,7 +117,7 @@ impl CronSchedule {
     }
 
     fn day_matches(&self, days: i64) -> bool {
-        let (_, m, d) = civil(days);
+        let (_, m, d) = civil_from_days(days);
         if self.months & (1 << m) == 0 {
             return false;
         }
@@ -188,9 +177,15 @@ mod tests {
         let c = CronSchedule::parse("30 9 * * 1").unwrap();
         assert_eq!(c.next_after(0), Some(4 * DAY + 9 * HOUR + 30 * MINUTE));
         let c = CronSchedule::parse("0 0 1 3 *").unwrap();
-        assert_eq!(civil(c.next_after(0).unwrap() / DAY), (1970, 3, 1));
+        assert_eq!(
+            civil_from_days(c.next_after(0).unwrap() / DAY),
+            (1970, 3, 1)
+        );
         let c = CronSchedule::parse("0 12 29 2 *").unwrap();
-        assert_eq!(civil(c.next_after(0).unwrap() / DAY), (1972, 2, 29));
+        assert_eq!(
+            civil_from_days(c.next_after(0).unwrap() / DAY),
+            (1972, 2, 29)
+        );
     }
 
     #[test]

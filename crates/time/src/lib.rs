@@ -58,6 +58,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use dispatch::{DispatchError, Dispatched, OrderedDispatch};
 pub use generator::{WatermarkGenerator, WatermarkOutput};
 pub use instant::{EventTime, MAX_EVENT_TIME_MS, TimeError, WallTime, duration_ms};
+pub use iso::civil_from_days;
 pub use partition::{Offset, PartitionIndex, SourcePartition};
 pub use snapshot::{PartitionSnapshot, WatermarksSnapshot};
 pub use strategy::{
