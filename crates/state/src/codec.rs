@@ -10,6 +10,7 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::ops::Bound;
 
 /// A value that could not be encoded or decoded. The message says why; the caller adds the
 /// store, key, partition and offset.
@@ -36,9 +37,11 @@ impl CodecError {
 /// Turns a `T` into bytes and back.
 ///
 /// Implementations must round-trip: `decode(encode(v)) == v`. Stores order and bound keys
-/// by `K: Ord`, not by their encodings; the persistent engine, which orders encoded bytes,
-/// does so today only for an order-preserving key codec (big-endian unsigned integers and
-/// UTF-8 strings are; Kafka's big-endian two's-complement `i64` is not, for negative values).
+/// by `K: Ord`, never by their encodings, on both engines (docs/state.md#key-order). The
+/// persistent engine, which keeps encoded keys, answers a key range or a multi-key query
+/// straight from its byte order only for a key codec that says, with
+/// [`Codec::preserves_order`], that its byte order is the key order; for any other it reads
+/// every candidate entry, decodes its key, and bounds and sorts by `K: Ord` (correct, slower).
 pub trait Codec<T>: Send + Sync + fmt::Debug {
     /// Appends the encoding of `value` to `out`.
     ///
@@ -70,6 +73,45 @@ pub trait Codec<T>: Send + Sync + fmt::Debug {
     fn changelog_value_layout(&self) -> crate::ChangelogValueLayout {
         crate::ChangelogValueLayout::Plain
     }
+
+    /// Whether the encodings of any two values compare as bytes (lexicographically, a
+    /// proper prefix first) exactly as the values compare by their `Ord`. Only a key codec's
+    /// answer matters: the persistent engine then bounds and orders keys by their bytes;
+    /// otherwise by decoded keys. `false` unless the codec says so, which is always correct;
+    /// a wrong `true` makes the persistent engine answer out of key order.
+    fn preserves_order(&self) -> bool {
+        false
+    }
+
+    /// For a key codec that does not preserve order: byte bounds between which lie the
+    /// encodings of every value within `from..to` (by `Ord`). The persistent engine reads the
+    /// entries between them, then bounds and sorts by decoded key, so they may hold more
+    /// values, never fewer. By default every entry (both unbounded); a composite key whose
+    /// leading part bounds its bytes (a time, a length-prefixed key) narrows a range query
+    /// to that part's entries with it.
+    fn covering_range(&self, from: Bound<&T>, to: Bound<&T>) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+        let _ = (from, to);
+        (Bound::Unbounded, Bound::Unbounded)
+    }
+}
+
+/// A shared codec is the codec it shares.
+impl<T, C: Codec<T> + ?Sized> Codec<T> for std::sync::Arc<C> {
+    fn encode(&self, value: &T, out: &mut Vec<u8>) -> Result<(), CodecError> {
+        (**self).encode(value, out)
+    }
+    fn decode(&self, bytes: &[u8]) -> Result<T, CodecError> {
+        (**self).decode(bytes)
+    }
+    fn changelog_value_layout(&self) -> crate::ChangelogValueLayout {
+        (**self).changelog_value_layout()
+    }
+    fn preserves_order(&self) -> bool {
+        (**self).preserves_order()
+    }
+    fn covering_range(&self, from: Bound<&T>, to: Bound<&T>) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+        (**self).covering_range(from, to)
+    }
 }
 
 fn fixed<const N: usize>(bytes: &[u8], what: &str) -> Result<[u8; N], CodecError> {
@@ -81,7 +123,8 @@ fn fixed<const N: usize>(bytes: &[u8], what: &str) -> Result<[u8; N], CodecError
     })
 }
 
-/// `i64` as 8 bytes big-endian (Kafka's `LongSerializer`).
+/// `i64` as 8 bytes big-endian (Kafka's `LongSerializer`). Not order-preserving: negative
+/// values' bytes sort after the others'.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct I64Codec;
 
@@ -107,9 +150,13 @@ impl Codec<u64> for U64Codec {
     fn decode(&self, bytes: &[u8]) -> Result<u64, CodecError> {
         Ok(u64::from_be_bytes(fixed(bytes, "u64")?))
     }
+    fn preserves_order(&self) -> bool {
+        true
+    }
 }
 
-/// `i32` as 4 bytes big-endian (Kafka's `IntegerSerializer`).
+/// `i32` as 4 bytes big-endian (Kafka's `IntegerSerializer`). Not order-preserving, as
+/// [`I64Codec`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct I32Codec;
 
@@ -140,6 +187,10 @@ impl Codec<String> for StringCodec {
             ))
         })
     }
+    /// UTF-8's byte order is the order of code points, `String`'s.
+    fn preserves_order(&self) -> bool {
+        true
+    }
 }
 
 /// Raw bytes, unchanged (order-preserving).
@@ -153,6 +204,9 @@ impl Codec<Vec<u8>> for BytesCodec {
     }
     fn decode(&self, bytes: &[u8]) -> Result<Vec<u8>, CodecError> {
         Ok(bytes.to_vec())
+    }
+    fn preserves_order(&self) -> bool {
+        true
     }
 }
 
@@ -235,6 +289,36 @@ mod tests {
         );
         assert_eq!(I32Codec.decode(&7i32.to_be_bytes()), Ok(7));
         assert_eq!(U64Codec.decode(&u64::MAX.to_be_bytes()), Ok(u64::MAX));
+    }
+
+    /// Each codec's `preserves_order` says truly whether its byte order is the value order,
+    /// over values at the edges of the order.
+    #[test]
+    fn preserves_order_is_true_exactly_when_bytes_sort_as_values() {
+        fn bytes_sort_as_values<T: Ord + Clone>(codec: &dyn Codec<T>, values: &[T]) -> bool {
+            values.iter().all(|a| {
+                values.iter().all(|b| {
+                    let (x, y) = (codec.to_bytes(a).unwrap(), codec.to_bytes(b).unwrap());
+                    x.cmp(&y) == a.cmp(b)
+                })
+            })
+        }
+        fn agrees<T: Ord + Clone>(codec: &dyn Codec<T>, values: &[T]) {
+            assert_eq!(
+                codec.preserves_order(),
+                bytes_sort_as_values(codec, values),
+                "{codec:?}"
+            );
+        }
+        agrees(&I64Codec, &[i64::MIN, -256, -1, 0, 1, 255, i64::MAX]);
+        agrees(&I32Codec, &[i32::MIN, -1, 0, 1, i32::MAX]);
+        agrees(&U64Codec, &[0, 1, 255, 256, u64::MAX - 1, u64::MAX]);
+        let strings = ["", "\0", "a", "a\0", "ab", "b", "\u{7f}", "é", "\u{10ffff}"];
+        agrees(&StringCodec, &strings.map(String::from));
+        agrees(
+            &BytesCodec,
+            &[vec![], vec![0], vec![0, 0], vec![1], vec![0xff]],
+        );
     }
 
     #[test]

@@ -15,9 +15,11 @@
 //! record that caused it: it becomes the changelog record's timestamp.
 //!
 //! Key order is `K: Ord`'s wherever an answer or a flush is ordered by key, and a range's
-//! bounds are compared by it, whatever the key codec, so both engines answer alike. The
-//! persistent engine orders encoded bytes: it keeps this contract only for key codecs whose
-//! byte order is the key order, and not yet for the others (Kafka's `i64`, for one).
+//! bounds are compared by it, whatever the key codec, so both engines answer alike
+//! (docs/state.md#key-order). The persistent engine uses its encoded bytes' order only for
+//! a key codec that preserves order
+//! ([`Codec::preserves_order`](crate::Codec::preserves_order)); for any other (Kafka's
+//! `i64`, for one) it decodes, bounds and sorts keys.
 //!
 //! This module never knows about Kafka, threads, the DSL or how watermarks are generated; a
 //! windowed store only receives the committed frontier as a number, in `expire`.
@@ -88,8 +90,7 @@ pub trait StateStore: std::fmt::Debug {
     /// or a tombstone if it is gone) to `out` and forgets those keys. Called at the barrier; the
     /// records belong to the epoch's transaction. Does nothing if changelogging is off. The
     /// records come in key order (`K: Ord`; window stores by start, then key; session stores
-    /// by key, end, start); the persistent engine orders by encoded key bytes instead, which
-    /// agrees only for a key codec whose byte order is the key order.
+    /// by key, end, start), on both engines whatever the key codec.
     ///
     /// # Errors
     /// [`StateError::Engine`] if the persistent engine cannot read a dirty key back.
@@ -152,10 +153,9 @@ pub trait KeyValueStore<K, V>: StateStore {
     fn delete(&mut self, key: &K, timestamp: i64) -> Result<Option<V>, StateError>;
 
     /// Entries with keys within the bounds, in key order. Bounds and order are `K: Ord`'s,
-    /// whatever the key codec: the in-memory engine's. The persistent engine bounds and
-    /// orders by encoded bytes, which agrees only for a key codec whose byte order is the key
-    /// order (UTF-8 strings, unsigned big-endian integers; not Kafka's `i64`, whose negative
-    /// keys sort after the others by bytes).
+    /// on both engines whatever the key codec. The persistent engine answers from its byte
+    /// order for a codec that preserves order, and otherwise reads the entries the codec's
+    /// covering range names (every entry by default) and bounds and sorts their decoded keys.
     ///
     /// # Errors
     /// As [`KeyValueStore::get`].
@@ -213,9 +213,11 @@ pub trait Segmented: StateStore {
 /// Implements [`StateStore`] and [`Segmented`] for a window or session store by handing each
 /// call to its field `core`, an engine's segmented core (both cores have these methods).
 /// Usage: `delegate_to_segmented_core!(Store where K: Ord, V: Clone);` for `Store<K, V>`;
-/// `delegate_to_segmented_core!(bulk Store);` also hands over `apply_changelog_batch`.
+/// `delegate_to_segmented_core!(bulk Store where K: Ord);` also hands over
+/// `apply_changelog_batch`, and hands the flush to the store's own `flush` (the persistent
+/// stores put a flush in key order there).
 macro_rules! delegate_to_segmented_core {
-    (bulk $store:ident) => {
+    (bulk $store:ident $(where $($bound:tt)+)?) => {
         delegate_to_segmented_core!(@impl $store [
             fn apply_changelog_batch(
                 &mut self,
@@ -223,10 +225,24 @@ macro_rules! delegate_to_segmented_core {
             ) -> Result<(), $crate::error::StateError> {
                 self.core.apply_changelog_batch(batch)
             }
-        ]);
+
+            fn flush_changelog(
+                &mut self,
+                out: &mut $crate::ChangelogBatch,
+            ) -> Result<(), $crate::error::StateError> {
+                self.flush(out)
+            }
+        ] $(where $($bound)+)?);
     };
     ($store:ident $(where $($bound:tt)+)?) => {
-        delegate_to_segmented_core!(@impl $store [] $(where $($bound)+)?);
+        delegate_to_segmented_core!(@impl $store [
+            fn flush_changelog(
+                &mut self,
+                out: &mut $crate::ChangelogBatch,
+            ) -> Result<(), $crate::error::StateError> {
+                self.core.flush_changelog(out)
+            }
+        ] $(where $($bound)+)?);
     };
     (@impl $store:ident [$($batch:tt)*] $(where $($bound:tt)+)?) => {
         impl<K, V> $crate::store::StateStore for $store<K, V> $(where $($bound)+)? {
@@ -238,13 +254,6 @@ macro_rules! delegate_to_segmented_core {
 
             fn changelog_enabled(&self) -> bool {
                 self.core.changelog_enabled()
-            }
-
-            fn flush_changelog(
-                &mut self,
-                out: &mut $crate::ChangelogBatch,
-            ) -> Result<(), $crate::error::StateError> {
-                self.core.flush_changelog(out)
             }
 
             fn dirty_keys(&self) -> usize {

@@ -25,17 +25,20 @@ pub struct BarrierStamp {
     pub watermark: i64,
 }
 
-/// Keys of the watermark store.
+/// Keys of the watermark store. Their order (the marker, then the stamps by barrier) is
+/// their codec's byte order, so the codec preserves order (docs/state.md#key-order): keep
+/// the variants in this order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum WatermarkKey {
-    /// The stamp of this barrier; the value is the watermark.
-    Stamp(u64),
     /// Present when the newest barrier was a graceful shutdown's flushing barrier; the value
     /// is that barrier's number.
     GracefulFlush,
+    /// The stamp of this barrier; the value is the watermark.
+    Stamp(u64),
 }
 
-/// Encodes [`WatermarkKey`]: `b's'` + barrier `u64` big-endian, or `b'g'`.
+/// Encodes [`WatermarkKey`]: `b's'` + barrier `u64` big-endian, or `b'g'` (which sorts
+/// first, as the key does: the codec preserves order).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WatermarkKeyCodec;
 
@@ -68,6 +71,10 @@ impl Codec<WatermarkKey> for WatermarkKeyCodec {
                 bytes.len()
             ))),
         }
+    }
+
+    fn preserves_order(&self) -> bool {
+        true
     }
 }
 
@@ -289,6 +296,26 @@ mod tests {
         assert!(c.decode(b"s123").is_err());
         assert!(c.decode(b"x").is_err());
         assert!(c.decode(b"").is_err());
+    }
+
+    /// The codec says it preserves order: its bytes sort as the keys do.
+    #[test]
+    fn key_codec_bytes_sort_as_the_keys() {
+        let c = WatermarkKeyCodec;
+        let keys = [
+            WatermarkKey::GracefulFlush,
+            WatermarkKey::Stamp(0),
+            WatermarkKey::Stamp(1),
+            WatermarkKey::Stamp(256),
+            WatermarkKey::Stamp(u64::MAX),
+        ];
+        assert!(c.preserves_order());
+        for a in keys {
+            for b in keys {
+                let (x, y) = (c.to_bytes(&a).unwrap(), c.to_bytes(&b).unwrap());
+                assert_eq!(x.cmp(&y), a.cmp(&b), "{a:?} vs {b:?}");
+            }
+        }
     }
 
     #[test]

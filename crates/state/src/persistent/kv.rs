@@ -1,10 +1,11 @@
 //! Persistent key-value store: one fjall keyspace behind a write-back cache.
 
 use std::fmt;
-use std::ops::Bound;
+use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use super::bulk_load::SortedLoad;
+use super::key_order::sort_flushed;
 use super::segmented::Stored;
 use super::write_cache::{WriteCache, merge};
 use super::{
@@ -139,6 +140,36 @@ impl<K, V> PersistentKeyValueStore<K, V> {
         )
     }
 
+    /// Visits the entries with engine keys within the bounds, in byte order: each decoded
+    /// key with its engine key and value bytes, the cache merged over the engine.
+    fn scan(
+        &self,
+        from: Bound<Vec<u8>>,
+        to: Bound<Vec<u8>>,
+        mut f: impl FnMut(K, &[u8], &[u8]) -> Result<(), StateError>,
+    ) -> Result<(), StateError> {
+        let name = self.config.name();
+        let engine = self
+            .ks
+            .range::<Vec<u8>, _>((from.clone(), to.clone()))
+            .map(|g| g.into_inner().map_err(engine_err(name)));
+        let cached = self.cache.range(
+            (),
+            from.as_ref().map(Vec::as_slice),
+            to.as_ref().map(Vec::as_slice),
+        );
+        merge(engine, cached, |k, v| {
+            let Some((&KEY_PREFIX, encoded)) = k.split_first() else {
+                return Err(StateError::Engine {
+                    store: name.to_string(),
+                    detail: format!("stored key {} lacks the key prefix", hex(k)),
+                });
+            };
+            let key = decode_stored(&*self.key_codec, encoded, "key", name, encoded)?;
+            f(key, k, v)
+        })
+    }
+
     /// The engine key of `key`.
     /// The engine key of `key` (the prefix byte, then the encoded key), for
     /// the operation `op`; a key the codec refuses is an error naming the store.
@@ -151,7 +182,7 @@ impl<K, V> PersistentKeyValueStore<K, V> {
     }
 }
 
-impl<K, V> StateStore for PersistentKeyValueStore<K, V> {
+impl<K: Ord, V> StateStore for PersistentKeyValueStore<K, V> {
     fn name(&self) -> &str {
         self.config.name()
     }
@@ -160,8 +191,9 @@ impl<K, V> StateStore for PersistentKeyValueStore<K, V> {
         self.config.changelog_enabled()
     }
 
-    /// One record per dirty key, its stored value or a tombstone. All or nothing: on an
-    /// engine error `out` is left as it was and the keys stay dirty.
+    /// One record per dirty key, its stored value or a tombstone, in key order (the byte
+    /// order, unless the key codec does not preserve order: then sorted by decoded key).
+    /// All or nothing: on an engine error `out` is left as it was and the keys stay dirty.
     fn flush_changelog(&mut self, out: &mut ChangelogBatch) -> Result<(), StateError> {
         let logged = self.cache.logged_keys();
         out.reserve(logged.len());
@@ -173,6 +205,14 @@ impl<K, V> StateStore for PersistentKeyValueStore<K, V> {
                     out.truncate(first);
                     return Err(e);
                 }
+            }
+        }
+        if !self.key_codec.preserves_order() {
+            let (codec, name) = (&*self.key_codec, self.config.name());
+            let sorted = sort_flushed(out, first, |k| decode_stored(codec, k, "key", name, k));
+            if let Err(e) = sorted {
+                out.truncate(first);
+                return Err(e);
             }
         }
         self.cache.clear_logged();
@@ -238,7 +278,7 @@ impl<K, V> StateStore for PersistentKeyValueStore<K, V> {
     }
 }
 
-impl<K, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
+impl<K: Ord, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
     fn put(&mut self, key: K, value: V, timestamp: i64) -> Result<(), StateError> {
         let k = self.key_bytes(&key, "put")?;
         let v = encode_value(&*self.value_codec, &value, self.config.name(), &k[1..])?;
@@ -263,39 +303,48 @@ impl<K, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
         Ok(old)
     }
 
+    /// By bytes for an order-preserving key codec; otherwise the entries the codec's
+    /// [`Codec::covering_range`] names (every entry by default) are read, and their decoded
+    /// keys bounded and sorted by `K: Ord` (docs/state.md#key-order).
     fn range(&self, from: Bound<&K>, to: Bound<&K>) -> Result<Vec<(K, V)>, StateError> {
-        let name = self.config.name();
         let enc = |b: Bound<&K>| match b {
             Bound::Included(k) => self.key_bytes(k, "range").map(Bound::Included),
             Bound::Excluded(k) => self.key_bytes(k, "range").map(Bound::Excluded),
             Bound::Unbounded => Ok(Bound::Unbounded),
         };
-        let (from, to) = (enc(from)?, enc(to)?);
-        if bounds_empty(
-            from.as_ref().map(Vec::as_slice),
-            to.as_ref().map(Vec::as_slice),
-        ) {
-            return Ok(Vec::new());
-        }
+        // Encoded on both paths: a bound the codec refuses is an error either way.
+        let (from_bytes, to_bytes) = (enc(from)?, enc(to)?);
         let mut out = Vec::new();
-        let engine = self
-            .ks
-            .range::<Vec<u8>, _>((from.clone(), to.clone()))
-            .map(|g| g.into_inner().map_err(engine_err(name)));
-        let cached = self.cache.range(
-            (),
-            from.as_ref().map(Vec::as_slice),
-            to.as_ref().map(Vec::as_slice),
-        );
-        merge(engine, cached, |k, v| {
-            let Some((&KEY_PREFIX, encoded)) = k.split_first() else {
-                return Err(StateError::Engine {
-                    store: name.to_string(),
-                    detail: format!("stored key {} lacks the key prefix", hex(k)),
-                });
-            };
-            let key = decode_stored(&*self.key_codec, encoded, "key", name, encoded)?;
-            out.push((key, self.decode_value(k, v)?));
+        if !self.key_codec.preserves_order() {
+            if bounds_empty(from, to) {
+                return Ok(out);
+            }
+            let prefixed = |b: Bound<Vec<u8>>| b.map(|k| engine_key(&k));
+            let (lo, hi) = self.key_codec.covering_range(from, to);
+            let (lo, hi) = (prefixed(lo), prefixed(hi));
+            if bounds_empty(
+                lo.as_ref().map(Vec::as_slice),
+                hi.as_ref().map(Vec::as_slice),
+            ) {
+                return Ok(out);
+            }
+            self.scan(lo, hi, |key, ek, v| {
+                if (from, to).contains(&key) {
+                    out.push((key, self.decode_value(ek, v)?));
+                }
+                Ok(())
+            })?;
+            out.sort_by(|a, b| a.0.cmp(&b.0));
+            return Ok(out);
+        }
+        if bounds_empty(
+            from_bytes.as_ref().map(Vec::as_slice),
+            to_bytes.as_ref().map(Vec::as_slice),
+        ) {
+            return Ok(out);
+        }
+        self.scan(from_bytes, to_bytes, |key, ek, v| {
+            out.push((key, self.decode_value(ek, v)?));
             Ok(())
         })?;
         Ok(out)

@@ -29,6 +29,7 @@
 mod bulk_load;
 mod checkpoint;
 mod dir;
+mod key_order;
 mod kv;
 mod recover;
 mod sealed;

@@ -4,8 +4,12 @@
 //! session queries; the directory, segments (of session end), retention, dirty tracking, the
 //! changelog and restore are the [`SegmentedCore`]'s.
 
+use std::cmp::Ordering;
+
+use super::key_order::{KeyOrder, flush_in_key_order, open_core};
 use super::segmented::{DiskLayout, SegmentedCore};
 use super::{PersistentConfig, time_bytes, time_from};
+use crate::changelog_batch::ChangelogBatch;
 use crate::codec::Codec;
 use crate::error::StateError;
 use crate::segments::SegmentedConfig;
@@ -30,9 +34,11 @@ impl DiskLayout for SessionKind {
 /// `[key][end][start]`.
 pub struct PersistentSessionStore<K, V> {
     core: SegmentedCore<K, V, SessionKind>,
+    /// The key codec if its byte order is not the key order (docs/state.md#key-order).
+    key_order: KeyOrder<K>,
 }
 
-delegate_to_segmented_core!(bulk PersistentSessionStore);
+delegate_to_segmented_core!(bulk PersistentSessionStore where K: Ord);
 
 impl<K, V> PersistentSessionStore<K, V> {
     /// Opens the store in `<state dir>/<name>/`, creating it if needed.
@@ -46,12 +52,20 @@ impl<K, V> PersistentSessionStore<K, V> {
         key_codec: impl Codec<K> + 'static,
         value_codec: impl Codec<V> + 'static,
     ) -> Result<Self, StateError> {
-        SegmentedCore::open(persistent, config, segmented, key_codec, value_codec)
-            .map(|core| Self { core })
+        open_core(persistent, config, segmented, key_codec, value_codec)
+            .map(|(core, key_order)| Self { core, key_order })
+    }
+
+    /// The core's flush, in key order (see [`flush_in_key_order`]).
+    fn flush(&mut self, out: &mut ChangelogBatch) -> Result<(), StateError>
+    where
+        K: Ord,
+    {
+        flush_in_key_order(&mut self.core, &self.key_order, out)
     }
 }
 
-impl<K, V> SessionStore<K, V> for PersistentSessionStore<K, V> {
+impl<K: Ord, V> SessionStore<K, V> for PersistentSessionStore<K, V> {
     fn put(
         &mut self,
         key: K,
@@ -86,9 +100,16 @@ impl<K, V> SessionStore<K, V> for PersistentSessionStore<K, V> {
         end_from: i64,
         end_to: i64,
     ) -> Result<Vec<(SessionWindow, K, V)>, StateError> {
-        self.core.all_between(end_from, end_to, |a, b| {
-            (a.0.end, a.1, a.0.start).cmp(&(b.0.end, b.1, b.0.start))
-        })
+        if self.key_order.is_none() {
+            return self.core.all_between(end_from, end_to, |a, b| {
+                (a.0.end, a.1, a.0.start).cmp(&(b.0.end, b.1, b.0.start))
+            });
+        }
+        let mut all = self
+            .core
+            .all_between(end_from, end_to, |_, _| Ordering::Equal)?;
+        all.sort_by(|a, b| (a.0.end, &a.1, a.0.start).cmp(&(b.0.end, &b.1, b.0.start)));
+        Ok(all)
     }
 
     fn remove(&mut self, key: &K, window: SessionWindow, timestamp: i64) -> Result<(), StateError> {

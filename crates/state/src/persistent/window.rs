@@ -4,8 +4,12 @@
 //! queries; the directory, segments, retention, dirty tracking, the changelog and restore are
 //! the [`SegmentedCore`]'s.
 
+use std::cmp::Ordering;
+
+use super::key_order::{KeyOrder, flush_in_key_order, open_core};
 use super::segmented::{DiskLayout, SegmentedCore};
 use super::{PersistentConfig, time_bytes, time_from};
+use crate::changelog_batch::ChangelogBatch;
 use crate::codec::Codec;
 use crate::error::StateError;
 use crate::segments::SegmentedConfig;
@@ -26,9 +30,11 @@ impl DiskLayout for TimeWindowKind {
 /// A window store on disk: one keyspace per segment, entries laid out `[key][start]`.
 pub struct PersistentWindowStore<K, V> {
     core: SegmentedCore<K, V, TimeWindowKind>,
+    /// The key codec if its byte order is not the key order (docs/state.md#key-order).
+    key_order: KeyOrder<K>,
 }
 
-delegate_to_segmented_core!(bulk PersistentWindowStore);
+delegate_to_segmented_core!(bulk PersistentWindowStore where K: Ord);
 
 impl<K, V> PersistentWindowStore<K, V> {
     /// Opens the store in `<state dir>/<name>/`, creating it if needed.
@@ -42,8 +48,16 @@ impl<K, V> PersistentWindowStore<K, V> {
         key_codec: impl Codec<K> + 'static,
         value_codec: impl Codec<V> + 'static,
     ) -> Result<Self, StateError> {
-        SegmentedCore::open(persistent, config, segmented, key_codec, value_codec)
-            .map(|core| Self { core })
+        open_core(persistent, config, segmented, key_codec, value_codec)
+            .map(|(core, key_order)| Self { core, key_order })
+    }
+
+    /// The core's flush, in key order (see [`flush_in_key_order`]).
+    fn flush(&mut self, out: &mut ChangelogBatch) -> Result<(), StateError>
+    where
+        K: Ord,
+    {
+        flush_in_key_order(&mut self.core, &self.key_order, out)
     }
 
     /// The earliest window start not expired at the frontier the store was last expired to
@@ -54,7 +68,7 @@ impl<K, V> PersistentWindowStore<K, V> {
     }
 }
 
-impl<K, V> WindowStore<K, V> for PersistentWindowStore<K, V> {
+impl<K: Ord, V> WindowStore<K, V> for PersistentWindowStore<K, V> {
     fn put(
         &mut self,
         key: K,
@@ -96,8 +110,17 @@ impl<K, V> WindowStore<K, V> for PersistentWindowStore<K, V> {
             .key_range(key, segments, time_from, time_to, |_| true)
     }
 
+    /// By start, then key: by the key's bytes for an order-preserving codec, otherwise by
+    /// the decoded keys.
     fn fetch_all(&self, time_from: i64, time_to: i64) -> Result<Vec<(i64, K, V)>, StateError> {
-        self.core.all_between(time_from, time_to, |a, b| a.cmp(&b))
+        if self.key_order.is_none() {
+            return self.core.all_between(time_from, time_to, |a, b| a.cmp(&b));
+        }
+        let mut all = self
+            .core
+            .all_between(time_from, time_to, |_, _| Ordering::Equal)?;
+        all.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        Ok(all)
     }
 
     fn delete(&mut self, key: &K, window_start: i64, timestamp: i64) -> Result<(), StateError> {

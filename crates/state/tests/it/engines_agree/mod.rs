@@ -14,29 +14,27 @@
 //! (Kafka's big-endian two's complement), whose byte order puts negative keys after the
 //! others. The contract is the key order (`K: Ord`), whatever the codec: which keys a
 //! range's bounds admit, the order of every answer holding several keys, and the order of a
-//! flush's records. OPEN DEFECT (persistent engine): it bounds and orders by encoded bytes,
-//! so for codecs that do not preserve order it breaks the contract; for such keys
-//! ([`TestKey::BYTES_IN_KEY_ORDER`]) those comparisons are relaxed where marked, and
-//! everything else is compared exactly.
+//! flush's records; every one of them is compared exactly, for both codecs
+//! (docs/state.md#key-order).
 //!
 //! This module owns the harness: the key types and their pools, times, running an
 //! operation on both engines and comparing, the flush. Each store kind has its module.
 
 mod kv;
+mod negative_keys;
 mod own_stores;
 mod sessions;
 mod windows;
 
 use std::fmt;
-use std::ops::Bound;
 use std::path::Path;
 
 use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::test_runner::TestCaseError;
 use stoatflow_state::{
-    ChangelogBatch, ChangelogRecord, Codec, I64Codec, PersistentConfig, Segmented, SegmentedConfig,
-    StateError, StateStore, StoreConfig, StringCodec,
+    ChangelogBatch, Codec, I64Codec, PersistentConfig, Segmented, SegmentedConfig, StateError,
+    StateStore, StoreConfig, StringCodec,
 };
 
 use crate::engines::Changelog;
@@ -49,21 +47,12 @@ trait TestKey: Ord + Clone + fmt::Debug + 'static {
     /// The key codec.
     type Codec: Codec<Self> + Default + 'static;
 
-    /// Whether the codec's byte order is the key order. When it is not, the comparisons
-    /// the persistent engine fails (OPEN DEFECT, see the module docs) are relaxed.
-    const BYTES_IN_KEY_ORDER: bool;
-
     /// [`KEYS`] keys.
     fn pool() -> Vec<Self>;
-
-    /// Whether the byte range of these bounds admits exactly the keys their key range
-    /// does, in the same order (always, for a codec whose byte order is the key order).
-    fn bytes_bound_like_keys(from: Bound<&Self>, to: Bound<&Self>) -> bool;
 }
 
 impl TestKey for String {
     type Codec = StringCodec;
-    const BYTES_IN_KEY_ORDER: bool = true;
 
     fn pool() -> Vec<Self> {
         // The empty key, keys that are prefixes of each other, bytes 0x00, 0x01, 0x7f and a
@@ -74,15 +63,10 @@ impl TestKey for String {
         .map(String::from)
         .to_vec()
     }
-
-    fn bytes_bound_like_keys(_: Bound<&Self>, _: Bound<&Self>) -> bool {
-        true
-    }
 }
 
 impl TestKey for i64 {
     type Codec = I64Codec;
-    const BYTES_IN_KEY_ORDER: bool = false;
 
     fn pool() -> Vec<Self> {
         vec![
@@ -97,16 +81,6 @@ impl TestKey for i64 {
             i64::MAX - 1,
             i64::MAX,
         ]
-    }
-
-    /// Encodings of non-negative keys sort below every negative one's, and among
-    /// themselves by value: two such bounds admit the same keys by bytes as by value.
-    fn bytes_bound_like_keys(from: Bound<&Self>, to: Bound<&Self>) -> bool {
-        let non_negative = |b: Bound<&i64>| match b {
-            Bound::Included(k) | Bound::Excluded(k) => *k >= 0,
-            Bound::Unbounded => false,
-        };
-        non_negative(from) && non_negative(to)
     }
 }
 
@@ -203,25 +177,9 @@ fn agree<T: PartialEq + fmt::Debug>(
     Ok(())
 }
 
-/// `answers` with the persistent engine's answer put in key order by `by` (stably) when
-/// the codec does not keep it (OPEN DEFECT: the persistent engine orders by bytes); the
-/// in-memory answer is left as it came, so it must already be in key order.
-fn in_key_order<K: TestKey, T, O: Ord>(
-    mut answers: [Vec<T>; 2],
-    by: impl Fn(&T) -> O,
-) -> [Vec<T>; 2] {
-    if !K::BYTES_IN_KEY_ORDER {
-        answers[1].sort_by_key(|a| by(a));
-    }
-    answers
-}
-
 /// Flushes both stores and requires the same records in the same order, appended to `log`.
-/// With a codec that does not preserve order the records are compared as sorted by key
-/// (OPEN DEFECT: the persistent engine flushes in byte order).
 fn flush(
     mut stores: [&mut dyn StateStore; 2],
-    bytes_in_key_order: bool,
     log: &mut Changelog,
     op: &dyn fmt::Debug,
 ) -> Result<(), TestCaseError> {
@@ -230,14 +188,7 @@ fn flush(
         s.flush_changelog(&mut batch)?;
         Ok(batch.to_records())
     })?;
-    let sorted = |records: &[ChangelogRecord]| {
-        let mut r = records.to_vec();
-        if !bytes_in_key_order {
-            r.sort_by(|a, b| a.key.cmp(&b.key));
-        }
-        r
-    };
-    agree(op, [sorted(&mem), sorted(&per)])?;
+    agree(op, [&mem, &per])?;
     log.append(mem);
     Ok(())
 }

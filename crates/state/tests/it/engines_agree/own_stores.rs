@@ -61,12 +61,12 @@ fn run_emit_frontier(cache: usize, ops: &[FrontierOp]) -> Result<(), TestCaseErr
                 agree(op, both(&mut stores, |f| f.advance_to(close.at(1), *ts))?)?;
             }
             FrontierOp::Flush => {
-                flush(inner(&mut stores), true, &mut log, op)?;
+                flush(inner(&mut stores), &mut log, op)?;
             }
         }
         agree(op, both(&mut stores, |f| f.highest_emitted_close())?)?;
     }
-    flush(inner(&mut stores), true, &mut log, &"the last flush")?;
+    flush(inner(&mut stores), &mut log, &"the last flush")?;
     let mut rebuilt = open("rebuilt");
     for f in &mut rebuilt {
         restore_from(f.store_mut(), &log.entries);
@@ -92,10 +92,6 @@ enum WatermarkOp {
 fn barrier() -> impl Strategy<Value = u64> {
     prop_oneof![4 => 0u64..8, 1 => Just(u64::MAX)]
 }
-
-/// The watermark store's key codec puts the graceful-flush marker (`g`) before the stamps
-/// (`s`), the key order after them: its flush order is relaxed (OPEN DEFECT).
-const WATERMARK_BYTES_IN_KEY_ORDER: bool = false;
 
 fn run_watermark(cache: usize, ops: &[WatermarkOp]) -> Result<(), TestCaseError> {
     let tmp = scratch_root();
@@ -142,23 +138,13 @@ fn run_watermark(cache: usize, ops: &[WatermarkOp]) -> Result<(), TestCaseError>
             }
             WatermarkOp::Flush => {
                 let [a, b] = &mut stores;
-                flush(
-                    [a.store_mut(), b.store_mut()],
-                    WATERMARK_BYTES_IN_KEY_ORDER,
-                    &mut log,
-                    op,
-                )?;
+                flush([a.store_mut(), b.store_mut()], &mut log, op)?;
             }
         }
         agree(op, read(&mut stores)?)?;
     }
     let [a, b] = &mut stores;
-    flush(
-        [a.store_mut(), b.store_mut()],
-        WATERMARK_BYTES_IN_KEY_ORDER,
-        &mut log,
-        &"the last flush",
-    )?;
+    flush([a.store_mut(), b.store_mut()], &mut log, &"the last flush")?;
     let mut rebuilt = open("rebuilt");
     for w in &mut rebuilt {
         restore_from(w.store_mut(), &log.entries);

@@ -10,8 +10,8 @@ use stoatflow_state::{
 };
 
 use super::{
-    TestKey, Time, agree, agree_retention, both, cache_bound, changelogged, flush, in_key_order,
-    key, pair, persistent, segmented, store_config, time, timestamp, value,
+    TestKey, Time, agree, agree_retention, both, cache_bound, changelogged, flush, key, pair,
+    persistent, segmented, store_config, time, timestamp, value,
 };
 use crate::engines::{Changelog, restore_from};
 use crate::{cases, scratch_root};
@@ -78,9 +78,7 @@ fn ses_stores<K: TestKey>(
 fn ses_all<K: TestKey>(
     stores: &mut [Sessions<K>; 2],
 ) -> Result<[Vec<(SessionWindow, K, String)>; 2], TestCaseError> {
-    Ok(in_key_order::<K, _, _>(both(stores, |s| s.all())?, |e| {
-        (e.0.end, e.1.clone(), e.0.start)
-    }))
+    both(stores, |s| s.all())
 }
 
 fn run_sessions<K: TestKey>(
@@ -129,27 +127,19 @@ fn run_sessions<K: TestKey>(
             }
             SesOp::ByEnd(from, to) => {
                 let answers = both(&mut stores, |s| s.fetch_all_by_end(at(from), at(to)))?;
-                agree(
-                    op,
-                    in_key_order::<K, _, _>(answers, |e| (e.0.end, e.1.clone(), e.0.start)),
-                )?;
+                agree(op, answers)?;
             }
             SesOp::Expire(t) => {
                 let t = at(t);
                 frontier = Some(frontier.map_or(t, |f| f.max(t)));
                 agree(op, both(&mut stores, |s| s.expire(t))?)?;
             }
-            SesOp::Flush => flush(pair(&mut stores), K::BYTES_IN_KEY_ORDER, &mut log, op)?,
+            SesOp::Flush => flush(pair(&mut stores), &mut log, op)?,
         }
         agree(op, ses_all(&mut stores)?)?;
         agree_retention(&stores, op)?;
     }
-    flush(
-        pair(&mut stores),
-        K::BYTES_IN_KEY_ORDER,
-        &mut log,
-        &"the last flush",
-    )?;
+    flush(pair(&mut stores), &mut log, &"the last flush")?;
 
     let mut rebuilt = ses_stores::<K>(&tmp.path().join("rebuilt"), seg, changelogged, cache);
     for s in &mut rebuilt {
