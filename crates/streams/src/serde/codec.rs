@@ -1,6 +1,8 @@
 //! Serdes as the state crate's [`Codec`]: how a store's changelog encodes
 //! with the serde its DSL call was given, and what stands in when none was.
 
+use std::ops::Bound;
+
 use stoatflow_state::{Codec, CodecError};
 
 use super::{SerdeCodec, SerdeRef};
@@ -35,7 +37,7 @@ pub(crate) fn codec<T: 'static>(serde: &Option<SerdeRef<T>>, store: &str) -> Box
     }
 }
 
-/// Adapts a boxed codec back into `impl Codec`.
+/// Adapts a boxed codec back into `impl Codec`, with every word it says about itself.
 pub(crate) struct BoxedCodec<T>(pub(crate) Box<dyn Codec<T>>);
 
 impl<T> Codec<T> for BoxedCodec<T> {
@@ -48,10 +50,70 @@ impl<T> Codec<T> for BoxedCodec<T> {
     fn changelog_value_layout(&self) -> stoatflow_state::ChangelogValueLayout {
         self.0.changelog_value_layout()
     }
+    fn preserves_order(&self) -> bool {
+        self.0.preserves_order()
+    }
+    fn covering_range(&self, from: Bound<&T>, to: Bound<&T>) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+        self.0.covering_range(from, to)
+    }
 }
 
 impl<T> std::fmt::Debug for BoxedCodec<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("BoxedCodec")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::serde::{I64Serde, JsonSerde, Serde, SerdeError, StringSerde};
+
+    fn adapted<T: 'static>(serde: impl Serde<T> + 'static) -> BoxedCodec<T> {
+        BoxedCodec(codec(&Some(Arc::new(serde) as SerdeRef<T>), "s"))
+    }
+
+    /// A store's key codec says what its serde says about order, through every adapter: a
+    /// user serde (JSON here) gives no order guarantee unless it says so.
+    #[test]
+    fn the_adapted_codec_preserves_order_exactly_when_its_serde_says_so() {
+        assert!(adapted(StringSerde).preserves_order());
+        assert!(!adapted(I64Serde).preserves_order());
+        assert!(!adapted(JsonSerde::<i64>::new()).preserves_order());
+
+        #[derive(Debug)]
+        struct Ordered;
+        impl Serde<u8> for Ordered {
+            fn name(&self) -> &str {
+                "ordered"
+            }
+            fn serialize(&self, _: &str, v: &u8, out: &mut Vec<u8>) -> Result<(), SerdeError> {
+                out.push(*v);
+                Ok(())
+            }
+            fn deserialize(&self, _: &str, b: &[u8]) -> Result<u8, SerdeError> {
+                Ok(b[0])
+            }
+            fn preserves_order(&self) -> bool {
+                true
+            }
+            fn covering_range(
+                &self,
+                _: &str,
+                _: Bound<&u8>,
+                _: Bound<&u8>,
+            ) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+                (Bound::Included(vec![1]), Bound::Excluded(vec![2]))
+            }
+        }
+        let c = adapted(Ordered);
+        assert!(c.preserves_order());
+        assert_eq!(
+            c.covering_range(Bound::Unbounded, Bound::Unbounded),
+            (Bound::Included(vec![1]), Bound::Excluded(vec![2])),
+            "the serde's covering range, through the adapter"
+        );
     }
 }

@@ -16,6 +16,7 @@ pub(crate) mod subscription;
 mod windowed;
 
 use std::fmt;
+use std::ops::Bound;
 use std::sync::Arc;
 
 pub use change::ChangeSerde;
@@ -95,6 +96,31 @@ pub trait Serde<T>: Send + Sync + fmt::Debug {
             }),
         }
     }
+
+    /// Whether the encodings of any two values compare as bytes exactly as the values
+    /// compare by `Ord`. Asked only of a store's key serde: stores answer in key order
+    /// (`Ord`) on either engine whatever this says, and a persistent store whose key serde
+    /// says `true` answers a range or a whole-store read straight from its byte order,
+    /// otherwise by decoding and sorting the keys it reads (docs/state.md#key-order). The
+    /// default, `false`, is always correct; the string, bytes and unit serdes say `true`;
+    /// a serde that says `true` wrongly makes persistent stores answer out of key order.
+    fn preserves_order(&self) -> bool {
+        false
+    }
+
+    /// For a store key serde that does not preserve order: byte bounds holding the
+    /// encodings of every value within `from..to` (by `Ord`), so that a persistent store
+    /// reads only the entries between them before bounding and sorting by decoded key (they
+    /// may hold more, never fewer). By default every entry.
+    fn covering_range(
+        &self,
+        topic: &str,
+        from: Bound<&T>,
+        to: Bound<&T>,
+    ) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+        let _ = (topic, from, to);
+        (Bound::Unbounded, Bound::Unbounded)
+    }
 }
 
 /// A shared, type-erased serde.
@@ -116,6 +142,17 @@ impl<T> Serde<T> for SerdeRef<T> {
     }
     fn deserialize_nullable(&self, topic: &str, bytes: Option<&[u8]>) -> Result<T, SerdeError> {
         (**self).deserialize_nullable(topic, bytes)
+    }
+    fn preserves_order(&self) -> bool {
+        (**self).preserves_order()
+    }
+    fn covering_range(
+        &self,
+        topic: &str,
+        from: Bound<&T>,
+        to: Bound<&T>,
+    ) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+        (**self).covering_range(topic, from, to)
     }
 }
 
@@ -231,6 +268,16 @@ impl<T: 'static> stoatflow_state::Codec<T> for SerdeCodec<T> {
         self.serde
             .deserialize(&self.topic, bytes)
             .map_err(|e| stoatflow_state::CodecError::new(e.to_string()))
+    }
+
+    /// The serde's word ([`Serde::preserves_order`]): a user serde gives no order guarantee
+    /// unless it says so.
+    fn preserves_order(&self) -> bool {
+        self.serde.preserves_order()
+    }
+
+    fn covering_range(&self, from: Bound<&T>, to: Bound<&T>) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+        self.serde.covering_range(&self.topic, from, to)
     }
 }
 

@@ -21,6 +21,10 @@ impl Serde<String> for StringSerde {
         String::from_utf8(b.to_vec())
             .map_err(|e| malformed("string", topic, b.len(), e.to_string()))
     }
+    /// UTF-8's byte order is the order of code points, `String`'s.
+    fn preserves_order(&self) -> bool {
+        true
+    }
 }
 
 /// Raw bytes.
@@ -37,6 +41,9 @@ impl Serde<Vec<u8>> for BytesSerde {
     }
     fn deserialize(&self, _: &str, b: &[u8]) -> Result<Vec<u8>, SerdeError> {
         Ok(b.to_vec())
+    }
+    fn preserves_order(&self) -> bool {
+        true
     }
 }
 
@@ -112,6 +119,10 @@ impl Serde<()> for UnitSerde {
     }
     fn serialize_nullable(&self, _: &str, _: &()) -> Result<Option<Vec<u8>>, SerdeError> {
         Ok(None)
+    }
+    /// One value, one encoding.
+    fn preserves_order(&self) -> bool {
+        true
     }
     fn deserialize_nullable(&self, _: &str, _: Option<&[u8]>) -> Result<(), SerdeError> {
         Ok(())

@@ -20,6 +20,7 @@
 
 use std::cmp::Ordering;
 use std::fmt;
+use std::ops::Bound;
 
 use crate::serde::{Serde, SerdeError, SerdeRef, malformed};
 
@@ -270,10 +271,45 @@ impl<FK, K> Serde<SubscriptionKey<FK, K>> for SubscriptionKeySerde<FK, K> {
             _ => Err(bad("no valid rank byte")),
         }
     }
+
+    /// Not order-preserving (foreign keys of different lengths), but a range within one
+    /// foreign key lies between its rank-0 and rank-2 bounds' bytes; any other range
+    /// covers every entry.
+    fn covering_range(
+        &self,
+        topic: &str,
+        from: Bound<&SubscriptionKey<FK, K>>,
+        to: Bound<&SubscriptionKey<FK, K>>,
+    ) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+        let every = (Bound::Unbounded, Bound::Unbounded);
+        let (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) =
+            (from, to)
+        else {
+            return every;
+        };
+        // The length and bytes of a key's foreign key.
+        let fk_prefix = |k: &SubscriptionKey<FK, K>| {
+            let mut out = Vec::new();
+            self.serialize(topic, k, &mut out).ok()?;
+            let len = u32::from_be_bytes(*out.first_chunk::<4>()?) as usize;
+            out.truncate(4 + len);
+            Some(out)
+        };
+        match (fk_prefix(a), fk_prefix(b)) {
+            (Some(lo), Some(hi)) if lo == hi => {
+                let (mut lo, mut hi) = (lo, hi);
+                lo.push(0);
+                hi.push(2);
+                (Bound::Included(lo), Bound::Included(hi))
+            }
+            _ => every,
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::ops::RangeBounds;
     use std::sync::Arc;
 
     use super::*;
@@ -281,6 +317,45 @@ mod tests {
 
     fn s() -> SerdeRef<String> {
         Arc::new(StringSerde)
+    }
+
+    /// Every key within a range of one foreign key encodes within the serde's covering
+    /// byte range; a range across foreign keys covers everything.
+    #[test]
+    fn the_covering_range_of_one_foreign_key_holds_its_keys() {
+        let keys = SubscriptionKeySerde::new(s(), s());
+        assert!(!keys.preserves_order());
+        let mut all = Vec::new();
+        for fk in ["", "a", "ab", "b"] {
+            all.push(SubscriptionKey::First(fk.to_owned()));
+            for pk in ["", "x", "xy"] {
+                all.push(SubscriptionKey::Entry(fk.to_owned(), pk.to_owned()));
+            }
+            all.push(SubscriptionKey::Last(fk.to_owned()));
+        }
+        let encode = |k: &SubscriptionKey<String, String>| {
+            let mut b = Vec::new();
+            keys.serialize("t", k, &mut b).unwrap();
+            b
+        };
+        for from in &all {
+            for to in &all {
+                let (f, t) = (Bound::Included(from), Bound::Included(to));
+                let (lo, hi) = keys.covering_range("t", f, t);
+                for k in all.iter().filter(|k| (f, t).contains(*k)) {
+                    assert!(
+                        (lo.as_ref(), hi.as_ref()).contains(&encode(k)),
+                        "{k:?} in {from:?}..={to:?}, not in its bytes {lo:?}..{hi:?}"
+                    );
+                }
+                let one_fk = from.parts().0 == to.parts().0;
+                assert_eq!(
+                    lo == Bound::Unbounded,
+                    !one_fk,
+                    "{from:?}..={to:?}: narrowed exactly within one foreign key"
+                );
+            }
+        }
     }
 
     #[test]
