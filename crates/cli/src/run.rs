@@ -7,8 +7,7 @@
 //! the application `stoatflow::App`'s.
 
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -41,12 +40,8 @@ pub fn run(config: &Path, example: Example, partitions: u32, stop: Stop) -> anyh
         app.ensure_topic(&TopicSpec::new(*topic, partitions))
             .with_context(|| format!("topic {topic}"))?;
     }
-    let signalled = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // A second signal during the close exits at once (status 1).
-        signal_hook::flag::register_conditional_shutdown(signal, 1, signalled.clone())?;
-        signal_hook::flag::register(signal, signalled.clone())?;
-    }
+    // A second signal during the close exits at once (status 1).
+    let signalled = stoatflow::stop_on_signals()?;
     let server = app.start_endpoints(&config)?;
     println!(
         "running example {} (application id {}) on the {backend}",

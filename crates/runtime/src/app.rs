@@ -22,6 +22,7 @@ use crate::engine::error_response::HandlerOutcome;
 use crate::engine::{Assignment, Shared, run_engine, tracks_event_time};
 use crate::error::RuntimeError;
 use crate::observe::metrics::{MetricsSnapshot, lag_at};
+use crate::signals::stop_on_signals;
 
 /// How long [`StreamsApp::run`] gives its close.
 pub const RUN_CLOSE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -208,16 +209,7 @@ impl<L: Log + 'static> StreamsApp<L> {
     /// would stop it: what was not committed is processed again at the
     /// next start).
     pub fn run(mut self) -> Result<(), RuntimeError> {
-        let signalled = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            let registered =
-                signal_hook::flag::register_conditional_shutdown(signal, 1, signalled.clone())
-                    .and_then(|_| signal_hook::flag::register(signal, signalled.clone()));
-            registered.map_err(|e| RuntimeError::ThreadDied {
-                thread: "signal handler".into(),
-                reason: e.to_string(),
-            })?;
-        }
+        let signalled = stop_on_signals()?;
         self.start()?;
         while !signalled.load(Ordering::Acquire) && !self.state().has_stopped() {
             std::thread::sleep(Duration::from_millis(50));

@@ -43,6 +43,7 @@ mod config;
 mod engine;
 mod error;
 mod observe;
+mod signals;
 mod task_id;
 
 pub use app::{AppHandle, RUN_CLOSE_TIMEOUT, StreamsApp};
@@ -62,4 +63,5 @@ pub use observe::metrics::{
     StoreSegments, UpkeepFigures,
 };
 pub use observe::timeline::{BarrierTiming, ResultLatency, Timeline};
+pub use signals::stop_on_signals;
 pub use task_id::TaskId;

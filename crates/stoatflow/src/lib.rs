@@ -181,7 +181,7 @@ pub use configured::{App, AppError};
 pub use stoatflow_runtime::{
     AppState, Backend, BarrierCadence, CommitBarrierConfig, HandlerOutcome, ProcessingGuarantee,
     RuntimeConfig, RuntimeError, StreamThreadExceptionResponse, StreamsApp, TaskId,
-    partition_for_key,
+    partition_for_key, stop_on_signals,
 };
 pub use stoatflow_streams::*;
 pub use stoatflow_time::{

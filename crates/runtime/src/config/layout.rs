@@ -104,63 +104,8 @@ impl Layout {
     ) -> Result<Layout, RuntimeError> {
         topology.validate(&config.streams)?;
         let app = config.application_id();
-        let sources = topology.sources();
         let writers = topology.sink_topics();
-        // Partitions of sub-topologies fed by external topics first, then of
-        // repartition topics (the most partitions among their writers, as
-        // Kafka Streams sizes them) and the sub-topologies they feed, until
-        // nothing changes.
-        let mut partitions: BTreeMap<usize, (String, u32)> = BTreeMap::new();
-        let mut internal: BTreeMap<String, u32> = BTreeMap::new();
-        let note =
-            |st: usize, topic: &str, n: u32, partitions: &mut BTreeMap<usize, (String, u32)>| {
-                match partitions.get(&st) {
-                    Some((first, m)) if *m != n => Err(RuntimeError::NotCopartitioned {
-                        first: first.clone(),
-                        first_partitions: *m,
-                        second: topic.to_owned(),
-                        second_partitions: n,
-                    }),
-                    Some(_) => Ok(false),
-                    None => {
-                        partitions.insert(st, (topic.to_owned(), n));
-                        Ok(true)
-                    }
-                }
-            };
-        for s in sources.iter().filter(|s| !s.internal) {
-            let shape =
-                log.describe_topic(&s.topic)?
-                    .ok_or_else(|| RuntimeError::MissingSourceTopic {
-                        topic: s.topic.clone(),
-                    })?;
-            note(s.subtopology, &s.topic, shape.partitions, &mut partitions)?;
-        }
-        loop {
-            let mut changed = false;
-            for s in sources.iter().filter(|s| s.internal) {
-                let sized = writers
-                    .iter()
-                    .filter(|(t, _)| *t == s.topic)
-                    .map(|(_, st)| partitions.get(st).map(|(_, n)| *n))
-                    .collect::<Option<Vec<u32>>>();
-                let Some(n) = sized.and_then(|v| v.into_iter().max()) else {
-                    continue;
-                };
-                internal.insert(s.topic.clone(), n);
-                changed |= note(s.subtopology, &s.topic, n, &mut partitions)?;
-            }
-            if !changed {
-                break;
-            }
-        }
-        for st in 0..topology.subtopology_count() {
-            if !partitions.contains_key(&st) {
-                return Err(RuntimeError::Unsupported {
-                    what: format!("sub-topology {st} without a source topic it can size"),
-                });
-            }
-        }
+        let (partitions, internal) = size_subtopologies(topology, &writers, log)?;
         // The topics this start needs: checked all first, created after,
         // so a refused start leaves nothing behind.
         let mut needed = Vec::new();
@@ -169,44 +114,11 @@ impl Layout {
         }
         let mut sinks = HashMap::new();
         for (topic, writer) in &writers {
-            let sink = match internal.get(topic) {
-                Some(&n) => SinkTopic {
-                    log_name: log_topic_name(app, topic, true).into(),
-                    partitions: n,
-                    internal: true,
-                    writer: *writer,
-                },
-                None => {
-                    let shape = log.describe_topic(topic)?.ok_or_else(|| {
-                        RuntimeError::MissingSinkTopic {
-                            topic: topic.clone(),
-                        }
-                    })?;
-                    SinkTopic {
-                        log_name: topic.as_str().into(),
-                        partitions: shape.partitions,
-                        internal: false,
-                        writer: *writer,
-                    }
-                }
-            };
+            let sink = sink_topic(app, topic, *writer, internal.get(topic).copied(), log)?;
             sinks.insert(topic.clone(), sink);
         }
         if config.streams.changelog_enabled {
-            let streams_config = Arc::new(config.streams.clone());
-            for (&st, (_, n)) in &partitions {
-                let task = topology.instantiate(st, &streams_config);
-                for name in task.store_names() {
-                    let spec = TopicSpec::new(changelog_topic(app, name), *n);
-                    needed.push(match task.store_retention_ms(name) {
-                        Some(retention) => spec.compacted_with_retention(
-                            Duration::from_millis(u64::try_from(retention).unwrap_or(0))
-                                .saturating_add(config.windowstore_changelog_additional_retention),
-                        ),
-                        None => spec.compacted(),
-                    });
-                }
-            }
+            needed.extend(store_changelogs(topology, config, &partitions));
         }
         let layout = Layout {
             partitions: partitions.into_iter().map(|(st, (_, n))| (st, n)).collect(),
@@ -223,33 +135,7 @@ impl Layout {
                 .compacted(),
             );
         }
-        // A name the log would refuse (a store or repartition topic named
-        // with characters or a length Kafka refuses) is refused before any
-        // topic is created, naming the topic and the rule.
-        for spec in &needed {
-            stoatflow_log::check_topic_name(&spec.name)?;
-        }
-        let mut missing = Vec::new();
-        for spec in &needed {
-            match log.describe_topic(&spec.name)? {
-                Some(shape) if compacted_only_windowed_changelog(spec, shape) => {
-                    tracing::warn!(
-                        topic = %spec.name,
-                        "changelog {} is compacted only (created before windowed changelogs were \
-                         created compact,delete): it keeps every window; set its cleanup.policy \
-                         to compact,delete and its retention.ms to {} ms to bound it",
-                        spec.name,
-                        spec.retention.time.map_or(0, |t| t.as_millis())
-                    );
-                }
-                // Checks its shape, naming the topic.
-                Some(_) => log.ensure_topic(spec)?,
-                None => missing.push(spec),
-            }
-        }
-        for spec in missing {
-            log.ensure_topic(spec)?;
-        }
+        ensure_topics(log, &needed)?;
         Ok(layout)
     }
 
@@ -262,6 +148,170 @@ impl Layout {
             .sum::<u32>()
             + task.partition
     }
+}
+
+/// Per sub-topology, the first topic that sized it and its partition count.
+type Sizes = BTreeMap<usize, (String, u32)>;
+
+/// Per sub-topology, a topic that sizes it and its partition count; per
+/// repartition topic, its partition count. Sub-topologies fed by external
+/// topics first, then repartition topics (the most partitions among their
+/// writers, as Kafka Streams sizes them) and the sub-topologies they feed,
+/// until nothing changes. Every sub-topology must be sized.
+fn size_subtopologies<L: Log>(
+    topology: &Topology,
+    writers: &[(String, usize)],
+    log: &L,
+) -> Result<(Sizes, BTreeMap<String, u32>), RuntimeError> {
+    let sources = topology.sources();
+    let mut partitions: Sizes = BTreeMap::new();
+    let mut internal: BTreeMap<String, u32> = BTreeMap::new();
+    for s in sources.iter().filter(|s| !s.internal) {
+        let shape =
+            log.describe_topic(&s.topic)?
+                .ok_or_else(|| RuntimeError::MissingSourceTopic {
+                    topic: s.topic.clone(),
+                })?;
+        note_partitions(s.subtopology, &s.topic, shape.partitions, &mut partitions)?;
+    }
+    loop {
+        let mut changed = false;
+        for s in sources.iter().filter(|s| s.internal) {
+            let sized = writers
+                .iter()
+                .filter(|(t, _)| *t == s.topic)
+                .map(|(_, st)| partitions.get(st).map(|(_, n)| *n))
+                .collect::<Option<Vec<u32>>>();
+            let Some(n) = sized.and_then(|v| v.into_iter().max()) else {
+                continue;
+            };
+            internal.insert(s.topic.clone(), n);
+            changed |= note_partitions(s.subtopology, &s.topic, n, &mut partitions)?;
+        }
+        if !changed {
+            break;
+        }
+    }
+    for st in 0..topology.subtopology_count() {
+        if !partitions.contains_key(&st) {
+            return Err(RuntimeError::Unsupported {
+                what: format!("sub-topology {st} without a source topic it can size"),
+            });
+        }
+    }
+    Ok((partitions, internal))
+}
+
+/// Sub-topology `st` reads `topic` of `n` partitions: `true` if that sizes
+/// it first; an error if it was sized otherwise (not co-partitioned).
+fn note_partitions(
+    st: usize,
+    topic: &str,
+    n: u32,
+    partitions: &mut Sizes,
+) -> Result<bool, RuntimeError> {
+    match partitions.get(&st) {
+        Some((first, m)) if *m != n => Err(RuntimeError::NotCopartitioned {
+            first: first.clone(),
+            first_partitions: *m,
+            second: topic.to_owned(),
+            second_partitions: n,
+        }),
+        Some(_) => Ok(false),
+        None => {
+            partitions.insert(st, (topic.to_owned(), n));
+            Ok(true)
+        }
+    }
+}
+
+/// Sink `topic`, written by sub-topology `writer`: a repartition topic of
+/// `internal` partitions, or an external topic that must exist.
+fn sink_topic<L: Log>(
+    app: &str,
+    topic: &str,
+    writer: usize,
+    internal: Option<u32>,
+    log: &L,
+) -> Result<SinkTopic, RuntimeError> {
+    Ok(match internal {
+        Some(n) => SinkTopic {
+            log_name: log_topic_name(app, topic, true).into(),
+            partitions: n,
+            internal: true,
+            writer,
+        },
+        None => {
+            let shape =
+                log.describe_topic(topic)?
+                    .ok_or_else(|| RuntimeError::MissingSinkTopic {
+                        topic: topic.to_owned(),
+                    })?;
+            SinkTopic {
+                log_name: topic.into(),
+                partitions: shape.partitions,
+                internal: false,
+                writer,
+            }
+        }
+    })
+}
+
+/// Every store's changelog, as many partitions as its sub-topology; a
+/// windowed store's compacted with its retention.
+fn store_changelogs(
+    topology: &Topology,
+    config: &RuntimeConfig,
+    partitions: &Sizes,
+) -> Vec<TopicSpec> {
+    let app = config.application_id();
+    let streams_config = Arc::new(config.streams.clone());
+    let mut needed = Vec::new();
+    for (&st, (_, n)) in partitions {
+        let task = topology.instantiate(st, &streams_config);
+        for name in task.store_names() {
+            let spec = TopicSpec::new(changelog_topic(app, name), *n);
+            needed.push(match task.store_retention_ms(name) {
+                Some(retention) => spec.compacted_with_retention(
+                    Duration::from_millis(u64::try_from(retention).unwrap_or(0))
+                        .saturating_add(config.windowstore_changelog_additional_retention),
+                ),
+                None => spec.compacted(),
+            });
+        }
+    }
+    needed
+}
+
+/// Checks every needed topic, then creates the missing ones: a name the log
+/// would refuse (a store or repartition topic named with characters or a
+/// length Kafka refuses) is refused before any topic is created, naming the
+/// topic and the rule; an existing topic's shape is checked, naming it.
+fn ensure_topics<L: Log>(log: &L, needed: &[TopicSpec]) -> Result<(), RuntimeError> {
+    for spec in needed {
+        stoatflow_log::check_topic_name(&spec.name)?;
+    }
+    let mut missing = Vec::new();
+    for spec in needed {
+        match log.describe_topic(&spec.name)? {
+            Some(shape) if compacted_only_windowed_changelog(spec, shape) => {
+                tracing::warn!(
+                    topic = %spec.name,
+                    "changelog {} is compacted only (created before windowed changelogs were \
+                     created compact,delete): it keeps every window; set its cleanup.policy \
+                     to compact,delete and its retention.ms to {} ms to bound it",
+                    spec.name,
+                    spec.retention.time.map_or(0, |t| t.as_millis())
+                );
+            }
+            Some(_) => log.ensure_topic(spec)?,
+            None => missing.push(spec),
+        }
+    }
+    for spec in missing {
+        log.ensure_topic(spec)?;
+    }
+    Ok(())
 }
 
 /// Whether `existing` is a windowed changelog `spec` wants `compact,delete`

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use stoatflow_log::{ErrorKind, LogError};
 
+use crate::engine::backoff::Backoff;
 use crate::error::RuntimeError;
 
 /// What the application does after an error stopped its engine.
@@ -76,12 +77,10 @@ pub(crate) fn fenced(error: &RuntimeError) -> Option<RuntimeError> {
     }
 }
 
-/// How long to wait before the `n`th replacement in a row (from 1): 100 ms,
-/// doubling, at most 5 s, so an error that comes back at once does not spin.
-pub(crate) fn replacement_backoff(n: u32) -> Duration {
-    Duration::from_millis(100u64.saturating_mul(1 << n.saturating_sub(1).min(6)))
-        .min(Duration::from_secs(5))
-}
+/// The wait before each replacement in a row: 100 ms, doubling, at most
+/// 5 s, jittered, so an error that comes back at once does not spin.
+pub(crate) const REPLACEMENT_BACKOFF: Backoff =
+    Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
 
 #[cfg(test)]
 mod tests {
@@ -124,8 +123,8 @@ mod tests {
 
     #[test]
     fn the_backoff_doubles_up_to_five_seconds() {
-        assert_eq!(replacement_backoff(1), Duration::from_millis(100));
-        assert_eq!(replacement_backoff(2), Duration::from_millis(200));
-        assert_eq!(replacement_backoff(30), Duration::from_secs(5));
+        assert_eq!(REPLACEMENT_BACKOFF.ceiling(1), Duration::from_millis(100));
+        assert_eq!(REPLACEMENT_BACKOFF.ceiling(2), Duration::from_millis(200));
+        assert_eq!(REPLACEMENT_BACKOFF.ceiling(30), Duration::from_secs(5));
     }
 }

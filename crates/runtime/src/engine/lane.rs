@@ -9,6 +9,8 @@
 //! partition; every task of partition `p` lives on lane `p mod lanes`, so a
 //! key's state lives on one lane. Knows nothing of the tracker, the
 //! producer or transactions: it answers a barrier with the epoch's commits.
+//! Its life follows the phases of `engine::lane_protocol`: restore, serve,
+//! checkpoint.
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,7 +30,7 @@ use stoatflow_time::{EventTime, WallTime, Watermark};
 
 use crate::engine::commit::committer::EarlyOutput;
 use crate::engine::guard::panic_message;
-use crate::engine::lane_protocol::{LaneMsg, LaneReply};
+use crate::engine::lane_protocol::{Crossed, LaneFailed, LaneMsg, LaneRun, Restored};
 use crate::engine::restore::store_restore::{StoreReader, close_and_checkpoint};
 use crate::engine::restore::takeover;
 use crate::error::RuntimeError;
@@ -77,56 +79,69 @@ pub(crate) struct LaneSetup<L: Log> {
 /// committer ahead of the barrier.
 const EARLY_OUTPUT: usize = 1024;
 
-/// The lane thread's body: restore, report ready, then serve messages until
-/// the sender hangs up.
+/// The lane thread's body: restore, report ready on `restored`, then serve
+/// the inbox until the poll loop hangs up or asks for the checkpoint. A
+/// failure while serving goes to `failures`.
 pub(crate) fn run_lane<L: Log + 'static>(
     setup: LaneSetup<L>,
     inbox: Receiver<LaneMsg>,
-    replies: SyncSender<LaneReply>,
+    restored: SyncSender<Restored>,
+    failures: SyncSender<LaneFailed>,
 ) {
     let lane = setup.lane;
     // User code runs here (processors, serdes, store suppliers). A panic in
     // it must not leave the poll loop waiting for a reply that never comes:
-    // it becomes this lane's failure, naming the task it hit.
+    // it becomes this lane's failure, naming the task it hit. `current`
+    // names the task being worked on.
     let current = Cell::new(None);
-    let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-        lane_loop(&setup, &inbox, &replies, &current);
-    }));
-    if let Err(payload) = outcome {
-        let error = RuntimeError::TaskPanicked {
-            lane,
-            task: current
-                .get()
-                .map_or_else(|| "none".to_owned(), |t: TaskId| t.to_string()),
-            message: panic_message(&*payload),
-        };
-        tracing::error!(lane, error = %error, "a task panicked; the lane stops");
-        let _ = replies.send(LaneReply::Failed { lane, error });
-    }
-}
-
-/// The lane's life: build and restore its tasks, then apply its inbox until
-/// the poll loop hangs up or asks for the checkpoint. `current` names the
-/// task being worked on, for a panic's report.
-fn lane_loop<L: Log + 'static>(
-    setup: &LaneSetup<L>,
-    inbox: &Receiver<LaneMsg>,
-    replies: &SyncSender<LaneReply>,
-    current: &Cell<Option<TaskId>>,
-) {
-    let lane = setup.lane;
-    let mut tasks = match build_tasks(setup, current) {
-        Ok((tasks, restored)) => {
-            if replies.send(LaneReply::Ready { restored }).is_err() {
+    let built = panic::catch_unwind(AssertUnwindSafe(|| build_tasks(&setup, &current)))
+        .unwrap_or_else(|payload| Err(task_panicked(lane, &current, &*payload)));
+    let tasks = match built {
+        Ok((tasks, count)) => {
+            if restored.send(Restored::Ready { restored: count }).is_err() {
                 return;
             }
             tasks
         }
         Err(error) => {
-            let _ = replies.send(LaneReply::Failed { lane, error });
+            let _ = restored.send(Restored::Failed(LaneFailed { lane, error }));
             return;
         }
     };
+    drop(restored);
+    let served = panic::catch_unwind(AssertUnwindSafe(|| serve(tasks, &setup, &inbox, &current)))
+        .unwrap_or_else(|payload| Err(task_panicked(lane, &current, &*payload)));
+    if let Err(error) = served {
+        let _ = failures.send(LaneFailed { lane, error });
+    }
+}
+
+/// A panic in user code, as the lane's failure.
+fn task_panicked(
+    lane: usize,
+    current: &Cell<Option<TaskId>>,
+    payload: &(dyn std::any::Any + Send),
+) -> RuntimeError {
+    let error = RuntimeError::TaskPanicked {
+        lane,
+        task: current
+            .get()
+            .map_or_else(|| "none".to_owned(), |t: TaskId| t.to_string()),
+        message: panic_message(payload),
+    };
+    tracing::error!(lane, error = %error, "a task panicked; the lane stops");
+    error
+}
+
+/// The restored lane's life: apply its inbox until the poll loop hangs up
+/// or asks for the checkpoint. `Ok` when it ends without a failure.
+fn serve<L: Log + 'static>(
+    mut tasks: BTreeMap<TaskId, StreamTask>,
+    setup: &LaneSetup<L>,
+    inbox: &Receiver<LaneMsg>,
+    current: &Cell<Option<TaskId>>,
+) -> Result<(), RuntimeError> {
+    let pending_output = &*setup.pending_output;
     // The epoch of what the tasks produce now: the barrier after the last
     // one crossed.
     let mut epoch = setup.first_epoch;
@@ -134,33 +149,49 @@ fn lane_loop<L: Log + 'static>(
     // pass at a crossing leaves them; nothing else produces any).
     let mut holding_finals = BTreeSet::new();
     while let Ok(msg) = inbox.recv() {
-        if let LaneMsg::Checkpoint = msg {
-            current.set(None);
-            checkpoint_at_ends(tasks, setup);
-            return;
-        }
-        let reply = match apply(&mut tasks, msg, &setup.pending_output, current) {
-            Ok(None) => {
-                hand_over_early(&mut tasks, &setup.early, epoch, &holding_finals);
-                continue;
+        match msg {
+            LaneMsg::Records(runs) => process_runs(&mut tasks, runs, current)?,
+            LaneMsg::Watermark {
+                subtopology,
+                watermark,
+            } => {
+                fire_event_time(&mut tasks, subtopology, watermark, current)?;
+                note_pending(&tasks, pending_output);
             }
-            Ok(Some((barrier, commits))) => {
+            LaneMsg::WallClock(now) => {
+                for (id, task) in tasks.iter_mut() {
+                    current.set(Some(*id));
+                    task.on_wall_clock(now).map_err(process_err(*id))?;
+                }
+                note_pending(&tasks, pending_output);
+            }
+            LaneMsg::Barrier {
+                barrier,
+                stamps,
+                flush,
+                reply,
+            } => {
+                let commits = cross(&mut tasks, &stamps, flush, current)?;
+                note_pending(&tasks, pending_output);
                 epoch = barrier + 1;
                 holding_finals = tasks_holding_output(&tasks);
                 setup
                     .metrics
-                    .set_lane(lane, barrier, tasks.iter().map(|(id, t)| (*id, t)));
-                LaneReply::Crossed { barrier, commits }
+                    .set_lane(setup.lane, barrier, tasks.iter().map(|(id, t)| (*id, t)));
+                if reply.send(Crossed { barrier, commits }).is_err() {
+                    return Ok(());
+                }
+                continue;
             }
-            Err(error) => {
-                let _ = replies.send(LaneReply::Failed { lane, error });
-                return;
+            LaneMsg::Checkpoint => {
+                current.set(None);
+                checkpoint_at_ends(tasks, setup);
+                return Ok(());
             }
-        };
-        if replies.send(reply).is_err() {
-            return;
         }
+        hand_over_early(&mut tasks, &setup.early, epoch, &holding_finals);
     }
+    Ok(())
 }
 
 /// Right after a crossing: the tasks whose emission pass left final
@@ -208,83 +239,76 @@ fn process_err(task: TaskId) -> impl FnOnce(stoatflow_streams::ProcessError) -> 
     }
 }
 
-type Crossing = (u64, Vec<(TaskId, EpochCommit)>);
-
-fn apply(
+/// Each run to its task, in order.
+fn process_runs(
     tasks: &mut BTreeMap<TaskId, StreamTask>,
-    msg: LaneMsg,
-    pending_output: &AtomicBool,
+    runs: Vec<LaneRun>,
     current: &Cell<Option<TaskId>>,
-) -> Result<Option<Crossing>, RuntimeError> {
-    match msg {
-        LaneMsg::Records(runs) => {
-            for run in runs {
-                current.set(Some(run.task));
-                let task = tasks
-                    .get_mut(&run.task)
-                    .expect("the poll loop routes records only to this lane's tasks");
-                let partition = run.batch.partition().partition.0 as i32;
-                let records = (run.from..run.to).map(|i| {
-                    let r = run.batch.get(i as usize);
-                    RawRecord {
-                        offset: Some(r.offset.0 as i64),
-                        key: r.key,
-                        value: r.value,
-                        timestamp: r.timestamp.0,
-                        headers: to_headers(r.headers),
-                    }
-                });
-                task.process_run(&run.topic, Some(partition), records)
-                    .map_err(process_err(run.task))?;
+) -> Result<(), RuntimeError> {
+    for run in runs {
+        current.set(Some(run.task));
+        let task = tasks
+            .get_mut(&run.task)
+            .expect("the poll loop routes records only to this lane's tasks");
+        let partition = run.batch.partition().partition.0 as i32;
+        let records = (run.from..run.to).map(|i| {
+            let r = run.batch.get(i as usize);
+            RawRecord {
+                offset: Some(r.offset.0 as i64),
+                key: r.key,
+                value: r.value,
+                timestamp: r.timestamp.0,
+                headers: to_headers(r.headers),
             }
-        }
-        LaneMsg::Watermark {
-            subtopology,
-            watermark: w,
-        } => {
-            for (id, task) in tasks
-                .iter_mut()
-                .filter(|(id, _)| id.subtopology == subtopology)
-            {
-                current.set(Some(*id));
-                task.on_watermark(w);
-                let timers = task.floor();
-                task.fire_event_time(w, timers).map_err(process_err(*id))?;
-            }
-            note_pending(tasks, pending_output);
-        }
-        LaneMsg::WallClock(now) => {
-            for (id, task) in tasks.iter_mut() {
-                current.set(Some(*id));
-                task.on_wall_clock(now).map_err(process_err(*id))?;
-            }
-            note_pending(tasks, pending_output);
-        }
-        LaneMsg::Barrier {
-            barrier,
-            stamps,
-            flush,
-        } => {
-            // The final barrier emits everything closing at or before its
-            // stamp into this epoch.
-            let kind = if flush {
-                BarrierKind::FinalFlush
-            } else {
-                BarrierKind::Regular
-            };
-            let mut commits = Vec::with_capacity(tasks.len());
-            for (id, task) in tasks.iter_mut() {
-                current.set(Some(*id));
-                let stamp = stamps[id.subtopology];
-                let commit = BarrierSchedule::cross(task, stamp, kind).map_err(process_err(*id))?;
-                commits.push((*id, commit));
-            }
-            note_pending(tasks, pending_output);
-            return Ok(Some((barrier, commits)));
-        }
-        LaneMsg::Checkpoint => unreachable!("run_lane handles the checkpoint itself"),
+        });
+        task.process_run(&run.topic, Some(partition), records)
+            .map_err(process_err(run.task))?;
     }
-    Ok(None)
+    Ok(())
+}
+
+/// A sub-topology's watermark advanced: its tasks fire their event-time
+/// timers up to their floors.
+fn fire_event_time(
+    tasks: &mut BTreeMap<TaskId, StreamTask>,
+    subtopology: usize,
+    w: Watermark,
+    current: &Cell<Option<TaskId>>,
+) -> Result<(), RuntimeError> {
+    for (id, task) in tasks
+        .iter_mut()
+        .filter(|(id, _)| id.subtopology == subtopology)
+    {
+        current.set(Some(*id));
+        task.on_watermark(w);
+        let timers = task.floor();
+        task.fire_event_time(w, timers).map_err(process_err(*id))?;
+    }
+    Ok(())
+}
+
+/// Every task crosses the barrier stamped `stamps`: the epoch's commits, in
+/// task order. The final barrier (`flush`) emits everything closing at or
+/// before its stamp into this epoch.
+fn cross(
+    tasks: &mut BTreeMap<TaskId, StreamTask>,
+    stamps: &[Watermark],
+    flush: bool,
+    current: &Cell<Option<TaskId>>,
+) -> Result<Vec<(TaskId, EpochCommit)>, RuntimeError> {
+    let kind = if flush {
+        BarrierKind::FinalFlush
+    } else {
+        BarrierKind::Regular
+    };
+    let mut commits = Vec::with_capacity(tasks.len());
+    for (id, task) in tasks.iter_mut() {
+        current.set(Some(*id));
+        let stamp = stamps[id.subtopology];
+        let commit = BarrierSchedule::cross(task, stamp, kind).map_err(process_err(*id))?;
+        commits.push((*id, commit));
+    }
+    Ok(commits)
 }
 
 fn to_headers(headers: &[Header]) -> Headers {

@@ -1,9 +1,21 @@
-//! The messages between the poll loop, the lanes and the barrier driver: what the poll
-//! loop sends a lane ([`LaneMsg`], records in [`LaneRun`]s) and what a lane answers
-//! ([`LaneReply`]). A leaf: the lane, the dispatcher and the barrier driver all speak it,
-//! and it knows none of them.
+//! The messages between the poll loop, the lanes and the barrier driver, one
+//! type per phase of a lane's life, so that no phase can receive what only
+//! another one sends:
+//!
+//! 1. **restore**: a lane builds and restores its tasks, then answers once on
+//!    its restore channel ([`Restored`]: ready, or failed);
+//! 2. **serve**: the poll loop sends it [`LaneMsg`]s in order (records in
+//!    [`LaneRun`]s); a barrier carries the channel its [`Crossed`] answer
+//!    goes to, which lives only while that barrier is in flight; a failure
+//!    goes to the lanes' failure channel ([`LaneFailed`]), the only answer
+//!    there is between barriers;
+//! 3. **checkpoint**: the last message of a graceful end; nothing answers it.
+//!
+//! A leaf: the lane, the dispatcher and the barrier driver all speak it, and
+//! it knows none of them.
 
 use std::sync::Arc;
+use std::sync::mpsc::SyncSender;
 
 use stoatflow_log::FetchedBatch;
 use stoatflow_streams::EpochCommit;
@@ -25,7 +37,7 @@ pub(crate) struct LaneRun {
     pub(crate) to: u32,
 }
 
-/// What the poll loop sends a lane, in order.
+/// What the poll loop sends a restored lane, in order.
 #[derive(Debug)]
 pub(crate) enum LaneMsg {
     /// Records: each task's runs in dispatch order (runs of different tasks
@@ -40,27 +52,37 @@ pub(crate) enum LaneMsg {
     WallClock(WallTime),
     /// Barrier `barrier`, stamped per sub-topology. With `flush` (the final
     /// barrier of a graceful shutdown) every window closing at or before its
-    /// stamp is emitted into the same commit.
+    /// stamp is emitted into the same commit. The lane answers on `reply`.
     Barrier {
         barrier: u64,
         stamps: Arc<[Watermark]>,
         flush: bool,
+        reply: SyncSender<Crossed>,
     },
     /// After the final barrier of a graceful shutdown committed: close the
     /// persistent stores and write each one's checkpoint, then stop.
     Checkpoint,
 }
 
-/// What a lane answers.
+/// A lane's answer to its restore, the one message on its restore channel.
 #[derive(Debug)]
-pub(crate) enum LaneReply {
+pub(crate) enum Restored {
     /// Stores restored and clocks seeded: ready for records.
     Ready { restored: u64 },
-    /// Every task crossed the barrier; the epoch's commits, in task order.
-    Crossed {
-        barrier: u64,
-        commits: Vec<(TaskId, EpochCommit)>,
-    },
-    /// A task failed; the lane has stopped.
-    Failed { lane: usize, error: RuntimeError },
+    /// Building or restoring a task failed; the lane has stopped.
+    Failed(LaneFailed),
+}
+
+/// A lane crossed a barrier: the epoch's commits of its tasks, in task order.
+#[derive(Debug)]
+pub(crate) struct Crossed {
+    pub(crate) barrier: u64,
+    pub(crate) commits: Vec<(TaskId, EpochCommit)>,
+}
+
+/// A task of the lane failed; the lane has stopped.
+#[derive(Debug)]
+pub(crate) struct LaneFailed {
+    pub(crate) lane: usize,
+    pub(crate) error: RuntimeError,
 }

@@ -26,6 +26,7 @@
 //! one, which resumes from the last commit exactly as a restart would.
 
 pub(crate) mod assignment;
+pub(crate) mod backoff;
 pub(crate) mod commit;
 pub(crate) mod error_response;
 pub(crate) mod guard;
@@ -34,6 +35,7 @@ pub(crate) mod lane_protocol;
 mod poll;
 pub(crate) mod restore;
 pub(crate) mod shared;
+mod start;
 pub(crate) mod upkeep;
 
 pub(crate) use shared::Shared;
@@ -41,41 +43,36 @@ pub use shared::{Assignment, ErrorHandler, StateListener};
 
 use commit::barrier::{InFlight, lane_failed};
 use poll::dispatch::{Pending, SourceSlot};
-use poll::marker_time::marker_policy;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use stoatflow_log::offset_metadata;
-use stoatflow_log::{Consumer, ErrorKind, Log, TopicPartition};
-use stoatflow_streams::{CoordinationMode, DispatchMode, Topology};
+use stoatflow_log::{Consumer, ErrorKind, FetchedBatch, Log, TopicPartition};
+use stoatflow_streams::{CoordinationMode, Topology};
 use stoatflow_time::{
-    Clock, EventTime, OrderedDispatch, SourcePartition, Watermark, WatermarkTracker,
-    WatermarksSnapshot,
+    Clock, OrderedDispatch, WallTime, Watermark, WatermarkTracker, WatermarksSnapshot,
 };
 
 use crate::app_state::AppState;
+use crate::config::RuntimeConfig;
 use crate::config::cadence::BarrierCadence;
-use crate::config::layout::{Layout, log_topic_name};
-use crate::config::{ProcessingGuarantee, RuntimeConfig};
+use crate::config::layout::Layout;
 use crate::engine::assignment::{Membership, Rebalance};
-use crate::engine::commit::committer::{self, CommitPath, Committer, SinkRouting};
+use crate::engine::backoff::Backoff;
+use crate::engine::commit::committer::Committer;
 use crate::engine::commit::task_stamps::TaskStamps;
-use crate::engine::error_response::{StreamThreadExceptionResponse, fenced, replacement_backoff};
+use crate::engine::error_response::{REPLACEMENT_BACKOFF, StreamThreadExceptionResponse, fenced};
 use crate::engine::guard::{WATERMARK_GENERATOR, guarded};
-use crate::engine::lane::{LaneSetup, run_lane};
-use crate::engine::lane_protocol::{LaneMsg, LaneReply, LaneRun};
-use crate::engine::restore::standby::{self, Standby};
-use crate::engine::restore::takeover;
+use crate::engine::lane_protocol::{LaneFailed, LaneMsg, LaneRun};
+use crate::engine::restore::standby::Standby;
 use crate::engine::upkeep::{Upkeep, UpkeepThread};
 use crate::error::RuntimeError;
 use crate::observe::metrics::combine;
 use crate::observe::timeline::Timeline;
-use crate::task_id::TaskId;
 
 /// The key, in a repartition partition's committed offset metadata (Kafka
 /// Streams' processor metadata), of the last watermark marker read.
@@ -98,17 +95,12 @@ const LANE_QUEUE: usize = 16;
 /// its commit are looked for between fetches.
 const IN_FLIGHT_POLL_WAIT: Duration = Duration::from_millis(1);
 /// Retriable fetch failures in a row the poll loop rides out before the
-/// error replaces the engine (about 4.5 s of backoff in all).
+/// error replaces the engine (2.3 to 4.5 s of backoff in all).
 const FETCH_RETRIES: u32 = 8;
 
-/// The wait before retrying the `n`th failed fetch in a row (from 1):
-/// 50 ms, doubling, at most 1 s.
-fn fetch_backoff(n: u32) -> Duration {
-    Duration::from_millis((50u64 << n.saturating_sub(1).min(5)).min(1_000))
-}
-
-/// How often the wait for the lanes' restore looks for a close.
-const RESTORE_POLL: Duration = Duration::from_millis(20);
+/// The wait before retrying each failed fetch in a row: 50 ms, doubling, at
+/// most 1 s, jittered.
+const FETCH_BACKOFF: Backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(1));
 
 /// The engine thread's body. Returns when the application stops.
 pub(crate) fn run_engine<L: Log + 'static>(
@@ -191,18 +183,7 @@ fn run_engines<L: Log + 'static>(
             tracing::debug!(error = %error, "stopped without close");
             return Err(error);
         }
-        // A fenced producer is never replaced: the replacement would fence
-        // the instance that took over. The handler still hears of it.
-        let (error, response) = match fenced(&error) {
-            Some(plain) => {
-                shared.decide(&plain);
-                (plain, StreamThreadExceptionResponse::ShutdownClient)
-            }
-            None => {
-                let response = shared.decide(&error);
-                (error, response)
-            }
-        };
+        let (error, response) = respond(shared, error);
         if response != StreamThreadExceptionResponse::ReplaceThread
             || shared.stop.load(Ordering::Acquire)
         {
@@ -216,16 +197,40 @@ fn run_engines<L: Log + 'static>(
         }
         in_a_row += 1;
         shared.replacements.fetch_add(1, Ordering::AcqRel);
-        let backoff = replacement_backoff(in_a_row);
+        let backoff = REPLACEMENT_BACKOFF.wait(in_a_row);
         tracing::warn!(error = %error, replacement = in_a_row, backoff_ms = backoff.as_millis() as u64, "the engine failed; replacing it, resuming from the last commit");
-        let until = Instant::now() + backoff;
-        while Instant::now() < until {
-            if shared.halt.load(Ordering::Acquire) {
-                return Err(error);
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        if !wait_unless_halted(shared, backoff) {
+            return Err(error);
         }
     }
+}
+
+/// The handler's answer to the error that stopped an engine. A fenced
+/// producer is never replaced: the replacement would fence the instance
+/// that took over. The handler still hears of it.
+fn respond(shared: &Shared, error: RuntimeError) -> (RuntimeError, StreamThreadExceptionResponse) {
+    match fenced(&error) {
+        Some(plain) => {
+            shared.decide(&plain);
+            (plain, StreamThreadExceptionResponse::ShutdownClient)
+        }
+        None => {
+            let response = shared.decide(&error);
+            (error, response)
+        }
+    }
+}
+
+/// Waits `wait`, looking for a halt every 5 ms; `false` if halted.
+fn wait_unless_halted(shared: &Shared, wait: Duration) -> bool {
+    let until = Instant::now() + wait;
+    while Instant::now() < until {
+        if shared.halt.load(Ordering::Acquire) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    true
 }
 
 /// Whether the engine tracks event time
@@ -287,7 +292,8 @@ struct Engine<L: Log> {
     plan: Layout,
     lanes: Vec<SyncSender<LaneMsg>>,
     lane_threads: Vec<JoinHandle<()>>,
-    replies: Receiver<LaneReply>,
+    /// Where a lane that fails says why.
+    failures: Receiver<LaneFailed>,
     pending_output: Arc<AtomicBool>,
     cadence: BarrierCadence,
     barrier: u64,
@@ -318,388 +324,6 @@ struct Engine<L: Log> {
 }
 
 impl<L: Log + 'static> Engine<L> {
-    /// Builds an engine for this instance's assignment from the committed
-    /// state: plans and checks the topics, reads the stamp rings and the
-    /// committed offsets, starts the committer and the lanes and waits for
-    /// their restore. `None` if the application was halted meanwhile.
-    fn start(
-        topology: &Arc<Topology>,
-        config: &Arc<RuntimeConfig>,
-        log: &Arc<L>,
-        clock: &Arc<dyn Clock>,
-        shared: &Arc<Shared>,
-        upkeep: &UpkeepThread,
-        membership: &mut Membership,
-    ) -> Result<Option<Self>, RuntimeError> {
-        shared.transition(AppState::Rebalancing);
-        shared.callback_panicked()?;
-        let app = config.application_id().to_owned();
-        let plan = Layout::plan(topology, config, &**log)?;
-        let now = clock.now();
-
-        // The group join goes on in the background while the producer
-        // fences (it reads nothing; on Kafka the join takes hundreds of ms).
-        membership.join(&**log, topology, &app, &config.transactional_id())?;
-
-        // The producer first: creating it fences every older producer of this
-        // transactional id and completes the transaction a dead instance left
-        // open. Everything read below (the watermark stamps, the committed
-        // offsets, the changelogs) is read after that: before, reads stop at
-        // the open transaction and offsets stay unstable until the broker
-        // times it out (a minute on Kafka), and a broker that shows pending
-        // offsets would let us start past input whose output is then aborted.
-        // Under at-least-once nothing is fenced: its producer has no
-        // transactions, and what a dead instance wrote is already readable.
-        let commit_path = match config.guarantee {
-            ProcessingGuarantee::ExactlyOnceV2 => {
-                CommitPath::ExactlyOnce(log.transactional_producer(&config.transactional_id())?)
-            }
-            ProcessingGuarantee::AtLeastOnce => CommitPath::AtLeastOnce {
-                producer: log.producer(&config.transactional_id())?,
-                log: log.clone(),
-            },
-        };
-
-        // The tasks this instance owns (after the fence: the previous owner
-        // has committed and released them), then their stamp rings: their
-        // seeds are the tasks' floors and frontiers.
-        let owned = membership.tasks(&**log, topology, &app, &config.transactional_id(), || {
-            shared.stop.load(Ordering::Acquire) || shared.halt.load(Ordering::Acquire)
-        })?;
-        let subtopologies = topology.subtopology_count();
-        let mut stamps = TaskStamps::restore(config, &**log, &plan, owned.iter().copied())?;
-        let seeds = stamps.seeds(subtopologies)?;
-        let last_barrier = seeds.last_barrier;
-        let mut times: Vec<SubtopologyTime> = seeds
-            .recent
-            .iter()
-            .map(|&recent| SubtopologyTime {
-                tracker: WatermarkTracker::new(config.tracker.clone()),
-                dispatch: OrderedDispatch::new(),
-                recent,
-                last_marker_sent: Watermark::MIN,
-            })
-            .collect();
-        let mut task_seeds = seeds.tasks;
-
-        // Source partitions: tracker registration, committed offsets, partition times.
-        let lanes_n = config.lanes;
-        let tracking = tracks_event_time(topology, config);
-        let direct = !tracking && config.streams.dispatch != DispatchMode::Lane;
-        let mut slots = Vec::new();
-        let mut slot_of = HashMap::new();
-        for source in topology.sources() {
-            let partitions = plan.partitions[&source.subtopology];
-            let reader = topology.event_time_reader(&source.topic);
-            let log_name = log_topic_name(&app, &source.topic, source.internal);
-            for p in (0..partitions).filter(|&p| {
-                owned.contains(&TaskId {
-                    subtopology: source.subtopology,
-                    partition: p,
-                })
-            }) {
-                let sp = SourcePartition::new(log_name.as_str(), p as i32);
-                let last_marker = source.internal.then(|| Arc::new(AtomicI64::new(i64::MIN)));
-                let tracker = &mut times[source.subtopology].tracker;
-                let index = match (&last_marker, &source.policy) {
-                    (Some(cell), _) => tracker.register(sp, &marker_policy(cell.clone()), now)?,
-                    (None, Some(policy)) => tracker.register(sp, policy, now)?,
-                    (None, None) => tracker.register_default(sp, now)?,
-                };
-                let tp = TopicPartition::new(log_name.clone(), p);
-                slot_of.insert(tp.clone(), slots.len());
-                slots.push(SourceSlot {
-                    tp,
-                    topic: Arc::from(source.topic.as_str()),
-                    index,
-                    task: TaskId {
-                        subtopology: source.subtopology,
-                        partition: p,
-                    },
-                    lane: p as usize % lanes_n,
-                    reader: reader.clone(),
-                    position: None,
-                    partition_time: None,
-                    last_marker,
-                    fetched_to: None,
-                    buffered: 0,
-                    marker_offset: None,
-                    fetched: VecDeque::new(),
-                    next_seq: 0,
-                    open: None,
-                });
-            }
-        }
-        for t in &mut times {
-            if let Some(w) = t.tracker.report_startup() {
-                tracing::warn!(warning = ?w, "watermark tracker");
-            }
-        }
-        let group = app.clone();
-        let tps: Vec<TopicPartition> = slots.iter().map(|s| s.tp.clone()).collect();
-        let committed = match membership.committed_offsets(&tps) {
-            Some(read) => read?,
-            None => log.committed_offsets(&group, &tps)?,
-        };
-        // Kafka Streams' processor metadata per task, for a takeover.
-        let mut processor_metadata = Vec::new();
-        {
-            let mut shared_committed = shared.committed.lock().expect("committed lock");
-            for (tp, om) in committed {
-                let Some(om) = om else { continue };
-                let slot = &mut slots[slot_of[&tp]];
-                slot.position = Some(om.offset.0);
-                shared_committed.insert(tp.clone(), om.offset.0);
-                let meta = offset_metadata::decode(&om.metadata).map_err(|e| {
-                    RuntimeError::OffsetMetadata {
-                        partition: tp.to_string(),
-                        reason: e.to_string(),
-                    }
-                })?;
-                if let (Some(cell), Some((_, w))) = (
-                    &slot.last_marker,
-                    meta.processor
-                        .iter()
-                        .find(|(k, _)| k == MARKER_METADATA_KEY),
-                ) {
-                    cell.store(*w, Ordering::Release);
-                }
-                processor_metadata.extend(
-                    meta.processor
-                        .iter()
-                        .map(|(k, v)| (slot.task, k.clone(), *v)),
-                );
-                if let Some(t) = meta.partition_time {
-                    let t = EventTime::new(t).map_err(|e| RuntimeError::OffsetMetadata {
-                        partition: tp.to_string(),
-                        reason: e.to_string(),
-                    })?;
-                    slot.partition_time = Some(t);
-                    if tracking {
-                        let tracker = &mut times[slot.task.subtopology].tracker;
-                        guarded(|| tracker.seed_partition_time(slot.index, t))
-                            .map_err(|p| p.naming(format!("{WATERMARK_GENERATOR} of {tp}")))??;
-                    }
-                }
-            }
-        }
-        let mut consumer = log.consumer(&group)?;
-        consumer.assign(&tps)?;
-        for slot in &mut slots {
-            slot.fetched_to = Some(consumer.position(&slot.tp)?.0);
-        }
-        // The watermark resumes from the committed partition times before
-        // anything is dispatched: a record read again after a restart or a
-        // replacement is judged (and counted as a late arrival) against the
-        // watermark it was dispatched under before, not against none.
-        let resumed: Vec<Watermark> = times
-            .iter_mut()
-            .map(|t| match tracking {
-                true => t.tracker.force_watermark(now),
-                false => Watermark::MIN,
-            })
-            .collect();
-        // Without changelogs there are no stamp rings: each task's floor
-        // starts at the watermark its committed partition times give (the
-        // least over its sub-topology's partitions, none above the stamp
-        // the last commit carried), so a record for a window closed before
-        // the restart is late, and cannot reopen a window already emitted.
-        if !config.streams.changelog_enabled && tracking {
-            for (id, (floor, _)) in &mut task_seeds {
-                *floor = (*floor).max(resumed[id.subtopology]);
-            }
-        }
-        let seeds = Arc::new(task_seeds);
-
-        // Lanes: each builds, restores and seeds its own tasks.
-        let mut by_lane: Vec<Vec<TaskId>> = vec![Vec::new(); lanes_n];
-        for &id in &owned {
-            by_lane[id.partition as usize % lanes_n].push(id);
-        }
-        // Each task's sources start from their partition's committed time, as
-        // the poll loop's readers do: both assign the same event times.
-        let partition_times: Vec<(TaskId, Arc<str>, EventTime)> = slots
-            .iter()
-            .filter_map(|s| Some((s.task, s.topic.clone(), s.partition_time?)))
-            .collect();
-        let takeover = takeover::is_takeover(config, last_barrier);
-        let streams_config = Arc::new(config.streams.clone());
-        let pending_output = Arc::new(AtomicBool::new(false));
-        let cancel_restore = Arc::new(AtomicBool::new(false));
-        let (reply_tx, replies) = sync_channel(lanes_n * 2 + 4);
-        let commit_inbox = committer::inbox();
-        let mut lanes = Vec::new();
-        let mut lane_threads = Vec::new();
-        for (lane, tasks) in by_lane.into_iter().enumerate() {
-            let (tx, rx) = sync_channel(LANE_QUEUE);
-            let setup = LaneSetup {
-                lane,
-                tasks,
-                topology: topology.clone(),
-                config: streams_config.clone(),
-                log: log.clone(),
-                seeds: seeds.clone(),
-                restore_stall_timeout: config.restore_stall_timeout,
-                wall_clock: now,
-                pending_output: pending_output.clone(),
-                cancel_restore: cancel_restore.clone(),
-                state_dir: config.effective_state_dir(),
-                default_store: config.default_dsl_store(),
-                partition_times: partition_times.clone(),
-                metrics: shared.metrics.clone(),
-                takeover: takeover.then(|| processor_metadata.clone()),
-                early: commit_inbox.0.clone(),
-                first_epoch: last_barrier + 1,
-            };
-            let reply_tx = reply_tx.clone();
-            let handle = std::thread::Builder::new()
-                .name(format!("{app}-lane-{lane}"))
-                .spawn(move || run_lane(setup, rx, reply_tx))
-                .map_err(|e| RuntimeError::ThreadDied {
-                    thread: format!("lane {lane}"),
-                    reason: e.to_string(),
-                })?;
-            lanes.push(tx);
-            lane_threads.push(handle);
-        }
-        drop(reply_tx);
-        let mut restored = 0u64;
-        let mut ready = 0;
-        while ready < lanes_n {
-            // A halt (a close whose timeout ran out) does not wait for the
-            // restore: the lanes stop reading, and are waited for. A close
-            // in time still does: results may be owed from the committed
-            // state (an emission pass whose transaction was aborted), and
-            // the close's flush barrier commits them.
-            if shared.halt.load(Ordering::Acquire) {
-                cancel_restore.store(true, Ordering::Release);
-                drop(lanes);
-                for h in lane_threads {
-                    let _ = h.join();
-                }
-                tracing::info!("halted while restoring");
-                return Ok(None);
-            }
-            match replies.recv_timeout(RESTORE_POLL) {
-                Ok(LaneReply::Ready { restored: r, .. }) => {
-                    restored += r;
-                    ready += 1;
-                }
-                Ok(LaneReply::Failed { lane, error }) => return Err(lane_failed(lane, error)),
-                Ok(other) => unreachable!("a lane answers Ready or Failed first, not {other:?}"),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err(RuntimeError::ThreadDied {
-                        thread: "lane".into(),
-                        reason: "exited during restore".into(),
-                    });
-                }
-            }
-        }
-        tracing::info!(restored, lanes = lanes_n, "stores restored");
-        shared.restored.store(restored, Ordering::Release);
-        // The resumed watermark reaches the lanes before the first record,
-        // as the poll loop's advances do after it.
-        for (subtopology, &watermark) in resumed.iter().enumerate() {
-            if !watermark.is_none_yet() {
-                for lane in &lanes {
-                    send(
-                        lane,
-                        LaneMsg::Watermark {
-                            subtopology,
-                            watermark,
-                        },
-                    )?;
-                }
-            }
-        }
-
-        // Standby copies of the tasks owned elsewhere, once this instance's
-        // own tasks are restored.
-        let all_tasks = (0..subtopologies).flat_map(|st| {
-            let partitions = plan.partitions.get(&st).copied().unwrap_or(0);
-            (0..partitions).map(move |p| TaskId::new(st, p))
-        });
-        let standby_tasks = standby::standby_tasks(config.standby_replicas, all_tasks, &owned);
-        let standby = Standby::start_for(
-            standby_tasks.clone(),
-            config,
-            topology,
-            &streams_config,
-            log,
-            shared,
-        )?;
-        *shared.assignment.lock().expect("assignment lock") = Assignment {
-            active: owned.iter().copied().collect(),
-            standby: match standby {
-                Some(_) => standby_tasks.into_iter().collect(),
-                None => Vec::new(),
-            },
-        };
-        let barrier = last_barrier;
-        let sink_tps = plan
-            .sinks
-            .iter()
-            .map(|(topic, sink)| {
-                let tps = (0..sink.partitions)
-                    .map(|p| TopicPartition::new(&*sink.log_name, p))
-                    .collect();
-                (Arc::from(topic.as_str()), tps)
-            })
-            .collect();
-        let repartition = slots
-            .iter()
-            .filter(|s| s.last_marker.is_some())
-            .map(|s| s.tp.clone());
-        let upkeep = upkeep.front(config.purge_interval, repartition, Instant::now());
-        let committer = Committer::start(
-            commit_path,
-            SinkRouting::new(sink_tps),
-            &app,
-            commit_inbox,
-            barrier + 1,
-        )?;
-        let engine = Engine {
-            config: config.clone(),
-            clock: clock.clone(),
-            shared: shared.clone(),
-            consumer,
-            committer,
-            inflight: None,
-            times,
-            stamps,
-            slots,
-            slot_of,
-            plan,
-            lanes,
-            lane_threads,
-            replies,
-            pending_output,
-            cadence: BarrierCadence::new(config.barrier),
-            barrier,
-            last_barrier_at: Instant::now(),
-            barrier_cut_at: None,
-            dispatched_since_barrier: 0,
-            punctuation_since_barrier: false,
-            // The first barrier after a start is always cut: it writes each
-            // repartition topic a marker with the writer's resumed stamp, so
-            // a reader that had consumed every earlier marker learns its
-            // watermark again (markers are not replayed: the reader's
-            // committed position is past them).
-            markers_since_barrier: true,
-            runs: (0..lanes_n).map(|_| (Vec::new(), 0)).collect(),
-            fetch_failures: 0,
-            last_tick: Instant::now(),
-            last_snapshot: Instant::now() - SNAPSHOT_EVERY,
-            timeline: Timeline::default(),
-            upkeep,
-            standby,
-            direct,
-        };
-        shared.transition(AppState::Running);
-        Ok(Some(engine))
-    }
-
     fn run(&mut self, membership: &mut Membership) -> Result<Exit, RuntimeError> {
         let result = self.poll_loop(membership);
         // Hang up on the lanes and wait for them.
@@ -711,10 +335,7 @@ impl<L: Log + 'static> Engine<L> {
         // the closed inbox before the lane's report. The report says why.
         let result = match result {
             Err(RuntimeError::ThreadDied { thread, reason }) if thread == "lane" => {
-                let failed = self.replies.try_iter().find_map(|reply| match reply {
-                    LaneReply::Failed { lane, error } => Some(lane_failed(lane, error)),
-                    _ => None,
-                });
+                let failed = self.failures.try_recv().map(lane_failed);
                 Err(failed.unwrap_or(RuntimeError::ThreadDied { thread, reason }))
             }
             other => other,
@@ -750,27 +371,8 @@ impl<L: Log + 'static> Engine<L> {
                 Some(_) => self.config.poll_wait.min(IN_FLIGHT_POLL_WAIT),
                 None => self.config.poll_wait,
             };
-            let fetched = match self.consumer.fetch_batches(wait) {
-                Ok(fetched) => {
-                    self.fetch_failures = 0;
-                    fetched
-                }
-                // A broker that restarts, a connection that drops: a fetch
-                // that took nothing is tried again (the barrier in flight
-                // moves on meanwhile) before the engine is replaced.
-                Err(e)
-                    if e.kind() == ErrorKind::Retriable
-                        && self.fetch_failures < FETCH_RETRIES
-                        && !self.fetch_took_records()? =>
-                {
-                    self.fetch_failures += 1;
-                    let backoff = fetch_backoff(self.fetch_failures);
-                    tracing::warn!(error = %e, attempt = self.fetch_failures, backoff_ms = backoff.as_millis() as u64, "a fetch failed; trying again");
-                    std::thread::sleep(backoff);
-                    self.keep_barriers_moving()?;
-                    continue;
-                }
-                Err(e) => return Err(e.into()),
+            let Some(fetched) = self.fetch(wait)? else {
+                continue;
             };
             let caught_up = fetched.is_empty();
             let now = self.clock.now();
@@ -790,39 +392,81 @@ impl<L: Log + 'static> Engine<L> {
             if caught_up {
                 self.publish_consumed();
             }
-            for st in (0..self.times.len()).filter(|_| !self.direct) {
-                let time = &mut self.times[st];
-                let polled = guarded(|| time.tracker.poll_watermark(now))
-                    .map_err(|p| p.naming(format!("{WATERMARK_GENERATOR} of sub-topology {st}")))?;
-                if let Some(w) = polled {
-                    self.timeline.watermark_reached(st, w, Instant::now());
-                    for lane in &self.lanes {
-                        send(
-                            lane,
-                            LaneMsg::Watermark {
-                                subtopology: st,
-                                watermark: w,
-                            },
-                        )?;
-                    }
-                    self.punctuation_since_barrier = true;
-                }
-            }
-            if self.last_tick.elapsed() >= WALL_CLOCK_TICK {
-                self.last_tick = Instant::now();
-                for lane in &self.lanes {
-                    send(lane, LaneMsg::WallClock(now))?;
-                }
-            }
-            if !self.direct && self.last_snapshot.elapsed() >= SNAPSHOT_EVERY {
-                self.last_snapshot = Instant::now();
-                *self.shared.snapshot.lock().expect("snapshot lock") = Some(self.snapshot());
-                if let Some(m) = combine(self.times.iter().map(|t| t.tracker.metrics(now))) {
-                    self.shared.metrics.set_watermark(m);
-                }
-            }
+            self.poll_watermarks(now)?;
+            self.tick_and_publish(now)?;
             self.keep_barriers_moving()?;
         }
+    }
+
+    /// One fetch, waiting at most `wait`. `None` after a retriable failure
+    /// ridden out: the wait before the next try is over, and the barrier in
+    /// flight moved on meanwhile.
+    fn fetch(&mut self, wait: Duration) -> Result<Option<Vec<FetchedBatch>>, RuntimeError> {
+        match self.consumer.fetch_batches(wait) {
+            Ok(fetched) => {
+                self.fetch_failures = 0;
+                Ok(Some(fetched))
+            }
+            // A broker that restarts, a connection that drops: a fetch
+            // that took nothing is tried again (the barrier in flight
+            // moves on meanwhile) before the engine is replaced.
+            Err(e)
+                if e.kind() == ErrorKind::Retriable
+                    && self.fetch_failures < FETCH_RETRIES
+                    && !self.fetch_took_records()? =>
+            {
+                self.fetch_failures += 1;
+                let backoff = FETCH_BACKOFF.wait(self.fetch_failures);
+                tracing::warn!(error = %e, attempt = self.fetch_failures, backoff_ms = backoff.as_millis() as u64, "a fetch failed; trying again");
+                std::thread::sleep(backoff);
+                self.keep_barriers_moving()?;
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Polls each sub-topology's tracker (none under DIRECT dispatch): an
+    /// advance goes to every lane and the timeline, and is owed a barrier.
+    fn poll_watermarks(&mut self, now: WallTime) -> Result<(), RuntimeError> {
+        for st in (0..self.times.len()).filter(|_| !self.direct) {
+            let time = &mut self.times[st];
+            let polled = guarded(|| time.tracker.poll_watermark(now))
+                .map_err(|p| p.naming(format!("{WATERMARK_GENERATOR} of sub-topology {st}")))?;
+            if let Some(w) = polled {
+                self.timeline.watermark_reached(st, w, Instant::now());
+                for lane in &self.lanes {
+                    send(
+                        lane,
+                        LaneMsg::Watermark {
+                            subtopology: st,
+                            watermark: w,
+                        },
+                    )?;
+                }
+                self.punctuation_since_barrier = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// When due: the lanes' wall-clock tick, and the `/watermarks` view and
+    /// watermark metrics refreshed.
+    fn tick_and_publish(&mut self, now: WallTime) -> Result<(), RuntimeError> {
+        if self.last_tick.elapsed() >= WALL_CLOCK_TICK {
+            self.last_tick = Instant::now();
+            for lane in &self.lanes {
+                send(lane, LaneMsg::WallClock(now))?;
+            }
+        }
+        if !self.direct && self.last_snapshot.elapsed() >= SNAPSHOT_EVERY {
+            self.last_snapshot = Instant::now();
+            *self.shared.snapshot.lock().expect("snapshot lock") = Some(self.snapshot());
+            if let Some(m) = combine(self.times.iter().map(|t| t.tracker.metrics(now))) {
+                self.shared.metrics.set_watermark(m);
+            }
+        }
+        Ok(())
     }
 
     /// A rebalance (eager): commit the epoch at a barrier (unless the tasks

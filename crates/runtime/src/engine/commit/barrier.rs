@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError, sync_channel};
 use std::time::{Duration, Instant};
 
 use stoatflow_log::offset_metadata::{self, PartitionMetadata};
@@ -18,7 +18,7 @@ use stoatflow_time::{EventTime, WallTime, Watermark};
 
 use crate::config::layout::marker;
 use crate::engine::commit::committer::{CommitDone, CommitJob};
-use crate::engine::lane_protocol::{LaneMsg, LaneReply};
+use crate::engine::lane_protocol::{Crossed, LaneFailed, LaneMsg};
 use crate::engine::{Engine, MARKER_METADATA_KEY, SubtopologyTime, send};
 use crate::error::RuntimeError;
 use crate::observe::timeline::BarrierTiming;
@@ -38,6 +38,9 @@ pub(in crate::engine) struct InFlight {
     late_at_cut: u64,
     /// The source offsets fixed at the cut (moved into the job).
     offsets: Vec<(TopicPartition, OffsetAndMetadata)>,
+    /// Where the lanes answer it: the channel lives as long as the barrier
+    /// is in flight, so no crossing can come while none is.
+    crossings: Receiver<Crossed>,
     /// Lanes still to cross it; once none, the transaction is the committer's.
     crossing: usize,
     /// The crossed lanes' commits.
@@ -92,11 +95,10 @@ impl<L: Log + 'static> Engine<L> {
             || self.times.iter().any(SubtopologyTime::has_work)
     }
 
-    /// A lane that failed between barriers stops the application now.
-    pub(in crate::engine) fn check_replies(&mut self) -> Result<(), RuntimeError> {
-        match self.replies.try_recv() {
-            Ok(LaneReply::Failed { lane, error }) => Err(lane_failed(lane, error)),
-            Ok(other) => unreachable!("lanes answer only barriers, not {other:?}"),
+    /// A lane that failed stops the application now.
+    pub(in crate::engine) fn check_failures(&mut self) -> Result<(), RuntimeError> {
+        match self.failures.try_recv() {
+            Ok(failed) => Err(lane_failed(failed)),
             Err(TryRecvError::Empty) => Ok(()),
             Err(TryRecvError::Disconnected) => Err(lanes_gone()),
         }
@@ -130,8 +132,49 @@ impl<L: Log + 'static> Engine<L> {
             .map(|t| t.tracker.metrics(now).late_records_total)
             .sum();
         let n = self.barrier + 1;
-        let offsets: Vec<(TopicPartition, OffsetAndMetadata)> = self
-            .slots
+        let offsets = self.fixed_offsets();
+        self.pending_output.store(false, Ordering::Release);
+        // The force above publishes the watermark, so the throttled poll
+        // would never report it: the advance reaches the lanes here, ahead of
+        // the barrier (docs/barriers.md#watermark-events).
+        self.send_stamps_as_watermarks(&stamps)?;
+        // One answer per lane: none of them waits to send it.
+        let (reply, crossings) = sync_channel(self.lanes.len());
+        for lane in &self.lanes {
+            send(
+                lane,
+                LaneMsg::Barrier {
+                    barrier: n,
+                    stamps: stamps.clone(),
+                    flush,
+                    reply: reply.clone(),
+                },
+            )?;
+        }
+        // What follows the cut is epoch N+1's.
+        self.dispatched_since_barrier = 0;
+        self.punctuation_since_barrier = false;
+        self.markers_since_barrier = false;
+        self.inflight = Some(InFlight {
+            barrier: n,
+            stamps,
+            flush,
+            cut,
+            now,
+            late_at_cut,
+            offsets,
+            crossings,
+            crossing: self.lanes.len(),
+            commits: Vec::new(),
+        });
+        Ok(())
+    }
+
+    /// The source offsets a barrier cut now fixes: each positioned slot's
+    /// position, with its partition time and (a repartition partition) the
+    /// last marker read.
+    fn fixed_offsets(&self) -> Vec<(TopicPartition, OffsetAndMetadata)> {
+        self.slots
             .iter()
             .filter_map(|s| {
                 let position = s.position?;
@@ -157,14 +200,15 @@ impl<L: Log + 'static> Engine<L> {
                     },
                 ))
             })
-            .collect();
-        self.pending_output.store(false, Ordering::Release);
-        // The force above publishes the watermark, so the throttled poll
-        // would never report it: the advance reaches the lanes here, ahead of
-        // the barrier (docs/barriers.md#watermark-events). Timers fire
-        // against the floor, so an event is also owed the barrier after the
-        // floor moved, or timers due under the last floor would wait for the
-        // watermark to move.
+            .collect()
+    }
+
+    /// Each sub-topology whose stamp moved, or whose floor moved at the
+    /// last barrier, hears its stamp as a watermark. Timers fire against
+    /// the floor, so an event is also owed the barrier after the floor
+    /// moved, or timers due under the last floor would wait for the
+    /// watermark to move.
+    fn send_stamps_as_watermarks(&self, stamps: &[Watermark]) -> Result<(), RuntimeError> {
         for (st, time) in self.times.iter().enumerate() {
             if stamps[st] > time.recent[1] || time.recent[0] != time.recent[1] {
                 for lane in &self.lanes {
@@ -178,31 +222,6 @@ impl<L: Log + 'static> Engine<L> {
                 }
             }
         }
-        for lane in &self.lanes {
-            send(
-                lane,
-                LaneMsg::Barrier {
-                    barrier: n,
-                    stamps: stamps.clone(),
-                    flush,
-                },
-            )?;
-        }
-        // What follows the cut is epoch N+1's.
-        self.dispatched_since_barrier = 0;
-        self.punctuation_since_barrier = false;
-        self.markers_since_barrier = false;
-        self.inflight = Some(InFlight {
-            barrier: n,
-            stamps,
-            flush,
-            cut,
-            now,
-            late_at_cut,
-            offsets,
-            crossing: self.lanes.len(),
-            commits: Vec::new(),
-        });
         Ok(())
     }
 
@@ -214,35 +233,33 @@ impl<L: Log + 'static> Engine<L> {
         &mut self,
         wait: Duration,
     ) -> Result<(), RuntimeError> {
+        self.check_failures()?;
         let Some(inflight) = &mut self.inflight else {
-            return self.check_replies();
+            return Ok(());
         };
         while inflight.crossing > 0 {
-            let reply = if wait.is_zero() {
-                match self.replies.try_recv() {
-                    Ok(r) => r,
-                    Err(TryRecvError::Empty) => return Ok(()),
-                    Err(TryRecvError::Disconnected) => return Err(lanes_gone()),
+            // A lane that failed never crosses: its failure is looked for
+            // whenever a crossing is not there yet, and it is the reason
+            // once no lane is left to cross.
+            let crossed = if wait.is_zero() {
+                match inflight.crossings.try_recv() {
+                    Ok(c) => c,
+                    Err(TryRecvError::Empty) => return self.check_failures(),
+                    Err(TryRecvError::Disconnected) => return Err(self.failure_or_gone()),
                 }
             } else {
-                match self.replies.recv_timeout(wait) {
-                    Ok(r) => r,
-                    Err(RecvTimeoutError::Timeout) => return Ok(()),
-                    Err(RecvTimeoutError::Disconnected) => return Err(lanes_gone()),
+                match inflight.crossings.recv_timeout(wait) {
+                    Ok(c) => c,
+                    Err(RecvTimeoutError::Timeout) => return self.check_failures(),
+                    Err(RecvTimeoutError::Disconnected) => return Err(self.failure_or_gone()),
                 }
             };
-            match reply {
-                LaneReply::Crossed { barrier, commits } => {
-                    debug_assert_eq!(barrier, inflight.barrier);
-                    inflight.commits.extend(commits);
-                    inflight.crossing -= 1;
-                    if inflight.crossing == 0 {
-                        self.submit_commit()?;
-                        break;
-                    }
-                }
-                LaneReply::Failed { lane, error } => return Err(lane_failed(lane, error)),
-                LaneReply::Ready { .. } => unreachable!("lanes are ready before any barrier"),
+            debug_assert_eq!(crossed.barrier, inflight.barrier);
+            inflight.commits.extend(crossed.commits);
+            inflight.crossing -= 1;
+            if inflight.crossing == 0 {
+                self.submit_commit()?;
+                break;
             }
         }
         if let Some(done) = self.committer.answer(wait)? {
@@ -347,9 +364,18 @@ impl<L: Log + 'static> Engine<L> {
     }
 }
 
-pub(in crate::engine) fn lane_failed(lane: usize, error: RuntimeError) -> RuntimeError {
+pub(in crate::engine) fn lane_failed(LaneFailed { lane, error }: LaneFailed) -> RuntimeError {
     tracing::error!(lane, error = %error, "record lane failed");
     error
+}
+
+impl<L: Log + 'static> Engine<L> {
+    /// Every lane hung up: the failure one reported, if any, says why.
+    fn failure_or_gone(&self) -> RuntimeError {
+        self.failures
+            .try_recv()
+            .map_or_else(|_| lanes_gone(), lane_failed)
+    }
 }
 
 fn lanes_gone() -> RuntimeError {

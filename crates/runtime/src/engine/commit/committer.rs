@@ -45,6 +45,7 @@ use stoatflow_log::{
 use stoatflow_state::{ChangelogBatch, ChangelogRecordRef, changelog_topic};
 use stoatflow_streams::{EpochCommit, OutputRecord};
 
+use crate::engine::backoff::Backoff;
 use crate::engine::commit::output_order::output_order;
 use crate::engine::commit::partitioner::partition_for_key;
 use crate::engine::guard::{Panicked, guarded};
@@ -496,8 +497,13 @@ impl<L: Log> CommitPath<L> {
     }
 }
 
-/// Runs `attempt` until it succeeds, retrying a retriable failure with a
-/// doubling backoff, at most [`COMMIT_RETRIES`] times; returns the last
+/// The wait before each retry of a commit: 100 ms, doubling, at most 1.6 s
+/// (the fifth), jittered.
+const COMMIT_BACKOFF: Backoff =
+    Backoff::new(Duration::from_millis(100), Duration::from_millis(1_600));
+
+/// Runs `attempt` until it succeeds, retrying a retriable failure after
+/// [`COMMIT_BACKOFF`], at most [`COMMIT_RETRIES`] times; returns the last
 /// failure otherwise.
 fn with_retries(
     what: &str,
@@ -510,7 +516,7 @@ fn with_retries(
             Err(e) if e.kind() == ErrorKind::Retriable && retries < COMMIT_RETRIES => {
                 retries += 1;
                 tracing::warn!(error = %e, attempt = retries, "{what} failed, retrying");
-                std::thread::sleep(Duration::from_millis(50 << retries));
+                std::thread::sleep(COMMIT_BACKOFF.wait(retries));
             }
             Err(e) => return Err(e),
         }
