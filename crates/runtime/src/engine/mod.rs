@@ -89,7 +89,7 @@ const BATCH: usize = 4096;
 /// deeper queue adds to its crossing (16 × 4 096 records: about 10 ms of
 /// lane work; a steady state keeps the queues short). Four were too few: a
 /// commit that takes the poll thread's core for 30-60 ms let the lane run
-/// dry after 3 ms (BENCHMARKS, "one committing, one processing").
+/// dry after 3 ms (`bench/results/e2e-lanes.txt`, round 4).
 const LANE_QUEUE: usize = 16;
 /// The longest fetch wait while a barrier is in flight: its crossings and
 /// its commit are looked for between fetches.

@@ -31,7 +31,7 @@ fn engine_key(encoded: &[u8]) -> Vec<u8> {
     k
 }
 
-/// A key-value store on disk: encoded keys (behind [`KEY_PREFIX`]) and values in one fjall
+/// A key-value store on disk: encoded keys (behind `KEY_PREFIX`) and values in one fjall
 /// keyspace, written through a write-back cache (once per key per barrier, in one batch).
 pub struct PersistentKeyValueStore<K, V> {
     config: StoreConfig,
@@ -352,7 +352,7 @@ impl<K: Ord, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
 }
 
 impl<K, V> Drop for PersistentKeyValueStore<K, V> {
-    /// A close writes the cache to the engine (see [`closed`]).
+    /// A close writes the cache to the engine (see `closed`).
     fn drop(&mut self) {
         let written_back = self.write_back();
         closed(&self.dir, written_back);
