@@ -1,17 +1,20 @@
 //! The persistent segmented core under the window and session stores.
 //!
-//! Owns [`SegmentedCore`]: the store directory and its [`SegmentSet`] (one keyspace per
+//! Owns [`SegmentedCore`]: the store directory and its [`SegmentSet`] (a keyspace per live
 //! segment), which segment an entry goes to, retention and expiry against the monotonic
 //! committed frontier, the `segments` gauge, the expired-write counter, the barrier flush
 //! of the keys the cache says the changelog owes (sorted by id there), restore (skipping
 //! whole expired segments), single-entry reads and writes through the store's write-back
 //! cache ([`WindowCache`]: per segment, encoded key → that key's windows; written to the
-//! engine, sorted into engine-key order, only when full and on close), and the two scans
-//! the queries are built from: one key's entries in a range (that key's cached windows
-//! merged over the engine's by window) and every entry in a range (the engine's entries the
-//! cache does not shadow, then the cache's, sorted once). A segment the cache knows the
-//! engine has nothing of is never read from the engine. A store brings its [`DiskLayout`]
-//! (the engine key of an entry, and the order of a key's windows) and keeps its queries.
+//! engine, sorted into engine-key order, only when full and on close), and the scans the
+//! queries are built from: one key's entries in a range (that key's cached windows merged
+//! over the engine's by window), visited forwards or from the newest with each value
+//! decoded only as visited, or folded with each new value written straight into the cache
+//! (the sliding aggregation's read and update); and every entry in a range (the engine's
+//! entries the cache does not shadow, then the cache's, sorted once). A segment the cache
+//! knows the engine has nothing of is never read from the engine. A store brings its
+//! [`DiskLayout`] (the engine key of an entry, and the order of a key's windows) and keeps
+//! its queries.
 //!
 //! This module never knows which queries a store answers.
 
@@ -19,7 +22,7 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::hash::Hash;
 use std::marker::PhantomData;
-use std::ops::RangeBounds;
+use std::ops::{ControlFlow, RangeBounds};
 use std::sync::Arc;
 
 use super::bulk_load::SortedLoad;
@@ -291,6 +294,119 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
             Ok(())
         })?;
         Ok(out)
+    }
+
+    /// Calls `f` with each entry of `key` with window in `from..=to` (by time: the windows'
+    /// order on disk), or newest first if `backward`, until `f` breaks; a value is decoded
+    /// only when visited, and a segment the engine has nothing of is read from the cache
+    /// alone.
+    pub(crate) fn for_each_in_key_range(
+        &self,
+        key: &K,
+        from: L::Window,
+        to: L::Window,
+        backward: bool,
+        f: &mut dyn FnMut(L::Window, V) -> ControlFlow<()>,
+    ) -> Result<(), StateError> {
+        let name = self.config.name();
+        let k = encode_key(&*self.key_codec, key, name, "a key range query")?;
+        if L::order(from) > L::order(to) {
+            return Ok(());
+        }
+        let decode = |v: &[u8]| decode_stored(&*self.value_codec, v, "value", name, &k);
+        if !backward {
+            let mut done = false;
+            let segments = self.segments_between(L::time(from), L::time(to));
+            return self.visit_key_range(&k, segments, from, to, |w, v| {
+                if !done {
+                    done = f(w, decode(v)?).is_break();
+                }
+                Ok(())
+            });
+        }
+        let (lo, hi) = (L::order(from), L::order(to));
+        let mut rows: Vec<(L::Window, Vec<u8>)> = Vec::new();
+        let segments = self.segment_ids(self.segments_between(L::time(from), L::time(to)));
+        for id in segments.into_iter().rev() {
+            if self.engine_segment(id).is_none() {
+                for (w, v) in self.cache.windows(id, &k, lo, hi).rev() {
+                    if let Some(v) = v
+                        && f(L::window_of(*w), decode(v)?).is_break()
+                    {
+                        return Ok(());
+                    }
+                }
+                continue;
+            }
+            // Merged forwards, then visited backwards.
+            rows.clear();
+            self.visit_key_range(&k, id..=id, from, to, |w, v| {
+                rows.push((w, v.to_vec()));
+                Ok(())
+            })?;
+            for (w, v) in rows.iter().rev() {
+                if f(*w, decode(v)?).is_break() {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Replaces every existing entry of `key` with window in `from..=to` with `f(window,
+    /// value)`, each a live write at `timestamp`: the key is encoded once and each value
+    /// straight into the cache. An expired window is left as it is (counted, `f` not
+    /// called), as [`SegmentedCore::put`] would.
+    pub(crate) fn update_key_range(
+        &mut self,
+        key: &K,
+        from: L::Window,
+        to: L::Window,
+        timestamp: i64,
+        f: &mut dyn FnMut(L::Window, V) -> V,
+    ) -> Result<(), StateError> {
+        let k = encode_key(
+            &*self.key_codec,
+            key,
+            self.config.name(),
+            "update_key_range",
+        )?;
+        if L::order(from) > L::order(to) {
+            return Ok(());
+        }
+        let mut found = Vec::new();
+        {
+            let (name, value_codec) = (self.config.name(), &*self.value_codec);
+            let segments = self.segments_between(L::time(from), L::time(to));
+            self.visit_key_range(&k, segments, from, to, |w, v| {
+                found.push((w, decode_stored(value_codec, v, "value", name, &k)?));
+                Ok(())
+            })?;
+        }
+        let logged = self.logged(timestamp);
+        for (window, value) in found {
+            if !self.retention.admit(self.config.name(), L::time(window)) {
+                continue;
+            }
+            let value = f(window, value);
+            let (name, value_codec) = (self.config.name(), &*self.value_codec);
+            let segment = self.retention.segment_id(L::time(window));
+            let segments = &self.segments;
+            self.cache.write_encoded(
+                segment,
+                &k,
+                L::order(window),
+                logged,
+                || segments.get(segment).is_some(),
+                |out| {
+                    value_codec
+                        .encode(&value, out)
+                        .map_err(|e| StateError::encode_value(name, &k, e))
+                },
+            )?;
+            self.spill_if_over()?;
+        }
+        Ok(())
     }
 
     /// Visits the entries of encoded key `k` in `segments` with windows in `from..=to` (in

@@ -5,6 +5,7 @@
 //! the [`SegmentedCore`]'s.
 
 use std::cmp::Ordering;
+use std::ops::ControlFlow;
 
 use super::key_order::{KeyOrder, flush_in_key_order, open_core};
 use super::segmented::{DiskLayout, SegmentedCore};
@@ -92,8 +93,53 @@ impl<K: Ord, V> WindowStore<K, V> for PersistentWindowStore<K, V> {
         self.core.update(key, window_start, timestamp, f)
     }
 
+    /// The key's windows read once, each value written straight into the cache.
+    fn update_key_range(
+        &mut self,
+        key: &K,
+        time_from: i64,
+        time_to: i64,
+        timestamp: i64,
+        f: &mut dyn FnMut(i64, V) -> V,
+    ) -> Result<(), StateError>
+    where
+        K: Clone,
+    {
+        self.core
+            .update_key_range(key, time_from, time_to, timestamp, f)
+    }
+
     fn fetch(&self, key: &K, window_start: i64) -> Result<Option<V>, StateError> {
         self.core.fetch(key, window_start)
+    }
+
+    /// Each value decoded as it is visited, none collected.
+    fn for_each_in_key_range(
+        &self,
+        key: &K,
+        time_from: i64,
+        time_to: i64,
+        f: &mut dyn FnMut(i64, &V),
+    ) -> Result<(), StateError> {
+        self.core
+            .for_each_in_key_range(key, time_from, time_to, false, &mut |start, value| {
+                f(start, &value);
+                ControlFlow::Continue(())
+            })
+    }
+
+    /// From the newest window, decoding only those visited.
+    fn for_each_in_key_range_backward(
+        &self,
+        key: &K,
+        time_from: i64,
+        time_to: i64,
+        f: &mut dyn FnMut(i64, &V) -> ControlFlow<()>,
+    ) -> Result<(), StateError> {
+        self.core
+            .for_each_in_key_range(key, time_from, time_to, true, &mut |start, value| {
+                f(start, &value)
+            })
     }
 
     fn fetch_key_range(
@@ -204,6 +250,21 @@ mod tests {
                 .unwrap();
             if i % 11 == 0 {
                 w.delete(&key, (i % 3) * 100, i).unwrap();
+            }
+            if i % 13 == 0 {
+                w.update_key_range(&key, 100, 300, i, &mut |start, v| v + start)
+                    .unwrap();
+                let mut newest = Vec::new();
+                w.for_each_in_key_range_backward(&key, 0, 400, &mut |start, v| {
+                    newest.push((start, *v));
+                    if newest.len() < 2 {
+                        ControlFlow::Continue(())
+                    } else {
+                        ControlFlow::Break(())
+                    }
+                })
+                .unwrap();
+                seen.push(format!("{newest:?}"));
             }
             if i % 50 == 49 {
                 let mut batch = ChangelogBatch::new();
