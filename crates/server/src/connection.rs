@@ -129,18 +129,7 @@ impl Connection {
     pub(crate) fn request(&self) -> Incoming<'_> {
         match self.phase {
             Phase::Ready { too_large: true } => Incoming::TooLarge,
-            _ => {
-                let end = self
-                    .head
-                    .iter()
-                    .position(|&b| b == b'\n')
-                    .unwrap_or(self.head.len());
-                let line = &self.head[..end];
-                Incoming::Head {
-                    line: line.strip_suffix(b"\r").unwrap_or(line),
-                    fields: self.head.get(end + 1..).unwrap_or_default(),
-                }
-            }
+            _ => split_head(&self.head),
         }
     }
 
@@ -256,8 +245,19 @@ impl Connection {
     }
 }
 
+/// A head as read (the request line, the field lines, and whatever the
+/// client sent after them) split into its request line and field lines.
+pub(crate) fn split_head(head: &[u8]) -> Incoming<'_> {
+    let end = head.iter().position(|&b| b == b'\n').unwrap_or(head.len());
+    let line = &head[..end];
+    Incoming::Head {
+        line: line.strip_suffix(b"\r").unwrap_or(line),
+        fields: head.get(end + 1..).unwrap_or_default(),
+    }
+}
+
 /// Where the blank line that ends a head ends in `bytes`, if it is there.
-fn head_end(bytes: &[u8]) -> Option<usize> {
+pub(crate) fn head_end(bytes: &[u8]) -> Option<usize> {
     let crlf = bytes
         .windows(4)
         .position(|w| w == b"\r\n\r\n")

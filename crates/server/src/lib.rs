@@ -29,6 +29,8 @@
 mod cache;
 mod connection;
 mod endpoints;
+#[cfg(test)]
+mod fuzz;
 mod head;
 mod history;
 mod http;

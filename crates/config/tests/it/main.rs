@@ -3,5 +3,6 @@
 mod bad_config;
 mod every_key;
 mod example_file;
+mod fuzz;
 mod startup_warning;
 mod strict_text;
