@@ -94,8 +94,12 @@ fn files_and_bytes(dir: &Path) -> (usize, u64) {
 /// A store that runs for a month sees its windows advance through thousands of segments;
 /// its directory follows what is live, not how many segments came and went. 500 segments
 /// pass through a store with two live at a time (a cache small enough that every round
-/// reaches the engine, a commit and an expiry per round, as the runtime does); the files
-/// and bytes after each round stay within twice the most seen in rounds 20 to 50.
+/// reaches the engine, a commit and an expiry per round, as the runtime does). The engine
+/// compacts in the background, so a sample can catch a pile of tables and versions waiting
+/// for it, which a busy machine makes larger; what must not grow is the low point: in each
+/// run of 50 rounds the fewest files and bytes stay within twice the most seen in rounds 20
+/// to 50. A keyspace per segment raised the low point by about six files a segment (2 721
+/// files by round 450).
 #[test]
 fn files_and_bytes_stay_bounded_while_hundreds_of_segments_come_and_go() {
     let tmp = crate::scratch_root();
@@ -119,11 +123,14 @@ fn files_and_bytes_stay_bounded_while_hundreds_of_segments_come_and_go() {
     let early = &seen[20..50];
     let files_bound = 2 * early.iter().map(|s| s.0).max().unwrap();
     let bytes_bound = 2 * early.iter().map(|s| s.1).max().unwrap();
-    for (round, &(files, bytes)) in seen.iter().enumerate().skip(50) {
+    for (run, samples) in seen[50..].chunks(50).enumerate() {
+        let files = samples.iter().map(|s| s.0).min().unwrap();
+        let bytes = samples.iter().map(|s| s.1).min().unwrap();
         assert!(
             files <= files_bound && bytes <= bytes_bound,
-            "after {} segments: {files} files, {bytes} bytes on disk; bound {files_bound} files, {bytes_bound} bytes (twice the most in rounds 20 to 50); every 50th round: {:?}",
-            round + 1,
+            "rounds {} to {}: at least {files} files and {bytes} bytes on disk; bound {files_bound} files, {bytes_bound} bytes (twice the most in rounds 20 to 50); every 50th round: {:?}",
+            50 * run + 51,
+            50 * run + 100,
             seen.iter().step_by(50).collect::<Vec<_>>()
         );
     }
