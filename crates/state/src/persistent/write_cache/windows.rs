@@ -277,20 +277,22 @@ impl<W: Ord + Copy + Hash> WindowCache<W> {
         self.segments.keys().copied()
     }
 
+    /// The entries of `segment`, in no order.
+    fn cached_in(&self, segment: i64) -> impl Iterator<Item = (&[u8], W, &Cached)> + '_ {
+        self.segments
+            .get(&segment)
+            .into_iter()
+            .flat_map(|s| s.keys.iter())
+            .flat_map(|(key, windows)| windows.iter().map(move |(w, c)| (&**key, *w, c)))
+    }
+
     /// The entries of `segment`, in no order: (key, window, value or `None` if deleted).
     pub(crate) fn entries_in(
         &self,
         segment: i64,
     ) -> impl Iterator<Item = (&[u8], W, Option<&[u8]>)> + '_ {
-        self.segments
-            .get(&segment)
-            .into_iter()
-            .flat_map(|s| s.keys.iter())
-            .flat_map(|(key, windows)| {
-                windows
-                    .iter()
-                    .map(move |(w, c)| (&**key, *w, c.value.as_deref()))
-            })
+        self.cached_in(segment)
+            .map(|(key, w, c)| (key, w, c.value.as_deref()))
     }
 
     /// The entries of `key` in `segment` with windows in `from..=to`, ascending.
@@ -341,16 +343,9 @@ impl<W: Ord + Copy + Hash> WindowCache<W> {
         &self,
         segment: i64,
     ) -> impl Iterator<Item = (&[u8], W, Option<&[u8]>)> + '_ {
-        self.segments
-            .get(&segment)
-            .into_iter()
-            .flat_map(|s| s.keys.iter())
-            .flat_map(|(key, windows)| {
-                windows
-                    .iter()
-                    .filter(|(_, c)| c.dirty)
-                    .map(move |(w, c)| (&**key, *w, c.value.as_deref()))
-            })
+        self.cached_in(segment)
+            .filter(|(_, _, c)| c.dirty)
+            .map(|(key, w, c)| (key, w, c.value.as_deref()))
     }
 
     /// Marks every entry clean: the engine has them all now, so it may hold every segment.
