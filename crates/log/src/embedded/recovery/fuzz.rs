@@ -174,23 +174,30 @@ fn entries() -> Vec<Entry> {
         time: Some(std::time::Duration::from_millis(60_000)),
     });
     let tp = TopicPartition::new("t", 1);
+    let part = |partition, end| CommitPart {
+        tp: TopicPartition::new("t", partition),
+        base: 0,
+        end,
+    };
+    let committed = |group: &str, partition| {
+        let time = crate::offset_metadata::PartitionMetadata::with_partition_time(-1);
+        let metadata = crate::offset_metadata::encode(&time);
+        let tp = TopicPartition::new("t", partition);
+        (
+            group.to_string(),
+            tp,
+            OffsetAndMetadata {
+                offset: Offset(5),
+                metadata,
+            },
+        )
+    };
     let commit = Entry::Commit {
         txn: 0,
         tid: "app-0".into(),
         epoch: 0,
-        parts: vec![CommitPart {
-            tp: tp.clone(),
-            base: 0,
-            end: 9,
-        }],
-        offsets: vec![(
-            "g".into(),
-            TopicPartition::new("t", 0),
-            OffsetAndMetadata {
-                offset: Offset(5),
-                metadata: "AgAAAAAAAAPo".into(),
-            },
-        )],
+        parts: vec![part(1, 9), part(0, 2)],
+        offsets: vec![committed("g", 0), committed("", 1)],
     };
     let mut es = vec![
         Entry::TopicCreated(spec),
