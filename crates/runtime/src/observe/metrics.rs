@@ -95,6 +95,9 @@ pub struct UpkeepFigures {
     pub skipped: u64,
     /// How long each pass took, on the upkeep thread (no commit waits for it).
     pub duration: DurationHistogram,
+    /// What a pass that panicked said: the upkeep thread ended there, and no
+    /// pass has run since.
+    pub panicked: Option<String>,
 }
 
 /// One store's live segments (`store.segments`).
@@ -262,6 +265,11 @@ impl MetricsCells {
         u.passes += 1;
         u.failures += failures;
         u.duration.observe(took);
+    }
+
+    /// A pass of the log's upkeep panicked with `message`, ending the thread.
+    pub(crate) fn on_upkeep_panicked(&self, message: String) {
+        self.upkeep.lock().expect("metrics lock").panicked = Some(message);
     }
 
     /// A pass of the log's upkeep was due and skipped.

@@ -314,3 +314,53 @@ fn a_failed_pass_is_counted_and_the_application_goes_on() {
         &regular(driver_finals(tumbling_count(), &records)),
     );
 }
+
+/// Panics in the first pass of the log's upkeep.
+#[derive(Debug, Default)]
+struct PanickingUpkeep {
+    calls: AtomicU64,
+}
+
+impl Hooks for PanickingUpkeep {
+    fn upkeep(&self, _run: impl FnOnce() -> Result<(), LogError>) -> Result<(), LogError> {
+        self.calls.fetch_add(1, Ordering::AcqRel);
+        panic!("the compaction's index is out of step (injected)");
+    }
+}
+
+/// A panic in the log's upkeep ends the upkeep thread, and says so with its
+/// message (in the metrics, and logged): no later pass runs, and the
+/// application goes on committing exactly its final results.
+#[test]
+fn a_panicking_pass_is_reported_with_its_message_and_the_application_goes_on() {
+    let inner = Arc::new(EmbeddedLog::in_memory());
+    create_topics(&*inner);
+    let records = input(600, 20, 34);
+    produce(&*inner, &records, 50);
+    let hooks = Arc::new(PanickingUpkeep::default());
+    let log = Arc::new(HookedLog {
+        inner: inner.clone(),
+        hooks: hooks.clone(),
+    });
+    let mut app =
+        StreamsApp::with_log(tumbling_count(), eager_upkeep("upkeep-panics"), log).unwrap();
+    start_and_finish(&mut app);
+    assert_eq!(
+        hooks.calls.load(Ordering::Acquire),
+        1,
+        "no pass runs after the one that panicked"
+    );
+    let upkeep = app.handle().metrics().upkeep;
+    assert_eq!(
+        upkeep.panicked.as_deref(),
+        Some("the compaction's index is out of step (injected)"),
+        "{upkeep:?}"
+    );
+    assert_eq!(upkeep.passes, 0, "{upkeep:?}");
+    let finals = read_output(&*inner);
+    assert_each_once(&finals);
+    assert_same_finals(
+        &regular(finals),
+        &regular(driver_finals(tumbling_count(), &records)),
+    );
+}

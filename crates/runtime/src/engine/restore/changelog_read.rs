@@ -318,6 +318,73 @@ mod tests {
         assert_eq!(large, (0..6_000).collect::<Vec<u64>>());
     }
 
+    /// A consumer of one partition whose records past the checkpoint are all
+    /// a transaction's marker (as on Kafka): its first fetch returns nothing
+    /// and moves the position to the end.
+    #[derive(Debug)]
+    struct MarkerTail {
+        tp: TopicPartition,
+        position: u64,
+        end: u64,
+    }
+
+    impl Consumer for MarkerTail {
+        fn assign(&mut self, partitions: &[TopicPartition]) -> Result<(), LogError> {
+            assert_eq!(partitions, std::slice::from_ref(&self.tp));
+            Ok(())
+        }
+        fn seek(&mut self, _: &TopicPartition, to: stoatflow_log::SeekTo) -> Result<(), LogError> {
+            if let stoatflow_log::SeekTo::Offset(o) = to {
+                self.position = o.0;
+            }
+            Ok(())
+        }
+        fn position(&self, _: &TopicPartition) -> Result<Offset, LogError> {
+            Ok(Offset(self.position))
+        }
+        fn fetch(&mut self, _: Duration) -> Result<Vec<stoatflow_log::FetchedRecord>, LogError> {
+            self.position = self.end;
+            Ok(Vec::new())
+        }
+        fn end_offset(&mut self, _: &TopicPartition) -> Result<Offset, LogError> {
+            Ok(Offset(self.end))
+        }
+        fn beginning_offset(&mut self, _: &TopicPartition) -> Result<Offset, LogError> {
+            Ok(Offset(0))
+        }
+    }
+
+    /// A fetch that returns no record but moves the position to the end (past
+    /// a transaction's marker) ends the read at once: the end is checked after
+    /// every fetch, not only after one that brought records.
+    #[test]
+    fn a_fetch_that_moves_to_the_end_without_a_record_ends_the_read_without_a_stall() {
+        let tp = TopicPartition::new("c", 0);
+        let mut consumer = MarkerTail {
+            tp: tp.clone(),
+            position: 0,
+            end: 5,
+        };
+        let limits = ReadLimits {
+            stall: Duration::from_secs(2),
+            ..LIMITS
+        };
+        let mut delivered = 0;
+        read_batches(
+            &mut consumer,
+            [(tp, 4)],
+            &limits,
+            |_| ChangelogValueLayout::Plain,
+            &mut |_| {},
+            &mut |_| {
+                delivered += 1;
+                true
+            },
+        )
+        .expect("read to the end, not stalled");
+        assert_eq!(delivered, 0);
+    }
+
     #[test]
     fn a_keyless_record_is_handed_over_with_its_position_and_ends_the_read() {
         let log = EmbeddedLog::in_memory();

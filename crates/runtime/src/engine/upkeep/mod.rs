@@ -17,6 +17,11 @@
 //! not queued. Between passes the thread waits on its channel, and ends as
 //! soon as the application's last engine hung up on it.
 //!
+//! A pass that panics (a broken invariant in the log) ends the thread: it
+//! logs the panic's message and keeps it in the metrics
+//! ([`UpkeepFigures::panicked`](crate::UpkeepFigures)), and the application
+//! goes on without upkeep; a failed step, by contrast, is retried next pass.
+//!
 //! At a stop, a pass under way is waited for unless the application was
 //! halted (a close that ran out of time, a drop): then it finishes on its
 //! own thread. Either way the log sees a pass that completes or, if the
@@ -35,6 +40,7 @@ use std::time::{Duration, Instant};
 use stoatflow_log::{Log, OffsetAndMetadata, TopicPartition};
 
 use self::pass::{Pass, Purged};
+use super::guard::{Panicked, guarded, panic_message};
 use crate::error::RuntimeError;
 use crate::observe::metrics::MetricsCells;
 
@@ -69,8 +75,19 @@ impl UpkeepThread {
                 let mut purged = Purged::default();
                 while let Ok(pass) = inbox.recv() {
                     let began = Instant::now();
-                    let failures = pass.run(&*log, &mut purged);
-                    recorder.on_upkeep_pass(began.elapsed(), failures);
+                    match guarded(|| pass.run(&*log, &mut purged)) {
+                        Ok(failures) => recorder.on_upkeep_pass(began.elapsed(), failures),
+                        Err(Panicked(message)) => {
+                            // A broken invariant in the log: no later pass runs
+                            // on what it may have left half-done.
+                            tracing::error!(
+                                panic = %message,
+                                "a pass of the log's upkeep panicked; the log's upkeep no longer runs"
+                            );
+                            recorder.on_upkeep_panicked(message);
+                            return;
+                        }
+                    }
                 }
             })
             .map_err(|e| RuntimeError::ThreadDied {
@@ -118,8 +135,11 @@ impl UpkeepThread {
         loop {
             match ended.recv_timeout(STOP_POLL) {
                 Ok(()) | Err(RecvTimeoutError::Disconnected) => {
-                    if handle.join().is_err() {
-                        tracing::error!("the upkeep thread panicked");
+                    if let Err(payload) = handle.join() {
+                        tracing::error!(
+                            panic = %panic_message(&*payload),
+                            "the upkeep thread panicked"
+                        );
                     }
                     return;
                 }
@@ -144,7 +164,7 @@ pub(crate) struct Upkeep {
     last: Instant,
     repartition: HashSet<TopicPartition>,
     metrics: Arc<MetricsCells>,
-    /// The thread is gone (it panicked): said once.
+    /// The thread is gone (a pass panicked, which it logged): said once.
     gone: bool,
 }
 
