@@ -35,7 +35,7 @@ use crate::workloads::{
 };
 
 /// A benchmark query with an end-to-end run here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum E2eQuery {
     /// Nexmark q7, the highest bids, keyed by one constant key
     /// ([`queries::q7_keyed`]).

@@ -1,6 +1,7 @@
 //! Join throughput through the task path, one core: a 1 s windowed inner
 //! join and a left join, two inputs of N records each (default 5 M, set
-//! `STOATFLOW_BENCH_RECORDS` to shrink it) over 10 000 keys, interleaved,
+//! `STOATFLOW_BENCH_RECORDS` to shrink it) over 10 000 keys, interleaved
+//! (one left record in 10 with a key the right side never has),
 //! event time advancing 1 ms per 10 records per side. The frontier (the
 //! emission pass and store expiry) advances every 1 000 records and the
 //! epoch is committed with it. Prints records/s (both inputs counted).
@@ -47,8 +48,13 @@ fn run(left_join: bool, n: u64) -> (f64, u64) {
     let mut watermark = i64::MIN;
     for i in 0..n {
         let ts = (i / 10) as i64;
-        // Different key orders per side, so matches are not all immediate.
-        let lk = (i % KEYS) as i64;
+        // Different key orders per side, so matches are not all immediate;
+        // one left record in 10 has a key the right side never has.
+        let lk = if i % 10 == 9 {
+            (KEYS + (i / 10) % KEYS) as i64
+        } else {
+            (i % KEYS) as i64
+        };
         let rk = ((i * 7 + 3) % KEYS) as i64;
         task.push_typed(&li, lk, i as i64, ts).expect("left");
         task.push_typed(&ri, rk, i as i64, ts).expect("right");

@@ -54,14 +54,25 @@ pub const RIGHT_TOPIC: &str = "join-right";
 /// Keys of the join workloads.
 pub const JOIN_KEYS: u64 = 10_000;
 
+/// One left record in this many has a key the right side never has, so the
+/// left join emits its null side (and the inner join drops it).
+pub const JOIN_UNMATCHED_EVERY: u64 = 10;
+
 /// Pair `i` of the join workloads: `(left key, right key, event time)`, both
 /// sides at the same time, advancing 1 ms per 10 pairs; the sides walk the
-/// keys in different orders, so matches are not all immediate. The value of
+/// keys in different orders, so matches are not all immediate. Every
+/// [`JOIN_UNMATCHED_EVERY`]-th left record takes a key at or above
+/// [`JOIN_KEYS`], which no right record has: it matches nothing. The value of
 /// both records is `i`.
 #[inline]
 pub fn join_record(i: u64) -> (i64, i64, i64) {
+    let left = if i % JOIN_UNMATCHED_EVERY == JOIN_UNMATCHED_EVERY - 1 {
+        JOIN_KEYS + (i / JOIN_UNMATCHED_EVERY) % JOIN_KEYS
+    } else {
+        i % JOIN_KEYS
+    };
     (
-        (i % JOIN_KEYS) as i64,
+        left as i64,
         ((i * 7 + 3) % JOIN_KEYS) as i64,
         (i / 10) as i64,
     )
