@@ -11,8 +11,11 @@
 //! so that a decoder allocating what a length field claims aborts the test
 //! rather than passing on an overcommitting machine.
 //!
-//! Two tiers: a few thousand executions per target in every `cargo test`, and
-//! [`Tier::heavy`] executions under `STOATFLOW_HEAVY_TESTS`.
+//! Three levels: a few thousand executions per target in every `cargo test`;
+//! [`Tier::heavy`] executions under `STOATFLOW_HEAVY_TESTS` (what CI runs, so
+//! sized to keep a CI run within its time); and any number for a long run
+//! asked for by hand with `STOATFLOW_FUZZ_EXECUTIONS=<n>` (every target, a
+//! million each say), which overrides both.
 //!
 //! Owns the mutation, the tiers and the bounded run. Knows nothing of any
 //! decoder; the targets live beside the code they fuzz.
@@ -32,6 +35,30 @@ pub fn heavy() -> bool {
     std::env::var_os("STOATFLOW_HEAVY_TESTS").is_some()
 }
 
+/// The variable that asks every target for a number of executions (a long run).
+pub const EXECUTIONS_VAR: &str = "STOATFLOW_FUZZ_EXECUTIONS";
+
+/// The executions a long run asks for in [`EXECUTIONS_VAR`], if it is set.
+///
+/// # Panics
+/// When the variable is set to anything but a positive integer: a long run
+/// that silently ran the default would be mistaken for one that ran.
+#[must_use]
+pub fn asked_executions() -> Option<u32> {
+    let text = std::env::var(EXECUTIONS_VAR).ok()?;
+    Some(parse_executions(&text).unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// The executions [`EXECUTIONS_VAR`]'s `text` asks for, or an error naming it.
+fn parse_executions(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "{EXECUTIONS_VAR}={text:?}: expected a positive number of executions"
+        )),
+    }
+}
+
 /// How many inputs a target is fed in each tier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tier {
@@ -42,16 +69,18 @@ pub struct Tier {
 }
 
 impl Tier {
-    /// The tier of a pure decoder: 4,000 inputs, a million in the heavy tier.
+    /// The tier of a pure decoder: 4,000 inputs, 100,000 in the heavy tier
+    /// (seconds a target on an idle 2-core machine).
     pub const DECODER: Tier = Tier {
         short: 4_000,
-        heavy: 1_000_000,
+        heavy: 100_000,
     };
 
-    /// The executions of the tier that runs now.
+    /// The executions that run now: [`asked_executions`] if a long run asks,
+    /// else this tier's heavy or short count.
     #[must_use]
     pub fn executions(self) -> u32 {
-        if heavy() { self.heavy } else { self.short }
+        asked_executions().unwrap_or(if heavy() { self.heavy } else { self.short })
     }
 }
 
@@ -88,4 +117,19 @@ pub fn fuzz<S: Strategy>(
             started.elapsed()
         );
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_run_asks_for_a_positive_count_and_anything_else_is_refused_by_name() {
+        assert_eq!(parse_executions("1000000"), Ok(1_000_000));
+        assert_eq!(parse_executions(" 25 "), Ok(25));
+        for bad in ["", "0", "-3", "lots", "1e6"] {
+            let e = parse_executions(bad).unwrap_err();
+            assert!(e.contains(EXECUTIONS_VAR) && e.contains(bad), "{e}");
+        }
+    }
 }

@@ -101,7 +101,7 @@ fn request_heads_get_one_allowed_response() {
         // Each input is a whole request (or configuration) end to end.
         Tier {
             short: 2_000,
-            heavy: 100_000,
+            heavy: 20_000,
         },
         inputs(seeds, TOKENS, 512),
         |bytes| {

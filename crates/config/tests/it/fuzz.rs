@@ -82,7 +82,7 @@ fn yaml_configurations_load_or_err() {
         // Each input is a whole request (or configuration) end to end.
         Tier {
             short: 2_000,
-            heavy: 100_000,
+            heavy: 5_000,
         },
         inputs(seeds, TOKENS, 256),
         |bytes| {
