@@ -165,7 +165,8 @@ pub(crate) fn aggregation_store<K, V, A>(
         graph.borrow_mut().errors.push(e);
         None
     });
-    let request = StoreRequest::new(store.clone(), store_type, m.logging);
+    let request = StoreRequest::new(store.clone(), store_type, m.logging)
+        .with_serdes(key_serde.is_some(), m.value_serde.is_some());
     (store, key_serde, request)
 }
 

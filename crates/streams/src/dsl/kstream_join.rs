@@ -80,7 +80,7 @@ where
         plan.right_type
     };
     cx.window_store(
-        &StoreRequest::new(name, store_type, plan.logging),
+        &StoreRequest::new(name, store_type, plan.logging).with_serdes(ks.is_some(), vs.is_some()),
         // Memory follows the live arrivals (window + grace), not 60 s segments.
         SegmentedConfig::sized_to_retention(plan.windows.retention_ms()),
         BoxedCodec(codec(ks, name)),
@@ -105,7 +105,8 @@ where
     // The shared store follows the engine of the join's own stores (Kafka Streams keeps it
     // beside them).
     let store: Rc<RefCell<OuterStore<K, V1, V2>>> = cx.key_value_store(
-        &StoreRequest::new(name, plan.left_type, plan.logging),
+        &StoreRequest::new(name, plan.left_type, plan.logging)
+            .with_serdes(ks.is_some(), v1.is_some() && v2.is_some()),
         OuterKeyCodec(codec(ks, name)),
         LeftOrRightListCodec(codec(v1, name), codec(v2, name)),
     );

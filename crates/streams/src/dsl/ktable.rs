@@ -185,7 +185,7 @@ where
     V: Clone + 'static,
 {
     cx.key_value_store(
-        &StoreRequest::new(name, None, true),
+        &StoreRequest::new(name, None, true).with_serdes(ks.is_some(), vs.is_some()),
         BoxedCodec(codec(ks, name)),
         ValueAndTimestampCodec::new(BoxedCodec(codec(vs, name))),
     )

@@ -97,13 +97,15 @@ pub struct PersistentStore {
     pub recovery: Recovery,
 }
 
-/// One store a DSL operator asks for: its name, the engine its supplier chose (if any), and
-/// whether it is changelogged.
+/// One store a DSL operator asks for: its name, the engine its supplier chose (if any),
+/// whether it is changelogged, and which serde it was not given (a persistent store encodes
+/// every entry, so it is refused when it opens without one, before any record is read).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct StoreRequest {
     pub(crate) name: String,
     pub(crate) store_type: Option<StoreType>,
     pub(crate) logging: bool,
+    pub(crate) missing_serde: Option<&'static str>,
 }
 
 impl StoreRequest {
@@ -116,7 +118,21 @@ impl StoreRequest {
             name: name.into(),
             store_type,
             logging,
+            missing_serde: None,
         }
+    }
+
+    /// The request, noting the serde it lacks: `"key"` if `has_key` is false, else
+    /// `"value"` if `has_value` is.
+    pub(crate) fn with_serdes(mut self, has_key: bool, has_value: bool) -> Self {
+        self.missing_serde = if !has_key {
+            Some("key")
+        } else if !has_value {
+            Some("value")
+        } else {
+            None
+        };
+        self
     }
 }
 
@@ -288,6 +304,42 @@ mod tests {
             .to_string();
         assert!(err.contains("totals"), "{err}");
         assert!(err.contains("other-app"), "{err}");
+    }
+
+    /// A store without a serde is refused when it would be persistent, as the task is
+    /// instantiated (before any record), naming the store and the serde; in memory it
+    /// needs none.
+    #[test]
+    fn a_persistent_store_without_a_serde_is_refused_when_it_opens_not_at_its_first_write() {
+        /// A type with no default serde.
+        #[derive(Debug, Clone, Default)]
+        struct Digits(Vec<i64>);
+        let mut b = StreamsBuilder::new();
+        let _digits = b
+            .stream("l", Consumed::with(Serdes::string(), Serdes::i64()))
+            .group_by_key()
+            .aggregate(
+                Digits::default,
+                |_, v: &i64, mut acc: Digits| {
+                    acc.0.push(*v);
+                    acc
+                },
+                Materialized::as_("joined-digits").with_logging_disabled(),
+            );
+        let topology = b.build().unwrap();
+        let config = Arc::new(StreamsConfig::new("app"));
+        let tmp = tempfile::tempdir().unwrap();
+        let err = topology
+            .instantiate_in(0, &config, stores(tmp.path(), StoreType::Persistent))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("joined-digits"), "{err}");
+        assert!(err.contains("no value serde"), "{err}");
+        assert!(
+            topology
+                .instantiate_in(0, &config, stores(tmp.path(), StoreType::InMemory))
+                .is_ok()
+        );
     }
 
     /// Keeps the last value per key in the user store "seen".

@@ -185,6 +185,21 @@ impl Instantiation {
         if request.store_type.unwrap_or(stores.default) == StoreType::InMemory {
             return Placement::InMemory;
         }
+        if let Some(what) = request.missing_serde {
+            self.refuse(
+                &request.name,
+                StateError::InvalidConfig {
+                    store: request.name.clone(),
+                    detail: format!(
+                        "the store is persistent and has no {what} serde: a persistent store \
+                         encodes every entry (give one with Materialized::with_{what}_serde or \
+                         the operator's serdes, or choose an in-memory store: \
+                         default.dsl.store = in_memory or an in-memory store supplier)"
+                    ),
+                },
+            );
+            return Placement::Refused;
+        }
         let Some(dir) = stores.dir.clone() else {
             self.refuse(
                 &request.name,
