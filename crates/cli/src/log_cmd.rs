@@ -9,6 +9,7 @@ use std::io::{BufRead, Write};
 use std::path::Path;
 use std::time::Duration;
 
+use crate::out::outln;
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use stoatflow::log::{
@@ -38,7 +39,7 @@ fn partitions_of(log: &EmbeddedLog, topic: &str) -> anyhow::Result<u32> {
 pub fn topics(dir: &Path) -> anyhow::Result<()> {
     let log = open(dir)?;
     for spec in log.topics() {
-        println!("{}\t{}", spec.name, spec.shape);
+        outln!("{}\t{}", spec.name, spec.shape)?;
     }
     Ok(())
 }
@@ -51,19 +52,19 @@ pub fn describe(dir: &Path, topic: &str) -> anyhow::Result<()> {
         .into_iter()
         .find(|s| s.name == topic)
         .with_context(|| format!("topic {topic} does not exist"))?;
-    println!("topic {topic}: {}", spec.shape);
+    outln!("topic {topic}: {}", spec.shape)?;
     let mut consumer = log.consumer("stoatflow-cli-describe")?;
     for p in 0..spec.shape.partitions {
         let tp = TopicPartition::new(topic, p);
         consumer.assign(std::slice::from_ref(&tp))?;
         let begin = consumer.beginning_offset(&tp)?;
         let end = consumer.end_offset(&tp)?;
-        println!(
+        outln!(
             "  partition {p}: offsets {}..{} ({} committed records visible)",
             begin.0,
             end.0,
             end.0.saturating_sub(begin.0)
-        );
+        )?;
     }
     Ok(())
 }
@@ -134,7 +135,7 @@ pub fn produce(
     }
     producer.commit()?;
     bar.finish_and_clear();
-    println!("produced {n} records to {topic}");
+    outln!("produced {n} records to {topic}")?;
     Ok(())
 }
 

@@ -9,16 +9,19 @@
 mod examples;
 mod http_get;
 mod log_cmd;
+mod out;
 mod quickstart;
 mod run;
 mod watermarks;
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
 use crate::examples::Example;
+use crate::out::outln;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -131,12 +134,29 @@ struct TopicArgs {
     topic: String,
 }
 
-fn main() -> anyhow::Result<()> {
+/// A broken pipe on stdout ends the command quietly with status 0, as
+/// `head` closing its input should: the reader has what it wanted, and a
+/// status of 0 keeps `set -o pipefail` scripts from failing on it (a
+/// SIGPIPE death, 141 in the shell, is what C tools give; Rust ignores
+/// SIGPIPE, so the write fails with `BrokenPipe` instead). Any other error
+/// prints as `Error: ...` with its causes and exits 1.
+fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_max_level(tracing::Level::WARN)
         .with_writer(std::io::stderr)
         .init();
-    match Cli::parse().command {
+    match command(Cli::parse().command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if out::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {e:?}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn command(command: Command) -> anyhow::Result<()> {
+    match command {
         Command::Quickstart { dir } => quickstart::run(dir.as_deref()),
         Command::Run {
             config,
@@ -157,7 +177,7 @@ fn main() -> anyhow::Result<()> {
             watermarks::run(&url, Duration::from_millis(interval_ms))
         }
         Command::Describe { example } => {
-            println!("{}", example.topology()?.describe().trim_end());
+            outln!("{}", example.topology()?.describe().trim_end())?;
             Ok(())
         }
         Command::Log { command } => match command {

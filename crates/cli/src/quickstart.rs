@@ -20,6 +20,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::out::outln;
 use anyhow::{Context, bail};
 use stoatflow::log::{
     Consumer, EmbeddedLog, Log, Record, SeekTo, Timestamp, TopicPartition, TopicSpec,
@@ -82,10 +83,10 @@ pub fn run(dir: Option<&Path>) -> anyhow::Result<()> {
 
 fn run_in(dir: &Path) -> anyhow::Result<()> {
     let topology = topology()?;
-    println!("{}", topology.describe().trim_end());
-    println!(
+    outln!("{}", topology.describe().trim_end())?;
+    outln!(
         "\norders: 3 partitions, 30 s bound, 2 min idleness; partition 2 stops after 10 minutes"
-    );
+    )?;
     let clock = Arc::new(ManualClock::new(WallTime::from_millis(START_MS)));
     let config = RuntimeConfig::new(
         APP,
@@ -141,30 +142,32 @@ fn run_in(dir: &Path) -> anyhow::Result<()> {
             );
         }
     }
-    println!("wrote {records} orders to {} ({ORDERS})", dir.display());
+    // A closed stdout must not skip the close: its error waits until after.
+    let said = outln!("wrote {records} orders to {} ({ORDERS})", dir.display());
     let watermarks = app.watermarks();
     if !app.close(Duration::from_secs(60)) {
         bail!("close did not finish: {:?}", app.error());
     }
+    said?;
     if let Some(snapshot) = watermarks {
         let (_, body) = server::watermarks_response(&snapshot, true);
-        println!(
+        outln!(
             "\nGET /watermarks\n{}",
             serde_json::to_string_pretty(&body)?
-        );
+        )?;
     }
     let counts = read_counts(&log)?;
-    println!("\nfinal counts read back from {COUNTS} (read committed):");
+    outln!("\nfinal counts read back from {COUNTS} (read committed):")?;
     for ((shop, start), c) in &counts {
-        println!(
+        outln!(
             "  {shop:<7} [{} .. {})  {} orders",
             WallTime::from_millis(*start).to_iso8601(),
             WallTime::from_millis(start + WINDOW_MS).to_iso8601(),
             c.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
-        );
+        )?;
     }
     let windows: usize = counts.values().map(Vec::len).sum();
-    println!("\n{windows} final results, each committed once");
+    outln!("\n{windows} final results, each committed once")?;
     if counts.values().any(|c| c.len() != 1) {
         bail!("a window was emitted more than once");
     }

@@ -17,6 +17,7 @@ use stoatflow::log::TopicSpec;
 use stoatflow::{App, AppState};
 
 use crate::examples::Example;
+use crate::out::outln;
 
 /// When `run` stops besides a signal.
 #[derive(Debug, Clone, Copy)]
@@ -43,13 +44,13 @@ pub fn run(config: &Path, example: Example, partitions: u32, stop: Stop) -> anyh
     // A second signal during the close exits at once (status 1).
     let signalled = stoatflow::stop_on_signals()?;
     let server = app.start_endpoints(&config)?;
-    println!(
+    outln!(
         "running example {} (application id {}) on the {backend}",
         example.name(),
         config.runtime.application_id()
-    );
+    )?;
     if let Some(server) = &server {
-        println!("endpoints: http://{}/watermarks", server.local_addr());
+        outln!("endpoints: http://{}/watermarks", server.local_addr())?;
     }
     app.start()?;
     let started = Instant::now();
@@ -87,7 +88,8 @@ pub fn run(config: &Path, example: Example, partitions: u32, stop: Stop) -> anyh
         }
     };
     restoring.finish_and_clear();
-    println!("stopping ({reason})");
+    // A closed stdout must not skip the close: its error waits until after.
+    let said = outln!("stopping ({reason})");
     let closed = app.close(Duration::from_secs(60));
     if let Some(server) = server {
         server.shutdown();
@@ -96,6 +98,7 @@ pub fn run(config: &Path, example: Example, partitions: u32, stop: Stop) -> anyh
         anyhow::bail!("the application stopped with an error: {e}");
     }
     anyhow::ensure!(closed, "the application did not close in time");
-    println!("closed: every window the watermark closed is committed");
+    said?;
+    outln!("closed: every window the watermark closed is committed")?;
     Ok(())
 }

@@ -15,6 +15,7 @@ use serde_json::Value;
 use stoatflow::{Clock, SystemClock, WallTime};
 
 use crate::http_get;
+use crate::out::outln;
 
 /// The lag alert's threshold (docs/operating.md#alerts): event time five
 /// minutes behind wall clock.
@@ -254,22 +255,22 @@ pub fn run(url: &str, interval: Duration) -> anyhow::Result<()> {
     match &second {
         Some(body) => {
             let global = num(body, "globalMs");
-            println!(
+            outln!(
                 "global watermark: {} ({})",
                 iso(global),
                 global.unwrap_or(i64::MIN)
-            );
-            print!("{}", table(body, d.minimum.as_deref()));
+            )?;
+            crate::out::write(format_args!("{}", table(body, d.minimum.as_deref())))?;
             match &d.minimum {
-                Some(m) => println!("* holds the global watermark: {m}"),
-                None => println!("no partition holds the global watermark"),
+                Some(m) => outln!("* holds the global watermark: {m}")?,
+                None => outln!("no partition holds the global watermark")?,
             }
         }
         None => {
-            println!("{url} answered 503: the engine is not initialised, or nothing has registered")
+            outln!("{url} answered 503: the engine is not initialised, or nothing has registered")?
         }
     }
-    println!("{}", advice(&d.branch));
+    outln!("{}", advice(&d.branch))?;
     Ok(())
 }
 
