@@ -160,7 +160,9 @@ pub(crate) struct BatchBuilder {
     buf: Vec<u8>,
     count: u32,
     max_ts: i64,
-    next_delta: u32,
+    /// One past the last record's delta: a `u64`, since a record at the
+    /// widest delta, `u32::MAX`, makes it 2^32.
+    next_delta: u64,
 }
 
 impl BatchBuilder {
@@ -185,11 +187,13 @@ impl BatchBuilder {
 
     /// Adds a record at the next offset (delta = records so far).
     pub(crate) fn push(&mut self, record: RecordRef<'_>) {
-        let delta = self.next_delta;
+        let delta = u32::try_from(self.next_delta)
+            .expect("a batch at consecutive offsets is bounded in bytes, far below 2^32 records");
         self.push_with_delta(delta, record);
     }
 
-    /// Adds a record at an explicit offset delta (compaction).
+    /// Adds a record at an explicit offset delta (compaction, whose caller
+    /// keeps deltas increasing), up to `u32::MAX`.
     pub(crate) fn push_with_delta(&mut self, delta: u32, record: RecordRef<'_>) {
         let b = &mut self.buf;
         b.extend_from_slice(&delta.to_le_bytes());
@@ -203,13 +207,13 @@ impl BatchBuilder {
             put_opt_bytes(b, h.value.as_deref());
         }
         self.count += 1;
-        self.next_delta = delta + 1;
+        self.next_delta = u64::from(delta) + 1;
         self.max_ts = self.max_ts.max(record.timestamp.0);
     }
 
     /// Offsets this batch will take once based: `next_delta`.
     pub(crate) fn offset_span(&self) -> u64 {
-        u64::from(self.next_delta)
+        self.next_delta
     }
 
     /// Fills in the headers for `base` and transaction `txn` and returns the
@@ -569,6 +573,24 @@ mod tests {
             panic!("frame not valid")
         };
         assert!(decode_batch(body, |_, _| {}).is_err());
+    }
+
+    /// The widest delta the format carries, `u32::MAX`, is accepted: the
+    /// batch then spans 2^32 offsets (the next delta overflowed a `u32`: a
+    /// panic in debug builds, a wrapped span of 0 in release).
+    #[test]
+    fn a_record_at_the_widest_delta_spans_two_to_the_32_offsets() {
+        let mut b = BatchBuilder::new(64);
+        b.push((&sample()).into());
+        b.push_with_delta(u32::MAX, (&sample()).into());
+        assert_eq!(b.offset_span(), 1 << 32);
+        let frame = b.finish(7, 0).to_vec();
+        let FrameAt::Valid { body, .. } = frame_at(&frame, 0) else {
+            panic!("frame not valid")
+        };
+        let mut offsets = Vec::new();
+        decode_batch(body, |o, _| offsets.push(o)).unwrap();
+        assert_eq!(offsets, [7, 7 + u64::from(u32::MAX)]);
     }
 
     /// Found by the fuzz target `batch_bodies_decode_or_err_and_round_trip`:

@@ -5,7 +5,9 @@
 //! Owns: [`has_dropped`] (whether a rewrite would drop anything, stopping at
 //! the first record it would) and [`rewrite`] (the copy, in
 //! `<base>.seg.cleaned` beside the segment, synced, or a buffer in memory
-//! mode). Which records stay is the caller's `keep`.
+//! mode). Which records stay is the caller's `keep`. A kept record further
+//! from its batch's base than a delta carries (`u32::MAX`) starts a new
+//! batch; offsets that do not increase record by record are corruption.
 
 use std::path::{Path, PathBuf};
 
@@ -51,10 +53,14 @@ impl Rewritten {
 }
 
 fn malformed(seg: &Closed, pos: u64, m: &format::Malformed) -> LogError {
+    malformed_at(seg, pos, m.0.to_owned())
+}
+
+fn malformed_at(seg: &Closed, pos: u64, reason: String) -> LogError {
     LogError::Corrupt {
         file: seg.path.clone(),
         position: pos,
-        reason: m.0.to_owned(),
+        reason,
     }
 }
 
@@ -135,12 +141,24 @@ fn copy_kept(
     out.store.truncate(0, out.path)?;
     let mut frames = Frames::new(reader, &seg.path, 0, seg.size);
     let mut dropped = 0u64;
+    // The offset of the record before, kept or not: offsets must increase,
+    // or deltas from a batch's base would underflow.
+    let mut last = None;
     while let Some((pos, body)) = frames.next_frame()? {
         let mut failed = None;
         format::decode_batch_borrowed(body, |r| {
             if failed.is_some() {
                 return;
             }
+            if let Some(before) = last.filter(|&b| r.offset <= b) {
+                failed = Some(malformed_at(
+                    seg,
+                    pos,
+                    format!("record offset {} does not follow offset {before}", r.offset),
+                ));
+                return;
+            }
+            last = Some(r.offset);
             if !keep(&r) {
                 dropped += 1;
             } else if let Err(e) = out.push(&r) {
@@ -168,17 +186,23 @@ struct Out<'p> {
 }
 
 impl Out<'_> {
+    /// Adds `r`, whose offset is above every offset pushed before, to the
+    /// batch being built, or to a new one when that one is full or `r` lies
+    /// further from its base than a delta carries (`u32::MAX`).
     fn push(&mut self, r: &RecordIn<'_>) -> Result<(), LogError> {
-        let full = self.batch.len() >= BATCH_BYTES
-            || self.batch.count() >= BATCH_RECORDS
-            || r.offset - self.base > u64::from(u32::MAX);
-        if self.batch.count() > 0 && full {
-            self.flush()?;
-        }
-        if self.batch.count() == 0 {
-            self.base = r.offset;
-        }
-        let delta = u32::try_from(r.offset - self.base).unwrap_or(u32::MAX);
+        let joins = (self.batch.count() > 0
+            && self.batch.len() < BATCH_BYTES
+            && self.batch.count() < BATCH_RECORDS)
+            .then(|| u32::try_from(r.offset - self.base).ok())
+            .flatten();
+        let delta = match joins {
+            Some(delta) => delta,
+            None => {
+                self.flush()?;
+                self.base = r.offset;
+                0
+            }
+        };
         self.batch.push_with_delta(
             delta,
             RecordRef {
@@ -202,5 +226,104 @@ impl Out<'_> {
         self.index.push((self.base, self.size));
         self.size += frame.len() as u64;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::types::Record;
+
+    /// A closed segment of one-record batches at `offsets` (synthetic: the
+    /// gaps between them are never written).
+    fn segment(offsets: &[u64]) -> (Reader, Closed) {
+        let mut data = Vec::new();
+        for &o in offsets {
+            let mut b = BatchBuilder::new(64);
+            let r = Record::new(Some(&o.to_le_bytes()), Some(b"v"), Timestamp(1));
+            b.push((&r).into());
+            data.extend_from_slice(b.finish(o, 0));
+        }
+        let seg = Closed {
+            id: 0,
+            base: offsets[0],
+            data_end: offsets[offsets.len() - 1] + 1,
+            size: data.len() as u64,
+            path: Path::new("seg").to_path_buf(),
+            dirty_from: 0,
+        };
+        (Reader::Mem(Arc::new(data)), seg)
+    }
+
+    /// The offsets of the copy, batch by batch, checked against its index.
+    fn batches_of(w: &Rewritten) -> Vec<Vec<u64>> {
+        let reader = w.store.reader(Path::new("copy")).expect("reader");
+        let mut frames = Frames::new(&reader, Path::new("copy"), 0, w.size);
+        let mut out = Vec::new();
+        let mut index = Vec::new();
+        while let Some((pos, body)) = frames.next_frame().expect("frame") {
+            let mut offsets = Vec::new();
+            let hdr = format::decode_batch(body, |o, _| offsets.push(o)).expect("batch");
+            index.push((hdr.base, pos));
+            out.push(offsets);
+        }
+        assert_eq!(index, w.index);
+        out
+    }
+
+    const GAP_MAX: u64 = u32::MAX as u64;
+
+    /// Found by fuzzing: two kept records exactly `u32::MAX` offsets apart
+    /// went into one batch at delta `u32::MAX`, and the builder's next
+    /// delta overflowed (a panic in debug builds, a wrap in release). A
+    /// delta of `u32::MAX` is what the format carries; one more is not,
+    /// and starts a new batch.
+    #[test]
+    fn kept_records_up_to_and_past_the_widest_delta_apart_keep_their_offsets() {
+        for top in [0, u64::MAX - 3 * GAP_MAX - 8] {
+            let o1 = top + GAP_MAX; // delta u32::MAX: the same batch
+            let o2 = o1 + 1; // delta 2^32 from the base: a new batch
+            let o3 = o2 + GAP_MAX + 1; // a gap of 2^32
+            let o4 = o3 + GAP_MAX + 2; // a gap of 2^32 + 1
+            let offsets = [top, o1, o2, o3, o4, o4 + 1];
+            let (reader, seg) = segment(&offsets);
+            let w = rewrite(&reader, &seg, None, &|_: &RecordIn<'_>| true).expect("rewrite");
+            assert_eq!(w.dropped, 0);
+            assert_eq!(
+                batches_of(&w),
+                vec![vec![top, o1], vec![o2], vec![o3], vec![o4, o4 + 1]],
+                "from offset {top}"
+            );
+        }
+    }
+
+    /// Offsets of a segment that do not increase (a writer bug behind a
+    /// valid checksum: recovery checks batch against batch, not record
+    /// against record) are corruption named by file and position: going
+    /// back underflowed the delta (a panic in debug builds), and a repeated
+    /// offset was copied twice into one batch.
+    #[test]
+    fn offsets_that_do_not_increase_are_corruption_not_an_underflow() {
+        for offsets in [[10, 5], [10, 10]] {
+            let (reader, seg) = segment(&offsets);
+            let second = segment(&offsets[..1]).1.size;
+            match rewrite(&reader, &seg, None, &|_: &RecordIn<'_>| true) {
+                Err(LogError::Corrupt {
+                    file,
+                    position,
+                    reason,
+                }) => {
+                    assert_eq!((file.as_path(), position), (Path::new("seg"), second));
+                    assert!(
+                        reason.contains(&format!("offset {}", offsets[1])),
+                        "{reason}"
+                    );
+                }
+                other => panic!("{offsets:?}: {other:?}"),
+            }
+        }
     }
 }
