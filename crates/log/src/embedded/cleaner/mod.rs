@@ -86,6 +86,15 @@ pub(crate) const DEFAULT_MIN_DIRTY_RATIO: f64 = 0.5;
 /// small partition needs.
 const MIN_KEYED_RECORD: u64 = 25;
 
+/// Whether compaction keeps `r` of a segment ending at `data_end`: the
+/// segment's last record (so that its end stays where it was), a record
+/// without a key, or the latest record of its key as far as `map` knows.
+fn keeps(r: &RecordIn<'_>, data_end: u64, map: &OffsetMap) -> bool {
+    r.offset.checked_add(1) == Some(data_end)
+        || r.key
+            .is_none_or(|k| map.get(k).is_none_or(|latest| latest <= r.offset))
+}
+
 /// A closed segment as a pass found it.
 #[derive(Debug, Clone)]
 pub(crate) struct Closed {
@@ -310,11 +319,7 @@ impl Pass<'_> {
         map: &OffsetMap,
         report: &mut MaintenanceReport,
     ) -> Result<(), LogError> {
-        let keep = |r: &RecordIn<'_>| {
-            r.offset + 1 == seg.data_end
-                || r.key
-                    .is_none_or(|k| map.get(k).is_none_or(|latest| latest <= r.offset))
-        };
+        let keep = |r: &RecordIn<'_>| keeps(r, seg.data_end, map);
         let Some(reader) = self.reader(seg)? else {
             return Ok(());
         };

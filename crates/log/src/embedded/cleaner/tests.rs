@@ -466,3 +466,26 @@ fn a_crash_before_or_after_the_rename_of_a_compacted_segment_opens_as_before_or_
     }
     assert_eq!(&points.last().expect("a point").2, &read_all(&log));
 }
+
+/// A record at offset `u64::MAX` in the middle of a segment (offsets that
+/// do not increase, behind a valid checksum) is judged, not an overflow:
+/// the test for the segment's last record added 1 to its offset (a panic
+/// in debug builds, a wrap to 0 in release).
+#[test]
+fn keep_judges_a_record_at_the_top_offset_without_overflow() {
+    let record = |offset, key| crate::embedded::format::RecordIn {
+        offset,
+        timestamp: 0,
+        key,
+        value: None,
+        headers: Vec::new(),
+    };
+    let mut map = super::OffsetMap::new(1 << 16, 16);
+    assert!(map.insert(b"k", 10));
+    assert!(super::keeps(&record(u64::MAX, Some(b"k")), 0, &map));
+    assert!(super::keeps(&record(u64::MAX, None), 0, &map));
+    assert!(!super::keeps(&record(5, Some(b"k")), u64::MAX, &map));
+    // The segment's last record stays whatever its key's latest offset.
+    assert!(super::keeps(&record(5, Some(b"k")), 6, &map));
+    assert!(!super::keeps(&record(5, Some(b"k")), 7, &map));
+}
