@@ -100,6 +100,19 @@ pub enum ConfigError {
         /// A known key that is close, or a hint.
         suggestion: Option<String>,
     },
+    /// A `STOATFLOW_` environment variable that sets no key and is not one
+    /// of the project's own ([`crate::PROJECT_ENV_VARS`]).
+    #[error(
+        "environment variable {} sets no configuration key{}",
+        short(.var),
+        env_hint(.suggestion)
+    )]
+    UnknownEnvVar {
+        /// The variable.
+        var: String,
+        /// The variable of a key whose name is close, and the key.
+        suggestion: Option<String>,
+    },
     /// The same key twice in one file.
     #[error("configuration key {} at {at} is already set at {first}", short(.key))]
     Duplicate {
@@ -178,6 +191,17 @@ fn hint(suggestion: &Option<String>) -> String {
     }
 }
 
+/// How a variable's name is made, for an unknown variable with no close one.
+const NAMING: &str = "each key's variable is STOATFLOW_ and the key upper case, \
+                      '.' and '-' as '_'; STOATFLOW_KAFKA_* sets a kafka.* property";
+
+fn env_hint(suggestion: &Option<String>) -> String {
+    match suggestion {
+        Some(_) => hint(suggestion),
+        None => format!(" ({NAMING})"),
+    }
+}
+
 /// The most characters of a key or value an error message repeats.
 const SHOWN_CHARS: usize = 80;
 
@@ -201,6 +225,7 @@ impl ConfigError {
             | ConfigError::Refused { key, .. }
             | ConfigError::Missing { key, .. } => Some(key),
             ConfigError::Read { .. }
+            | ConfigError::UnknownEnvVar { .. }
             | ConfigError::TooLarge { .. }
             | ConfigError::Empty { .. }
             | ConfigError::Syntax { .. } => None,

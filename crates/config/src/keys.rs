@@ -210,19 +210,7 @@ const NAMESPACES: &[&str] = &[
 /// A did-you-mean for an unknown key: the closest known key, or the
 /// pass-through spelling of what looks like a librdkafka property.
 pub fn suggest(unknown: &str) -> Option<String> {
-    let limit = (unknown.len() / 4).max(2);
-    // A key whose length differs by more than the limit is further than it
-    // (and skipping it keeps a long unknown key from costing its length
-    // times every key's).
-    let chars = unknown.chars().count();
-    let best = KEYS
-        .iter()
-        .filter(|s| s.key.chars().count().abs_diff(chars) <= limit)
-        .map(|s| (edit_distance(unknown, s.key), s.key))
-        .min();
-    if let Some((distance, key)) = best
-        && distance <= limit
-    {
+    if let Some(key) = closest(unknown, KEYS.iter().map(|s| s.key)) {
         return Some(key.to_owned());
     }
     // A key written under a known prefix but with a different last part.
@@ -239,6 +227,27 @@ pub fn suggest(unknown: &str) -> Option<String> {
     let ours = NAMESPACES.iter().any(|n| unknown.starts_with(n));
     (!ours && unknown.contains('.'))
         .then(|| format!("{KAFKA_PREFIX}{unknown} (librdkafka properties go under {KAFKA_PREFIX})"))
+}
+
+/// The candidate nearest `unknown` when it is within a quarter of its length
+/// (at least 2) edits: the did-you-mean of keys and of environment variables.
+pub(crate) fn closest<S: AsRef<str>>(
+    unknown: &str,
+    candidates: impl IntoIterator<Item = S>,
+) -> Option<S> {
+    let limit = (unknown.len() / 4).max(2);
+    // A candidate whose length differs by more than the limit is further
+    // than it (and skipping it keeps a long unknown name from costing its
+    // length times every candidate's).
+    let chars = unknown.chars().count();
+    candidates
+        .into_iter()
+        .filter(|c| c.as_ref().chars().count().abs_diff(chars) <= limit)
+        .map(|c| (edit_distance(unknown, c.as_ref()), c))
+        .filter(|(distance, _)| *distance <= limit)
+        // Ties go to the first in lexical order, whatever the candidates' order.
+        .min_by(|(da, a), (db, b)| (da, a.as_ref()).cmp(&(db, b.as_ref())))
+        .map(|(_, c)| c)
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {

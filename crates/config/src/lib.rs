@@ -16,7 +16,9 @@
 //!   the environment variable of a key
 //!   (`STOATFLOW_WATERMARK_MAX_OUT_OF_ORDERNESS_MS`).
 //! - [`ConfigError`]: unknown key (with a did-you-mean), wrong type, out of
-//!   range, missing, each naming the key and its [`Origin`] (`file:line:column`).
+//!   range, missing, each naming the key and its [`Origin`] (`file:line:column`);
+//!   a `STOATFLOW_` variable that sets no key, naming it (the project's own,
+//!   [`PROJECT_ENV_VARS`], excepted).
 //! - A YAML text is refused whole when it is larger than [`MAX_FILE_BYTES`],
 //!   nests deeper than [`MAX_NESTING_DEPTH`], holds a NUL byte, a second
 //!   document, the same key twice (a leaf or a mapping), or no settings at
@@ -59,6 +61,7 @@ mod app_config;
 mod error;
 mod keys;
 mod loader;
+mod project_vars;
 mod redacted;
 mod source;
 mod text;
@@ -69,6 +72,7 @@ pub use app_config::{
 pub use error::{ConfigError, Origin};
 pub use keys::{KEYS, KeySpec, suggest};
 pub use loader::ConfigLoader;
+pub use project_vars::{ENV_PREFIX, PROJECT_ENV_VARS};
 pub use redacted::{PropertyValue, REDACTED, Redacted, is_secret_key};
 pub use source::{KAFKA_ENV_PREFIX, MAX_NESTING_DEPTH, env_name};
 pub use text::MAX_FILE_BYTES;

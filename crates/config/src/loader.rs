@@ -10,6 +10,7 @@ use std::path::Path;
 use crate::app_config::AppConfig;
 use crate::error::{ConfigError, Origin};
 use crate::keys::KEYS;
+use crate::project_vars::{self, ENV_PREFIX};
 use crate::source::{self, Entry, Raw, env_name, kafka_key_of_env};
 use crate::text;
 
@@ -28,6 +29,9 @@ use crate::text;
 #[derive(Debug, Default)]
 pub struct ConfigLoader {
     entries: Vec<Entry>,
+    /// The first (by name) `STOATFLOW_` variable that sets no key, refused
+    /// by [`ConfigLoader::build`].
+    unknown_var: Option<ConfigError>,
 }
 
 impl ConfigLoader {
@@ -87,20 +91,31 @@ impl ConfigLoader {
         self.env_vars(vars)
     }
 
-    /// Adds the overrides among `vars`; other variables are ignored.
+    /// Adds the overrides among `vars`. Variables not under `STOATFLOW_`,
+    /// and the project's own ([`PROJECT_ENV_VARS`](crate::PROJECT_ENV_VARS)),
+    /// are ignored; any other `STOATFLOW_` variable that sets no key makes
+    /// [`ConfigLoader::build`] fail naming it (a misspelt override).
     pub fn env_vars<K: Into<String>, V: Into<String>>(
         mut self,
         vars: impl IntoIterator<Item = (K, V)>,
     ) -> Self {
         let known: HashMap<String, &str> = KEYS.iter().map(|s| (env_name(s.key), s.key)).collect();
+        let mut unknown: Vec<String> = Vec::new();
         let mut found: Vec<Entry> = vars
             .into_iter()
             .filter_map(|(var, value)| {
                 let var: String = var.into();
+                if !var.starts_with(ENV_PREFIX) || project_vars::is_project_var(&var) {
+                    return None;
+                }
                 let key = known
                     .get(&var)
                     .map(|k| (*k).to_owned())
-                    .or_else(|| kafka_key_of_env(&var))?;
+                    .or_else(|| kafka_key_of_env(&var));
+                let Some(key) = key else {
+                    unknown.push(var);
+                    return None;
+                };
                 let at = Origin::Env { var };
                 Some(Entry {
                     key,
@@ -112,6 +127,9 @@ impl ConfigLoader {
             .collect();
         found.sort_by(|a, b| a.key.cmp(&b.key));
         self.entries.extend(found);
+        if self.unknown_var.is_none() {
+            self.unknown_var = unknown.iter().min().map(|v| project_vars::unknown(v));
+        }
         self
     }
 
@@ -119,10 +137,14 @@ impl ConfigLoader {
     /// ones; everything unset takes its default.
     ///
     /// # Errors
-    /// An unknown key (with a did-you-mean), a wrong type, a value out of
+    /// A `STOATFLOW_` variable that sets no key, an unknown key (each with a
+    /// did-you-mean), a wrong type, a value out of
     /// range, or a missing or inapplicable key, each naming the key and
     /// where it was written.
     pub fn build(self) -> Result<AppConfig, ConfigError> {
+        if let Some(e) = self.unknown_var {
+            return Err(e);
+        }
         let mut merged: Vec<Entry> = Vec::with_capacity(self.entries.len());
         let mut index: HashMap<String, usize> = HashMap::new();
         for e in self.entries {
