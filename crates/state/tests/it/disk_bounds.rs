@@ -97,9 +97,10 @@ fn files_and_bytes(dir: &Path) -> (usize, u64) {
 /// reaches the engine, a commit and an expiry per round, as the runtime does). The engine
 /// compacts in the background, so a sample can catch a pile of tables and versions waiting
 /// for it, which a busy machine makes larger; what must not grow is the low point: in each
-/// run of 50 rounds the fewest files and bytes stay within twice the most seen in rounds 20
-/// to 50. A keyspace per segment raised the low point by about six files a segment (2 721
-/// files by round 450).
+/// run of 50 rounds the fewest files and bytes stay within four times the most seen in
+/// rounds 20 to 50 (twice was exceeded once by a pile that lasted 50 rounds on a machine at
+/// load 20). A keyspace per segment raised the low point by about six files a segment
+/// (2 721 files and 219 MB by round 450), past either bound within the 500 rounds.
 #[test]
 fn files_and_bytes_stay_bounded_while_hundreds_of_segments_come_and_go() {
     let tmp = crate::scratch_root();
@@ -121,14 +122,14 @@ fn files_and_bytes_stay_bounded_while_hundreds_of_segments_come_and_go() {
         seen.push(files_and_bytes(tmp.path()));
     }
     let early = &seen[20..50];
-    let files_bound = 2 * early.iter().map(|s| s.0).max().unwrap();
-    let bytes_bound = 2 * early.iter().map(|s| s.1).max().unwrap();
+    let files_bound = 4 * early.iter().map(|s| s.0).max().unwrap();
+    let bytes_bound = 4 * early.iter().map(|s| s.1).max().unwrap();
     for (run, samples) in seen[50..].chunks(50).enumerate() {
         let files = samples.iter().map(|s| s.0).min().unwrap();
         let bytes = samples.iter().map(|s| s.1).min().unwrap();
         assert!(
             files <= files_bound && bytes <= bytes_bound,
-            "rounds {} to {}: at least {files} files and {bytes} bytes on disk; bound {files_bound} files, {bytes_bound} bytes (twice the most in rounds 20 to 50); every 50th round: {:?}",
+            "rounds {} to {}: at least {files} files and {bytes} bytes on disk; bound {files_bound} files, {bytes_bound} bytes (four times the most in rounds 20 to 50); every 50th round: {:?}",
             50 * run + 51,
             50 * run + 100,
             seen.iter().step_by(50).collect::<Vec<_>>()
