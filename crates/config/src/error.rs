@@ -10,6 +10,8 @@ use std::borrow::Cow;
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::keys::KafkaStreamsName;
+
 /// Where a setting was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -91,13 +93,14 @@ pub enum ConfigError {
         reason: String,
     },
     /// A key no setting has.
-    #[error("unknown configuration key {} at {at}{}", short(.key), hint(.suggestion))]
+    #[error("unknown configuration key {} at {at}{}", short(.key), unknown_hint(.key, .suggestion))]
     UnknownKey {
         /// The key, dotted.
         key: String,
         /// Where.
         at: Origin,
-        /// A known key that is close, or a hint.
+        /// A known key that is close, or a hint (our key for one of Kafka
+        /// Streams' names, whose message says so).
         suggestion: Option<String>,
     },
     /// A `STOATFLOW_` environment variable that sets no key and is not one
@@ -182,6 +185,15 @@ pub enum ConfigError {
         /// Why it is needed.
         reason: String,
     },
+}
+
+/// Kafka Streams' name explained ([`crate::KAFKA_STREAMS_NAMES`]), else the
+/// did-you-mean.
+fn unknown_hint(key: &str, suggestion: &Option<String>) -> String {
+    match KafkaStreamsName::of(key) {
+        Some(name) => format!(": {}", name.explain()),
+        None => hint(suggestion),
+    }
 }
 
 fn hint(suggestion: &Option<String>) -> String {

@@ -1,7 +1,7 @@
 //! The key table: every setting's dotted key, the type it takes and its
 //! default, as documentation and for the did-you-mean of an unknown key.
 //!
-//! Owns [`KEYS`] and [`suggest`]. Knows nothing of parsing: `app_config`
+//! Owns [`KEYS`], [`KAFKA_STREAMS_NAMES`] and [`suggest`]. Knows nothing of parsing: `app_config`
 //! gives each key its meaning.
 
 /// One setting.
@@ -194,6 +194,72 @@ pub const KEYS: &[KeySpec] = &[
     ),
 ];
 
+/// A Kafka Streams setting whose name is not ours: its name there, and our
+/// key for it or how the thing is set here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KafkaStreamsName {
+    /// Kafka Streams' name (`num.stream.threads`).
+    pub theirs: &'static str,
+    /// Our key for it, if one sets it.
+    pub ours: Option<&'static str>,
+    /// What differs, or how it is set here when no key sets it.
+    pub note: Option<&'static str>,
+}
+
+const STORE_CACHE: &str =
+    "here each persistent store's write cache has its own fixed bound, and no key sets it";
+
+/// Kafka Streams' names of settings that have another name here (or none):
+/// an unknown key among them is answered with ours, not taken for a
+/// librdkafka property. `application.id`, `processing.guarantee`,
+/// `state.dir` and the like are ours too and are not here. The table is in
+/// docs/operating.md#kafka-streams-names.
+pub const KAFKA_STREAMS_NAMES: &[KafkaStreamsName] = &[
+    KafkaStreamsName {
+        theirs: "num.stream.threads",
+        ours: Some(LANES),
+        note: None,
+    },
+    KafkaStreamsName {
+        theirs: "commit.interval.ms",
+        ours: Some(BARRIER_INTERVAL),
+        note: None,
+    },
+    KafkaStreamsName {
+        theirs: "max.task.idle.ms",
+        ours: Some(IDLENESS),
+        note: Some("how long a partition without records holds the watermark back"),
+    },
+    KafkaStreamsName {
+        theirs: "statestore.cache.max.bytes",
+        ours: None,
+        note: Some(STORE_CACHE),
+    },
+    KafkaStreamsName {
+        theirs: "cache.max.bytes.buffering",
+        ours: None,
+        note: Some(STORE_CACHE),
+    },
+];
+
+impl KafkaStreamsName {
+    /// The entry for `key`, if it is one of Kafka Streams' names.
+    pub fn of(key: &str) -> Option<&'static KafkaStreamsName> {
+        KAFKA_STREAMS_NAMES.iter().find(|n| n.theirs == key)
+    }
+
+    /// `X is Kafka Streams' name; here it is Y (note)`.
+    pub fn explain(&self) -> String {
+        let here = match (self.ours, self.note) {
+            (Some(ours), Some(note)) => format!("here it is {ours} ({note})"),
+            (Some(ours), None) => format!("here it is {ours}"),
+            (None, Some(note)) => note.to_owned(),
+            (None, None) => "here nothing sets it".to_owned(),
+        };
+        format!("{} is Kafka Streams' name; {here}", self.theirs)
+    }
+}
+
 /// Our own namespaces: an unknown key under one of these is a typo, not a
 /// librdkafka property.
 const NAMESPACES: &[&str] = &[
@@ -207,9 +273,14 @@ const NAMESPACES: &[&str] = &[
     "windowstore.",
 ];
 
-/// A did-you-mean for an unknown key: the closest known key, or the
-/// pass-through spelling of what looks like a librdkafka property.
+/// A did-you-mean for an unknown key: our key for one of Kafka Streams'
+/// names ([`KAFKA_STREAMS_NAMES`]; none when no key sets it), the closest
+/// known key, or the pass-through spelling of what looks like a librdkafka
+/// property.
 pub fn suggest(unknown: &str) -> Option<String> {
+    if let Some(name) = KafkaStreamsName::of(unknown) {
+        return name.ours.map(str::to_owned);
+    }
     if let Some(key) = closest(unknown, KEYS.iter().map(|s| s.key)) {
         return Some(key.to_owned());
     }

@@ -70,7 +70,7 @@ pub use app_config::{
     AppConfig, BackendSettings, EndpointsSettings, KafkaSettings, RecordingLevel,
 };
 pub use error::{ConfigError, Origin};
-pub use keys::{KEYS, KeySpec, suggest};
+pub use keys::{KAFKA_STREAMS_NAMES, KEYS, KafkaStreamsName, KeySpec, suggest};
 pub use loader::ConfigLoader;
 pub use project_vars::{ENV_PREFIX, PROJECT_ENV_VARS};
 pub use redacted::{PropertyValue, REDACTED, Redacted, is_secret_key};
