@@ -1,24 +1,7 @@
 //! Every command that prints ends quietly when its reader has gone
 //! (`stoatflow describe ... | head -1`): no panic, status 0.
 
-use std::process::Stdio;
-
 use crate::support::*;
-
-/// Runs with stdout a pipe whose reader is closed before the binary writes,
-/// returns (status code, stderr).
-fn with_closed_stdout(args: &[&str]) -> (Option<i32>, String) {
-    let mut child = stoatflow()
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn stoatflow");
-    drop(child.stdout.take().expect("stdout"));
-    let out = child.wait_with_output().expect("wait");
-    (out.status.code(), stderr(&out))
-}
 
 #[test]
 fn a_closed_stdout_ends_every_printing_command_quietly() {

@@ -206,6 +206,11 @@ fn watermarks_reads_a_running_app_and_sigterm_stops_it() {
         text.contains("branch 1 (quiet, not yet idle): clicks:0"),
         "{text}"
     );
+    // Its reader gone (`stoatflow watermarks | head -1`), it ends quietly.
+    let (status, stderr) =
+        with_closed_stdout(&["watermarks", "--url", &url, "--interval-ms", "100"]);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(status, Some(0), "{stderr}");
 
     let status = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])

@@ -37,6 +37,21 @@ pub fn run(args: &[&str], stdin: &str) -> Output {
     child.wait_with_output().expect("wait")
 }
 
+/// Runs with stdout a pipe whose reader is closed before the binary writes,
+/// returns (status code, stderr).
+pub fn with_closed_stdout(args: &[&str]) -> (Option<i32>, String) {
+    let mut child = stoatflow()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn stoatflow");
+    drop(child.stdout.take().expect("stdout"));
+    let out = child.wait_with_output().expect("wait");
+    (out.status.code(), stderr(&out))
+}
+
 pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
