@@ -240,8 +240,8 @@ where
                 .range(Bound::Included(&from), Bound::Included(&to));
             scan.map_err(|e| subs.err(e))?
         };
-        // In primary-key order on either engine: the persistent one lists a foreign key's
-        // subscribers in their bytes' order, which need not be `K`'s.
+        // In primary-key order, as both engines answer (the stores' key-order rule); the
+        // sort keeps the order emitted independent of that (one pass when sorted).
         subscribers.sort_by(|a, b| a.0.cmp(&b.0));
         for (key, hash) in subscribers {
             let SubscriptionKey::Entry(_, pk) = key else {

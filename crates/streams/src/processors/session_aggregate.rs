@@ -147,8 +147,8 @@ where
             self.windows.close_span(),
             i64::MIN,
             |store, from, to| {
-                // By end (so close), then key, then start: the persistent engine lists an
-                // end's keys in their bytes' order, which need not be `K`'s.
+                // By end (so close), then key, then start, as both engines answer (the
+                // stores' key-order rule); the sort keeps the order emitted independent of it.
                 let mut due = store.fetch_all_by_end(from, to)?;
                 due.sort_by(|a, b| (a.0.end, &a.1, a.0.start).cmp(&(b.0.end, &b.1, b.0.start)));
                 Ok(due)

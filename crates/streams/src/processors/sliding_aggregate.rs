@@ -458,8 +458,8 @@ where
             windows.close_span(),
             0,
             |store, from, to| {
-                // By start (so close), then key: the persistent engine lists a start's
-                // keys in their bytes' order, which need not be `K`'s.
+                // By start (so close), then key, as both engines answer (the stores'
+                // key-order rule); the sort keeps the order emitted independent of it.
                 let mut due = store.fetch_all(from, to)?;
                 due.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
                 Ok(due)

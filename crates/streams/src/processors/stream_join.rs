@@ -29,9 +29,11 @@
 //! window stores at the frontier.
 //!
 //! The unmatched store's key layout ([`OuterKeyCodec`]) keeps its times in
-//! byte order, so the persistent engine's range over encoded keys stops at
-//! the same close as the in-memory engine's over `OuterKey`; the key's bytes
-//! need not sort as `K` does, so the pass sorts what is due by `OuterKey`.
+//! byte order and names the bytes a range of closes covers, so the persistent
+//! engine reads only those entries; both engines answer in `OuterKey`'s order
+//! (the stores' key-order rule), and the pass's sort by `OuterKey` only keeps
+//! the order it emits in independent of that (on a sorted answer it is one
+//! pass).
 //!
 //! This module knows nothing of the DSL or of how the frontier is computed.
 
@@ -318,7 +320,7 @@ where
                 .borrow()
                 .range(Bound::Unbounded, to)
                 .map_err(|e| outer.err(e))?;
-            // The persistent engine lists a close's keys in their bytes' order.
+            // Already in `OuterKey` order on either engine; kept as the order emitted.
             due.sort_by(|a, b| a.0.cmp(&b.0));
             for (key, values) in due {
                 let k = key.key.clone().expect("stored unmatched keys are Some");
