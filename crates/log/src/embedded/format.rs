@@ -257,11 +257,19 @@ pub(crate) fn record_size(record: RecordRef<'_>) -> usize {
             .sum::<usize>()
 }
 
+/// The largest record the log takes, whatever
+/// [`EmbeddedConfig::max_record_bytes`](super::EmbeddedConfig::max_record_bytes)
+/// says (1 GiB): a key, value or header inside a record is then below
+/// `i32::MAX`, which its length field holds, and a batch below `u32::MAX`.
+pub(crate) const MAX_RECORD_BYTES_LIMIT: usize = 1 << 30;
+
 fn put_opt_bytes(b: &mut Vec<u8>, v: Option<&[u8]>) {
     match v {
         None => b.extend_from_slice(&(-1i32).to_le_bytes()),
         Some(v) => {
-            b.extend_from_slice(&(v.len() as i32).to_le_bytes());
+            let len = i32::try_from(v.len())
+                .expect("a record's fields are below MAX_RECORD_BYTES_LIMIT, below i32::MAX");
+            b.extend_from_slice(&len.to_le_bytes());
             b.extend_from_slice(v);
         }
     }
@@ -311,8 +319,16 @@ pub(crate) fn decode_batch_borrowed<'a>(
     let mut c = Cursor {
         b: &body[BATCH_HEADER..],
     };
+    // Offsets increase within a batch: the writer puts records at
+    // consecutive deltas, compaction at increasing ones. A repeated or
+    // falling delta would hand readers one offset twice or out of order.
+    let mut next_delta: u64 = 0;
     for _ in 0..hdr.count {
         let delta = c.u32()?;
+        if u64::from(delta) < next_delta {
+            return Err(Malformed("record offsets do not increase within the batch"));
+        }
+        next_delta = u64::from(delta) + 1;
         let timestamp = c.i64()?;
         let key = c.opt_slice()?;
         let value = c.opt_slice()?;
@@ -509,6 +525,34 @@ mod tests {
         );
         assert_eq!(got[0], (100, r));
         assert_eq!(got[1].0, 101);
+    }
+
+    /// A body with records at the given deltas.
+    fn body_with_deltas(deltas: &[u32]) -> Vec<u8> {
+        let mut b = BatchBuilder::new(64);
+        for &d in deltas {
+            b.push_with_delta(d, (&sample()).into());
+        }
+        let frame = b.finish(10, 1).to_vec();
+        let FrameAt::Valid { body, .. } = frame_at(&frame, 0) else {
+            panic!("frame not valid")
+        };
+        body.to_vec()
+    }
+
+    #[test]
+    fn a_batch_whose_offsets_do_not_increase_is_malformed() {
+        // Gaps are what compaction leaves: accepted.
+        let mut offsets = Vec::new();
+        decode_batch(&body_with_deltas(&[0, 3, 9]), |o, _| offsets.push(o)).unwrap();
+        assert_eq!(offsets, [10, 13, 19]);
+        for deltas in [&[0, 0][..], &[4, 2], &[0, 1, 1]] {
+            let err = decode_batch(&body_with_deltas(deltas), |_, _| {}).unwrap_err();
+            assert_eq!(
+                err.0, "record offsets do not increase within the batch",
+                "{deltas:?}"
+            );
+        }
     }
 
     #[test]

@@ -104,6 +104,8 @@ pub struct EmbeddedConfig {
     /// Roll the active segment of a partition past this size (default 64 MiB).
     pub segment_bytes: u64,
     /// Refuse records whose encoded size exceeds this (default 1 MiB, Kafka's default).
+    /// At most 1 GiB: [`EmbeddedLog::open_with`] refuses more (in memory, more is taken
+    /// as 1 GiB).
     pub max_record_bytes: usize,
     /// Checkpoint the transaction log past this size (default 16 MiB).
     pub txlog_rotate_bytes: u64,
@@ -353,6 +355,16 @@ impl EmbeddedLog {
             return Err(LogError::Config {
                 key: "max_open_segments".into(),
                 reason: "must be at least 1".into(),
+            });
+        }
+        if config.max_record_bytes > format::MAX_RECORD_BYTES_LIMIT {
+            return Err(LogError::Config {
+                key: "max_record_bytes".into(),
+                reason: format!(
+                    "must be at most {} (1 GiB), not {}",
+                    format::MAX_RECORD_BYTES_LIMIT,
+                    config.max_record_bytes
+                ),
             });
         }
         let root = dir.as_ref().to_path_buf();

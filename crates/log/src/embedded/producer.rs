@@ -270,7 +270,11 @@ impl TransactionalProducer for EmbeddedProducer {
             self.check_partition(tp)?;
         }
         let size = format::record_size(record);
-        let max = self.shared.config.max_record_bytes;
+        let max = self
+            .shared
+            .config
+            .max_record_bytes
+            .min(format::MAX_RECORD_BYTES_LIMIT);
         if size > max {
             return Err(LogError::RecordTooLarge {
                 topic: tp.topic.clone(),

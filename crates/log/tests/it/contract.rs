@@ -52,6 +52,27 @@ fn oversized_record_refused_in_memory_and_on_disk() {
     contract::oversized_record_refused(&log, "disk", 1000);
 }
 
+/// A record size limit past what a record's length fields hold (1 GiB) is
+/// refused at open, naming the setting, before anything is written.
+#[test]
+fn a_record_limit_past_one_gib_is_refused_naming_the_setting() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = EmbeddedConfig {
+        max_record_bytes: (1 << 30) + 1,
+        ..EmbeddedConfig::default()
+    };
+    let Err(err) = EmbeddedLog::open_with(dir.path().join("log"), config) else {
+        panic!("a record limit past 1 GiB");
+    };
+    assert!(err.to_string().contains("max_record_bytes"), "{err}");
+    assert!(!dir.path().join("log").exists(), "nothing is created");
+    let at_limit = EmbeddedConfig {
+        max_record_bytes: 1 << 30,
+        ..EmbeddedConfig::default()
+    };
+    EmbeddedLog::open_with(dir.path().join("log"), at_limit).expect("1 GiB is allowed");
+}
+
 #[test]
 fn whole_suite_survives_a_reopen_between_checks() {
     let dir = tempfile::tempdir().expect("tempdir");
