@@ -2,8 +2,8 @@
 //! loopback port with its own data directory, killed on drop (by process
 //! group: its PID leads the group of the wrapper and the broker).
 //!
-//! Without the binary: if `STOATFLOW_HEAVY_TESTS=1` (CI) the test fails
-//! loudly; otherwise it prints why it did not run and returns.
+//! The binary is found or installed by [`noida_db`]; a test that cannot
+//! have it fails, naming the command that installs it.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt as _;
@@ -13,7 +13,11 @@ use std::time::{Duration, Instant};
 
 use stoatflow_kafka::{KafkaConfig, KafkaLog};
 
-const BINARY: &str = "noida-db";
+#[path = "noida_db.rs"]
+pub mod noida_db;
+
+use noida_db::BINARY;
+
 const READY_WITHIN: Duration = Duration::from_secs(60);
 
 #[derive(Debug)]
@@ -22,19 +26,6 @@ pub struct TestBroker {
     port: u16,
     bin: PathBuf,
     dir: tempfile::TempDir,
-}
-
-fn find_binary() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("STOATFLOW_NOIDA_DB") {
-        return Some(PathBuf::from(p));
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(BINARY))
-        .find(|p| p.is_file())
-}
-
-fn heavy() -> bool {
-    std::env::var("STOATFLOW_HEAVY_TESTS").is_ok_and(|v| v == "1")
 }
 
 fn free_port() -> u16 {
@@ -67,25 +58,14 @@ fn spawn(bin: &std::path::Path, port: u16, dir: &std::path::Path) -> Child {
 }
 
 impl TestBroker {
-    /// Starts a broker, or returns `None` (having said why) when noida-db is
-    /// missing and heavy tests are not required.
+    /// Starts a broker.
     ///
     /// # Panics
-    /// If noida-db is missing under `STOATFLOW_HEAVY_TESTS=1`, or does not
-    /// become ready in time.
-    pub fn start(test: &str) -> Option<TestBroker> {
-        let Some(bin) = find_binary() else {
-            assert!(
-                !heavy(),
-                "STOATFLOW_HEAVY_TESTS=1 but `{BINARY}` is not on PATH: the Kafka contract tests \
-                 cannot run (install it with `pip install noida-db`)"
-            );
-            eprintln!(
-                "stoatflow-kafka: {test}: NOT RUN: `{BINARY}` not found on PATH \
-                 (pip install noida-db; STOATFLOW_HEAVY_TESTS=1 makes this a failure)"
-            );
-            return None;
-        };
+    /// If noida-db is missing and cannot be installed, or does not become
+    /// ready in time.
+    pub fn start(test: &str) -> TestBroker {
+        let bin = noida_db::binary();
+        eprintln!("{test}: broker {}", bin.display());
         let mut last_err = String::new();
         for _attempt in 0..3 {
             let dir = tempfile::tempdir().expect("tempdir");
@@ -98,7 +78,7 @@ impl TestBroker {
                 dir,
             };
             match broker.wait_ready() {
-                Ok(()) => return Some(broker),
+                Ok(()) => return broker,
                 Err(e) => last_err = e,
             }
         }

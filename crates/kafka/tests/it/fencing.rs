@@ -84,11 +84,7 @@ fn commit_offset(
 
 #[test]
 fn noida_db_accepts_offsets_of_a_member_of_a_stale_generation() {
-    let Some(broker) =
-        TestBroker::start("noida_db_accepts_offsets_of_a_member_of_a_stale_generation")
-    else {
-        return;
-    };
+    let broker = TestBroker::start("noida_db_accepts_offsets_of_a_member_of_a_stale_generation");
     let (log_a, log_b) = (connect(&broker), connect(&broker));
     log_a.create_topic(&TopicSpec::new(TOPIC, 2)).unwrap();
 
@@ -124,11 +120,8 @@ fn noida_db_accepts_offsets_of_a_member_of_a_stale_generation() {
 
 #[test]
 fn a_member_reads_its_groups_committed_offsets_through_its_own_connection() {
-    let Some(broker) =
-        TestBroker::start("a_member_reads_its_groups_committed_offsets_through_its_own_connection")
-    else {
-        return;
-    };
+    let broker =
+        TestBroker::start("a_member_reads_its_groups_committed_offsets_through_its_own_connection");
     let log = connect(&broker);
     log.create_topic(&TopicSpec::new(TOPIC, 2)).unwrap();
     let mut member = log.join_group(GROUP, "a", &[TOPIC.to_owned()]).unwrap();

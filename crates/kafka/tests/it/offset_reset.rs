@@ -57,9 +57,7 @@ fn values_to<C: Consumer>(c: &mut C, mut got: Vec<u64>, last: u64) -> Vec<u64> {
 
 #[test]
 fn a_seek_or_a_committed_offset_past_the_end_skips_no_record() {
-    let Some(broker) = TestBroker::start("offset_reset::past_the_end") else {
-        return;
-    };
+    let broker = TestBroker::start("offset_reset::past_the_end");
     let log = broker.log();
     log.create_topic(&TopicSpec::new("t", 1)).unwrap();
     commit(&log, 0, 5);
@@ -105,9 +103,7 @@ fn a_seek_or_a_committed_offset_past_the_end_skips_no_record() {
 
 #[test]
 fn latest_moves_a_position_past_the_end_to_the_end_and_none_fails_the_fetch() {
-    let Some(broker) = TestBroker::start("offset_reset::latest_and_none") else {
-        return;
-    };
+    let broker = TestBroker::start("offset_reset::latest_and_none");
     let connect = |reset| KafkaLog::connect(broker.config().with_offset_reset(reset)).unwrap();
     let (latest, none) = (connect(OffsetReset::Latest), connect(OffsetReset::None));
     latest.create_topic(&TopicSpec::new("t", 1)).unwrap();

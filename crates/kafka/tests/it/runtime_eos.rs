@@ -214,16 +214,15 @@ pub(crate) fn config_for(app_id: &str) -> RuntimeConfig {
         .with_windowstore_changelog_additional_retention(Duration::from_secs(10 * 365 * 86_400))
 }
 
-/// A broker for `test` with the input and output topics created (`None`
-/// where the broker cannot run outside CI).
-fn broker_with_topics(test: &str) -> Option<(TestBroker, Arc<KafkaLog>)> {
-    let broker = TestBroker::start(test)?;
+/// A broker for `test` with the input and output topics created.
+fn broker_with_topics(test: &str) -> (TestBroker, Arc<KafkaLog>) {
+    let broker = TestBroker::start(test);
     let log = Arc::new(broker.log());
     log.create_topic(&TopicSpec::new(INPUT, PARTITIONS))
         .unwrap();
     log.create_topic(&TopicSpec::new(OUTPUT, PARTITIONS))
         .unwrap();
-    Some((broker, log))
+    (broker, log)
 }
 
 /// Runs the app on `log` until two barriers committed, then drops it
@@ -244,11 +243,8 @@ fn crash_after_two_barriers(log: &Arc<KafkaLog>, config: RuntimeConfig) {
 
 #[test]
 fn runtime_on_kafka_crash_restart_commits_each_final_result_once() {
-    let Some((_broker, log)) =
-        broker_with_topics("runtime_on_kafka_crash_restart_commits_each_final_result_once")
-    else {
-        return;
-    };
+    let (_broker, log) =
+        broker_with_topics("runtime_on_kafka_crash_restart_commits_each_final_result_once");
     let records = input();
     let (first, rest) = records.split_at(200);
     produce(&log, first);
@@ -262,11 +258,9 @@ fn runtime_on_kafka_crash_restart_commits_each_final_result_once() {
 
 #[test]
 fn runtime_on_kafka_at_least_once_commits_its_offsets_as_the_groups_member() {
-    let Some((_broker, log)) = broker_with_topics(
+    let (_broker, log) = broker_with_topics(
         "runtime_on_kafka_at_least_once_commits_its_offsets_as_the_groups_member",
-    ) else {
-        return;
-    };
+    );
     let records = input();
     produce(&log, &records);
     let app_id = "alos-app";
@@ -306,11 +300,8 @@ fn runtime_on_kafka_at_least_once_commits_its_offsets_as_the_groups_member() {
 
 #[test]
 fn runtime_on_kafka_at_least_once_crash_restart_loses_nothing() {
-    let Some((_broker, log)) =
-        broker_with_topics("runtime_on_kafka_at_least_once_crash_restart_loses_nothing")
-    else {
-        return;
-    };
+    let (_broker, log) =
+        broker_with_topics("runtime_on_kafka_at_least_once_crash_restart_loses_nothing");
     let records = input();
     let (first, rest) = records.split_at(200);
     produce(&log, first);

@@ -10,9 +10,7 @@ use crate::support::*;
 
 #[test]
 fn the_kafka_backend_from_yaml_runs_on_the_broker() {
-    let Some(broker) = TestBroker::start("the_kafka_backend_from_yaml_runs_on_the_broker") else {
-        return;
-    };
+    let broker = TestBroker::start("the_kafka_backend_from_yaml_runs_on_the_broker");
     let yaml = format!(
         "application.id: clicks-kafka\nstoatflow:\n  backend: kafka\n  processing:\n    lanes: 1\n  commit-barrier:\n    interval-ms: 200\nbootstrap.servers: {}\nkafka:\n  receive.message.max.bytes: \"200000000\"\n",
         broker.bootstrap()
