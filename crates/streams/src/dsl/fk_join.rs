@@ -28,7 +28,7 @@ use crate::serde::subscription::{
     Response, ResponseSerde, Subscription, SubscriptionKey, SubscriptionKeySerde, SubscriptionSerde,
 };
 use crate::serde::{I64Serde, SerdeRef, default_serde};
-use crate::topology::graph::{Downstream, Instantiation, port};
+use crate::topology::graph::{Downstream, Instantiation, NodeId, port};
 
 impl<K: Ord + Clone + 'static, V: Clone + 'static> KTable<K, V> {
     /// The inner foreign-key join: each row of this table joins the row of
@@ -78,6 +78,46 @@ impl<K: Ord + Clone + 'static, V: Clone + 'static> KTable<K, V> {
         VO: Clone + 'static,
         R: Clone + 'static,
     {
+        let plan = self.fk_plan(other, left_join);
+        self.check_fk_serdes(&plan);
+
+        // Left table → subscriptions → the subscription topic.
+        let send = self.add_subscription_send(&plan, fk, left_join);
+        let subscriptions =
+            KStream::<FK, Subscription<K>>::new(self.graph.clone(), send, None, None).repartition(
+                Grouped {
+                    key_serde: plan.fks.clone(),
+                    value_serde: plan
+                        .ks
+                        .clone()
+                        .map(|k| Arc::new(SubscriptionSerde::new(k)) as SerdeRef<Subscription<K>>),
+                    name: Some(format!("{}-SUBSCRIPTION-REGISTRATION", plan.base)),
+                },
+            );
+
+        // The right side: subscriptions and right rows → responses.
+        let merge = self.add_right_side(other, &plan, subscriptions.node);
+        let responses = KStream::<K, Response<VO>>::new(self.graph.clone(), merge, None, None)
+            .repartition(Grouped {
+                key_serde: plan.ks.clone(),
+                value_serde: plan
+                    .vos
+                    .clone()
+                    .map(|v| Arc::new(ResponseSerde::new(v)) as SerdeRef<Response<VO>>),
+                name: Some(format!("{}-SUBSCRIPTION-RESPONSE", plan.base)),
+            });
+
+        // Responses → the joined table, against the current left rows.
+        let resolve = self.add_response_resolve(&plan, responses.node, joiner, left_join);
+        KTable::new(self.graph.clone(), resolve, plan.ks, None, None)
+    }
+
+    /// Names the join and its three stores, and gathers the serdes they need.
+    fn fk_plan<FK, VO>(&self, other: &KTable<FK, VO>, left_join: bool) -> FkPlan<K, V, FK, VO>
+    where
+        FK: Ord + Clone + 'static,
+        VO: Clone + 'static,
+    {
         let prefix = if left_join {
             "KTABLE-FK-LEFTJOIN"
         } else {
@@ -85,17 +125,29 @@ impl<K: Ord + Clone + 'static, V: Clone + 'static> KTable<K, V> {
         };
         let base = self.graph.borrow_mut().next_name(prefix);
         let ks = self.key_serde.clone();
-        let vs = self.value_serde.clone().or_else(default_serde);
         let fks = other.key_serde.clone();
-        let vos = other.value_serde.clone().or_else(default_serde);
-        let left_store = format!("{base}-LEFT-STORE");
-        let sub_store = format!("{base}-SUBSCRIPTION-STORE");
-        let right_store = format!("{base}-RIGHT-STORE");
         let sub_keys = fks.clone().zip(ks.clone()).map(|(f, k)| {
             Arc::new(SubscriptionKeySerde::new(f, k)) as SerdeRef<SubscriptionKey<FK, K>>
         });
-        let hashes: Option<SerdeRef<i64>> = Some(Arc::new(I64Serde));
-        if vs.is_none() {
+        FkPlan {
+            prefix,
+            left_store: format!("{base}-LEFT-STORE"),
+            sub_store: format!("{base}-SUBSCRIPTION-STORE"),
+            right_store: format!("{base}-RIGHT-STORE"),
+            base,
+            ks,
+            vs: self.value_serde.clone().or_else(default_serde),
+            fks,
+            vos: other.value_serde.clone().or_else(default_serde),
+            sub_keys,
+            hashes: Some(Arc::new(I64Serde)),
+        }
+    }
+
+    /// Records a topology error when the left values have no serde (the join hashes them), and
+    /// notes each store's missing serdes.
+    fn check_fk_serdes<FK, VO>(&self, plan: &FkPlan<K, V, FK, VO>) {
+        if plan.vs.is_none() {
             let node = self.graph.borrow().nodes[self.node].name.clone();
             self.graph
                 .borrow_mut()
@@ -107,50 +159,69 @@ impl<K: Ord + Clone + 'static, V: Clone + 'static> KTable<K, V> {
                         .into(),
             });
         }
-        note_missing(&self.graph, &left_store, true, &ks, &vs);
-        note_missing(&self.graph, &sub_store, true, &sub_keys, &hashes);
-        note_missing(&self.graph, &right_store, true, &fks, &vos);
+        note_missing(&self.graph, &plan.left_store, true, &plan.ks, &plan.vs);
+        note_missing(
+            &self.graph,
+            &plan.sub_store,
+            true,
+            &plan.sub_keys,
+            &plan.hashes,
+        );
+        note_missing(&self.graph, &plan.right_store, true, &plan.fks, &plan.vos);
+    }
 
-        // Left table → subscriptions → the subscription topic.
-        let send = {
-            let (name, ks, vs, fk) = (left_store.clone(), ks.clone(), vs.clone(), fk.clone());
-            add_processor(
-                &self.graph,
-                &format!("{prefix}-SUBSCRIPTION-SEND"),
-                vec![self.node],
-                vec![left_store.clone()],
-                None,
-                Arc::new(move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
-                    port::<K, Option<V>, _>(SubscriptionSend {
-                        left: NamedStore {
-                            name: name.clone(),
-                            store: table_store(cx, &name, &ks, &vs),
-                        },
-                        value_serde: vs.clone().expect("checked at build"),
-                        fk: fk.clone(),
-                        left_join,
-                        down: Downstream::from_children(ch),
-                    })
-                }),
-            )
-            .0
-        };
-        let subscriptions =
-            KStream::<FK, Subscription<K>>::new(self.graph.clone(), send, None, None).repartition(
-                Grouped {
-                    key_serde: fks.clone(),
-                    value_serde: ks
-                        .clone()
-                        .map(|k| Arc::new(SubscriptionSerde::new(k)) as SerdeRef<Subscription<K>>),
-                    name: Some(format!("{base}-SUBSCRIPTION-REGISTRATION")),
-                },
-            );
+    /// Adds the node that keeps the left rows and sends a subscription per left change.
+    fn add_subscription_send<FK, VO>(
+        &self,
+        plan: &FkPlan<K, V, FK, VO>,
+        fk: FkExtractor<V, FK>,
+        left_join: bool,
+    ) -> NodeId
+    where
+        FK: Ord + Clone + 'static,
+    {
+        let (name, ks, vs) = (plan.left_store.clone(), plan.ks.clone(), plan.vs.clone());
+        add_processor(
+            &self.graph,
+            &format!("{}-SUBSCRIPTION-SEND", plan.prefix),
+            vec![self.node],
+            vec![plan.left_store.clone()],
+            None,
+            Arc::new(move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
+                port::<K, Option<V>, _>(SubscriptionSend {
+                    left: NamedStore {
+                        name: name.clone(),
+                        store: table_store(cx, &name, &ks, &vs),
+                    },
+                    value_serde: vs.clone().expect("checked at build"),
+                    fk: fk.clone(),
+                    left_join,
+                    down: Downstream::from_children(ch),
+                })
+            }),
+        )
+        .0
+    }
 
-        // The right side: subscriptions and right rows → responses.
-        let right_stores = vec![sub_store.clone(), right_store.clone()];
+    /// Adds the two right-side nodes (on the subscription topic and on the right table), which
+    /// share the subscription store and the right rows, and the node merging their responses;
+    /// returns the merge node.
+    fn add_right_side<FK, VO>(
+        &self,
+        other: &KTable<FK, VO>,
+        plan: &FkPlan<K, V, FK, VO>,
+        subscriptions: NodeId,
+    ) -> NodeId
+    where
+        FK: Ord + Clone + 'static,
+        VO: Clone + 'static,
+    {
+        let prefix = plan.prefix;
+        let right_stores = vec![plan.sub_store.clone(), plan.right_store.clone()];
         let stores = {
-            let (sub_store, right_store) = (sub_store.clone(), right_store.clone());
-            let (sub_keys, fks, vos) = (sub_keys.clone(), fks.clone(), vos.clone());
+            let (sub_store, right_store) = (plan.sub_store.clone(), plan.right_store.clone());
+            let (sub_keys, hashes) = (plan.sub_keys.clone(), plan.hashes.clone());
+            let (fks, vos) = (plan.fks.clone(), plan.vos.clone());
             move |cx: &mut Instantiation| RightStores {
                 subscriptions: NamedStore {
                     name: sub_store.clone(),
@@ -168,7 +239,7 @@ impl<K: Ord + Clone + 'static, V: Clone + 'static> KTable<K, V> {
             add_processor(
                 &self.graph,
                 &format!("{prefix}-SUBSCRIPTION-RECEIVE"),
-                vec![subscriptions.node],
+                vec![subscriptions],
                 right_stores.clone(),
                 None,
                 Arc::new(move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
@@ -194,7 +265,7 @@ impl<K: Ord + Clone + 'static, V: Clone + 'static> KTable<K, V> {
             }),
         )
         .0;
-        let (merge, _) = add_processor(
+        add_processor(
             &self.graph,
             &format!("{prefix}-RESPONSE-MERGE"),
             vec![receive, update],
@@ -205,23 +276,28 @@ impl<K: Ord + Clone + 'static, V: Clone + 'static> KTable<K, V> {
                     down: Downstream::from_children(ch),
                 })
             }),
-        );
-        let responses = KStream::<K, Response<VO>>::new(self.graph.clone(), merge, None, None)
-            .repartition(Grouped {
-                key_serde: ks.clone(),
-                value_serde: vos
-                    .clone()
-                    .map(|v| Arc::new(ResponseSerde::new(v)) as SerdeRef<Response<VO>>),
-                name: Some(format!("{base}-SUBSCRIPTION-RESPONSE")),
-            });
+        )
+        .0
+    }
 
-        // Responses → the joined table, against the current left rows.
-        let (name, ks2, vs2) = (left_store.clone(), ks.clone(), vs.clone());
-        let (resolve, _) = add_processor(
+    /// Adds the node that joins each response with the current left row.
+    fn add_response_resolve<FK, VO, R>(
+        &self,
+        plan: &FkPlan<K, V, FK, VO>,
+        responses: NodeId,
+        joiner: FkJoiner<V, VO, R>,
+        left_join: bool,
+    ) -> NodeId
+    where
+        VO: Clone + 'static,
+        R: Clone + 'static,
+    {
+        let (name, ks2, vs2) = (plan.left_store.clone(), plan.ks.clone(), plan.vs.clone());
+        add_processor(
             &self.graph,
-            &format!("{prefix}-RESPONSE-RESOLVE"),
-            vec![responses.node],
-            vec![left_store],
+            &format!("{}-RESPONSE-RESOLVE", plan.prefix),
+            vec![responses],
+            vec![plan.left_store.clone()],
             None,
             Arc::new(move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
                 port::<K, Response<VO>, _>(ResponseResolve {
@@ -235,7 +311,24 @@ impl<K: Ord + Clone + 'static, V: Clone + 'static> KTable<K, V> {
                     down: Downstream::from_children(ch),
                 })
             }),
-        );
-        KTable::new(self.graph.clone(), resolve, ks, None, None)
+        )
+        .0
     }
+}
+
+/// A foreign-key join's names and the serdes of its stores and topics.
+struct FkPlan<K, V, FK, VO> {
+    /// The node names' prefix: which join this is.
+    prefix: &'static str,
+    /// The join's own name, which its stores and internal topics start with.
+    base: String,
+    left_store: String,
+    sub_store: String,
+    right_store: String,
+    ks: Option<SerdeRef<K>>,
+    vs: Option<SerdeRef<V>>,
+    fks: Option<SerdeRef<FK>>,
+    vos: Option<SerdeRef<VO>>,
+    sub_keys: Option<SerdeRef<SubscriptionKey<FK, K>>>,
+    hashes: Option<SerdeRef<i64>>,
 }

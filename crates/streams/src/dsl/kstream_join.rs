@@ -31,7 +31,9 @@ use crate::processors::stream_table_join::StreamTableJoin;
 use crate::processors::windowed::EmitFrontier;
 use crate::serde::SerdeRef;
 use crate::serde::{BoxedCodec, codec};
-use crate::topology::graph::{Downstream, Instantiation, PortHandle, SharedGraph, port};
+use crate::topology::graph::{
+    Downstream, Factory, Instantiation, NodeId, PortHandle, SharedGraph, port,
+};
 use crate::topology::store_choice::StoreRequest;
 use crate::topology::{StoreShape, StoreType};
 
@@ -130,6 +132,254 @@ where
     }
 }
 
+/// The serdes of a stream-stream join's stores: the `StreamJoined`'s, else the streams' own.
+#[derive(Clone)]
+struct JoinSerdes<K, V1, V2> {
+    ks: Option<SerdeRef<K>>,
+    v1s: Option<SerdeRef<V1>>,
+    v2s: Option<SerdeRef<V2>>,
+}
+
+/// The join's base name: the `StreamJoined`'s store name, else a fresh name whose prefix says
+/// which join it is.
+fn join_base_name<K, V1, V2>(
+    graph: &SharedGraph,
+    joined: &StreamJoined<K, V1, V2>,
+    (left_outer, right_outer): (bool, bool),
+) -> String {
+    joined.store_name.clone().unwrap_or_else(|| {
+        let prefix = match (left_outer, right_outer) {
+            (false, false) => "KSTREAM-JOIN",
+            (true, false) => "KSTREAM-LEFTJOIN",
+            _ => "KSTREAM-OUTERJOIN",
+        };
+        graph.borrow_mut().next_name(prefix)
+    })
+}
+
+/// The join's store names and settings, from its base name and the `StreamJoined`'s suppliers.
+fn join_plan<K, V1, V2>(
+    base: &str,
+    joined: &StreamJoined<K, V1, V2>,
+    (left_outer, right_outer): (bool, bool),
+    windows: JoinWindows,
+) -> JoinPlan {
+    JoinPlan {
+        left_store: joined.this_store.as_ref().map_or_else(
+            || format!("{base}-this-join-store"),
+            |s| s.name().to_owned(),
+        ),
+        right_store: joined.other_store.as_ref().map_or_else(
+            || format!("{base}-other-join-store"),
+            |s| s.name().to_owned(),
+        ),
+        outer_store: (left_outer || right_outer).then(|| {
+            format!(
+                "{base}-{}-shared-join-store",
+                if right_outer { "outer" } else { "left" }
+            )
+        }),
+        windows,
+        logging: joined.logging,
+        left_type: joined.this_store.as_ref().map(|s| s.store_type()),
+        right_type: joined.other_store.as_ref().map(|s| s.store_type()),
+    }
+}
+
+/// Records a topology error for each store supplier that is not a window store, and for
+/// invalid windows.
+fn check_join_arguments<K, V1, V2>(
+    graph: &SharedGraph,
+    joined: &StreamJoined<K, V1, V2>,
+    windows: JoinWindows,
+    base: &str,
+) {
+    for supplier in [&joined.this_store, &joined.other_store]
+        .into_iter()
+        .flatten()
+    {
+        if supplier.shape() != StoreShape::Window {
+            graph
+                .borrow_mut()
+                .errors
+                .push(TopologyError::InvalidArgument {
+                    node: supplier.name().to_owned(),
+                    reason: format!(
+                        "a {} store supplier cannot back a stream-stream join's window store",
+                        supplier.shape()
+                    ),
+                });
+        }
+    }
+    if let Err(e) = windows.validate(base) {
+        graph.borrow_mut().errors.push(e);
+    }
+}
+
+/// Notes each logged join store whose key or value serde is missing.
+fn note_missing_join_serdes<K, V1, V2>(
+    graph: &SharedGraph,
+    plan: &JoinPlan,
+    serdes: &JoinSerdes<K, V1, V2>,
+) {
+    for store in [&plan.left_store, &plan.right_store]
+        .into_iter()
+        .chain(plan.outer_store.as_ref())
+    {
+        note_missing(graph, store, &serdes.ks, "key");
+    }
+    note_missing(graph, &plan.left_store, &serdes.v1s, "value");
+    note_missing(graph, &plan.right_store, &serdes.v2s, "value");
+    if let Some(o) = &plan.outer_store {
+        note_missing(graph, o, &serdes.v1s, "value");
+        note_missing(graph, o, &serdes.v2s, "value");
+    }
+}
+
+impl JoinPlan {
+    /// The stores both sides connect to: the two window stores, and the outer store with its
+    /// emit frontier.
+    fn store_names(&self) -> Vec<String> {
+        let mut stores = vec![self.left_store.clone(), self.right_store.clone()];
+        if let Some(o) = &self.outer_store {
+            stores.push(o.clone());
+            stores.push(format!("{o}-emitfrontier"));
+        }
+        stores
+    }
+}
+
+/// The outer store's state for one side's instance, when the join is left or outer.
+fn side_outer_state<K, V1, V2>(
+    cx: &mut Instantiation,
+    plan: &JoinPlan,
+    serdes: &JoinSerdes<K, V1, V2>,
+) -> Option<OuterState<K, V1, V2>>
+where
+    K: Ord + Clone + 'static,
+    V1: Clone + 'static,
+    V2: Clone + 'static,
+{
+    plan.outer_store
+        .as_ref()
+        .map(|o| outer_state::<K, V1, V2>(cx, o, plan, &serdes.ks, &serdes.v1s, &serdes.v2s))
+}
+
+/// The factory of the this (left) side, which also runs the emission pass of the null sides.
+fn this_side_factory<K, V1, V2, VR>(
+    name: String,
+    plan: &JoinPlan,
+    serdes: &JoinSerdes<K, V1, V2>,
+    full: &Joiner<K, V1, V2, VR>,
+    (left_outer, right_outer): (bool, bool),
+) -> Factory
+where
+    K: Ord + Clone + std::fmt::Debug + 'static,
+    V1: Clone + 'static,
+    V2: Clone + 'static,
+    VR: Clone + 'static,
+{
+    let (plan, serdes, full) = (plan.clone(), serdes.clone(), full.clone());
+    Arc::new(
+        move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| -> PortHandle {
+            let this_store =
+                side_store::<K, V1>(cx, &plan.left_store, &plan, &serdes.ks, &serdes.v1s);
+            let other_store =
+                side_store::<K, V2>(cx, &plan.right_store, &plan, &serdes.ks, &serdes.v2s);
+            let outer = side_outer_state(cx, &plan, &serdes);
+            let f = full.clone();
+            let side = JoinSide {
+                node: name.clone(),
+                side: LEFT,
+                before_ms: plan.windows.before_ms(),
+                after_ms: plan.windows.after_ms(),
+                grace_ms: plan.windows.grace_ms(),
+                this_store_name: plan.left_store.clone(),
+                this_store,
+                other_store_name: plan.right_store.clone(),
+                other_store,
+                outer,
+                this_outer: left_outer,
+                other_outer: right_outer,
+                joined: Arc::new(move |k: &K, l: &V1, r: Option<&V2>| f(k, Some(l), r)),
+                wrap: Arc::new(LeftOrRight::Left),
+                full: full.clone(),
+                down: Downstream::<K, VR>::from_children(ch),
+            };
+            let op = Rc::new(RefCell::new(side));
+            cx.add_frontier_op(op.clone());
+            PortHandle::of::<K, V1>(op)
+        },
+    )
+}
+
+/// The factory of the other (right) side: the left side's mirror.
+fn other_side_factory<K, V1, V2, VR>(
+    name: String,
+    plan: &JoinPlan,
+    serdes: &JoinSerdes<K, V1, V2>,
+    full: &Joiner<K, V1, V2, VR>,
+    (left_outer, right_outer): (bool, bool),
+) -> Factory
+where
+    K: Ord + Clone + std::fmt::Debug + 'static,
+    V1: Clone + 'static,
+    V2: Clone + 'static,
+    VR: Clone + 'static,
+{
+    let (plan, serdes, full) = (plan.clone(), serdes.clone(), full.clone());
+    Arc::new(
+        move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| -> PortHandle {
+            let this_store =
+                side_store::<K, V2>(cx, &plan.right_store, &plan, &serdes.ks, &serdes.v2s);
+            let other_store =
+                side_store::<K, V1>(cx, &plan.left_store, &plan, &serdes.ks, &serdes.v1s);
+            let outer = side_outer_state(cx, &plan, &serdes);
+            let f = full.clone();
+            port::<K, V2, _>(JoinSide {
+                node: name.clone(),
+                side: RIGHT,
+                // Mirrored: a right record at t joins left records in [t - after, t + before].
+                before_ms: plan.windows.after_ms(),
+                after_ms: plan.windows.before_ms(),
+                grace_ms: plan.windows.grace_ms(),
+                this_store_name: plan.right_store.clone(),
+                this_store,
+                other_store_name: plan.left_store.clone(),
+                other_store,
+                outer,
+                this_outer: right_outer,
+                other_outer: left_outer,
+                joined: Arc::new(move |k: &K, r: &V2, l: Option<&V1>| f(k, l, Some(r))),
+                wrap: Arc::new(LeftOrRight::Right),
+                full: full.clone(),
+                down: Downstream::<K, VR>::from_children(ch),
+            })
+        },
+    )
+}
+
+/// Adds the node that merges both sides' results into one stream.
+fn add_merge<K, VR>(graph: &SharedGraph, this_id: NodeId, other_id: NodeId) -> NodeId
+where
+    K: Clone + 'static,
+    VR: Clone + 'static,
+{
+    let (merge, _) = add_processor(
+        graph,
+        "KSTREAM-MERGE",
+        vec![this_id, other_id],
+        vec![],
+        None,
+        Arc::new(|_: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
+            port::<K, VR, _>(PassThrough {
+                down: Downstream::from_children(ch),
+            })
+        }),
+    );
+    merge
+}
+
 impl<K, V1> KStream<K, V1>
 where
     K: Ord + Clone + std::fmt::Debug + 'static,
@@ -211,7 +461,7 @@ where
         &self,
         other: &KStream<K, V2>,
         full: Joiner<K, V1, V2, VR>,
-        (left_outer, right_outer): (bool, bool),
+        outer_sides: (bool, bool),
         windows: JoinWindows,
         joined: StreamJoined<K, V1, V2>,
     ) -> KStream<K, VR>
@@ -220,133 +470,30 @@ where
         VR: Clone + 'static,
     {
         let graph = self.graph.clone();
-        let ks = joined.key_serde.clone().or_else(|| self.key_serde.clone());
-        let v1s = joined
-            .value_serde
-            .clone()
-            .or_else(|| self.value_serde.clone());
-        let v2s = joined
-            .other_value_serde
-            .clone()
-            .or_else(|| other.value_serde.clone());
-        let left_stream = self.co_partitioned(&ks, &v1s);
-        let right_stream = other.co_partitioned(&ks, &v2s);
-        let outer = left_outer || right_outer;
-        let base = joined.store_name.clone().unwrap_or_else(|| {
-            let prefix = match (left_outer, right_outer) {
-                (false, false) => "KSTREAM-JOIN",
-                (true, false) => "KSTREAM-LEFTJOIN",
-                _ => "KSTREAM-OUTERJOIN",
-            };
-            graph.borrow_mut().next_name(prefix)
-        });
-        let plan = JoinPlan {
-            left_store: joined.this_store.as_ref().map_or_else(
-                || format!("{base}-this-join-store"),
-                |s| s.name().to_owned(),
-            ),
-            right_store: joined.other_store.as_ref().map_or_else(
-                || format!("{base}-other-join-store"),
-                |s| s.name().to_owned(),
-            ),
-            outer_store: outer.then(|| {
-                format!(
-                    "{base}-{}-shared-join-store",
-                    if right_outer { "outer" } else { "left" }
-                )
-            }),
-            windows,
-            logging: joined.logging,
-            left_type: joined.this_store.as_ref().map(|s| s.store_type()),
-            right_type: joined.other_store.as_ref().map(|s| s.store_type()),
+        let serdes = JoinSerdes {
+            ks: joined.key_serde.clone().or_else(|| self.key_serde.clone()),
+            v1s: joined
+                .value_serde
+                .clone()
+                .or_else(|| self.value_serde.clone()),
+            v2s: joined
+                .other_value_serde
+                .clone()
+                .or_else(|| other.value_serde.clone()),
         };
-        for supplier in [&joined.this_store, &joined.other_store]
-            .into_iter()
-            .flatten()
-        {
-            if supplier.shape() != StoreShape::Window {
-                graph
-                    .borrow_mut()
-                    .errors
-                    .push(TopologyError::InvalidArgument {
-                        node: supplier.name().to_owned(),
-                        reason: format!(
-                            "a {} store supplier cannot back a stream-stream join's window store",
-                            supplier.shape()
-                        ),
-                    });
-            }
-        }
-        if let Err(e) = windows.validate(&base) {
-            graph.borrow_mut().errors.push(e);
-        }
+        let left_stream = self.co_partitioned(&serdes.ks, &serdes.v1s);
+        let right_stream = other.co_partitioned(&serdes.ks, &serdes.v2s);
+        let base = join_base_name(&graph, &joined, outer_sides);
+        let plan = join_plan(&base, &joined, outer_sides, windows);
+        check_join_arguments(&graph, &joined, windows, &base);
         if plan.logging {
-            for store in [&plan.left_store, &plan.right_store]
-                .into_iter()
-                .chain(plan.outer_store.as_ref())
-            {
-                note_missing(&graph, store, &ks, "key");
-            }
-            note_missing(&graph, &plan.left_store, &v1s, "value");
-            note_missing(&graph, &plan.right_store, &v2s, "value");
-            if let Some(o) = &plan.outer_store {
-                note_missing(&graph, o, &v1s, "value");
-                note_missing(&graph, o, &v2s, "value");
-            }
+            note_missing_join_serdes(&graph, &plan, &serdes);
         }
-        let mut stores = vec![plan.left_store.clone(), plan.right_store.clone()];
-        if let Some(o) = &plan.outer_store {
-            stores.push(o.clone());
-            stores.push(format!("{o}-emitfrontier"));
-        }
-        let (this_prefix, other_prefix) = if outer {
+        let stores = plan.store_names();
+        let (this_prefix, other_prefix) = if plan.outer_store.is_some() {
             ("KSTREAM-OUTERTHIS", "KSTREAM-OUTEROTHER")
         } else {
             ("KSTREAM-JOINTHIS", "KSTREAM-JOINOTHER")
-        };
-
-        // This (left) side: also the emission pass of the null sides.
-        let this_factory = {
-            let (plan, ks, v1s, v2s, full) = (
-                plan.clone(),
-                ks.clone(),
-                v1s.clone(),
-                v2s.clone(),
-                full.clone(),
-            );
-            let name = format!("{base}-this");
-            Arc::new(
-                move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| -> PortHandle {
-                    let this_store = side_store::<K, V1>(cx, &plan.left_store, &plan, &ks, &v1s);
-                    let other_store = side_store::<K, V2>(cx, &plan.right_store, &plan, &ks, &v2s);
-                    let outer = plan
-                        .outer_store
-                        .as_ref()
-                        .map(|o| outer_state::<K, V1, V2>(cx, o, &plan, &ks, &v1s, &v2s));
-                    let f = full.clone();
-                    let side = JoinSide {
-                        node: name.clone(),
-                        side: LEFT,
-                        before_ms: plan.windows.before_ms(),
-                        after_ms: plan.windows.after_ms(),
-                        grace_ms: plan.windows.grace_ms(),
-                        this_store_name: plan.left_store.clone(),
-                        this_store,
-                        other_store_name: plan.right_store.clone(),
-                        other_store,
-                        outer,
-                        this_outer: left_outer,
-                        other_outer: right_outer,
-                        joined: Arc::new(move |k: &K, l: &V1, r: Option<&V2>| f(k, Some(l), r)),
-                        wrap: Arc::new(LeftOrRight::Left),
-                        full: full.clone(),
-                        down: Downstream::<K, VR>::from_children(ch),
-                    };
-                    let op = Rc::new(RefCell::new(side));
-                    cx.add_frontier_op(op.clone());
-                    PortHandle::of::<K, V1>(op)
-                },
-            )
         };
         let (this_id, _) = add_processor(
             &graph,
@@ -354,70 +501,18 @@ where
             vec![left_stream.node],
             stores.clone(),
             Some("stream-stream join"),
-            this_factory,
+            this_side_factory(format!("{base}-this"), &plan, &serdes, &full, outer_sides),
         );
-
-        let other_factory = {
-            let (plan, ks, v1s, v2s, full) = (
-                plan.clone(),
-                ks.clone(),
-                v1s.clone(),
-                v2s.clone(),
-                full.clone(),
-            );
-            let name = format!("{base}-other");
-            Arc::new(
-                move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| -> PortHandle {
-                    let this_store = side_store::<K, V2>(cx, &plan.right_store, &plan, &ks, &v2s);
-                    let other_store = side_store::<K, V1>(cx, &plan.left_store, &plan, &ks, &v1s);
-                    let outer = plan
-                        .outer_store
-                        .as_ref()
-                        .map(|o| outer_state::<K, V1, V2>(cx, o, &plan, &ks, &v1s, &v2s));
-                    let f = full.clone();
-                    port::<K, V2, _>(JoinSide {
-                        node: name.clone(),
-                        side: RIGHT,
-                        // Mirrored: a right record at t joins left records in [t - after, t + before].
-                        before_ms: plan.windows.after_ms(),
-                        after_ms: plan.windows.before_ms(),
-                        grace_ms: plan.windows.grace_ms(),
-                        this_store_name: plan.right_store.clone(),
-                        this_store,
-                        other_store_name: plan.left_store.clone(),
-                        other_store,
-                        outer,
-                        this_outer: right_outer,
-                        other_outer: left_outer,
-                        joined: Arc::new(move |k: &K, r: &V2, l: Option<&V1>| f(k, l, Some(r))),
-                        wrap: Arc::new(LeftOrRight::Right),
-                        full: full.clone(),
-                        down: Downstream::<K, VR>::from_children(ch),
-                    })
-                },
-            )
-        };
         let (other_id, _) = add_processor(
             &graph,
             other_prefix,
             vec![right_stream.node],
             stores,
             None,
-            other_factory,
+            other_side_factory(format!("{base}-other"), &plan, &serdes, &full, outer_sides),
         );
-        let (merge, _) = add_processor(
-            &graph,
-            "KSTREAM-MERGE",
-            vec![this_id, other_id],
-            vec![],
-            None,
-            Arc::new(|_: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
-                port::<K, VR, _>(PassThrough {
-                    down: Downstream::from_children(ch),
-                })
-            }),
-        );
-        KStream::new(graph, merge, ks, None)
+        let merge = add_merge::<K, VR>(&graph, this_id, other_id);
+        KStream::new(graph, merge, serdes.ks, None)
     }
 
     /// Inner stream-table join: each stream record joins the table's current

@@ -39,7 +39,7 @@ use crate::processors::suppress_time::{
 };
 use crate::record::Windowed;
 use crate::serde::{BoxedCodec, codec};
-use crate::topology::graph::{Downstream, Instantiation, NodeId, PortHandle, SharedGraph};
+use crate::topology::graph::{Downstream, Factory, Instantiation, NodeId, PortHandle, SharedGraph};
 
 pub(crate) enum Trigger<K> {
     WindowCloses { end_of: fn(&K) -> i64 },
@@ -131,6 +131,18 @@ fn close_offset_above(graph: &SharedGraph, mut node: NodeId) -> Option<i64> {
     }
 }
 
+/// A buffer's time per key and update.
+type BufferTime<K> = Arc<dyn Fn(&K, i64) -> i64 + Send + Sync>;
+
+/// When a frontier-driven buffer releases a key: once the frontier reaches its buffer time
+/// plus the delay.
+struct Release<K> {
+    buffer_time: BufferTime<K>,
+    delay_ms: i64,
+    /// Only final results leave (tombstones are not released).
+    final_results: bool,
+}
+
 impl<K, V> KTable<K, V>
 where
     K: Ord + Clone + std::fmt::Debug + 'static,
@@ -144,90 +156,27 @@ where
             config,
             name,
         } = suppressed;
-        type BufferTime<K> = Arc<dyn Fn(&K, i64) -> i64 + Send + Sync>;
-        let (buffer_time, delay_ms, final_results): (BufferTime<K>, i64, bool) = match trigger {
+        let release = match trigger {
             Trigger::Barrier => return self.suppress_until_barrier(),
-            Trigger::TimeLimit { limit_ms } => (Arc::new(|_: &K, ts: i64| ts), limit_ms, false),
-            Trigger::WindowCloses { end_of } => {
-                let what = name.clone().unwrap_or_else(|| "KTABLE-SUPPRESS".into());
-                let offset = close_offset_above(&graph, self.node).unwrap_or_else(|| {
-                    graph
-                        .borrow_mut()
-                        .errors
-                        .push(TopologyError::InvalidArgument {
-                        node: what.clone(),
-                        reason:
-                            "suppress(until_window_closes) needs a windowed aggregation upstream"
-                                .into(),
-                    });
-                    0
-                });
-                if config.when_full == BufferFullStrategy::EmitEarly
-                    && (config.max_records.is_some() || config.max_bytes.is_some())
-                {
-                    graph
-                        .borrow_mut()
-                        .errors
-                        .push(TopologyError::InvalidArgument {
-                            node: what,
-                            reason: "until_window_closes needs a strict buffer (unbounded or shut_down_when_full): emitting early would emit non-final results".into(),
-                        });
-                }
-                (Arc::new(move |k: &K, _| end_of(k)), offset, true)
-            }
+            Trigger::TimeLimit { limit_ms } => Release {
+                buffer_time: Arc::new(|_: &K, ts: i64| ts),
+                delay_ms: limit_ms,
+                final_results: false,
+            },
+            Trigger::WindowCloses { end_of } => self.window_close_release(end_of, &config, &name),
         };
         let store = match &name {
             Some(n) => format!("{n}-store"),
             None => graph.borrow_mut().next_name("KTABLE-SUPPRESS-STATE-STORE"),
         };
-        note_missing(&graph, &store, true, &self.key_serde, &self.value_serde);
-        if config.max_bytes.is_some() && (self.key_serde.is_none() || self.value_serde.is_none()) {
-            graph
-                .borrow_mut()
-                .errors
-                .push(TopologyError::InvalidArgument {
-                    node: store.clone(),
-                    reason: "a suppress buffer bounded in bytes needs key and value serdes to size its records".into(),
-                });
-        }
-        let (ks, vs) = (self.key_serde.clone(), self.value_serde.clone());
-        let store_name = store.clone();
+        self.check_buffer_serdes(&store, &config);
         let (id, _) = add_processor(
             &graph,
             "KTABLE-SUPPRESS",
             vec![self.node],
             vec![store.clone()],
             Some("suppress"),
-            Arc::new(move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
-                let config_s = StoreConfig::new(store_name.clone())
-                    .with_changelog_enabled(cx.config.changelog_enabled);
-                let kv = InMemoryKeyValueStore::new(
-                    config_s,
-                    BoxedCodec(codec(&ks, &store_name)),
-                    BufferedCodec::new(codec(&vs, &store_name)),
-                );
-                let kv = Rc::new(RefCell::new(kv));
-                cx.add_store(&store_name, kv.clone());
-                let sizer = config.max_bytes.is_some().then(|| {
-                    Sizer::new(
-                        codec(&ks, &store_name),
-                        BufferedCodec::new(codec(&vs, &store_name)),
-                    )
-                });
-                let op = Rc::new(RefCell::new(TimeSuppress::new(
-                    store_name.clone(),
-                    buffer_time.clone(),
-                    delay_ms,
-                    config,
-                    final_results,
-                    kv,
-                    sizer,
-                    Downstream::from_children(ch),
-                )));
-                cx.add_frontier_op(op.clone());
-                let port: crate::topology::graph::Port<K, Option<V>> = op;
-                PortHandle::of(port)
-            }),
+            self.time_suppress_factory(store, release, config),
         );
         KTable::new(
             graph,
@@ -236,6 +185,102 @@ where
             self.value_serde.clone(),
             None,
         )
+    }
+
+    /// When `until_window_closes` releases: at the close of the windowed aggregation upstream.
+    /// Records a topology error when there is none, or when the buffer may emit early.
+    fn window_close_release(
+        &self,
+        end_of: fn(&K) -> i64,
+        config: &BufferConfig,
+        name: &Option<String>,
+    ) -> Release<K> {
+        let graph = &self.graph;
+        let what = name.clone().unwrap_or_else(|| "KTABLE-SUPPRESS".into());
+        let offset = close_offset_above(graph, self.node).unwrap_or_else(|| {
+            graph
+                .borrow_mut()
+                .errors
+                .push(TopologyError::InvalidArgument {
+                    node: what.clone(),
+                    reason: "suppress(until_window_closes) needs a windowed aggregation upstream"
+                        .into(),
+                });
+            0
+        });
+        if config.when_full == BufferFullStrategy::EmitEarly
+            && (config.max_records.is_some() || config.max_bytes.is_some())
+        {
+            graph
+                .borrow_mut()
+                .errors
+                .push(TopologyError::InvalidArgument {
+                    node: what,
+                    reason: "until_window_closes needs a strict buffer (unbounded or shut_down_when_full): emitting early would emit non-final results".into(),
+                });
+        }
+        Release {
+            buffer_time: Arc::new(move |k: &K, _| end_of(k)),
+            delay_ms: offset,
+            final_results: true,
+        }
+    }
+
+    /// Notes the buffer store's missing serdes, and records a topology error when a buffer
+    /// bounded in bytes cannot size its records.
+    fn check_buffer_serdes(&self, store: &str, config: &BufferConfig) {
+        let graph = &self.graph;
+        note_missing(graph, store, true, &self.key_serde, &self.value_serde);
+        if config.max_bytes.is_some() && (self.key_serde.is_none() || self.value_serde.is_none()) {
+            graph
+                .borrow_mut()
+                .errors
+                .push(TopologyError::InvalidArgument {
+                    node: store.to_owned(),
+                    reason: "a suppress buffer bounded in bytes needs key and value serdes to size its records".into(),
+                });
+        }
+    }
+
+    /// The factory of the frontier-driven suppress node: registers its buffer store and the
+    /// operator, which the frontier drives.
+    fn time_suppress_factory(
+        &self,
+        store_name: String,
+        release: Release<K>,
+        config: BufferConfig,
+    ) -> Factory {
+        let (ks, vs) = (self.key_serde.clone(), self.value_serde.clone());
+        Arc::new(move |cx: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
+            let config_s = StoreConfig::new(store_name.clone())
+                .with_changelog_enabled(cx.config.changelog_enabled);
+            let kv = InMemoryKeyValueStore::new(
+                config_s,
+                BoxedCodec(codec(&ks, &store_name)),
+                BufferedCodec::new(codec(&vs, &store_name)),
+            );
+            let kv = Rc::new(RefCell::new(kv));
+            cx.add_store(&store_name, kv.clone());
+            let sizer = config.max_bytes.is_some().then(|| {
+                Sizer::new(
+                    codec(&ks, &store_name),
+                    BufferedCodec::new(codec(&vs, &store_name)),
+                )
+            });
+            let op = Rc::new(RefCell::new(TimeSuppress::new(
+                store_name.clone(),
+                release.buffer_time.clone(),
+                release.delay_ms,
+                config,
+                release.final_results,
+                kv,
+                sizer,
+                Downstream::from_children(ch),
+            )));
+            cx.add_frontier_op(op.clone());
+            let port: crate::topology::graph::Port<K, Option<V>> = op;
+            PortHandle::of(port)
+        })
     }
 
     fn suppress_until_barrier(&self) -> KTable<K, V> {
