@@ -6,7 +6,17 @@
 //! `prometheus-client`. The figures come from the application's
 //! [`stoatflow_runtime::MetricsSnapshot`], read once per scrape by a
 //! collector: the runtime records cheap numbers and never knows a metric
-//! name or a text format; this module never computes a figure.
+//! name or a text format; this module never computes a figure, it only
+//! converts the runtime's milliseconds to seconds.
+//!
+//! Prometheus conventions, checked by `promtool check metrics` in the tests:
+//! base units (seconds; an event time is seconds since the epoch), the unit
+//! last in the name before `_total`, `_total` on counters and only there.
+//! The application id is a label of one info metric,
+//! `stoatflow_app_info{application_id,version} 1`, not of every series: it
+//! is constant for a process, as Prometheus' guidance for such labels
+//! has it, and a query that needs it joins on `instance`
+//! (docs/operating.md#metrics).
 
 use std::fmt;
 use std::str::FromStr;
@@ -72,15 +82,20 @@ pub enum MetricKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Metric {
-    /// `stoatflow.watermark.current`.
+    /// The application's id and the server's version as labels of a
+    /// constant 1.
+    AppInfo,
+    /// The global watermark, event-time seconds since the epoch.
     WatermarkCurrent,
-    /// `stoatflow.watermark.lag.ms`.
+    /// Wall clock minus the global watermark, seconds.
     WatermarkLag,
+    /// Whether the application has a global watermark (1) or none yet (0).
+    WatermarkPresent,
     /// `stoatflow.watermark.late.records.total` (debug).
     WatermarkLateRecords,
-    /// `stoatflow.watermark.out.of.orderness.max`.
+    /// The largest out-of-orderness seen, seconds.
     WatermarkOutOfOrdernessMax,
-    /// `stoatflow.watermark.alignment.held.time.total`.
+    /// Seconds sources spent held by watermark alignment.
     WatermarkAlignmentHeldTime,
     /// `stoatflow.topology.event.time.tracking`.
     EventTimeTracking,
@@ -90,9 +105,9 @@ pub enum Metric {
     StoreSegments,
     /// `stoatflow.client.state`.
     ClientState,
-    /// The commit-barrier interval.
+    /// The commit-barrier interval, seconds.
     BarrierInterval,
-    /// The commit-barrier duration (cut to commit).
+    /// The commit-barrier duration (cut to commit), seconds.
     BarrierDuration,
     /// Records in through the sources.
     RecordsIn,
@@ -108,9 +123,11 @@ pub enum Metric {
 
 impl Metric {
     /// Every metric, in exposition order.
-    pub const ALL: [Metric; 16] = [
+    pub const ALL: [Metric; 18] = [
+        Metric::AppInfo,
         Metric::WatermarkCurrent,
         Metric::WatermarkLag,
+        Metric::WatermarkPresent,
         Metric::WatermarkLateRecords,
         Metric::WatermarkOutOfOrdernessMax,
         Metric::WatermarkAlignmentHeldTime,
@@ -130,17 +147,23 @@ impl Metric {
     /// The family name as exposed (counters end in `_total`).
     pub fn name(self) -> &'static str {
         match self {
-            Metric::WatermarkCurrent => "stoatflow_watermark_current",
-            Metric::WatermarkLag => "stoatflow_watermark_lag_ms",
+            Metric::AppInfo => "stoatflow_app_info",
+            Metric::WatermarkCurrent => "stoatflow_watermark_seconds",
+            Metric::WatermarkLag => "stoatflow_watermark_lag_seconds",
+            Metric::WatermarkPresent => "stoatflow_watermark_present",
             Metric::WatermarkLateRecords => "stoatflow_watermark_late_records_total",
-            Metric::WatermarkOutOfOrdernessMax => "stoatflow_watermark_out_of_orderness_max",
-            Metric::WatermarkAlignmentHeldTime => "stoatflow_watermark_alignment_held_time_total",
+            Metric::WatermarkOutOfOrdernessMax => {
+                "stoatflow_watermark_out_of_orderness_max_seconds"
+            }
+            Metric::WatermarkAlignmentHeldTime => {
+                "stoatflow_watermark_alignment_held_seconds_total"
+            }
             Metric::EventTimeTracking => "stoatflow_topology_event_time_tracking",
             Metric::DroppedRecords => "stoatflow_dropped_records_total",
             Metric::StoreSegments => "stoatflow_store_segments",
             Metric::ClientState => "stoatflow_client_state",
-            Metric::BarrierInterval => "stoatflow_commit_barrier_interval_ms",
-            Metric::BarrierDuration => "stoatflow_commit_barrier_duration_ms",
+            Metric::BarrierInterval => "stoatflow_commit_barrier_interval_seconds",
+            Metric::BarrierDuration => "stoatflow_commit_barrier_duration_seconds",
             Metric::RecordsIn => "stoatflow_records_in_total",
             Metric::RecordsOut => "stoatflow_records_out_total",
             Metric::RestoreRestored => "stoatflow_restore_records_restored_total",
@@ -174,6 +197,7 @@ impl Metric {
     /// Its labels.
     pub fn labels(self) -> &'static [&'static str] {
         match self {
+            Metric::AppInfo => &["application_id", "version"],
             Metric::DroppedRecords => &["reason"],
             Metric::StoreSegments => &["task", "store"],
             _ => &[],
@@ -183,18 +207,24 @@ impl Metric {
     /// The help line.
     pub fn help(self) -> &'static str {
         match self {
-            Metric::WatermarkCurrent => {
-                "The application's global watermark, event-time ms since the epoch (absent before the first)."
+            Metric::AppInfo => {
+                "Always 1: the application id and the server's version as labels (join on instance)."
             }
-            Metric::WatermarkLag => "Wall clock minus the global watermark, ms.",
+            Metric::WatermarkCurrent => {
+                "The application's global watermark, event time in seconds since the epoch (absent before the first)."
+            }
+            Metric::WatermarkLag => "Wall clock minus the global watermark, seconds.",
+            Metric::WatermarkPresent => {
+                "1 when the application has a global watermark, 0 while it has none (absent without event-time tracking); /watermarks names the partition holding it back."
+            }
             Metric::WatermarkLateRecords => {
                 "Records dispatched with an event time below the global watermark (most are folded in within grace)."
             }
             Metric::WatermarkOutOfOrdernessMax => {
-                "The largest amount, ms, by which a dispatched record was older than the newest dispatched before it."
+                "The largest amount, seconds, by which a dispatched record was older than the newest dispatched before it."
             }
             Metric::WatermarkAlignmentHeldTime => {
-                "Total wall-clock ms sources spent paused by watermark alignment."
+                "Total wall-clock seconds sources spent paused by watermark alignment."
             }
             Metric::EventTimeTracking => {
                 "1 when the engine tracks watermarks for this topology, 0 when it decided it has no event time."
@@ -206,9 +236,11 @@ impl Metric {
             Metric::ClientState => {
                 "The application state: 2 CREATED, 3 REBALANCING, 4 RUNNING, 5 PENDING_SHUTDOWN, 6 NOT_RUNNING, 7 PENDING_ERROR, 8 ERROR."
             }
-            Metric::BarrierInterval => "Wall-clock ms from one commit barrier's cut to the next.",
+            Metric::BarrierInterval => {
+                "Wall-clock seconds from one commit barrier's cut to the next."
+            }
             Metric::BarrierDuration => {
-                "Wall-clock ms from a commit barrier's cut to its transaction's commit."
+                "Wall-clock seconds from a commit barrier's cut to its transaction's commit."
             }
             Metric::RecordsIn => "Records that entered the tasks through a source.",
             Metric::RecordsOut => "Records that left the tasks through a sink.",
@@ -298,6 +330,7 @@ impl Collector for AppCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
         let snapshot = self.app.metrics();
         let (_, state_code) = self.app.client_state();
+        let application_id = self.app.application_id();
         for metric in Metric::at(self.level) {
             let e = encoder.encode_descriptor(
                 metric.registered_name(),
@@ -306,6 +339,7 @@ impl Collector for AppCollector {
                 metric.metric_type(),
             )?;
             match &snapshot {
+                _ if metric == Metric::AppInfo => app_info(e, &application_id)?,
                 Some(s) => encode_figures(metric, s, e)?,
                 // An application without a runtime behind it (tests) has a
                 // state and nothing else.
@@ -321,30 +355,60 @@ fn gauge(mut e: MetricEncoder, v: i64) -> fmt::Result {
     e.encode_gauge(&v)
 }
 
+/// Milliseconds as seconds.
+fn seconds(ms: i64) -> f64 {
+    ms as f64 / 1_000.0
+}
+
+fn gauge_seconds(mut e: MetricEncoder, ms: i64) -> fmt::Result {
+    e.encode_gauge(&seconds(ms))
+}
+
+fn app_info(mut e: MetricEncoder, application_id: &str) -> fmt::Result {
+    e.encode_family(&[
+        ("application_id", application_id),
+        ("version", env!("CARGO_PKG_VERSION")),
+    ])?
+    .encode_gauge(&1i64)
+}
+
 fn counter(mut e: MetricEncoder, v: u64) -> fmt::Result {
     e.encode_counter::<NoLabelSet, _, u64>(&v, None)
 }
 
-fn histogram(mut e: MetricEncoder, h: &DurationHistogram) -> fmt::Result {
-    e.encode_histogram::<NoLabelSet>(h.sum_ms, h.count, &h.buckets(), None)
+/// The runtime's millisecond histogram with its bounds and sum in seconds.
+fn histogram_seconds(mut e: MetricEncoder, h: &DurationHistogram) -> fmt::Result {
+    let buckets: Vec<(f64, u64)> = h
+        .buckets()
+        .into_iter()
+        .map(|(upper_ms, n)| (upper_ms / 1_000.0, n))
+        .collect();
+    e.encode_histogram::<NoLabelSet>(h.sum_ms / 1_000.0, h.count, &buckets, None)
 }
 
 fn encode_figures(metric: Metric, s: &MetricsSnapshot, mut e: MetricEncoder) -> fmt::Result {
     let w = s.watermark.as_ref();
     match metric {
         Metric::WatermarkCurrent => match w.filter(|w| !w.current.is_none_yet()) {
-            Some(w) => gauge(e, w.current.as_millis()),
+            Some(w) => gauge_seconds(e, w.current.as_millis()),
             None => Ok(()),
         },
         Metric::WatermarkLag => match w.and_then(|w| w.lag_ms) {
-            Some(lag) => gauge(e, lag),
+            Some(lag) => gauge_seconds(e, lag),
             None => Ok(()),
         },
+        // Exported only where a watermark is expected: the stall alert's "none for N minutes".
+        Metric::WatermarkPresent if s.event_time_tracking => {
+            gauge(e, i64::from(w.is_some_and(|w| !w.current.is_none_yet())))
+        }
+        Metric::WatermarkPresent => Ok(()),
         Metric::WatermarkLateRecords => counter(e, w.map_or(0, |w| w.late_records_total)),
-        Metric::WatermarkOutOfOrdernessMax => gauge(e, w.map_or(0, |w| w.out_of_orderness_max_ms)),
-        Metric::WatermarkAlignmentHeldTime => counter(
-            e,
-            w.map_or(0, |w| w.alignment_held_time_total_ms.max(0) as u64),
+        Metric::WatermarkOutOfOrdernessMax => {
+            gauge_seconds(e, w.map_or(0, |w| w.out_of_orderness_max_ms))
+        }
+        Metric::WatermarkAlignmentHeldTime => e.encode_counter::<NoLabelSet, _, u64>(
+            &seconds(w.map_or(0, |w| w.alignment_held_time_total_ms.max(0))),
+            None,
         ),
         Metric::EventTimeTracking => gauge(e, i64::from(s.event_time_tracking)),
         Metric::DroppedRecords => {
@@ -362,8 +426,9 @@ fn encode_figures(metric: Metric, s: &MetricsSnapshot, mut e: MetricEncoder) -> 
             Ok(())
         }
         Metric::ClientState => gauge(e, i64::from(s.client_state.code())),
-        Metric::BarrierInterval => histogram(e, &s.barriers.interval),
-        Metric::BarrierDuration => histogram(e, &s.barriers.duration),
+        Metric::AppInfo => Ok(()), // encoded by the collector, snapshot or not
+        Metric::BarrierInterval => histogram_seconds(e, &s.barriers.interval),
+        Metric::BarrierDuration => histogram_seconds(e, &s.barriers.duration),
         Metric::RecordsIn => counter(e, s.records_in),
         Metric::RecordsOut => counter(e, s.records_out),
         Metric::RestoreRestored => counter(e, s.restore.records_restored),
@@ -414,6 +479,41 @@ mod tests {
                 "{}: counters and only counters end in _total",
                 m.name()
             );
+        }
+    }
+
+    #[test]
+    fn names_carry_base_units_and_no_abbreviation() {
+        for m in Metric::ALL {
+            let words: Vec<&str> = m.name().split('_').collect();
+            for abbreviated in [
+                "ms",
+                "millis",
+                "milliseconds",
+                "us",
+                "ns",
+                "sec",
+                "secs",
+                "min",
+            ] {
+                assert!(
+                    !words.contains(&abbreviated),
+                    "{}: {abbreviated} is not a base unit (seconds)",
+                    m.name()
+                );
+            }
+        }
+        let timed = [
+            Metric::WatermarkCurrent,
+            Metric::WatermarkLag,
+            Metric::WatermarkOutOfOrdernessMax,
+            Metric::WatermarkAlignmentHeldTime,
+            Metric::BarrierInterval,
+            Metric::BarrierDuration,
+        ];
+        for m in timed {
+            let unit = m.name().strip_suffix("_total").unwrap_or(m.name());
+            assert!(unit.ends_with("_seconds"), "{}: the unit is last", m.name());
         }
     }
 }

@@ -8,5 +8,6 @@ mod openapi;
 mod page;
 mod probes;
 mod prom_text;
+mod promtool;
 mod support;
 mod watermarks_endpoint;

@@ -77,11 +77,26 @@ fn metrics_at_info_level_carry_every_required_name_and_not_the_debug_ones() {
         !families.contains_key("stoatflow_watermark_late_records_total"),
         "late.records.total is debug-level"
     );
+    let info = &families["stoatflow_app_info"].samples;
+    assert_eq!(info.len(), 1, "{info:?}");
+    assert_eq!(info[0].labels["application_id"], "metrics-info");
+    assert_eq!(info[0].labels["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(info[0].value, 1.0);
     assert_eq!(
-        value(&families, "stoatflow_watermark_current"),
-        (START + 60_000) as f64
+        value(&families, "stoatflow_watermark_seconds"),
+        (START + 60_000) as f64 / 1_000.0,
+        "event time in seconds since the epoch"
     );
-    assert!(value(&families, "stoatflow_watermark_lag_ms") > 0.0);
+    let lag = value(&families, "stoatflow_watermark_lag_seconds");
+    let behind = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        - (START + 60_000) as f64 / 1_000.0;
+    assert!(
+        lag > 0.0 && lag <= behind,
+        "lag {lag} s, the watermark is {behind} s behind now"
+    );
     assert_eq!(value(&families, "stoatflow_client_state"), 4.0);
     assert_eq!(
         value(&families, "stoatflow_topology_event_time_tracking"),
@@ -89,8 +104,11 @@ fn metrics_at_info_level_carry_every_required_name_and_not_the_debug_ones() {
     );
     assert_eq!(value(&families, "stoatflow_records_in_total"), 6.0);
     assert_eq!(
-        value(&families, "stoatflow_watermark_out_of_orderness_max"),
-        58_000.0,
+        value(
+            &families,
+            "stoatflow_watermark_out_of_orderness_max_seconds"
+        ),
+        58.0,
         "the late record was 58 s older than the newest before it"
     );
     let reasons: Vec<(&str, f64)> = families["stoatflow_dropped_records_total"]
@@ -114,17 +132,48 @@ fn metrics_at_info_level_carry_every_required_name_and_not_the_debug_ones() {
             .iter()
             .all(|s| s.value >= 1.0 && s.labels.contains_key("store"))
     );
-    let barriers = &families["stoatflow_commit_barrier_duration_ms"].samples;
+    let barriers = &families["stoatflow_commit_barrier_duration_seconds"].samples;
     let count = barriers
         .iter()
         .find(|s| s.name.ends_with("_count"))
         .unwrap();
     assert!(count.value >= 1.0, "{barriers:?}");
-    let intervals = &families["stoatflow_commit_barrier_interval_ms"].samples;
+    let intervals = &families["stoatflow_commit_barrier_interval_seconds"].samples;
     let sum = intervals.iter().find(|s| s.name.ends_with("_sum")).unwrap();
+    let n = intervals
+        .iter()
+        .find(|s| s.name.ends_with("_count"))
+        .unwrap();
     assert!(
-        sum.value > 0.0,
-        "barriers were cut at intervals: {intervals:?}"
+        sum.value > 0.0 && sum.value / n.value < 60.0,
+        "barriers were cut at intervals, in seconds: {intervals:?}"
+    );
+    let bounds: Vec<f64> = intervals
+        .iter()
+        .filter_map(|s| s.labels.get("le"))
+        .map(|le| match le.as_str() {
+            "+Inf" => f64::INFINITY,
+            b => b.parse().unwrap(),
+        })
+        .collect();
+    assert_eq!(
+        bounds,
+        [
+            0.005,
+            0.01,
+            0.025,
+            0.05,
+            0.1,
+            0.15,
+            0.25,
+            0.5,
+            1.0,
+            2.5,
+            5.0,
+            10.0,
+            f64::INFINITY
+        ],
+        "bucket bounds in seconds"
     );
     served.app.close(std::time::Duration::from_secs(10));
     wait_for_refresh();

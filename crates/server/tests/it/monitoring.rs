@@ -1,7 +1,9 @@
-//! `monitoring/`: the Prometheus rules file (the two alerts of
-//! docs/operating.md#alerts) and the Grafana dashboard parse, and every
-//! expression in them names only metrics the registry exports (`promtool` is
-//! not available here, so this is a parser-based check).
+//! `monitoring/`: the Prometheus rules file (the alerts of
+//! docs/operating.md#alerts) and the Grafana dashboard parse, every
+//! expression in them names only metrics the registry exports, and every
+//! metric they read is in a real application's `/metrics` (so a rename
+//! cannot break them silently). `promtool` checks the rules themselves
+//! (`promtool.rs`).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -9,6 +11,8 @@ use std::path::PathBuf;
 use serde_json::Value;
 use stoatflow_server::Metric;
 use yaml_rust2::{Yaml, YamlLoader};
+
+use crate::promtool::a_full_scrape;
 
 fn monitoring(file: &str) -> (PathBuf, String) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -124,7 +128,7 @@ fn the_expression_scanner_finds_metrics_and_skips_functions_labels_and_ranges() 
 }
 
 #[test]
-fn the_alert_rules_are_the_stall_and_lag_pair_on_exported_metrics() {
+fn the_alert_rules_are_stall_lag_and_no_watermark_on_exported_metrics() {
     let (path, text) = monitoring("stoatflow-alerts.yml");
     let docs = YamlLoader::load_from_str(&text)
         .unwrap_or_else(|e| panic!("{} is not YAML: {e}", path.display()));
@@ -144,6 +148,10 @@ fn the_alert_rules_are_the_stall_and_lag_pair_on_exported_metrics() {
                 "{alert} is joined on RUNNING: {expr}"
             );
             assert!(
+                rule["for"].as_str().is_some(),
+                "{alert} holds for a while before it fires (for:)"
+            );
+            assert!(
                 !matches!(rule["annotations"], Yaml::BadValue),
                 "{alert} has annotations"
             );
@@ -153,8 +161,9 @@ fn the_alert_rules_are_the_stall_and_lag_pair_on_exported_metrics() {
     assert_eq!(
         exprs,
         [
-            "delta(stoatflow_watermark_current[5m]) == 0 and stoatflow_client_state == 4",
-            "stoatflow_watermark_lag_ms > 300000 and stoatflow_client_state == 4",
+            "changes(stoatflow_watermark_seconds[5m]) == 0 and rate(stoatflow_records_in_total[5m]) > 0 and stoatflow_client_state == 4",
+            "stoatflow_watermark_lag_seconds > 300 and rate(stoatflow_records_in_total[5m]) > 0 and stoatflow_client_state == 4",
+            "stoatflow_watermark_present == 0 and stoatflow_client_state == 4",
         ]
     );
 }
@@ -209,7 +218,134 @@ fn the_dashboard_charts_every_exported_metric_and_nothing_else() {
         .find(|p| p["title"] == "Watermark lag behind wall clock")
         .expect("a lag panel");
     assert_eq!(
-        lag_panel["fieldConfig"]["defaults"]["thresholds"]["steps"][1]["value"], 300000,
-        "the lag panel shows the alert's line"
+        lag_panel["fieldConfig"]["defaults"]["thresholds"]["steps"][1]["value"], 300,
+        "the lag panel shows the alert's line, in seconds"
     );
+}
+
+/// The dashboard's template variables: `(name, query)`.
+fn variables(dashboard: &Value) -> Vec<(String, String)> {
+    dashboard["templating"]["list"]
+        .as_array()
+        .expect("a templating list")
+        .iter()
+        .map(|v| {
+            let query = v["query"]["query"]
+                .as_str()
+                .or(v["query"].as_str())
+                .expect("a variable has a query");
+            (
+                v["name"].as_str().expect("a name").to_owned(),
+                query.to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The series selector of a `label_values(selector, label)` query.
+fn label_values_selector(query: &str) -> &str {
+    let inner = query
+        .strip_prefix("label_values(")
+        .and_then(|q| q.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{query:?} is not label_values(selector, label)"));
+    inner
+        .rsplit_once(',')
+        .map_or(inner, |(selector, _)| selector)
+}
+
+#[test]
+fn the_dashboard_has_job_and_instance_variables_and_every_query_filters_on_them() {
+    let (path, text) = monitoring("stoatflow-dashboard.json");
+    let dashboard: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()));
+    let vars = variables(&dashboard);
+    let names: Vec<&str> = vars.iter().map(|(n, _)| n.as_str()).collect();
+    for required in ["job", "instance"] {
+        assert!(
+            names.contains(&required),
+            "no ${required} variable: {names:?}"
+        );
+    }
+    let exported = exported();
+    for (name, query) in &vars {
+        let metrics = metric_names(label_values_selector(query));
+        assert!(!metrics.is_empty(), "${name} reads no metric: {query}");
+        for m in metrics {
+            assert!(exported.contains(&m), "${name}: {m} is not exported");
+        }
+    }
+    let mut exprs = Vec::new();
+    targets(&dashboard, &mut exprs);
+    for (_, expr) in &exprs {
+        let selectors = expr.matches("stoatflow_").count();
+        for filter in ["job=~\"$job\"", "instance=~\"$instance\""] {
+            assert_eq!(
+                expr.matches(filter).count(),
+                selectors,
+                "every metric in {expr:?} is filtered by {filter}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_metric_the_dashboard_alerts_and_page_read_is_in_a_real_applications_scrape() {
+    let (_served, text, _) = a_full_scrape("monitoring-references");
+    let scraped: BTreeSet<String> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            l.split(['{', ' '])
+                .next()
+                .expect("a sample line starts with its name")
+                .to_owned()
+        })
+        .collect();
+    let mut read = Vec::new();
+    let (_, alerts) = monitoring("stoatflow-alerts.yml");
+    let docs = YamlLoader::load_from_str(&alerts).unwrap();
+    for group in docs[0]["groups"].as_vec().unwrap() {
+        for rule in group["rules"].as_vec().unwrap() {
+            read.push(rule["expr"].as_str().unwrap().to_owned());
+        }
+    }
+    let (_, dashboard) = monitoring("stoatflow-dashboard.json");
+    let dashboard: Value = serde_json::from_str(&dashboard).unwrap();
+    let mut exprs = Vec::new();
+    targets(&dashboard, &mut exprs);
+    read.extend(exprs.into_iter().map(|(_, e)| e));
+    read.extend(
+        variables(&dashboard)
+            .iter()
+            .map(|(_, q)| label_values_selector(q).to_owned()),
+    );
+    let mut checked = BTreeSet::new();
+    for expr in &read {
+        for name in metric_names(expr) {
+            assert!(
+                scraped.contains(&name),
+                "{name} (read by {expr:?}) is not in a real application's /metrics:\n{text}"
+            );
+            checked.insert(name);
+        }
+    }
+    let page = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets/watermarks.html");
+    let page = std::fs::read_to_string(&page).unwrap();
+    for (at, _) in page.match_indices("stoatflow_") {
+        let name: String = page[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+            .collect();
+        assert!(
+            scraped.contains(&name),
+            "the live page reads {name}, which is not in a real application's /metrics"
+        );
+    }
+    for metric in Metric::ALL {
+        assert!(
+            metric.sample_names().iter().any(|n| checked.contains(n)),
+            "{} is read by neither the dashboard nor the alerts",
+            metric.name()
+        );
+    }
 }
