@@ -185,78 +185,13 @@ impl PartitionLog {
         let mut prev: Option<(PathBuf, u64)> = None;
         let mut short_at = None;
         for (i, seg) in self.segments.iter_mut().enumerate() {
-            let last = i + 1 == count;
             if seg.base != expected {
-                let (file, position) = prev.clone().unwrap_or_else(|| (seg.path.clone(), 0));
-                let reason = if seg.base > expected {
-                    format!(
-                        "partition {tp} has no records from offset {expected} to {}: a segment file is missing or was cut",
-                        seg.base
-                    )
-                } else {
-                    format!(
-                        "partition {tp}: segment file at offset {} overlaps records up to offset {expected}",
-                        seg.base
-                    )
-                };
-                return Err(LogError::Corrupt {
-                    file,
-                    position,
-                    reason,
-                });
+                return Err(segment_gap(tp, seg, expected, prev));
             }
-            let data = seg.store.read_all(&seg.path)?;
-            let mut pos = 0usize;
-            loop {
-                let corrupt = |reason: String| LogError::Corrupt {
-                    file: seg.path.clone(),
-                    position: pos as u64,
-                    reason,
-                };
-                let frame = format::frame_at(&data, pos);
-                let (body, next) = match frame {
-                    FrameAt::End => break,
-                    FrameAt::Valid { body, next } => (body, next),
-                    FrameAt::Truncated | FrameAt::BadChecksum { .. } if last => {
-                        if seg.data_end < committed_end {
-                            short_at = Some((seg.path.clone(), pos as u64, frame.reason()));
-                        }
-                        break;
-                    }
-                    FrameAt::Truncated | FrameAt::BadChecksum { .. } => {
-                        return Err(corrupt(format!("{} in a closed segment", frame.reason())));
-                    }
-                };
-                let hdr = format::batch_header(body).map_err(|m| corrupt(m.0.into()))?;
-                let last_offset = format::last_offset(body).map_err(|m| corrupt(m.0.into()))?;
-                if hdr.base >= committed_end && seg.data_end >= committed_end && last {
-                    // An interrupted commit's batch: not data, truncated on repair.
-                    if hdr.txn != next_txn {
-                        return Err(corrupt(format!(
-                            "a batch of transaction {} lies past the committed end {committed_end} of partition {tp}, where only transaction {next_txn} can have been interrupted",
-                            hdr.txn
-                        )));
-                    }
-                    break;
-                }
-                let data_end = match last_offset {
-                    None => seg.data_end,
-                    Some(o) => o
-                        .checked_add(1)
-                        .ok_or_else(|| corrupt("record offset overflows".into()))?,
-                };
-                if hdr.base < seg.data_end || data_end > committed_end {
-                    return Err(corrupt(format!(
-                        "batch at offset {} of partition {tp} does not follow offset {} within the committed end {committed_end}",
-                        hdr.base, seg.data_end
-                    )));
-                }
-                seg.index.push((hdr.base, pos as u64));
-                seg.data_end = data_end;
-                seg.max_ts = seg.max_ts.max(hdr.max_ts);
-                pos = next;
+            let last = i + 1 == count;
+            if let Some(short) = scan_segment(seg, tp, last, committed_end, next_txn)? {
+                short_at = Some(short);
             }
-            seg.size = pos as u64;
             expected = seg.data_end;
             prev = Some((seg.path.clone(), seg.size));
         }
@@ -409,91 +344,38 @@ impl PartitionLog {
         max_bytes: usize,
         out: &mut Vec<FetchedBatch>,
     ) -> Result<u64, LogError> {
-        let mut next = from.max(self.start());
-        let mut read = 0usize;
+        let mut cur = ReadCursor {
+            next: from.max(self.start()),
+            to,
+            read: 0,
+            max_bytes,
+        };
         let first_seg = self
             .segments
-            .partition_point(|s| s.base <= next)
+            .partition_point(|s| s.base <= cur.next)
             .saturating_sub(1);
         for seg in &self.segments[first_seg..] {
-            if next >= to || read >= max_bytes {
+            if cur.done() {
                 break;
             }
-            if seg.data_end <= next {
+            if seg.data_end <= cur.next {
                 continue;
             }
-            let k = seg
-                .index
-                .partition_point(|(o, _)| *o <= next)
-                .saturating_sub(1);
-            let Some(&(_, pos)) = seg.index.get(k) else {
+            let Some(pos) = seg.position_of(cur.next) else {
                 continue;
             };
-            let want = (seg.size - pos).min((max_bytes - read).max(64 * 1024) as u64) as usize;
-            let mut buf = Vec::new();
-            seg.store.read_at(pos, want, &mut buf, &seg.path)?;
-            let mut spans = BatchSpans::default();
-            let mut p = 0usize;
-            let mut progressed = false;
-            loop {
-                match format::frame_at(&buf, p) {
-                    FrameAt::Valid { body, next: np } => {
-                        let last = format::fetched(
-                            body,
-                            buf.as_ptr() as usize,
-                            buf.len() - p,
-                            next,
-                            to,
-                            &mut spans,
-                        )
-                        .map_err(|m| LogError::Corrupt {
-                            file: seg.path.clone(),
-                            position: pos + p as u64,
-                            reason: m.0.to_owned(),
-                        })?;
-                        if let Some(last) = last {
-                            next = last + 1;
-                        }
-                        read += np - p;
-                        p = np;
-                        progressed = true;
-                        if read >= max_bytes || next >= to {
-                            break;
-                        }
-                    }
-                    FrameAt::End | FrameAt::Truncated if progressed => break,
-                    FrameAt::End | FrameAt::Truncated => {
-                        // A batch larger than what was read: read it whole.
-                        let len = frame_len(&buf).unwrap_or(0);
-                        if len == 0 || buf.len() >= len {
-                            return Err(LogError::Corrupt {
-                                file: seg.path.clone(),
-                                position: pos + p as u64,
-                                reason: "unreadable batch in the committed range".into(),
-                            });
-                        }
-                        seg.store.read_at(pos, len, &mut buf, &seg.path)?;
-                    }
-                    bad @ FrameAt::BadChecksum { .. } => {
-                        return Err(LogError::Corrupt {
-                            file: seg.path.clone(),
-                            position: pos + p as u64,
-                            reason: bad.reason(),
-                        });
-                    }
-                }
-            }
+            let (buf, spans) = seg.read_batches(pos, &mut cur)?;
             if !spans.is_empty() {
                 out.push(FetchedBatch::from_spans(self.tp.clone(), buf, spans));
             }
-            if next < seg.data_end && next < to {
+            if cur.next < seg.data_end && cur.next < to {
                 // Stopped mid-segment: the read window or the byte budget
                 // ended there (the rest of the segment is the next read's).
-                return Ok(next);
+                return Ok(cur.next);
             }
-            next = next.max(seg.data_end.min(to));
+            cur.next = cur.next.max(seg.data_end.min(to));
         }
-        Ok(next.min(to).max(from))
+        Ok(cur.next.min(to).max(from))
     }
 
     /// Retention: the new log start if closed segments past the byte or
@@ -558,6 +440,196 @@ impl PartitionLog {
 
     pub(crate) fn active_size(&self) -> u64 {
         self.segments.last().map_or(0, |s| s.size)
+    }
+}
+
+/// The error for a segment that does not begin where the previous one ended (`expected`):
+/// records are missing, or two segments overlap. It points at the end of the previous
+/// segment, or at the start of this one when it is the first.
+fn segment_gap(
+    tp: &TopicPartition,
+    seg: &Segment,
+    expected: u64,
+    prev: Option<(PathBuf, u64)>,
+) -> LogError {
+    let (file, position) = prev.unwrap_or_else(|| (seg.path.clone(), 0));
+    let reason = if seg.base > expected {
+        format!(
+            "partition {tp} has no records from offset {expected} to {}: a segment file is missing or was cut",
+            seg.base
+        )
+    } else {
+        format!(
+            "partition {tp}: segment file at offset {} overlaps records up to offset {expected}",
+            seg.base
+        )
+    };
+    LogError::Corrupt {
+        file,
+        position,
+        reason,
+    }
+}
+
+/// Reads one segment's frames on opening, building its index, size, end and newest time.
+/// A torn frame ends the last segment (and, when the records stop short of
+/// `committed_end`, says where: the return value); in a closed segment it is corruption.
+/// An interrupted commit's batch past `committed_end` ends the scan; it is not data.
+fn scan_segment(
+    seg: &mut Segment,
+    tp: &TopicPartition,
+    last: bool,
+    committed_end: u64,
+    next_txn: u64,
+) -> Result<Option<(PathBuf, u64, String)>, LogError> {
+    let data = seg.store.read_all(&seg.path)?;
+    let mut short_at = None;
+    let mut pos = 0usize;
+    loop {
+        let corrupt = |reason: String| LogError::Corrupt {
+            file: seg.path.clone(),
+            position: pos as u64,
+            reason,
+        };
+        let frame = format::frame_at(&data, pos);
+        let (body, next) = match frame {
+            FrameAt::End => break,
+            FrameAt::Valid { body, next } => (body, next),
+            FrameAt::Truncated | FrameAt::BadChecksum { .. } if last => {
+                if seg.data_end < committed_end {
+                    short_at = Some((seg.path.clone(), pos as u64, frame.reason()));
+                }
+                break;
+            }
+            FrameAt::Truncated | FrameAt::BadChecksum { .. } => {
+                return Err(corrupt(format!("{} in a closed segment", frame.reason())));
+            }
+        };
+        let hdr = format::batch_header(body).map_err(|m| corrupt(m.0.into()))?;
+        let last_offset = format::last_offset(body).map_err(|m| corrupt(m.0.into()))?;
+        if hdr.base >= committed_end && seg.data_end >= committed_end && last {
+            // An interrupted commit's batch: not data, truncated on repair.
+            if hdr.txn != next_txn {
+                return Err(corrupt(format!(
+                    "a batch of transaction {} lies past the committed end {committed_end} of partition {tp}, where only transaction {next_txn} can have been interrupted",
+                    hdr.txn
+                )));
+            }
+            break;
+        }
+        let data_end = match last_offset {
+            None => seg.data_end,
+            Some(o) => o
+                .checked_add(1)
+                .ok_or_else(|| corrupt("record offset overflows".into()))?,
+        };
+        if hdr.base < seg.data_end || data_end > committed_end {
+            return Err(corrupt(format!(
+                "batch at offset {} of partition {tp} does not follow offset {} within the committed end {committed_end}",
+                hdr.base, seg.data_end
+            )));
+        }
+        seg.index.push((hdr.base, pos as u64));
+        seg.data_end = data_end;
+        seg.max_ts = seg.max_ts.max(hdr.max_ts);
+        pos = next;
+    }
+    seg.size = pos as u64;
+    Ok(short_at)
+}
+
+/// Where a read has got to, and what bounds it.
+struct ReadCursor {
+    /// The next offset to read.
+    next: u64,
+    /// The read window's end (exclusive).
+    to: u64,
+    /// Bytes read so far.
+    read: usize,
+    max_bytes: usize,
+}
+
+impl ReadCursor {
+    /// The window is read, or the byte budget spent.
+    fn done(&self) -> bool {
+        self.next >= self.to || self.read >= self.max_bytes
+    }
+}
+
+impl Segment {
+    /// The byte position of the batch holding `offset` (or the first batch after it), if the
+    /// segment has any batch.
+    fn position_of(&self, offset: u64) -> Option<u64> {
+        let k = self
+            .index
+            .partition_point(|(o, _)| *o <= offset)
+            .saturating_sub(1);
+        self.index.get(k).map(|&(_, pos)| pos)
+    }
+
+    /// Reads this segment's batches from byte `pos` on, at least 64 KiB or the cursor's
+    /// remaining budget, until the cursor is done or the bytes read end; a batch larger than
+    /// that is read whole. Returns the bytes read and the spans of the records in the window.
+    fn read_batches(
+        &self,
+        pos: u64,
+        cur: &mut ReadCursor,
+    ) -> Result<(Vec<u8>, BatchSpans), LogError> {
+        let want = (self.size - pos).min((cur.max_bytes - cur.read).max(64 * 1024) as u64) as usize;
+        let mut buf = Vec::new();
+        self.store.read_at(pos, want, &mut buf, &self.path)?;
+        let mut spans = BatchSpans::default();
+        let mut p = 0usize;
+        let mut progressed = false;
+        loop {
+            match format::frame_at(&buf, p) {
+                FrameAt::Valid { body, next: np } => {
+                    let last = format::fetched(
+                        body,
+                        buf.as_ptr() as usize,
+                        buf.len() - p,
+                        cur.next,
+                        cur.to,
+                        &mut spans,
+                    )
+                    .map_err(|m| LogError::Corrupt {
+                        file: self.path.clone(),
+                        position: pos + p as u64,
+                        reason: m.0.to_owned(),
+                    })?;
+                    if let Some(last) = last {
+                        cur.next = last + 1;
+                    }
+                    cur.read += np - p;
+                    p = np;
+                    progressed = true;
+                    if cur.done() {
+                        break;
+                    }
+                }
+                FrameAt::End | FrameAt::Truncated if progressed => break,
+                FrameAt::End | FrameAt::Truncated => {
+                    // A batch larger than what was read: read it whole.
+                    let len = frame_len(&buf).unwrap_or(0);
+                    if len == 0 || buf.len() >= len {
+                        return Err(LogError::Corrupt {
+                            file: self.path.clone(),
+                            position: pos + p as u64,
+                            reason: "unreadable batch in the committed range".into(),
+                        });
+                    }
+                    self.store.read_at(pos, len, &mut buf, &self.path)?;
+                }
+                bad @ FrameAt::BadChecksum { .. } => {
+                    return Err(LogError::Corrupt {
+                        file: self.path.clone(),
+                        position: pos + p as u64,
+                        reason: bad.reason(),
+                    });
+                }
+            }
+        }
+        Ok((buf, spans))
     }
 }
 

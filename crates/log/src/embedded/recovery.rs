@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::file_pool::FilePool;
 use super::format::{self, FrameAt};
@@ -145,24 +146,8 @@ fn check_topic_dirs(root: &Path, meta: &Meta) -> Result<Vec<PathBuf>, LogError> 
 /// the first byte is changed: a failed open leaves every file as it was.
 pub(crate) fn recover(root: &Path, config: &EmbeddedConfig) -> Result<State, LogError> {
     // 1. The newest transaction-log generation, replayed.
-    let mut generations = Vec::new();
-    let mut temps = Vec::new();
-    for (name, path) in storage::list_dir(root)? {
-        if name.starts_with("txn-") && name.ends_with(".log.tmp") {
-            temps.push(path);
-        } else if let Some(g) = name
-            .strip_prefix("txn-")
-            .and_then(|n| n.strip_suffix(".log"))
-            .and_then(|n| n.parse::<u64>().ok())
-        {
-            generations.push((g, path));
-        }
-    }
-    generations.sort();
-    let (generation, path) = generations
-        .last()
-        .cloned()
-        .unwrap_or_else(|| (0, root.join(txlog_name(0))));
+    let files = TxlogFiles::list(root)?;
+    let (generation, path) = files.newest(root);
     let data = match std::fs::read(&path) {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
@@ -174,51 +159,12 @@ pub(crate) fn recover(root: &Path, config: &EmbeddedConfig) -> Result<State, Log
 
     // 2. Partitions, scanned.
     let pool = FilePool::new(config.max_open_segments);
-    let mut partitions = HashMap::new();
-    let mut scans = Vec::new();
-    for spec in meta.topics.values() {
-        for p in 0..spec.shape.partitions {
-            let tp = TopicPartition::new(spec.name.clone(), p);
-            let dir = root.join("topics").join(&spec.name).join(p.to_string());
-            let end = meta.ends.get(&tp).copied().unwrap_or(0);
-            let start = meta.starts.get(&tp).copied().unwrap_or(0);
-            let (part, scan) =
-                PartitionLog::open(tp.clone(), dir, end, start, meta.next_txn, &pool)?;
-            scans.push((tp.clone(), scan));
-            partitions.insert(tp, part);
-        }
-    }
-    scans.sort_by(|a, b| a.0.cmp(&b.0));
+    let (mut partitions, scans) = open_partitions(root, &meta, &pool)?;
 
     // 3. Committed records missing: roll the last commit back if exactly
     // its records are missing, otherwise refuse.
     let mut keep = replayed.end;
-    let short: Vec<&(TopicPartition, partition::Scan)> =
-        scans.iter().filter(|(_, s)| s.short_at.is_some()).collect();
-    if !short.is_empty() {
-        let rollback = match replayed.entries.last() {
-            Some((at, Entry::Commit { parts, .. })) => short
-                .iter()
-                .all(|(tp, scan)| {
-                    parts
-                        .iter()
-                        .any(|part| &part.tp == tp && scan.data_end == part.base)
-                })
-                .then_some(*at),
-            _ => None,
-        };
-        let Some(at) = rollback else {
-            let (tp, scan) = short[0];
-            let (file, position, why) = scan.short_at.clone().expect("short");
-            return Err(LogError::Corrupt {
-                file,
-                position,
-                reason: format!(
-                    "partition {tp} holds records up to offset {} but offset {} is committed ({why})",
-                    scan.data_end, meta.ends[tp]
-                ),
-            });
-        };
+    if let Some(at) = rollback_point(&replayed.entries, &scans, &meta)? {
         tracing::warn!(file = %path.display(), position = at, "rolling back the last commit: its records are missing");
         keep = at;
         let n = replayed.entries.len();
@@ -229,17 +175,7 @@ pub(crate) fn recover(root: &Path, config: &EmbeddedConfig) -> Result<State, Log
     }
 
     // 4. Repair: the transaction log's tail, old files, then segments.
-    let mut store = Store::create_disk(&path)?;
-    if store.len(&path)? > keep {
-        store.truncate(keep, &path)?;
-    }
-    for old in temps
-        .iter()
-        .chain(generations.iter().rev().skip(1).map(|(_, p)| p))
-    {
-        storage::remove_file(old)?;
-    }
-    storage::sync_dir(root)?;
+    let store = repair_txlog(root, &path, keep, &files)?;
     for dir in &leftovers {
         tracing::warn!(dir = %dir.display(), "removing the files of a topic creation that never reached the transaction log");
         topics::remove_leftover(dir)?;
@@ -255,4 +191,133 @@ pub(crate) fn recover(root: &Path, config: &EmbeddedConfig) -> Result<State, Log
         root: Some(root.to_path_buf()),
         pool: Some(pool),
     })
+}
+
+/// The transaction-log files in a log directory.
+struct TxlogFiles {
+    /// Each generation's number and file.
+    generations: Vec<(u64, PathBuf)>,
+    /// Unfinished rotations' files.
+    temps: Vec<PathBuf>,
+}
+
+impl TxlogFiles {
+    /// Lists the transaction-log files in `root`, generations in ascending order.
+    fn list(root: &Path) -> Result<Self, LogError> {
+        let mut generations = Vec::new();
+        let mut temps = Vec::new();
+        for (name, path) in storage::list_dir(root)? {
+            if name.starts_with("txn-") && name.ends_with(".log.tmp") {
+                temps.push(path);
+            } else if let Some(g) = name
+                .strip_prefix("txn-")
+                .and_then(|n| n.strip_suffix(".log"))
+                .and_then(|n| n.parse::<u64>().ok())
+            {
+                generations.push((g, path));
+            }
+        }
+        generations.sort();
+        Ok(TxlogFiles { generations, temps })
+    }
+
+    /// The newest generation, or generation 0's file when there is none.
+    fn newest(&self, root: &Path) -> (u64, PathBuf) {
+        self.generations
+            .last()
+            .cloned()
+            .unwrap_or_else(|| (0, root.join(txlog_name(0))))
+    }
+
+    /// The files a successful open removes: unfinished rotations and every generation but
+    /// the newest.
+    fn old(&self) -> impl Iterator<Item = &PathBuf> {
+        self.temps
+            .iter()
+            .chain(self.generations.iter().rev().skip(1).map(|(_, p)| p))
+    }
+}
+
+/// The opened partitions, and their scans sorted by partition.
+type Opened = (
+    HashMap<TopicPartition, PartitionLog>,
+    Vec<(TopicPartition, partition::Scan)>,
+);
+
+/// Opens and scans every partition the replayed transaction log names, reading only.
+fn open_partitions(root: &Path, meta: &Meta, pool: &Arc<FilePool>) -> Result<Opened, LogError> {
+    let mut partitions = HashMap::new();
+    let mut scans = Vec::new();
+    for spec in meta.topics.values() {
+        for p in 0..spec.shape.partitions {
+            let tp = TopicPartition::new(spec.name.clone(), p);
+            let dir = root.join("topics").join(&spec.name).join(p.to_string());
+            let end = meta.ends.get(&tp).copied().unwrap_or(0);
+            let start = meta.starts.get(&tp).copied().unwrap_or(0);
+            let (part, scan) =
+                PartitionLog::open(tp.clone(), dir, end, start, meta.next_txn, pool)?;
+            scans.push((tp.clone(), scan));
+            partitions.insert(tp, part);
+        }
+    }
+    scans.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok((partitions, scans))
+}
+
+/// When committed records are missing: the position of the last commit's entry, if exactly
+/// its records are missing (it is rolled back), else an error naming the first partition that
+/// stops short. `None` when no records are missing.
+fn rollback_point(
+    entries: &[(u64, Entry)],
+    scans: &[(TopicPartition, partition::Scan)],
+    meta: &Meta,
+) -> Result<Option<u64>, LogError> {
+    let short: Vec<&(TopicPartition, partition::Scan)> =
+        scans.iter().filter(|(_, s)| s.short_at.is_some()).collect();
+    if short.is_empty() {
+        return Ok(None);
+    }
+    let rollback = match entries.last() {
+        Some((at, Entry::Commit { parts, .. })) => short
+            .iter()
+            .all(|(tp, scan)| {
+                parts
+                    .iter()
+                    .any(|part| &part.tp == tp && scan.data_end == part.base)
+            })
+            .then_some(*at),
+        _ => None,
+    };
+    let Some(at) = rollback else {
+        let (tp, scan) = short[0];
+        let (file, position, why) = scan.short_at.clone().expect("short");
+        return Err(LogError::Corrupt {
+            file,
+            position,
+            reason: format!(
+                "partition {tp} holds records up to offset {} but offset {} is committed ({why})",
+                scan.data_end, meta.ends[tp]
+            ),
+        });
+    };
+    Ok(Some(at))
+}
+
+/// Cuts the transaction log at `keep` (its torn tail, or a rolled-back commit), removes the
+/// old transaction-log files, and syncs the directory. Returns the transaction log's store.
+fn repair_txlog(
+    root: &Path,
+    path: &Path,
+    keep: u64,
+    files: &TxlogFiles,
+) -> Result<Store, LogError> {
+    let mut store = Store::create_disk(path)?;
+    if store.len(path)? > keep {
+        store.truncate(keep, path)?;
+    }
+    for old in files.old() {
+        storage::remove_file(old)?;
+    }
+    storage::sync_dir(root)?;
+    Ok(store)
 }
