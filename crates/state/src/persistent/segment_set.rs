@@ -6,7 +6,8 @@
 //! bytes big-endian). A new segment takes a free slot, or a new one when none is free, so
 //! the store has at most as many slots as it ever had live segments at once. Dropping a
 //! segment empties its slot (every table dropped at once, none rewritten) and frees it;
-//! the keyspace itself stays. Creating and deleting a keyspace per segment is what this
+//! the keyspace itself stays. The dropped tables' files are deleted before the drop returns
+//! (see [`SegmentSet::release`]). Creating and deleting a keyspace per segment is what this
 //! replaces: the engine keeps a record of every keyspace it ever created or deleted, with
 //! files, while the database is open, so a store running for weeks grew without bound.
 //! Both the map and the slots are written only by sorted ingestion, never through the
@@ -207,7 +208,30 @@ impl SegmentSet {
             tracing::warn!(store = %self.store, slot = slot.number, "a dropped segment's slot kept entries after its tables were dropped; clearing it");
             ks.clear().map_err(&err)?;
         }
-        Ok(())
+        self.release(ks)
+    }
+
+    /// Deletes the files of the tables `ks` no longer holds, which only its earlier versions
+    /// still name. The engine records each change to a keyspace's tables as a new version,
+    /// and deletes a table's file once no version it keeps names it. It forgets old versions
+    /// as a flush or a compaction of the keyspace ends, but not after a drop, so a dropped
+    /// segment's tables stayed on disk until its slot was next compacted: for good in a slot
+    /// no later segment took. A version must be kept while a snapshot older than its
+    /// successor is open. Only this store reads its database, never while it drops
+    /// segments, so none is open here and every version but the newest goes; should one be
+    /// open, the engine's own, later, bound applies.
+    fn release(&self, ks: &fjall::Keyspace) -> Result<(), StateError> {
+        let snapshots = &self.db.supervisor.snapshot_tracker;
+        let below = if snapshots.open_snapshots() == 0 {
+            // Every version is numbered below the next snapshot the engine would open.
+            snapshots.get()
+        } else {
+            snapshots.get_seqno_safe_to_gc()
+        };
+        ks.tree
+            .get_version_history_lock()
+            .maintenance(ks.path(), below)
+            .map_err(|e| engine_err(&self.store)(e.into()))
     }
 
     /// The ids of the segments that have a slot.
@@ -239,6 +263,34 @@ mod tests {
             .flat_map(|ks| ks.iter())
             .map(|g| g.key().unwrap().to_vec())
             .collect()
+    }
+
+    /// A dropped segment's slot keeps no older version of its tables: the engine deletes a
+    /// table's file only once no version it keeps names it, and it used to keep the version
+    /// before the drop until the slot's next compaction.
+    #[test]
+    fn a_free_slot_keeps_no_version_naming_the_dropped_tables() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = StoreDirectory::open(&PersistentConfig::new(tmp.path(), "app"), "s").unwrap();
+        let mut set = SegmentSet::open("s", open_database(&dir).unwrap()).unwrap();
+        for segment in 0..8 {
+            for key in 0..3 {
+                put(&mut set, segment, format!("k{segment}-{key}").as_bytes());
+            }
+        }
+        for first_live in [2, 3, 7, 8] {
+            set.drop_below(first_live).unwrap();
+            for slot in &set.free {
+                assert_eq!(slot.keyspace.table_count(), 0);
+                assert_eq!(
+                    slot.keyspace.tree.version_free_list_len(),
+                    0,
+                    "free slot {} after the drop below {first_live}",
+                    slot.number
+                );
+            }
+        }
+        assert_eq!(set.free.len(), 8);
     }
 
     /// A dropped segment's entries are gone at once, its slot holds the next segment with

@@ -91,6 +91,24 @@ fn files_and_bytes(dir: &Path) -> (usize, u64) {
     (files, bytes_on_disk(dir))
 }
 
+/// Bytes on disk of the engine's journal files under `dir` (named `<n>.jnl`).
+fn journal_bytes(dir: &Path) -> u64 {
+    let mut bytes = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            match e.metadata() {
+                Ok(m) if m.is_dir() => stack.push(e.path()),
+                Ok(m) if e.path().extension().is_some_and(|x| x == "jnl") => {
+                    bytes += std::os::unix::fs::MetadataExt::blocks(&m) * 512
+                }
+                _ => {}
+            }
+        }
+    }
+    bytes
+}
+
 /// A store that runs for a month sees its windows advance through thousands of segments;
 /// its directory follows what is live, not how many segments came and went. 500 segments
 /// pass through a store with two live at a time (a cache small enough that every round
@@ -111,6 +129,7 @@ fn files_and_bytes_stay_bounded_while_hundreds_of_segments_come_and_go() {
             .unwrap();
     let mut batch = stoatflow_state::ChangelogBatch::new();
     let mut seen = Vec::new();
+    let mut journal = Vec::new();
     for round in 0..500i64 {
         let start = round * 1_000;
         for k in 0..200 {
@@ -120,7 +139,17 @@ fn files_and_bytes_stay_bounded_while_hundreds_of_segments_come_and_go() {
         w.flush_changelog(&mut batch).unwrap();
         w.expire(start + 1_000).unwrap();
         seen.push(files_and_bytes(tmp.path()));
+        journal.push(journal_bytes(tmp.path()));
     }
+    // Nothing goes through the journal: it stays empty, where writes through it (and so
+    // through memtables no segment lives long enough to fill) kept every write of every
+    // segment in it.
+    let most = journal.iter().max().unwrap();
+    assert!(
+        *most <= 1 << 20,
+        "the journal took up to {most} bytes on disk; every 25th round: {:?}",
+        journal.iter().step_by(25).collect::<Vec<_>>()
+    );
     let early = &seen[20..50];
     let files_bound = 4 * early.iter().map(|s| s.0).max().unwrap();
     let bytes_bound = 4 * early.iter().map(|s| s.1).max().unwrap();
@@ -140,4 +169,87 @@ fn files_and_bytes_stay_bounded_while_hundreds_of_segments_come_and_go() {
         w.fetch(&"key-0000".to_string(), 499_000).unwrap(),
         Some(499)
     );
+}
+
+/// `len` bytes of noise from a xorshift generator: the engine's compression cannot shrink
+/// them, so a table holds about as many bytes as its entries.
+fn noise(state: &mut u64, len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        out.extend_from_slice(&state.to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+/// A segment's bytes leave the disk when the segment is dropped, not when the engine next
+/// touches the keyspace that held it. Ten segments of about 0.9 MB each are live at once
+/// (each in its own slot), then all but the newest are dropped, then segments come and go
+/// one live at a time for 20 rounds. After each drop the store's directory holds at most
+/// twice the live entries' bytes (their tables, and one rewrite of them a compaction may
+/// have under way) plus 1 MiB for the engine's own small files (manifests, version records
+/// and the slot map, each at least one 4 KiB block). No timing is involved: the bytes must
+/// be gone when `expire` returns. The engine used to keep a dropped segment's tables until
+/// a compaction of its slot, and a slot no new segment took kept them for good: about ten
+/// segments' bytes here after the nine drops.
+#[test]
+fn a_dropped_segments_bytes_leave_the_disk_when_it_is_dropped() {
+    const ENTRIES: usize = 4_000;
+    const VALUE: usize = 200;
+    // Engine key: "key-nnnnn" and the window start; then the value.
+    const SEGMENT_BYTES: u64 = (ENTRIES * (9 + 8 + VALUE)) as u64;
+    let tmp = crate::scratch_root();
+    // The smallest cache: a segment's entries reach the engine in one or two spills.
+    let cfg = PersistentConfig::new(tmp.path(), "app")
+        .with_cache_max_bytes(stoatflow_state::MIN_CACHE_MAX_BYTES);
+    let seg = SegmentedConfig::new(10_000).with_segment_interval(1_000);
+    let mut w = PersistentWindowStore::open(
+        &cfg,
+        StoreConfig::new("w"),
+        seg,
+        StringCodec,
+        stoatflow_state::BytesCodec,
+    )
+    .unwrap();
+    let bound = 2 * SEGMENT_BYTES + bytes_on_disk(tmp.path()) + (1 << 20);
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut batch = stoatflow_state::ChangelogBatch::new();
+    let mut write_segment = |w: &mut PersistentWindowStore<String, Vec<u8>>, start: i64| {
+        for k in 0..ENTRIES {
+            w.put(format!("key-{k:05}"), start, noise(&mut rng, VALUE), start)
+                .unwrap();
+        }
+        batch.clear();
+        w.flush_changelog(&mut batch).unwrap();
+    };
+    for round in 0..10 {
+        write_segment(&mut w, round * 1_000);
+    }
+    let full = bytes_on_disk(tmp.path());
+    assert!(
+        full > 6 * SEGMENT_BYTES,
+        "ten segments of {SEGMENT_BYTES} bytes took only {full} bytes on disk"
+    );
+    // A frontier that leaves only the newest segment (times 9 000 to 9 999) live.
+    w.expire(9_000 + 10_000).unwrap();
+    assert_eq!(w.segments(), 1);
+    let after = bytes_on_disk(tmp.path());
+    assert!(
+        after <= bound,
+        "{full} bytes on disk with ten segments live, {after} once nine were dropped; bound {bound} (twice one segment's {SEGMENT_BYTES} bytes and 1 MiB over the empty store)"
+    );
+    for round in 10..30 {
+        let start = round * 1_000;
+        write_segment(&mut w, start);
+        w.expire(start + 10_000).unwrap();
+        assert_eq!(w.segments(), 1);
+        let bytes = bytes_on_disk(tmp.path());
+        assert!(
+            bytes <= bound,
+            "round {round}: {bytes} bytes on disk with one segment live; bound {bound}"
+        );
+    }
 }
