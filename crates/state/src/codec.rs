@@ -39,9 +39,11 @@ impl CodecError {
 /// Implementations must round-trip: `decode(encode(v)) == v`. Stores order and bound keys
 /// by `K: Ord`, never by their encodings, on both engines (docs/state.md#key-order). The
 /// persistent engine, which keeps encoded keys, answers a key range or a multi-key query
-/// straight from its byte order only for a key codec that says, with
-/// [`Codec::preserves_order`], that its byte order is the key order; for any other it reads
-/// every candidate entry, decodes its key, and bounds and sorts by `K: Ord` (correct, slower).
+/// straight from its byte order for a key codec that says, with
+/// [`Codec::preserves_order`], that its byte order is the key order, or names with
+/// [`Codec::sortable_form`] a rewrite of its bytes that sorts as the keys (the engine then
+/// keeps that); for any other it reads every candidate entry, decodes its key, and bounds
+/// and sorts by `K: Ord` (correct, slower).
 pub trait Codec<T>: Send + Sync + fmt::Debug {
     /// Appends the encoding of `value` to `out`.
     ///
@@ -93,6 +95,44 @@ pub trait Codec<T>: Send + Sync + fmt::Debug {
         let _ = (from, to);
         (Bound::Unbounded, Bound::Unbounded)
     }
+
+    /// For a key codec that does not preserve order: a rewrite of its encodings whose bytes
+    /// sort exactly as the values do, if it has one. The persistent engine then keeps the
+    /// rewritten bytes and bounds and orders keys by them, with no decoding, while the
+    /// changelog still carries the encodings themselves. `None` unless the codec says so
+    /// (always correct); a wrong answer makes the persistent engine answer out of key
+    /// order. Not asked of a codec that preserves order.
+    fn sortable_form(&self) -> Option<SortableForm> {
+        None
+    }
+}
+
+/// A rewrite of a key codec's encodings into bytes that sort as the values do, which the
+/// persistent engine keeps in place of the encodings (docs/state.md#key-order). Each
+/// rewrite is its own inverse and keeps the length, so the engine turns a changelog key
+/// into its stored form and back in place. The set is closed: the engine's files depend on
+/// it, and a store's format names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SortableForm {
+    /// The top bit of the first byte flipped: big-endian two's complement integers of one
+    /// width (Kafka's `i64`, `i32` and `i16` layouts) then sort as the numbers.
+    SignBitFlipped,
+}
+
+impl SortableForm {
+    /// Rewrites `bytes` in place: an encoding into its sortable form, or a sortable form
+    /// back into the encoding.
+    #[inline]
+    pub fn apply(self, bytes: &mut [u8]) {
+        match self {
+            SortableForm::SignBitFlipped => {
+                if let Some(first) = bytes.first_mut() {
+                    *first ^= 0x80;
+                }
+            }
+        }
+    }
 }
 
 /// A shared codec is the codec it shares.
@@ -112,6 +152,9 @@ impl<T, C: Codec<T> + ?Sized> Codec<T> for std::sync::Arc<C> {
     fn covering_range(&self, from: Bound<&T>, to: Bound<&T>) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
         (**self).covering_range(from, to)
     }
+    fn sortable_form(&self) -> Option<SortableForm> {
+        (**self).sortable_form()
+    }
 }
 
 fn fixed<const N: usize>(bytes: &[u8], what: &str) -> Result<[u8; N], CodecError> {
@@ -123,8 +166,8 @@ fn fixed<const N: usize>(bytes: &[u8], what: &str) -> Result<[u8; N], CodecError
     })
 }
 
-/// `i64` as 8 bytes big-endian (Kafka's `LongSerializer`). Not order-preserving: negative
-/// values' bytes sort after the others'.
+/// `i64` as 8 bytes big-endian (Kafka's `LongSerializer`). Not order-preserving (negative
+/// values' bytes sort after the others'), but sortable with the sign bit flipped.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct I64Codec;
 
@@ -135,6 +178,10 @@ impl Codec<i64> for I64Codec {
     }
     fn decode(&self, bytes: &[u8]) -> Result<i64, CodecError> {
         Ok(i64::from_be_bytes(fixed(bytes, "i64")?))
+    }
+    /// Two's complement with the sign bit flipped sorts as the numbers.
+    fn sortable_form(&self) -> Option<SortableForm> {
+        Some(SortableForm::SignBitFlipped)
     }
 }
 
@@ -155,8 +202,8 @@ impl Codec<u64> for U64Codec {
     }
 }
 
-/// `i32` as 4 bytes big-endian (Kafka's `IntegerSerializer`). Not order-preserving, as
-/// [`I64Codec`].
+/// `i32` as 4 bytes big-endian (Kafka's `IntegerSerializer`). Not order-preserving, but
+/// sortable, as [`I64Codec`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct I32Codec;
 
@@ -167,6 +214,10 @@ impl Codec<i32> for I32Codec {
     }
     fn decode(&self, bytes: &[u8]) -> Result<i32, CodecError> {
         Ok(i32::from_be_bytes(fixed(bytes, "i32")?))
+    }
+    /// As [`I64Codec`]'s.
+    fn sortable_form(&self) -> Option<SortableForm> {
+        Some(SortableForm::SignBitFlipped)
     }
 }
 
@@ -319,6 +370,37 @@ mod tests {
             &BytesCodec,
             &[vec![], vec![0], vec![0, 0], vec![1], vec![0xff]],
         );
+    }
+
+    /// A codec's sortable form, where it names one, sorts as the values over values at the
+    /// edges of the order, and rewriting twice gives the encoding back.
+    #[test]
+    fn a_sortable_form_sorts_as_the_values_and_is_its_own_inverse() {
+        fn sorts<T: Ord + fmt::Debug>(codec: &dyn Codec<T>, values: &[T]) {
+            let form = codec.sortable_form().expect("a sortable form");
+            let stored = |v: &T| {
+                let mut b = codec.to_bytes(v).unwrap();
+                form.apply(&mut b);
+                b
+            };
+            for a in values {
+                for b in values {
+                    assert_eq!(stored(a).cmp(&stored(b)), a.cmp(b), "{a:?} vs {b:?}");
+                }
+                let mut back = stored(a);
+                form.apply(&mut back);
+                assert_eq!(back, codec.to_bytes(a).unwrap());
+            }
+        }
+        sorts(
+            &I64Codec,
+            &[i64::MIN, i64::MIN + 1, -256, -1, 0, 1, 255, i64::MAX],
+        );
+        sorts(&I32Codec, &[i32::MIN, -65_536, -1, 0, 1, 65_536, i32::MAX]);
+        let mut empty = Vec::new();
+        SortableForm::SignBitFlipped.apply(&mut empty);
+        assert!(empty.is_empty());
+        assert_eq!(StringCodec.sortable_form(), None);
     }
 
     #[test]

@@ -81,8 +81,8 @@ pub use changelog::{
 };
 pub use changelog_batch::{ChangelogBatch, ChangelogRecordRef};
 pub use codec::{
-    BytesCodec, Codec, CodecError, I32Codec, I64Codec, StringCodec, U64Codec, ValueAndTimestamp,
-    ValueAndTimestampCodec,
+    BytesCodec, Codec, CodecError, I32Codec, I64Codec, SortableForm, StringCodec, U64Codec,
+    ValueAndTimestamp, ValueAndTimestampCodec,
 };
 pub use engine_stores::{
     BarrierStamp, EmitFrontier, RETAINED_STAMPS, WATERMARK_STORE_NAME, WatermarkKey,

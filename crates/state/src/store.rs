@@ -16,10 +16,10 @@
 //!
 //! Key order is `K: Ord`'s wherever an answer or a flush is ordered by key, and a range's
 //! bounds are compared by it, whatever the key codec, so both engines answer alike
-//! (docs/state.md#key-order). The persistent engine uses its encoded bytes' order only for
-//! a key codec that preserves order
-//! ([`Codec::preserves_order`](crate::Codec::preserves_order)); for any other (Kafka's
-//! `i64`, for one) it decodes, bounds and sorts keys.
+//! (docs/state.md#key-order). The persistent engine uses its stored bytes' order for a key
+//! codec that preserves order ([`Codec::preserves_order`](crate::Codec::preserves_order))
+//! or names a sortable form ([`Codec::sortable_form`](crate::Codec::sortable_form), Kafka's
+//! `i64` and `i32`); for any other it decodes, bounds and sorts keys.
 //!
 //! This module never knows about Kafka, threads, the DSL or how watermarks are generated; a
 //! windowed store only receives the committed frontier as a number, in `expire`.
@@ -214,8 +214,7 @@ pub trait Segmented: StateStore {
 /// call to its field `core`, an engine's segmented core (both cores have these methods).
 /// Usage: `delegate_to_segmented_core!(Store where K: Ord, V: Clone);` for `Store<K, V>`;
 /// `delegate_to_segmented_core!(bulk Store where K: Ord);` also hands over
-/// `apply_changelog_batch`, and hands the flush to the store's own `flush` (the persistent
-/// stores put a flush in key order there).
+/// `apply_changelog_batch`.
 macro_rules! delegate_to_segmented_core {
     (bulk $store:ident $(where $($bound:tt)+)?) => {
         delegate_to_segmented_core!(@impl $store [
@@ -225,28 +224,21 @@ macro_rules! delegate_to_segmented_core {
             ) -> Result<(), $crate::error::StateError> {
                 self.core.apply_changelog_batch(batch)
             }
-
-            fn flush_changelog(
-                &mut self,
-                out: &mut $crate::ChangelogBatch,
-            ) -> Result<(), $crate::error::StateError> {
-                self.flush(out)
-            }
         ] $(where $($bound)+)?);
     };
     ($store:ident $(where $($bound:tt)+)?) => {
-        delegate_to_segmented_core!(@impl $store [
+        delegate_to_segmented_core!(@impl $store [] $(where $($bound)+)?);
+    };
+    (@impl $store:ident [$($batch:tt)*] $(where $($bound:tt)+)?) => {
+        impl<K, V> $crate::store::StateStore for $store<K, V> $(where $($bound)+)? {
+            $($batch)*
+
             fn flush_changelog(
                 &mut self,
                 out: &mut $crate::ChangelogBatch,
             ) -> Result<(), $crate::error::StateError> {
                 self.core.flush_changelog(out)
             }
-        ] $(where $($bound)+)?);
-    };
-    (@impl $store:ident [$($batch:tt)*] $(where $($bound:tt)+)?) => {
-        impl<K, V> $crate::store::StateStore for $store<K, V> $(where $($bound)+)? {
-            $($batch)*
 
             fn name(&self) -> &str {
                 self.core.name()

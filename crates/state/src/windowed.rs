@@ -49,14 +49,6 @@ pub(crate) trait WindowKind {
     /// sorts such ids by that integer first).
     fn leading_time<K: Ord>() -> Option<fn(&Self::Id<K>) -> i64>;
 
-    /// Appends the changelog key of an entry whose key encodes as `key`.
-    #[inline]
-    fn changelog_key(key: &[u8], window: Self::Window, out: &mut Vec<u8>) {
-        out.reserve(key.len() + Self::KEY_SUFFIX);
-        out.extend_from_slice(key);
-        Self::push_key_suffix(window, out);
-    }
-
     /// Appends what follows the key bytes in the changelog key of an entry of `window`
     /// (to a key encoded in place).
     fn push_key_suffix(window: Self::Window, out: &mut Vec<u8>);
@@ -221,8 +213,8 @@ mod tests {
 
     #[test]
     fn changelog_keys_round_trip_and_short_ones_are_corrupt() {
-        let mut out = Vec::new();
-        SessionKind::changelog_key(b"k", SessionWindow::new(3, 8), &mut out);
+        let mut out = b"k".to_vec();
+        SessionKind::push_key_suffix(SessionWindow::new(3, 8), &mut out);
         let mut public = Vec::new();
         crate::changelog::encode_session_key(b"k", 3, 8, &mut public);
         assert_eq!(out, public, "the public layout");
@@ -230,8 +222,8 @@ mod tests {
             SessionKind::split_changelog_key(&out),
             Some((&b"k"[..], SessionWindow::new(3, 8)))
         );
-        out.clear();
-        TimeWindowKind::changelog_key(b"k", -4, &mut out);
+        out = b"k".to_vec();
+        TimeWindowKind::push_key_suffix(-4, &mut out);
         public.clear();
         crate::changelog::encode_window_key(b"k", -4, 0, &mut public);
         assert_eq!(out, public, "the public layout");

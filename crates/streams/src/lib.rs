@@ -88,7 +88,8 @@ pub use processors::suppress_time::{BufferConfig, BufferFullStrategy};
 pub use record::{Change, Headers, Record, Window, Windowed};
 pub use serde::{
     BytesSerde, ChangeSerde, F64Serde, I32Serde, I64Serde, JsonSerde, NullableSerde, Serde,
-    SerdeError, SerdeRef, Serdes, SessionWindowedSerde, StringSerde, TimeWindowedSerde, UnitSerde,
+    SerdeError, SerdeRef, Serdes, SessionWindowedSerde, SortableForm, StringSerde,
+    TimeWindowedSerde, UnitSerde,
 };
 pub use topology::barrier::{BarrierKind, BarrierSchedule, TopologyTasks};
 pub use topology::context::{

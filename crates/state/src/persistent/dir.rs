@@ -30,8 +30,11 @@ pub const STORE_METADATA_FILE: &str = "stoatflow-store.meta";
 /// are rebuilt from the changelog: format 1 (before the checksummed metadata, the checkpoint
 /// manifest and the key-value key prefix) and format 2 (a keyspace per segment, named
 /// `seg<id>`, where format 3 keeps segments in reused slots with a map of which holds which;
-/// format 2's reader would find no segment in a format 3 directory, hence the bump).
-pub const STORE_FORMAT: u32 = 3;
+/// format 2's reader would find no segment in a format 3 directory, hence the bump) and
+/// format 3 (keys of a codec with a sortable form, Kafka's `i64` and `i32` among them,
+/// stored as their encodings, where format 4 stores the sortable form: format 3's keys
+/// would decode as other keys).
+pub const STORE_FORMAT: u32 = 4;
 
 const FORMAT_KEY: &str = "stoatflow-store-format=";
 
@@ -597,14 +600,14 @@ mod tests {
         let meta = meta_text(tmp.path(), "counts");
         assert!(
             meta.starts_with(
-                "stoatflow-store-format=3\napplication.id=app-a\nstore=counts\ncrc32="
+                "stoatflow-store-format=4\napplication.id=app-a\nstore=counts\ncrc32="
             ),
             "{meta}"
         );
         assert_eq!(
             parse_meta(meta.as_bytes()),
             Ok(Meta {
-                format: 3,
+                format: 4,
                 application_id: Some("app-a".into()),
                 store: Some("counts".into())
             })
@@ -642,15 +645,15 @@ mod tests {
         let cfg = PersistentConfig::new(tmp.path(), "app");
         let dir = tmp.path().join("counts");
         fs::create_dir_all(&dir).unwrap();
-        let newer = seal("stoatflow-store-format=4\napplication.id=app\nstore=counts\n".into());
+        let newer = seal("stoatflow-store-format=5\napplication.id=app\nstore=counts\n".into());
         fs::write(dir.join(STORE_METADATA_FILE), newer).unwrap();
         let err = StoreDirectory::open(&cfg, "counts").unwrap_err();
         assert!(
             matches!(
                 err,
                 StateError::UnsupportedStoreFormat {
-                    found: 4,
-                    supported: 3,
+                    found: 5,
+                    supported: 4,
                     ..
                 }
             ),
@@ -659,11 +662,12 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.starts_with("store counts: directory "), "{msg}");
         assert!(
-            msg.ends_with("has store format 4, this version reads format 3; it was written by a newer version; refusing to open it"),
+            msg.ends_with("has store format 5, this version reads format 4; it was written by a newer version; refusing to open it"),
             "{msg}"
         );
 
-        // Format 1 (plain lines) and format 2 (sealed, a keyspace per segment).
+        // Format 1 (plain lines), format 2 (sealed, a keyspace per segment) and format 3
+        // (keys stored as their encodings).
         let older = [
             (
                 "stoatflow-store-format=1\napplication.id=app\nstore=counts\n".to_string(),
@@ -673,13 +677,17 @@ mod tests {
                 seal("stoatflow-store-format=2\napplication.id=app\nstore=counts\n".into()),
                 2,
             ),
+            (
+                seal("stoatflow-store-format=3\napplication.id=app\nstore=counts\n".into()),
+                3,
+            ),
         ];
         for (meta, found) in older {
             fs::write(dir.join(STORE_METADATA_FILE), meta).unwrap();
             let err = StoreDirectory::open(&cfg, "counts")
                 .unwrap_err()
                 .to_string();
-            assert!(err.ends_with(&format!("has store format {found}, this version reads format 3; rebuild it from its changelog (StoreDirectory::rebuild or LocalCopy::Rebuild)")), "{err}");
+            assert!(err.ends_with(&format!("has store format {found}, this version reads format 4; rebuild it from its changelog (StoreDirectory::rebuild or LocalCopy::Rebuild)")), "{err}");
             StoreDirectory::rebuild(&cfg, "counts").unwrap();
             StoreDirectory::open(&cfg, "counts").unwrap();
         }

@@ -1,157 +1,205 @@
-//! The key order for a key codec whose byte order is not it (docs/state.md#key-order).
+//! Which bytes a persistent store keeps for a key, so that their byte order is the key order
+//! wherever the key codec allows it (docs/state.md#key-order).
 //!
-//! Owns what the persistent stores share when their key codec does not preserve order
-//! ([`Codec::preserves_order`](crate::Codec::preserves_order) is false): opening a window or
-//! session store's [`SegmentedCore`] so that the store keeps the codec ([`open_core`]), and
-//! putting a flush's records in the order of their decoded keys ([`flush_in_key_order`],
-//! [`sort_flushed`]). The stores bound and sort their multi-key answers by decoded key
-//! themselves. Single-key reads and everything an order-preserving codec does keep the
-//! byte order, at no extra cost.
+//! Owns [`StoredKeys`]: a store's key codec seen from the engine. An order-preserving
+//! codec's encodings are kept as they are. A codec that names a
+//! [`SortableForm`](crate::SortableForm) has its encodings kept rewritten into it, which
+//! sort as the keys, and turned back into the encodings for the changelog, whose bytes
+//! never change. Both are ordered by their bytes. Any other codec's encodings are kept as
+//! they are and ordered by their decoded keys. `StoredKeys` is itself the codec of the
+//! stored keys, so the stores encode, decode, bound and order stored keys through it alone,
+//! and convert a key only where it crosses the changelog.
 //!
 //! This module never knows the on-disk layouts nor the queries.
 
+use std::fmt;
 use std::sync::Arc;
 
-use super::segmented::{DiskLayout, SegmentedCore};
-use super::{PersistentConfig, decode_stored};
-use crate::changelog::ChangelogRecord;
-use crate::changelog_batch::ChangelogBatch;
-use crate::codec::Codec;
-use crate::error::StateError;
-use crate::segments::SegmentedConfig;
-use crate::store::StoreConfig;
+use crate::codec::{Codec, CodecError, SortableForm};
 
-/// A key codec whose byte order is not the key order, kept by a store to decode keys for
-/// the key order; `None` for an order-preserving codec.
-pub(crate) type KeyOrder<K> = Option<Arc<dyn Codec<K>>>;
-
-/// Opens a segmented core, with the key codec to keep for the key order if it does not
-/// preserve order (then shared with the core; an order-preserving one goes to the core as
-/// it is, with no indirection added on its path).
-pub(crate) fn open_core<K, V, L: DiskLayout>(
-    persistent: &PersistentConfig,
-    config: StoreConfig,
-    segmented: SegmentedConfig,
-    key_codec: impl Codec<K> + 'static,
-    value_codec: impl Codec<V> + 'static,
-) -> Result<(SegmentedCore<K, V, L>, KeyOrder<K>), StateError> {
-    if key_codec.preserves_order() {
-        let core = SegmentedCore::open(persistent, config, segmented, key_codec, value_codec)?;
-        return Ok((core, None));
-    }
-    let shared = Arc::new(key_codec);
-    let core = SegmentedCore::open(persistent, config, segmented, shared.clone(), value_codec)?;
-    Ok((core, Some(shared)))
+/// A store's keys as the engine keeps them (see the module docs); as a [`Codec`], the codec
+/// of the stored keys.
+pub(crate) struct StoredKeys<K> {
+    /// The store's key codec: the changelog's keys are its encodings.
+    changelog: Arc<dyn Codec<K>>,
+    /// The rewrite between an encoding and the stored key; `None`: they are the same bytes.
+    form: Option<SortableForm>,
+    /// Whether the stored keys' byte order is the key order.
+    by_bytes: bool,
 }
 
-/// The core's flush, its records put in id order by decoded key ((start, key) for
-/// windows, (key, end, start) for sessions, as the in-memory engine writes them) when
-/// `key_order` holds a codec. A key that does not decode (a codec that cannot read what it
-/// wrote: a broken codec) is an error, with none of the flush's records in `out` (the
-/// core has already forgotten them).
-pub(crate) fn flush_in_key_order<K: Ord, V, L: DiskLayout>(
-    core: &mut SegmentedCore<K, V, L>,
-    key_order: &KeyOrder<K>,
-    out: &mut ChangelogBatch,
-) -> Result<(), StateError> {
-    let first = out.len();
-    core.flush_changelog(out)?;
-    let Some(codec) = key_order else {
-        return Ok(());
-    };
-    let name = core.name();
-    sort_flushed(out, first, |record_key| {
-        let (key, window) =
-            L::split_changelog_key(record_key).ok_or_else(|| StateError::Engine {
-                store: name.to_string(),
-                detail: format!("flushed key {} is too short", crate::error::hex(record_key)),
-            })?;
-        Ok(L::id(
-            decode_stored(&**codec, key, "key", name, key)?,
-            window,
-        ))
-    })
-    .inspect_err(|_| out.truncate(first))
+impl<K> StoredKeys<K> {
+    /// The stored keys of a store whose key codec is `codec`.
+    pub(crate) fn new(codec: impl Codec<K> + 'static) -> Self {
+        let by_bytes = codec.preserves_order();
+        let form = if by_bytes {
+            None
+        } else {
+            codec.sortable_form()
+        };
+        Self {
+            changelog: Arc::new(codec),
+            form,
+            by_bytes: by_bytes || form.is_some(),
+        }
+    }
+
+    /// Whether the stored keys' byte order is the key order; otherwise a store orders them
+    /// by their decoded keys.
+    pub(crate) fn by_bytes(&self) -> bool {
+        self.by_bytes
+    }
+
+    /// The store's key codec, which a changelog key's bytes are checked with.
+    pub(crate) fn changelog_codec(&self) -> &dyn Codec<K> {
+        &*self.changelog
+    }
+
+    /// Appends the stored key of the key encoded as `encoded` (a changelog key's bytes).
+    #[inline]
+    pub(crate) fn push_stored(&self, encoded: &[u8], out: &mut Vec<u8>) {
+        let at = out.len();
+        out.extend_from_slice(encoded);
+        if let Some(form) = self.form {
+            form.apply(&mut out[at..]);
+        }
+    }
+
+    /// Appends the encoding (the changelog's bytes) of the stored key `stored`.
+    #[inline]
+    pub(crate) fn push_encoded(&self, stored: &[u8], out: &mut Vec<u8>) {
+        // Each rewrite is its own inverse.
+        self.push_stored(stored, out);
+    }
 }
 
-/// Puts the records of `out` from index `first` on in the order of `order(record key)`,
-/// stably (records of equal order keep theirs). Leaves `out` as it was if they already are,
-/// or if `order` fails on a record (its error is returned).
-pub(crate) fn sort_flushed<O: Ord>(
-    out: &mut ChangelogBatch,
-    first: usize,
-    order: impl Fn(&[u8]) -> Result<O, StateError>,
-) -> Result<(), StateError> {
-    let mut keyed: Vec<(O, usize)> = Vec::with_capacity(out.len().saturating_sub(first));
-    for i in first..out.len() {
-        let record = out.get(i).expect("an index below the batch's length");
-        keyed.push((order(record.key)?, i));
+impl<K> Codec<K> for StoredKeys<K> {
+    fn encode(&self, value: &K, out: &mut Vec<u8>) -> Result<(), CodecError> {
+        let at = out.len();
+        self.changelog.encode(value, out)?;
+        if let Some(form) = self.form {
+            form.apply(&mut out[at..]);
+        }
+        Ok(())
     }
-    if keyed.is_sorted_by(|a, b| a.0 <= b.0) {
-        return Ok(());
+
+    fn decode(&self, bytes: &[u8]) -> Result<K, CodecError> {
+        let Some(form) = self.form else {
+            return self.changelog.decode(bytes);
+        };
+        // The encoding back, on the stack for the short keys the forms are for.
+        let mut short = [0u8; 16];
+        let mut long;
+        let encoded: &mut [u8] = match short.get_mut(..bytes.len()) {
+            Some(b) => {
+                b.copy_from_slice(bytes);
+                b
+            }
+            None => {
+                long = bytes.to_vec();
+                &mut long
+            }
+        };
+        form.apply(encoded);
+        self.changelog.decode(encoded)
     }
-    keyed.sort_by(|a, b| a.0.cmp(&b.0));
-    let records: Vec<ChangelogRecord> = keyed
-        .iter()
-        .map(|&(_, i)| {
-            out.get(i)
-                .expect("an index below the batch's length")
-                .to_record()
-        })
-        .collect();
-    out.truncate(first);
-    for r in &records {
-        out.push(&r.key, r.value.as_deref(), r.timestamp);
+
+    fn preserves_order(&self) -> bool {
+        self.by_bytes
     }
-    Ok(())
+}
+
+impl<K> fmt::Debug for StoredKeys<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoredKeys")
+            .field("codec", &self.changelog)
+            .field("form", &self.form)
+            .field("by_bytes", &self.by_bytes)
+            .finish()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::{I64Codec, StringCodec};
 
-    fn batch(keys: &[u8]) -> ChangelogBatch {
-        let mut b = ChangelogBatch::new();
-        for (i, &k) in keys.iter().enumerate() {
-            let value = [k, 1];
-            b.push(&[k], (k % 2 == 0).then_some(&value[..]), i as i64);
+    /// `i64` as Kafka's bytes, saying nothing of its order.
+    #[derive(Debug)]
+    struct Unsorted;
+
+    impl Codec<i64> for Unsorted {
+        fn encode(&self, v: &i64, out: &mut Vec<u8>) -> Result<(), CodecError> {
+            I64Codec.encode(v, out)
         }
-        b
+        fn decode(&self, b: &[u8]) -> Result<i64, CodecError> {
+            I64Codec.decode(b)
+        }
+    }
+
+    /// `i64` sign-extended to 24 bytes big-endian: longer than the stack buffer of a
+    /// decode, and sortable with the sign bit flipped.
+    #[derive(Debug)]
+    struct Wide;
+
+    impl Codec<i64> for Wide {
+        fn encode(&self, v: &i64, out: &mut Vec<u8>) -> Result<(), CodecError> {
+            out.extend_from_slice(&[if *v < 0 { 0xff } else { 0 }; 16]);
+            out.extend_from_slice(&v.to_be_bytes());
+            Ok(())
+        }
+        fn decode(&self, b: &[u8]) -> Result<i64, CodecError> {
+            let low: [u8; 8] = b
+                .get(16..)
+                .and_then(|l| l.try_into().ok())
+                .ok_or_else(|| CodecError::new(format!("{} bytes", b.len())))?;
+            Ok(i64::from_be_bytes(low))
+        }
+        fn sortable_form(&self) -> Option<SortableForm> {
+            Some(SortableForm::SignBitFlipped)
+        }
+    }
+
+    fn stored<K>(keys: &StoredKeys<K>, k: &K) -> Vec<u8> {
+        keys.to_bytes(k).unwrap()
     }
 
     #[test]
-    fn sorts_only_the_records_from_first_on_stably_with_their_values() {
-        let mut b = batch(&[9, 5, 3, 8, 4]);
-        // By the key divided by 4: 5 and 4 tie and keep their order.
-        sort_flushed(&mut b, 1, |k| Ok(k[0] / 4)).unwrap();
-        let got: Vec<(u8, Option<Vec<u8>>, i64)> = b
-            .iter()
-            .map(|r| (r.key[0], r.value.map(<[u8]>::to_vec), r.timestamp))
-            .collect();
-        assert_eq!(
-            got,
-            vec![
-                (9, None, 0),
-                (3, None, 2),
-                (5, None, 1),
-                (4, Some(vec![4, 1]), 4),
-                (8, Some(vec![8, 1]), 3),
-            ]
-        );
+    fn a_sortable_codec_is_kept_rewritten_and_its_encodings_come_back() {
+        let keys = StoredKeys::new(I64Codec);
+        assert!(keys.by_bytes() && keys.preserves_order());
+        let values = [i64::MIN, -300, -1, 0, 1, 300, i64::MAX];
+        for v in values {
+            let s = stored(&keys, &v);
+            assert_eq!(s, ((v as u64) ^ (1 << 63)).to_be_bytes());
+            assert_eq!(keys.decode(&s), Ok(v));
+            let mut encoded = Vec::new();
+            keys.push_encoded(&s, &mut encoded);
+            assert_eq!(encoded, v.to_be_bytes(), "the changelog's bytes");
+            let mut back = Vec::new();
+            keys.push_stored(&encoded, &mut back);
+            assert_eq!(back, s);
+        }
+        let wide = StoredKeys::new(Wide);
+        for a in values {
+            assert_eq!(wide.decode(&stored(&wide, &a)), Ok(a), "24 bytes");
+            for b in values {
+                assert_eq!(stored(&wide, &a).cmp(&stored(&wide, &b)), a.cmp(&b));
+            }
+        }
+        assert!(wide.decode(&[0x80; 3]).is_err());
     }
 
     #[test]
-    fn a_failing_order_leaves_the_batch_as_it_was() {
-        let mut b = batch(&[2, 1]);
-        let before = b.clone();
-        let err = sort_flushed(&mut b, 0, |k| match k[0] {
-            1 => Err(StateError::Engine {
-                store: "s".into(),
-                detail: "bad key".into(),
-            }),
-            k => Ok(k),
-        });
-        assert!(err.is_err());
-        assert_eq!(b, before);
+    fn other_codecs_are_kept_as_encoded_and_only_order_preserving_ones_by_bytes() {
+        let unsorted = StoredKeys::new(Unsorted);
+        assert!(!unsorted.by_bytes() && !unsorted.preserves_order());
+        assert_eq!(stored(&unsorted, &-1), (-1i64).to_be_bytes());
+        let strings = StoredKeys::new(StringCodec);
+        assert!(strings.by_bytes());
+        assert_eq!(stored(&strings, &"ab".to_string()), b"ab");
+        let mut out = Vec::new();
+        strings.push_stored(b"ab", &mut out);
+        assert_eq!(out, b"ab");
     }
 }

@@ -5,7 +5,7 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use super::bulk_load::SortedLoad;
-use super::key_order::sort_flushed;
+use super::key_order::StoredKeys;
 use super::segmented::Stored;
 use super::write_cache::{WriteCache, merge};
 use super::{
@@ -23,11 +23,11 @@ use crate::store::{KeyValueStore, StateStore, StoreConfig, bounds_empty};
 /// prefix keeps the byte order of the encoded keys.
 const KEY_PREFIX: u8 = 0x01;
 
-/// The engine key of an encoded key.
-fn engine_key(encoded: &[u8]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(encoded.len() + 1);
+/// The engine key of a stored key.
+fn engine_key(stored: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(stored.len() + 1);
     k.push(KEY_PREFIX);
-    k.extend_from_slice(encoded);
+    k.extend_from_slice(stored);
     k
 }
 
@@ -42,7 +42,8 @@ pub struct PersistentKeyValueStore<K, V> {
     /// Writes not yet in the engine (and the last ones that are), with the keys written
     /// since the last flush.
     cache: WriteCache<()>,
-    key_codec: Arc<dyn Codec<K>>,
+    /// The keys as the engine and the cache keep them (docs/state.md#key-order).
+    keys: StoredKeys<K>,
     value_codec: Arc<dyn Codec<V>>,
 }
 
@@ -79,7 +80,7 @@ impl<K, V> PersistentKeyValueStore<K, V> {
             _db: db,
             ks,
             cache: WriteCache::new(persistent.cache_max_bytes()),
-            key_codec: Arc::new(key_codec),
+            keys: StoredKeys::new(key_codec),
             value_codec: Arc::new(value_codec),
         })
     }
@@ -165,20 +166,36 @@ impl<K, V> PersistentKeyValueStore<K, V> {
                     detail: format!("stored key {} lacks the key prefix", hex(k)),
                 });
             };
-            let key = decode_stored(&*self.key_codec, encoded, "key", name, encoded)?;
+            let key = decode_stored(&self.keys, encoded, "key", name, encoded)?;
             f(key, k, v)
         })
     }
 
-    /// The engine key of `key`.
-    /// The engine key of `key` (the prefix byte, then the encoded key), for
-    /// the operation `op`; a key the codec refuses is an error naming the store.
+    /// The engine key of `key` (the prefix byte, then the stored key), for the operation
+    /// `op`; a key the codec refuses is an error naming the store.
     fn key_bytes(&self, key: &K, op: &str) -> Result<Vec<u8>, StateError> {
         let mut k = vec![KEY_PREFIX];
-        self.key_codec.encode(key, &mut k).map_err(|e| {
+        self.keys.encode(key, &mut k).map_err(|e| {
             StateError::encode_key(self.config.name(), format_args!("passed to {op}"), e)
         })?;
         Ok(k)
+    }
+
+    /// Appends a record per (engine key, timestamp), with the key's encoding (the
+    /// changelog's bytes) and its value or a tombstone.
+    fn write_flushed<'k>(
+        &self,
+        records: impl Iterator<Item = (&'k [u8], i64)>,
+        out: &mut ChangelogBatch,
+    ) -> Result<(), StateError> {
+        let mut record_key = Vec::new();
+        for (key, timestamp) in records {
+            record_key.clear();
+            self.keys.push_encoded(&key[1..], &mut record_key);
+            let value = self.get_raw(key)?;
+            out.push(&record_key, value.as_deref(), timestamp);
+        }
+        Ok(())
     }
 }
 
@@ -191,29 +208,35 @@ impl<K: Ord, V> StateStore for PersistentKeyValueStore<K, V> {
         self.config.changelog_enabled()
     }
 
-    /// One record per dirty key, its stored value or a tombstone, in key order (the byte
-    /// order, unless the key codec does not preserve order: then sorted by decoded key).
-    /// All or nothing: on an engine error `out` is left as it was and the keys stay dirty.
+    /// One record per dirty key, its stored value or a tombstone, in key order: the order of
+    /// the stored keys' bytes where it is the key order, otherwise by the keys, each decoded
+    /// once here. All or nothing: on an error `out` is left as it was and the keys stay
+    /// dirty.
     fn flush_changelog(&mut self, out: &mut ChangelogBatch) -> Result<(), StateError> {
+        // The cache lists them in engine-key order.
         let logged = self.cache.logged_keys();
         out.reserve(logged.len());
         let first = out.len();
-        for ((), key, timestamp) in &logged {
-            match self.get_raw(key) {
-                Ok(value) => out.push(&key[1..], value.as_deref(), *timestamp),
-                Err(e) => {
-                    out.truncate(first);
-                    return Err(e);
-                }
-            }
-        }
-        if !self.key_codec.preserves_order() {
-            let (codec, name) = (&*self.key_codec, self.config.name());
-            let sorted = sort_flushed(out, first, |k| decode_stored(codec, k, "key", name, k));
-            if let Err(e) = sorted {
-                out.truncate(first);
-                return Err(e);
-            }
+        let written = if self.keys.by_bytes() {
+            self.write_flushed(logged.iter().map(|((), k, t)| (k.as_slice(), *t)), out)
+        } else {
+            let name = self.config.name();
+            let decoded: Result<Vec<(K, &[u8], i64)>, StateError> = logged
+                .iter()
+                .map(|((), k, t)| {
+                    let stored = &k[1..];
+                    let key = decode_stored(&self.keys, stored, "key", name, stored)?;
+                    Ok((key, k.as_slice(), *t))
+                })
+                .collect();
+            decoded.and_then(|mut keys| {
+                keys.sort_by(|a, b| a.0.cmp(&b.0));
+                self.write_flushed(keys.iter().map(|(_, k, t)| (*k, *t)), out)
+            })
+        };
+        if let Err(e) = written {
+            out.truncate(first);
+            return Err(e);
         }
         self.cache.clear_logged();
         Ok(())
@@ -225,8 +248,9 @@ impl<K: Ord, V> StateStore for PersistentKeyValueStore<K, V> {
 
     fn apply_changelog(&mut self, entry: &ChangelogEntry) -> Result<(), StateError> {
         let name = self.config.name();
-        validate_entry(&*self.key_codec, &entry.key, "key", name, entry)?;
-        let key = engine_key(&entry.key);
+        validate_entry(self.keys.changelog_codec(), &entry.key, "key", name, entry)?;
+        let mut key = vec![KEY_PREFIX];
+        self.keys.push_stored(&entry.key, &mut key);
         if let Some(v) = &entry.value {
             validate_entry(&*self.value_codec, v, "value", name, entry)?;
         }
@@ -249,11 +273,17 @@ impl<K: Ord, V> StateStore for PersistentKeyValueStore<K, V> {
         let mut load = SortedLoad::with_capacity(batch.len());
         let mut failed = None;
         for record in batch.iter() {
-            let valid = validate_record(&*self.key_codec, record.key, "key", name, &record)
-                .and_then(|()| match record.value {
-                    Some(v) => validate_record(&*self.value_codec, v, "value", name, &record),
-                    None => Ok(()),
-                });
+            let valid = validate_record(
+                self.keys.changelog_codec(),
+                record.key,
+                "key",
+                name,
+                &record,
+            )
+            .and_then(|()| match record.value {
+                Some(v) => validate_record(&*self.value_codec, v, "value", name, &record),
+                None => Ok(()),
+            });
             if let Err(e) = valid {
                 failed = Some(e);
                 break;
@@ -262,7 +292,7 @@ impl<K: Ord, V> StateStore for PersistentKeyValueStore<K, V> {
                 (),
                 |out| {
                     out.push(KEY_PREFIX);
-                    out.extend_from_slice(record.key);
+                    self.keys.push_stored(record.key, out);
                 },
                 record.value,
             );
@@ -303,7 +333,7 @@ impl<K: Ord, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
         Ok(old)
     }
 
-    /// By bytes for an order-preserving key codec; otherwise the entries the codec's
+    /// By the stored keys' bytes where they sort as the keys; otherwise the entries the codec's
     /// [`Codec::covering_range`] names (every entry by default) are read, and their decoded
     /// keys bounded and sorted by `K: Ord` (docs/state.md#key-order).
     fn range(&self, from: Bound<&K>, to: Bound<&K>) -> Result<Vec<(K, V)>, StateError> {
@@ -315,12 +345,12 @@ impl<K: Ord, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
         // Encoded on both paths: a bound the codec refuses is an error either way.
         let (from_bytes, to_bytes) = (enc(from)?, enc(to)?);
         let mut out = Vec::new();
-        if !self.key_codec.preserves_order() {
+        if !self.keys.by_bytes() {
             if bounds_empty(from, to) {
                 return Ok(out);
             }
             let prefixed = |b: Bound<Vec<u8>>| b.map(|k| engine_key(&k));
-            let (lo, hi) = self.key_codec.covering_range(from, to);
+            let (lo, hi) = self.keys.changelog_codec().covering_range(from, to);
             let (lo, hi) = (prefixed(lo), prefixed(hi));
             if bounds_empty(
                 lo.as_ref().map(Vec::as_slice),
@@ -422,6 +452,67 @@ mod tests {
         assert_eq!(range(Excluded(&empty), Excluded(&a)), vec!["\u{0}"]);
         assert_eq!(range(Unbounded, Excluded(&a)), vec!["", "\u{0}"]);
         assert_eq!(range(Excluded(&a), Unbounded), sorted[3..].to_vec());
+    }
+
+    /// Kafka's `i64` keys are kept in their sortable form behind the prefix, so a range
+    /// reads them straight in key order, while a flush and a restore carry Kafka's bytes.
+    #[test]
+    fn i64_keys_are_kept_sortable_and_the_changelog_keeps_kafkas_bytes() {
+        use std::ops::Bound::{Excluded, Included, Unbounded};
+        let keys = [1i64, -1, i64::MAX, 0, i64::MIN, 300, -300];
+        let mut sorted = keys;
+        sorted.sort();
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = PersistentConfig::new(tmp.path(), "app").with_cache_max_bytes_unfloored(0);
+        let open = |name: &str| {
+            PersistentKeyValueStore::open(&cfg, StoreConfig::new(name), I64Codec, I64Codec).unwrap()
+        };
+        let mut s = open("kv");
+        for k in keys {
+            s.put(k, k, 3).unwrap();
+        }
+        let engine: Vec<Vec<u8>> = s.ks.iter().map(|g| g.key().unwrap().to_vec()).collect();
+        let sortable = |k: i64| {
+            let mut b = vec![KEY_PREFIX];
+            b.extend_from_slice(&((k as u64) ^ (1 << 63)).to_be_bytes());
+            b
+        };
+        assert_eq!(engine, sorted.map(sortable).to_vec(), "in key order");
+        let got = |from, to| -> Vec<i64> {
+            s.range(from, to)
+                .unwrap()
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect()
+        };
+        assert_eq!(got(Unbounded, Unbounded), sorted.to_vec());
+        assert_eq!(got(Included(&-300), Excluded(&1)), vec![-300, -1, 0]);
+        assert_eq!(got(Excluded(&i64::MIN), Included(&-1)), vec![-300, -1]);
+        let mut batch = ChangelogBatch::new();
+        s.flush_changelog(&mut batch).unwrap();
+        let records = batch.to_records();
+        let flushed: Vec<Vec<u8>> = records.iter().map(|r| r.key.clone()).collect();
+        let kafka: Vec<Vec<u8>> = sorted.iter().map(|k| k.to_be_bytes().to_vec()).collect();
+        assert_eq!(flushed, kafka, "Kafka's bytes, in key order");
+
+        let mut restored = open("restored");
+        for (offset, r) in records.into_iter().enumerate() {
+            let entry = ChangelogEntry {
+                partition: crate::ChangelogPartition(0),
+                offset: crate::ChangelogOffset(offset as u64),
+                key: r.key,
+                value: r.value,
+                timestamp: r.timestamp,
+            };
+            restored.apply_changelog(&entry).unwrap();
+        }
+        let engine: Vec<Vec<u8>> = restored
+            .ks
+            .iter()
+            .map(|g| g.key().unwrap().to_vec())
+            .collect();
+        assert_eq!(engine, sorted.map(sortable).to_vec(), "restored sortable");
+        assert_eq!(restored.get(&i64::MIN).unwrap(), Some(i64::MIN));
     }
 
     #[test]

@@ -10,9 +10,10 @@
 //! one of a pool of keyspaces it reuses ([`SegmentSet`]), so dropping a segment empties a
 //! keyspace.
 //!
-//! On-disk layouts (times are sign-flipped big-endian so that byte order is time order):
-//! key-value `[0x01][key]` (the engine refuses empty keys; the prefix keeps byte order);
-//! window `[key][start]`; session `[key][end][start]` (never empty). Per-key scans filter
+//! On-disk layouts (times are sign-flipped big-endian so that byte order is time order; a
+//! key is its stored form, see `key_order`: its encoding, or for a codec with a sortable
+//! form that form): key-value `[0x01][key]` (the engine refuses empty keys; the prefix keeps
+//! byte order); window `[key][start]`; session `[key][end][start]` (never empty). Per-key scans filter
 //! out longer keys that share the prefix, as Kafka Streams' key schemas do. The changelog
 //! uses Kafka Streams' layouts instead (see [`crate::encode_window_key`]).
 //!

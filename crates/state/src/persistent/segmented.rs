@@ -3,7 +3,8 @@
 //! Owns [`SegmentedCore`]: the store directory and its [`SegmentSet`] (a keyspace per live
 //! segment), which segment an entry goes to, retention and expiry against the monotonic
 //! committed frontier, the `segments` gauge, the expired-write counter, the barrier flush
-//! of the keys the cache says the changelog owes (sorted by id there), restore (skipping
+//! of the keys the cache says the changelog owes (sorted there once, by id: by the stored
+//! keys' bytes where they sort as the keys, otherwise by decoded key), restore (skipping
 //! whole expired segments), single-entry reads and writes through the store's write-back
 //! cache ([`WindowCache`]: per segment, encoded key → that key's windows; written to the
 //! engine, sorted into engine-key order, only when full and on close), and the scans the
@@ -24,6 +25,8 @@ use std::hash::Hash;
 use std::marker::PhantomData;
 use std::ops::{ControlFlow, RangeBounds};
 use std::sync::Arc;
+
+use super::key_order::StoredKeys;
 
 use super::bulk_load::SortedLoad;
 use super::write_cache::{WindowCache, merge};
@@ -107,7 +110,8 @@ pub(crate) struct SegmentedCore<K, V, L: DiskLayout> {
     /// Writes not yet in the engine (and the last ones that are), by segment and key, with
     /// the entries written since the last flush.
     cache: WindowCache<L::Order>,
-    key_codec: Arc<dyn Codec<K>>,
+    /// The keys as the engine and the cache keep them (docs/state.md#key-order).
+    keys: StoredKeys<K>,
     value_codec: Arc<dyn Codec<V>>,
     layout: PhantomData<L>,
 }
@@ -147,7 +151,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
             dir,
             segments,
             cache: WindowCache::new(persistent.cache_max_bytes()),
-            key_codec: Arc::new(key_codec),
+            keys: StoredKeys::new(key_codec),
             value_codec: Arc::new(value_codec),
             layout: PhantomData,
         })
@@ -187,7 +191,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         if !self.retention.admit(name, L::time(window)) {
             return Ok(());
         }
-        let k = encode_key(&*self.key_codec, key, name, "put")?;
+        let k = encode_key(&self.keys, key, name, "put")?;
         let v = encode_value(&*self.value_codec, value, name, &k)?;
         let logged = self.logged(timestamp);
         self.write_raw(&k, window, Some(&v), logged)
@@ -204,7 +208,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         f: &mut dyn FnMut(Option<V>) -> V,
     ) -> Result<(), StateError> {
         let name = self.config.name();
-        let k = encode_key(&*self.key_codec, key, name, "update")?;
+        let k = encode_key(&self.keys, key, name, "update")?;
         let order = L::order(window);
         let segment = self.segment_id(L::time(window));
         let admitted = self.retention.admit(name, L::time(window));
@@ -254,7 +258,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
     /// The value of (key, window).
     pub(crate) fn fetch(&self, key: &K, window: L::Window) -> Result<Option<V>, StateError> {
         let name = self.config.name();
-        let k = encode_key(&*self.key_codec, key, name, "fetch")?;
+        let k = encode_key(&self.keys, key, name, "fetch")?;
         match self.get_raw(&k, window)? {
             None => Ok(None),
             Some(v) => decode_stored(&*self.value_codec, &v, "value", name, &k).map(Some),
@@ -268,7 +272,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         window: L::Window,
         timestamp: i64,
     ) -> Result<(), StateError> {
-        let k = encode_key(&*self.key_codec, key, self.config.name(), "delete")?;
+        let k = encode_key(&self.keys, key, self.config.name(), "delete")?;
         let logged = self.logged(timestamp);
         self.write_raw(&k, window, None, logged)
     }
@@ -285,7 +289,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         keep: impl Fn(L::Window) -> bool,
     ) -> Result<Vec<(L::Window, V)>, StateError> {
         let name = self.config.name();
-        let k = encode_key(&*self.key_codec, key, name, "a key range query")?;
+        let k = encode_key(&self.keys, key, name, "a key range query")?;
         let mut out = Vec::new();
         self.visit_key_range(&k, segments, from, to, |w, v| {
             if keep(w) {
@@ -309,7 +313,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         f: &mut dyn FnMut(L::Window, V) -> ControlFlow<()>,
     ) -> Result<(), StateError> {
         let name = self.config.name();
-        let k = encode_key(&*self.key_codec, key, name, "a key range query")?;
+        let k = encode_key(&self.keys, key, name, "a key range query")?;
         if L::order(from) > L::order(to) {
             return Ok(());
         }
@@ -365,12 +369,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         timestamp: i64,
         f: &mut dyn FnMut(L::Window, V) -> V,
     ) -> Result<(), StateError> {
-        let k = encode_key(
-            &*self.key_codec,
-            key,
-            self.config.name(),
-            "update_key_range",
-        )?;
+        let k = encode_key(&self.keys, key, self.config.name(), "update_key_range")?;
         if L::order(from) > L::order(to) {
             return Ok(());
         }
@@ -493,7 +492,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         rows.sort_by(|a, b| cmp((a.0, &a.1), (b.0, &b.1)));
         rows.into_iter()
             .map(|(w, kb, v)| {
-                let key = decode_stored(&*self.key_codec, &kb, "key", name, &kb)?;
+                let key = decode_stored(&self.keys, &kb, "key", name, &kb)?;
                 let value = decode_stored(&*self.value_codec, &v, "value", name, &kb)?;
                 Ok((w, key, value))
             })
@@ -610,36 +609,71 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         self.config.changelog_enabled()
     }
 
-    /// One record per dirty entry, its stored value or a tombstone. All or nothing: on an
-    /// engine error `out` is left as it was and the entries stay dirty.
-    pub(crate) fn flush_changelog(&mut self, out: &mut ChangelogBatch) -> Result<(), StateError> {
-        // Records go out in id order ((start, key) or (key, end, start)), as the in-memory
-        // engine writes them.
-        let mut logged: Vec<(L::Id<&[u8]>, i64)> = self
-            .cache
-            .logged_keys()
-            .into_iter()
-            .map(|(_, key, w, timestamp)| (L::id(key, L::window_of(w)), timestamp))
-            .collect();
-        logged.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    /// Whether the stored keys' byte order is the key order (otherwise a multi-key answer
+    /// is sorted by decoded key).
+    pub(crate) fn keys_by_bytes(&self) -> bool {
+        self.keys.by_bytes()
+    }
+
+    /// One record per dirty entry, its stored value or a tombstone, in id order ((start,
+    /// key) or (key, end, start), as the in-memory engine writes them): by the stored keys'
+    /// bytes where they sort as the keys, otherwise by the keys, each decoded once here.
+    /// All or nothing: on an error `out` is left as it was and the entries stay dirty.
+    pub(crate) fn flush_changelog(&mut self, out: &mut ChangelogBatch) -> Result<(), StateError>
+    where
+        K: Ord,
+    {
+        let logged = self.cache.logged_keys();
         out.reserve(logged.len());
         let first = out.len();
-        let mut record_key = Vec::new();
-        for (id, timestamp) in &logged {
-            let window = L::window(id);
-            let key: &[u8] = L::key::<&[u8]>(id);
-            record_key.clear();
-            L::changelog_key(key, window, &mut record_key);
-            match self.get_raw(key, window) {
-                Ok(value) => out.push(&record_key, value.as_deref(), *timestamp),
-                Err(e) => {
-                    out.truncate(first);
-                    return Err(e);
-                }
-            }
+        let written = if self.keys.by_bytes() {
+            let mut ids: Vec<(L::Id<&[u8]>, i64)> = logged
+                .into_iter()
+                .map(|(_, key, w, timestamp)| (L::id(key, L::window_of(w)), timestamp))
+                .collect();
+            ids.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            self.write_flushed(
+                ids.iter().map(|(id, t)| (*L::key(id), L::window(id), *t)),
+                out,
+            )
+        } else {
+            let name = self.config.name();
+            let decoded: Result<Vec<(L::Id<K>, &[u8], i64)>, StateError> = logged
+                .into_iter()
+                .map(|(_, key, w, timestamp)| {
+                    let k = decode_stored(&self.keys, key, "key", name, key)?;
+                    Ok((L::id(k, L::window_of(w)), key, timestamp))
+                })
+                .collect();
+            decoded.and_then(|mut ids| {
+                ids.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                self.write_flushed(ids.iter().map(|(id, k, t)| (*k, L::window(id), *t)), out)
+            })
+        };
+        if let Err(e) = written {
+            out.truncate(first);
+            return Err(e);
         }
-        drop(logged);
         self.cache.clear_logged();
+        Ok(())
+    }
+
+    /// Appends a record per (stored key, window, timestamp), with the changelog's key (the
+    /// key's encoding, then the window) and the entry's value or a tombstone.
+    fn write_flushed<'k>(
+        &self,
+        records: impl Iterator<Item = (&'k [u8], L::Window, i64)>,
+        out: &mut ChangelogBatch,
+    ) -> Result<(), StateError> {
+        let mut record_key = Vec::new();
+        for (key, window, timestamp) in records {
+            record_key.clear();
+            record_key.reserve(key.len() + L::KEY_SUFFIX);
+            self.keys.push_encoded(key, &mut record_key);
+            L::push_key_suffix(window, &mut record_key);
+            let value = self.get_raw(key, window)?;
+            out.push(&record_key, value.as_deref(), timestamp);
+        }
         Ok(())
     }
 
@@ -650,13 +684,15 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
     pub(crate) fn apply_changelog(&mut self, entry: &ChangelogEntry) -> Result<(), StateError> {
         let name = self.config.name();
         let (key, window) = L::restored(entry, name)?;
-        validate_entry(&*self.key_codec, key, "key", name, entry)?;
+        validate_entry(self.keys.changelog_codec(), key, "key", name, entry)?;
+        let mut stored = Vec::with_capacity(key.len());
+        self.keys.push_stored(key, &mut stored);
         match &entry.value {
-            None => self.write_raw(key, window, None, None),
+            None => self.write_raw(&stored, window, None, None),
             Some(v) => {
                 validate_entry(&*self.value_codec, v, "value", name, entry)?;
                 if self.retention.restores(L::time(window)) {
-                    self.write_raw(key, window, Some(v), None)
+                    self.write_raw(&stored, window, Some(v), None)
                 } else {
                     Ok(())
                 }
@@ -685,7 +721,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
                 Ok(Some((key, window))) => load.push(
                     self.segment_id(L::time(window)),
                     |out| {
-                        out.extend_from_slice(key);
+                        self.keys.push_stored(key, out);
                         L::push_window(window, out);
                     },
                     record.value,
@@ -726,7 +762,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
                 ),
             )
         })?;
-        validate_record(&*self.key_codec, key, "key", name, record)?;
+        validate_record(self.keys.changelog_codec(), key, "key", name, record)?;
         match record.value {
             None => Ok(Some((key, window))),
             Some(v) => {
@@ -792,6 +828,17 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
     #[cfg(test)]
     pub(crate) fn cached_entries(&self) -> usize {
         self.cache.len()
+    }
+
+    /// The engine's own keys (not the cache's), segment by segment in engine order, for
+    /// tests of what the engine keeps.
+    #[cfg(test)]
+    pub(crate) fn engine_keys(&self) -> Vec<Vec<u8>> {
+        self.segment_ids(..)
+            .into_iter()
+            .filter_map(|id| self.segments.get(id))
+            .flat_map(|ks| ks.iter().map(|g| g.key().unwrap().to_vec()))
+            .collect()
     }
 
     /// Entries the engine itself holds (not counting the cache), for tests of what reaches

@@ -6,10 +6,8 @@
 
 use std::cmp::Ordering;
 
-use super::key_order::{KeyOrder, flush_in_key_order, open_core};
 use super::segmented::{DiskLayout, SegmentedCore};
 use super::{PersistentConfig, time_bytes, time_from};
-use crate::changelog_batch::ChangelogBatch;
 use crate::codec::Codec;
 use crate::error::StateError;
 use crate::segments::SegmentedConfig;
@@ -34,8 +32,6 @@ impl DiskLayout for SessionKind {
 /// `[key][end][start]`.
 pub struct PersistentSessionStore<K, V> {
     core: SegmentedCore<K, V, SessionKind>,
-    /// The key codec if its byte order is not the key order (docs/state.md#key-order).
-    key_order: KeyOrder<K>,
 }
 
 delegate_to_segmented_core!(bulk PersistentSessionStore where K: Ord);
@@ -52,16 +48,8 @@ impl<K, V> PersistentSessionStore<K, V> {
         key_codec: impl Codec<K> + 'static,
         value_codec: impl Codec<V> + 'static,
     ) -> Result<Self, StateError> {
-        open_core(persistent, config, segmented, key_codec, value_codec)
-            .map(|(core, key_order)| Self { core, key_order })
-    }
-
-    /// The core's flush, in key order (see [`flush_in_key_order`]).
-    fn flush(&mut self, out: &mut ChangelogBatch) -> Result<(), StateError>
-    where
-        K: Ord,
-    {
-        flush_in_key_order(&mut self.core, &self.key_order, out)
+        SegmentedCore::open(persistent, config, segmented, key_codec, value_codec)
+            .map(|core| Self { core })
     }
 }
 
@@ -100,7 +88,7 @@ impl<K: Ord, V> SessionStore<K, V> for PersistentSessionStore<K, V> {
         end_from: i64,
         end_to: i64,
     ) -> Result<Vec<(SessionWindow, K, V)>, StateError> {
-        if self.key_order.is_none() {
+        if self.core.keys_by_bytes() {
             return self.core.all_between(end_from, end_to, |a, b| {
                 (a.0.end, a.1, a.0.start).cmp(&(b.0.end, b.1, b.0.start))
             });

@@ -7,10 +7,8 @@
 use std::cmp::Ordering;
 use std::ops::ControlFlow;
 
-use super::key_order::{KeyOrder, flush_in_key_order, open_core};
 use super::segmented::{DiskLayout, SegmentedCore};
 use super::{PersistentConfig, time_bytes, time_from};
-use crate::changelog_batch::ChangelogBatch;
 use crate::codec::Codec;
 use crate::error::StateError;
 use crate::segments::SegmentedConfig;
@@ -31,8 +29,6 @@ impl DiskLayout for TimeWindowKind {
 /// A window store on disk: one keyspace per segment, entries laid out `[key][start]`.
 pub struct PersistentWindowStore<K, V> {
     core: SegmentedCore<K, V, TimeWindowKind>,
-    /// The key codec if its byte order is not the key order (docs/state.md#key-order).
-    key_order: KeyOrder<K>,
 }
 
 delegate_to_segmented_core!(bulk PersistentWindowStore where K: Ord);
@@ -49,16 +45,8 @@ impl<K, V> PersistentWindowStore<K, V> {
         key_codec: impl Codec<K> + 'static,
         value_codec: impl Codec<V> + 'static,
     ) -> Result<Self, StateError> {
-        open_core(persistent, config, segmented, key_codec, value_codec)
-            .map(|(core, key_order)| Self { core, key_order })
-    }
-
-    /// The core's flush, in key order (see [`flush_in_key_order`]).
-    fn flush(&mut self, out: &mut ChangelogBatch) -> Result<(), StateError>
-    where
-        K: Ord,
-    {
-        flush_in_key_order(&mut self.core, &self.key_order, out)
+        SegmentedCore::open(persistent, config, segmented, key_codec, value_codec)
+            .map(|core| Self { core })
     }
 
     /// The earliest window start not expired at the frontier the store was last expired to
@@ -159,7 +147,7 @@ impl<K: Ord, V> WindowStore<K, V> for PersistentWindowStore<K, V> {
     /// By start, then key: by the key's bytes for an order-preserving codec, otherwise by
     /// the decoded keys.
     fn fetch_all(&self, time_from: i64, time_to: i64) -> Result<Vec<(i64, K, V)>, StateError> {
-        if self.key_order.is_none() {
+        if self.core.keys_by_bytes() {
             return self.core.all_between(time_from, time_to, |a, b| a.cmp(&b));
         }
         let mut all = self
@@ -483,6 +471,120 @@ mod tests {
                 w.fetch_all(i64::MIN, 899).unwrap(),
                 vec![(0, "x".into(), 1), (0, "y".into(), 2)]
             );
+        }
+    }
+
+    /// Kafka's `i64` keys are kept in their sortable form (the sign bit flipped), so the
+    /// engine's own order is the key order, while a flush and a restore carry Kafka's bytes;
+    /// the answers are in key order, as the in-memory engine gives them.
+    #[test]
+    fn i64_keys_are_kept_sortable_and_the_changelog_keeps_kafkas_bytes() {
+        let keys = [1i64, -1, i64::MAX, 0, i64::MIN, 300, -300];
+        let seg = SegmentedConfig::new(1_000).with_segment_interval(100);
+        let config = StoreConfig::new("w");
+        let mut memory =
+            crate::InMemoryWindowStore::new(config.clone(), seg, I64Codec, StringCodec);
+        let tmp = tempfile::tempdir().unwrap();
+        // No cache: every write goes to the engine.
+        let cfg = PersistentConfig::new(tmp.path(), "app").with_cache_max_bytes_unfloored(0);
+        let mut disk =
+            PersistentWindowStore::open(&cfg, config, seg, I64Codec, StringCodec).unwrap();
+        for start in [150, 100] {
+            for k in keys {
+                memory.put(k, start, format!("{k}@{start}"), 7).unwrap();
+                disk.put(k, start, format!("{k}@{start}"), 7).unwrap();
+            }
+        }
+        let mut sorted = keys;
+        sorted.sort();
+        let stored: Vec<Vec<u8>> = disk.core.engine_keys();
+        let want: Vec<Vec<u8>> = sorted
+            .iter()
+            .flat_map(|k| {
+                [100, 150].map(|start| {
+                    let mut b = ((*k as u64) ^ (1 << 63)).to_be_bytes().to_vec();
+                    b.extend_from_slice(&super::time_bytes(start));
+                    b
+                })
+            })
+            .collect();
+        assert_eq!(
+            stored, want,
+            "sign-flipped keys, in key order in the engine"
+        );
+        assert_eq!(
+            disk.fetch_all(i64::MIN, i64::MAX).unwrap(),
+            memory.fetch_all(i64::MIN, i64::MAX).unwrap()
+        );
+        assert_eq!(
+            disk.fetch_key_range(&-300, 0, 200).unwrap(),
+            memory.fetch_key_range(&-300, 0, 200).unwrap()
+        );
+        let (mut on_disk, mut in_memory) = (ChangelogBatch::new(), ChangelogBatch::new());
+        disk.flush_changelog(&mut on_disk).unwrap();
+        memory.flush_changelog(&mut in_memory).unwrap();
+        let records = on_disk.to_records();
+        assert_eq!(
+            records,
+            in_memory.to_records(),
+            "the same records, byte for byte"
+        );
+        let kafka: Vec<Vec<u8>> = [100, 150]
+            .iter()
+            .flat_map(|&start| {
+                sorted.map(|k| {
+                    let mut b = Vec::new();
+                    crate::encode_window_key(&k.to_be_bytes(), start, 0, &mut b);
+                    b
+                })
+            })
+            .collect();
+        let keys_of = |records: &[crate::ChangelogRecord]| -> Vec<Vec<u8>> {
+            records.iter().map(|r| r.key.clone()).collect()
+        };
+        assert_eq!(keys_of(&records), kafka, "Kafka's bytes, by start then key");
+
+        // Restored, one by one and in bulk, the changelog's keys are kept sortable again.
+        for filler in [0, super::super::BULK_LOAD_MIN_BYTES / 40 + 1] {
+            let tmp = tempfile::tempdir().unwrap();
+            let cfg = PersistentConfig::new(tmp.path(), "app").with_cache_max_bytes_unfloored(0);
+            let mut restored = PersistentWindowStore::open(
+                &cfg,
+                StoreConfig::new("w"),
+                seg,
+                I64Codec,
+                StringCodec,
+            )
+            .unwrap();
+            let entries = records
+                .iter()
+                .cloned()
+                .chain((0..filler as i64).map(|i| {
+                    let mut key = Vec::new();
+                    crate::encode_window_key(&(-i - 1_000).to_be_bytes(), 900, 0, &mut key);
+                    crate::ChangelogRecord {
+                        key,
+                        value: Some(vec![b'x'; 24]),
+                        timestamp: 0,
+                    }
+                }))
+                .enumerate()
+                .map(|(offset, r)| crate::ChangelogEntry {
+                    partition: crate::ChangelogPartition(0),
+                    offset: crate::ChangelogOffset(offset as u64),
+                    key: r.key,
+                    value: r.value,
+                    timestamp: r.timestamp,
+                });
+            crate::restore(&mut restored, entries, 0, &mut |_| {}).unwrap();
+            assert_eq!(
+                restored.fetch_all(i64::MIN, 200).unwrap(),
+                memory.fetch_all(i64::MIN, 200).unwrap(),
+                "filler {filler}"
+            );
+            let mut engine = restored.core.engine_keys();
+            engine.truncate(want.len());
+            assert_eq!(engine, want, "filler {filler}");
         }
     }
 

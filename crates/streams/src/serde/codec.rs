@@ -3,7 +3,7 @@
 
 use std::ops::Bound;
 
-use stoatflow_state::{Codec, CodecError};
+use stoatflow_state::{Codec, CodecError, SortableForm};
 
 use super::{SerdeCodec, SerdeRef};
 
@@ -56,6 +56,9 @@ impl<T> Codec<T> for BoxedCodec<T> {
     fn covering_range(&self, from: Bound<&T>, to: Bound<&T>) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
         self.0.covering_range(from, to)
     }
+    fn sortable_form(&self) -> Option<SortableForm> {
+        self.0.sortable_form()
+    }
 }
 
 impl<T> std::fmt::Debug for BoxedCodec<T> {
@@ -69,7 +72,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::serde::{I64Serde, JsonSerde, Serde, SerdeError, StringSerde};
+    use crate::serde::{F64Serde, I32Serde, I64Serde, JsonSerde, Serde, SerdeError, StringSerde};
 
     fn adapted<T: 'static>(serde: impl Serde<T> + 'static) -> BoxedCodec<T> {
         BoxedCodec(codec(&Some(Arc::new(serde) as SerdeRef<T>), "s"))
@@ -82,6 +85,14 @@ mod tests {
         assert!(adapted(StringSerde).preserves_order());
         assert!(!adapted(I64Serde).preserves_order());
         assert!(!adapted(JsonSerde::<i64>::new()).preserves_order());
+        // Kafka's integers name their sortable form through every adapter; JSON none.
+        let sign = Some(SortableForm::SignBitFlipped);
+        assert_eq!(adapted(I64Serde).sortable_form(), sign);
+        assert_eq!(adapted(I32Serde).sortable_form(), sign);
+        assert_eq!(adapted(F64Serde).sortable_form(), None);
+        assert_eq!(adapted(JsonSerde::<i64>::new()).sortable_form(), None);
+        let shared: SerdeRef<i64> = Arc::new(I64Serde);
+        assert_eq!(adapted(shared).sortable_form(), sign);
 
         #[derive(Debug)]
         struct Ordered;

@@ -26,6 +26,9 @@ pub use primitive::{
 };
 pub use windowed::{SessionWindowedSerde, TimeWindowedSerde};
 
+/// A rewrite of a key serde's bytes that sorts as its keys ([`Serde::sortable_form`]).
+pub use stoatflow_state::SortableForm;
+
 pub(crate) use codec::{BoxedCodec, MissingCodec, codec};
 
 /// Why bytes could not become a value, or a value bytes.
@@ -121,6 +124,16 @@ pub trait Serde<T>: Send + Sync + fmt::Debug {
         let _ = (topic, from, to);
         (Bound::Unbounded, Bound::Unbounded)
     }
+
+    /// For a store key serde that does not preserve order: a rewrite of its bytes that
+    /// sorts exactly as the values do, which a persistent store keeps in place of the bytes
+    /// (the changelog still carries the serde's bytes), so that it orders keys by bytes with
+    /// no decoding. `None` by default, always correct; the `i64` and `i32` serdes (two's
+    /// complement, big-endian) name [`SortableForm::SignBitFlipped`]; a wrong answer makes
+    /// persistent stores answer out of key order.
+    fn sortable_form(&self) -> Option<SortableForm> {
+        None
+    }
 }
 
 /// A shared, type-erased serde.
@@ -153,6 +166,9 @@ impl<T> Serde<T> for SerdeRef<T> {
         to: Bound<&T>,
     ) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
         (**self).covering_range(topic, from, to)
+    }
+    fn sortable_form(&self) -> Option<SortableForm> {
+        (**self).sortable_form()
     }
 }
 
@@ -278,6 +294,10 @@ impl<T: 'static> stoatflow_state::Codec<T> for SerdeCodec<T> {
 
     fn covering_range(&self, from: Bound<&T>, to: Bound<&T>) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
         self.serde.covering_range(&self.topic, from, to)
+    }
+
+    fn sortable_form(&self) -> Option<SortableForm> {
+        self.serde.sortable_form()
     }
 }
 

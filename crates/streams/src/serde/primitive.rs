@@ -3,7 +3,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use super::{Serde, SerdeError, malformed};
+use super::{Serde, SerdeError, SortableForm, malformed};
 
 /// UTF-8 strings.
 #[derive(Debug, Clone, Copy, Default)]
@@ -48,7 +48,7 @@ impl Serde<Vec<u8>> for BytesSerde {
 }
 
 macro_rules! fixed_serde {
-    ($name:ident, $t:ty, $n:expr, $label:expr, $doc:expr) => {
+    ($name:ident, $t:ty, $n:expr, $label:expr, $doc:expr $(, $form:expr)?) => {
         #[doc = $doc]
         #[derive(Debug, Clone, Copy, Default)]
         pub struct $name;
@@ -77,6 +77,12 @@ macro_rules! fixed_serde {
                 })?;
                 Ok(<$t>::from_be_bytes(arr))
             }
+            $(
+            /// Two's complement with the sign bit flipped sorts as the numbers.
+            fn sortable_form(&self) -> Option<SortableForm> {
+                Some($form)
+            }
+            )?
         }
     };
 }
@@ -86,14 +92,16 @@ fixed_serde!(
     i32,
     4,
     "i32",
-    "4-byte big-endian integers (Kafka's `IntegerSerde`)."
+    "4-byte big-endian integers (Kafka's `IntegerSerde`).",
+    SortableForm::SignBitFlipped
 );
 fixed_serde!(
     I64Serde,
     i64,
     8,
     "i64",
-    "8-byte big-endian integers (Kafka's `LongSerde`)."
+    "8-byte big-endian integers (Kafka's `LongSerde`).",
+    SortableForm::SignBitFlipped
 );
 fixed_serde!(
     F64Serde,

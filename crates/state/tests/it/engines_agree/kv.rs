@@ -183,4 +183,12 @@ proptest! {
     ) {
         run_kv::<i64>(changelogged, cache, &ops)?;
     }
+
+    /// The same keys under a codec that says nothing of its order: decoded and sorted.
+    #[test]
+    fn key_value_engines_agree_on_keys_of_an_unsorted_codec(
+        changelogged in changelogged(), cache in cache_bound(), ops in kv_ops(),
+    ) {
+        run_kv::<super::Unsorted>(changelogged, cache, &ops)?;
+    }
 }

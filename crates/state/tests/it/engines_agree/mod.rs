@@ -10,9 +10,11 @@
 //! extreme integers; times include `i64::MIN`, `i64::MAX`, negatives and both sides of
 //! segment edges, against retentions and segment intervals from 0 / 1 ms to `i64::MAX`.
 //!
-//! Two key codecs: `StringCodec`, whose byte order is the key order, and `I64Codec`
-//! (Kafka's big-endian two's complement), whose byte order puts negative keys after the
-//! others. The contract is the key order (`K: Ord`), whatever the codec: which keys a
+//! Three key codecs: `StringCodec`, whose byte order is the key order; `I64Codec` (Kafka's
+//! big-endian two's complement), whose byte order puts negative keys after the others but
+//! which names a sortable form the persistent engine keeps instead; and the same bytes
+//! under a codec that says nothing of its order ([`Unsorted`]), which the persistent engine
+//! orders by decoded key. The contract is the key order (`K: Ord`), whatever the codec: which keys a
 //! range's bounds admit, the order of every answer holding several keys, and the order of a
 //! flush's records; every one of them is compared exactly, for both codecs
 //! (docs/state.md#key-order).
@@ -33,8 +35,8 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::test_runner::TestCaseError;
 use stoatflow_state::{
-    ChangelogBatch, Codec, I64Codec, PersistentConfig, Segmented, SegmentedConfig, StateError,
-    StateStore, StoreConfig, StringCodec,
+    ChangelogBatch, Codec, CodecError, I64Codec, PersistentConfig, Segmented, SegmentedConfig,
+    StateError, StateStore, StoreConfig, StringCodec,
 };
 
 use crate::engines::Changelog;
@@ -81,6 +83,33 @@ impl TestKey for i64 {
             i64::MAX - 1,
             i64::MAX,
         ]
+    }
+}
+
+/// An `i64` key whose codec writes Kafka's bytes and says nothing of their order: the
+/// persistent engine's path for a user serde that neither preserves order nor names a
+/// sortable form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+struct Unsorted(i64);
+
+/// The codec of [`Unsorted`].
+#[derive(Debug, Clone, Copy, Default)]
+struct UnsortedCodec;
+
+impl Codec<Unsorted> for UnsortedCodec {
+    fn encode(&self, v: &Unsorted, out: &mut Vec<u8>) -> Result<(), CodecError> {
+        I64Codec.encode(&v.0, out)
+    }
+    fn decode(&self, b: &[u8]) -> Result<Unsorted, CodecError> {
+        I64Codec.decode(b).map(Unsorted)
+    }
+}
+
+impl TestKey for Unsorted {
+    type Codec = UnsortedCodec;
+
+    fn pool() -> Vec<Self> {
+        i64::pool().into_iter().map(Unsorted).collect()
     }
 }
 

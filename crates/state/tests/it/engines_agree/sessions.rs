@@ -177,4 +177,11 @@ proptest! {
     ) {
         run_sessions::<i64>(seg, changelogged, cache, &ops)?;
     }
+
+    #[test]
+    fn session_engines_agree_on_keys_of_an_unsorted_codec(
+        seg in segmented(), changelogged in changelogged(), cache in cache_bound(), ops in ses_ops(),
+    ) {
+        run_sessions::<super::Unsorted>(seg, changelogged, cache, &ops)?;
+    }
 }

@@ -343,4 +343,11 @@ proptest! {
     ) {
         run_windows::<i64>(seg, changelogged, cache, &ops)?;
     }
+
+    #[test]
+    fn window_engines_agree_on_keys_of_an_unsorted_codec(
+        seg in segmented(), changelogged in changelogged(), cache in cache_bound(), ops in win_ops(),
+    ) {
+        run_windows::<super::Unsorted>(seg, changelogged, cache, &ops)?;
+    }
 }
