@@ -218,79 +218,9 @@ impl Flatten<'_> {
                 self.stack.pop();
             }
             _ if skipping => {}
-            Event::MappingStart(..) => {
-                if self.stack.is_empty() {
-                    self.root_mapping = true;
-                    self.stack.push(Frame::Mapping {
-                        prefix: String::new(),
-                        key: None,
-                    });
-                    return;
-                }
-                match self.take_key() {
-                    Some((key, key_mark)) => {
-                        let key_at = self.origin(key_mark);
-                        if !self.first_time(&key, &key_at) {
-                            return;
-                        }
-                        self.stack.push(Frame::Mapping {
-                            prefix: format!("{key}."),
-                            key: None,
-                        });
-                    }
-                    None => {
-                        let at = self.origin(mark);
-                        self.fail(ConfigError::Syntax {
-                            at,
-                            reason: "a configuration key must be a plain scalar, not a mapping"
-                                .into(),
-                        });
-                    }
-                }
-            }
-            Event::SequenceStart(..) => match self.take_key() {
-                Some((key, key_mark)) => {
-                    self.push_entry(key, key_mark, Raw::Sequence, mark);
-                    self.stack.push(Frame::Skip);
-                }
-                None => {
-                    let at = self.origin(mark);
-                    let reason = if self.stack.is_empty() {
-                        "the configuration must be a mapping of keys to values, not a sequence"
-                    } else {
-                        "a configuration key must be a plain scalar, not a sequence"
-                    };
-                    self.fail(ConfigError::Syntax {
-                        at,
-                        reason: reason.into(),
-                    });
-                }
-            },
-            Event::Scalar(text, style, _, _) => {
-                if self.stack.is_empty() {
-                    if !(style == TScalarStyle::Plain && text.is_empty()) {
-                        let at = self.origin(mark);
-                        self.fail(ConfigError::Syntax {
-                            at,
-                            reason: "the configuration must be a mapping of keys to values".into(),
-                        });
-                    }
-                    return;
-                }
-                match self.take_key() {
-                    Some((key, key_mark)) => {
-                        let null = style == TScalarStyle::Plain
-                            && matches!(text.as_str(), "" | "~" | "null" | "Null" | "NULL");
-                        let value = if null { Raw::Null } else { Raw::Scalar(text) };
-                        self.push_entry(key, key_mark, value, mark);
-                    }
-                    None => {
-                        if let Some(Frame::Mapping { key, .. }) = self.stack.last_mut() {
-                            *key = Some((text, mark));
-                        }
-                    }
-                }
-            }
+            Event::MappingStart(..) => self.on_mapping_start(mark),
+            Event::SequenceStart(..) => self.on_sequence_start(mark),
+            Event::Scalar(text, style, _, _) => self.on_scalar(text, style, mark),
             Event::Alias(_) => {
                 let at = self.origin(mark);
                 self.fail(ConfigError::Syntax {
@@ -303,6 +233,89 @@ impl Flatten<'_> {
             | Event::StreamEnd
             | Event::DocumentStart
             | Event::DocumentEnd => {}
+        }
+    }
+
+    /// A mapping: the document's (its keys have no prefix), or the value of the pending key
+    /// (its keys are prefixed with it). A mapping as a key is an error.
+    fn on_mapping_start(&mut self, mark: Marker) {
+        if self.stack.is_empty() {
+            self.root_mapping = true;
+            self.stack.push(Frame::Mapping {
+                prefix: String::new(),
+                key: None,
+            });
+            return;
+        }
+        match self.take_key() {
+            Some((key, key_mark)) => {
+                let key_at = self.origin(key_mark);
+                if !self.first_time(&key, &key_at) {
+                    return;
+                }
+                self.stack.push(Frame::Mapping {
+                    prefix: format!("{key}."),
+                    key: None,
+                });
+            }
+            None => {
+                let at = self.origin(mark);
+                self.fail(ConfigError::Syntax {
+                    at,
+                    reason: "a configuration key must be a plain scalar, not a mapping".into(),
+                });
+            }
+        }
+    }
+
+    /// A sequence: as a value, an entry whose value is a sequence (its items are skipped);
+    /// as the document or a key, an error.
+    fn on_sequence_start(&mut self, mark: Marker) {
+        match self.take_key() {
+            Some((key, key_mark)) => {
+                self.push_entry(key, key_mark, Raw::Sequence, mark);
+                self.stack.push(Frame::Skip);
+            }
+            None => {
+                let at = self.origin(mark);
+                let reason = if self.stack.is_empty() {
+                    "the configuration must be a mapping of keys to values, not a sequence"
+                } else {
+                    "a configuration key must be a plain scalar, not a sequence"
+                };
+                self.fail(ConfigError::Syntax {
+                    at,
+                    reason: reason.into(),
+                });
+            }
+        }
+    }
+
+    /// A scalar: the pending key's value (a plain empty, `~` or `null` is null), or else the
+    /// next key. As the whole document, only an empty one is allowed.
+    fn on_scalar(&mut self, text: String, style: TScalarStyle, mark: Marker) {
+        if self.stack.is_empty() {
+            if !(style == TScalarStyle::Plain && text.is_empty()) {
+                let at = self.origin(mark);
+                self.fail(ConfigError::Syntax {
+                    at,
+                    reason: "the configuration must be a mapping of keys to values".into(),
+                });
+            }
+            return;
+        }
+        match self.take_key() {
+            Some((key, key_mark)) => {
+                let null = style == TScalarStyle::Plain
+                    && matches!(text.as_str(), "" | "~" | "null" | "Null" | "NULL");
+                let value = if null { Raw::Null } else { Raw::Scalar(text) };
+                self.push_entry(key, key_mark, value, mark);
+            }
+            None => {
+                if let Some(Frame::Mapping { key, .. }) = self.stack.last_mut() {
+                    *key = Some((text, mark));
+                }
+            }
         }
     }
 }
