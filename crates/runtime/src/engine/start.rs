@@ -64,6 +64,29 @@ struct Starting<'a, L: Log> {
     streams_config: Arc<StreamsConfig>,
 }
 
+impl<'a, L: Log> Starting<'a, L> {
+    /// Plans the layout of the topology's topics on the log, then reads the clock.
+    fn new(
+        topology: &'a Arc<Topology>,
+        config: &'a Arc<RuntimeConfig>,
+        log: &'a Arc<L>,
+        shared: &'a Arc<Shared>,
+        clock: &Arc<dyn Clock>,
+    ) -> Result<Self, RuntimeError> {
+        Ok(Starting {
+            topology,
+            config,
+            log,
+            shared,
+            app: config.application_id().to_owned(),
+            plan: Layout::plan(topology, config, &**log)?,
+            now: clock.now(),
+            tracking: tracks_event_time(topology, config),
+            streams_config: Arc::new(config.streams.clone()),
+        })
+    }
+}
+
 /// What the stamp rings seed: each sub-topology's time, each task's floor
 /// and frontier, the last barrier committed.
 struct Seeded {
@@ -126,17 +149,7 @@ impl<L: Log + 'static> Engine<L> {
     ) -> Result<Option<Self>, RuntimeError> {
         shared.transition(AppState::Rebalancing);
         shared.callback_panicked()?;
-        let s = Starting {
-            topology,
-            config,
-            log,
-            shared,
-            app: config.application_id().to_owned(),
-            plan: Layout::plan(topology, config, &**log)?,
-            now: clock.now(),
-            tracking: tracks_event_time(topology, config),
-            streams_config: Arc::new(config.streams.clone()),
-        };
+        let s = Starting::new(topology, config, log, shared, clock)?;
         let commit_path = fence(&s, membership)?;
         let owned =
             membership.tasks(&**log, topology, &s.app, &config.transactional_id(), || {

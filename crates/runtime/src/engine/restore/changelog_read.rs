@@ -12,11 +12,12 @@
 //! caller's.
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use stoatflow_log::{Consumer, LogError, Offset, TopicPartition};
+use stoatflow_log::{Consumer, FetchedBatch, LogError, Offset, TopicPartition};
 use stoatflow_state::{
     ChangelogEntry, ChangelogOffset, ChangelogPartition, ChangelogValueLayout, RestoreBatch,
 };
@@ -147,48 +148,14 @@ pub(crate) fn read_batches<C: Consumer>(
         if !fetched.is_empty() {
             last_progress = Instant::now();
         }
-        let mut count = 0u64;
-        for fetched in &fetched {
-            let tp = fetched.partition();
-            let Some(&end) = ends.get(tp) else {
-                continue;
-            };
-            let batch = match filling.get_mut(tp) {
-                Some(b) => b,
-                None => filling
-                    .entry(tp.clone())
-                    .or_insert_with(|| RestoreBatch::new(layout(tp))),
-            };
-            let partition = ChangelogPartition(tp.partition.0);
-            for r in fetched.iter().filter(|r| r.offset.0 < end) {
-                count += 1;
-                let offset = ChangelogOffset(r.offset.0);
-                let Some(key) = r.key else {
-                    read(count);
-                    let keyless = ChangelogEntry {
-                        partition,
-                        offset,
-                        key: Vec::new(),
-                        value: r.value.map(<[u8]>::to_vec),
-                        timestamp: r.timestamp.0,
-                    };
-                    deliver((tp.clone(), Err(keyless)));
-                    return Ok(());
-                };
-                batch.push(partition, offset, key, r.value, r.timestamp.0);
-            }
-        }
+        let ControlFlow::Continue(count) =
+            fill(&fetched, &ends, &mut filling, &layout, read, deliver)
+        else {
+            return Ok(());
+        };
         read(count);
         // Partitions read to their end are done; their last batch goes now.
-        let mut done = Vec::new();
-        for (tp, end) in &ends {
-            if consumer.position(tp)?.0 >= *end {
-                done.push(tp.clone());
-            }
-        }
-        for tp in &done {
-            ends.remove(tp);
-        }
+        let done = remove_ended(consumer, &mut ends)?;
         // A fetch can move a position to the end without a record (past a
         // transaction's marker), so the ends are checked after every fetch,
         // and only a fetch that neither read nor ended anything counts
@@ -199,23 +166,99 @@ pub(crate) fn read_batches<C: Consumer>(
                 after_ms: u64::try_from(limits.stall.as_millis()).unwrap_or(u64::MAX),
             });
         }
-        let pending: usize = filling.values().map(RestoreBatch::bytes).sum();
-        let ready: Vec<TopicPartition> = filling
-            .iter()
-            .filter(|(tp, b)| {
-                !b.is_empty()
-                    && (done.contains(tp) || b.bytes() >= BATCH_BYTES || pending >= 2 * BATCH_BYTES)
-            })
-            .map(|(tp, _)| tp.clone())
-            .collect();
-        for tp in ready {
-            let batch = filling.remove(&tp).expect("a batch being filled");
-            if !deliver((tp, Ok(batch))) {
-                return Ok(());
-            }
+        if deliver_ready(&mut filling, &done, deliver).is_break() {
+            return Ok(());
         }
     }
     Ok(())
+}
+
+/// Adds the fetched records below their partition's end to their partition's batch being
+/// filled, and returns how many there were. A record with no key ends the reading: the records
+/// up to it are told to `read`, it goes to `deliver` at once, and the fill breaks.
+fn fill(
+    fetched: &[FetchedBatch],
+    ends: &BTreeMap<TopicPartition, u64>,
+    filling: &mut BTreeMap<TopicPartition, RestoreBatch>,
+    layout: &impl Fn(&TopicPartition) -> ChangelogValueLayout,
+    read: &mut dyn FnMut(u64),
+    deliver: &mut dyn FnMut(Delivery) -> bool,
+) -> ControlFlow<(), u64> {
+    let mut count = 0u64;
+    for fetched in fetched {
+        let tp = fetched.partition();
+        let Some(&end) = ends.get(tp) else {
+            continue;
+        };
+        let batch = match filling.get_mut(tp) {
+            Some(b) => b,
+            None => filling
+                .entry(tp.clone())
+                .or_insert_with(|| RestoreBatch::new(layout(tp))),
+        };
+        let partition = ChangelogPartition(tp.partition.0);
+        for r in fetched.iter().filter(|r| r.offset.0 < end) {
+            count += 1;
+            let offset = ChangelogOffset(r.offset.0);
+            let Some(key) = r.key else {
+                read(count);
+                let keyless = ChangelogEntry {
+                    partition,
+                    offset,
+                    key: Vec::new(),
+                    value: r.value.map(<[u8]>::to_vec),
+                    timestamp: r.timestamp.0,
+                };
+                deliver((tp.clone(), Err(keyless)));
+                return ControlFlow::Break(());
+            };
+            batch.push(partition, offset, key, r.value, r.timestamp.0);
+        }
+    }
+    ControlFlow::Continue(count)
+}
+
+/// Removes the partitions whose position has reached their end, and returns them.
+fn remove_ended<C: Consumer>(
+    consumer: &mut C,
+    ends: &mut BTreeMap<TopicPartition, u64>,
+) -> Result<Vec<TopicPartition>, LogError> {
+    let mut done = Vec::new();
+    for (tp, end) in ends.iter() {
+        if consumer.position(tp)?.0 >= *end {
+            done.push(tp.clone());
+        }
+    }
+    for tp in &done {
+        ends.remove(tp);
+    }
+    Ok(done)
+}
+
+/// Hands over every non-empty batch that is ready: its partition is `done`, it holds
+/// [`BATCH_BYTES`], or the batches being filled hold twice that together. Breaks when
+/// `deliver` wants no more.
+fn deliver_ready(
+    filling: &mut BTreeMap<TopicPartition, RestoreBatch>,
+    done: &[TopicPartition],
+    deliver: &mut dyn FnMut(Delivery) -> bool,
+) -> ControlFlow<()> {
+    let pending: usize = filling.values().map(RestoreBatch::bytes).sum();
+    let ready: Vec<TopicPartition> = filling
+        .iter()
+        .filter(|(tp, b)| {
+            !b.is_empty()
+                && (done.contains(tp) || b.bytes() >= BATCH_BYTES || pending >= 2 * BATCH_BYTES)
+        })
+        .map(|(tp, _)| tp.clone())
+        .collect();
+    for tp in ready {
+        let batch = filling.remove(&tp).expect("a batch being filled");
+        if !deliver((tp, Ok(batch))) {
+            return ControlFlow::Break(());
+        }
+    }
+    ControlFlow::Continue(())
 }
 
 /// A committed changelog record as the state crate reads it back; a record

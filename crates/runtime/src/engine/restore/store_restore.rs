@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use stoatflow_log::{Log, TopicPartition};
+use stoatflow_log::{Consumer, Log, LogError, TopicPartition};
 use stoatflow_state::{
     ChangelogEntry, ChangelogOffset, ChangelogPartition, ChangelogValueLayout, RestoreBatch,
     changelog_topic,
@@ -145,6 +145,11 @@ impl<L: Log> StoreReader<'_, L> {
             .collect();
         let mut consumer = self.log.consumer(&self.consumer)?;
         let what = format!("the stores read by {}", self.consumer);
+        let limits = ReadLimits {
+            stall: self.stall,
+            what: &what,
+            cancel: self.cancel,
+        };
         let reader_name = format!(
             "{}-reader",
             std::thread::current().name().unwrap_or("restore")
@@ -155,42 +160,17 @@ impl<L: Log> StoreReader<'_, L> {
             let reader = std::thread::Builder::new()
                 .name(reader_name)
                 .spawn_scoped(scope, || {
-                    // Owned by the reader: its end ends the applying loop below.
-                    let tx = tx;
-                    read_batches(
-                        &mut consumer,
-                        wanted.iter().map(|(tp, (_, _, from))| (tp.clone(), *from)),
-                        &ReadLimits {
-                            stall: self.stall,
-                            what: &what,
-                            cancel: self.cancel,
-                        },
-                        |tp| layouts.get(tp).copied().unwrap_or_default(),
-                        &mut |n| {
-                            if let Some(m) = metrics {
-                                m.restore_expected(n);
-                            }
-                        },
-                        &mut |delivery| tx.send(delivery).is_ok(),
-                    )
+                    read_deliveries(&mut consumer, &wanted, &layouts, &limits, metrics, tx)
                 })
                 .map_err(|e| RuntimeError::ThreadDied {
                     thread: "restore reader".into(),
                     reason: e.to_string(),
                 })?;
-            for (tp, batch) in &rx {
-                let (id, store, _) = &wanted[&tp];
-                let applying = batch
-                    .map_err(|entry| {
-                        state_err(store, entry.corrupt(store, "changelog record has no key"))
-                    })
-                    .and_then(|batch| applied.apply(tasks, *id, store, &batch, metrics));
-                if let Err(e) = applying {
-                    // The reader stops at its next hand-over.
-                    drop(rx);
-                    let _ = reader.join();
-                    return Err(e);
-                }
+            if let Err(e) = applied.apply_all(&rx, &wanted, tasks, metrics) {
+                // The reader stops at its next hand-over.
+                drop(rx);
+                let _ = reader.join();
+                return Err(e);
             }
             reader
                 .join()
@@ -216,6 +196,31 @@ impl<L: Log> StoreReader<'_, L> {
     }
 }
 
+/// The reader thread's work: reads `wanted` as [`read_batches`] does, counting the records
+/// read in `metrics` and sending each delivery to the applying thread through `tx` (whose
+/// drop, at the end, ends the applying loop).
+fn read_deliveries<C: Consumer>(
+    consumer: &mut C,
+    wanted: &ChangelogPartitions,
+    layouts: &BTreeMap<TopicPartition, ChangelogValueLayout>,
+    limits: &ReadLimits<'_>,
+    metrics: Option<&MetricsCells>,
+    tx: mpsc::SyncSender<Delivery>,
+) -> Result<(), LogError> {
+    read_batches(
+        consumer,
+        wanted.iter().map(|(tp, (_, _, from))| (tp.clone(), *from)),
+        limits,
+        |tp| layouts.get(tp).copied().unwrap_or_default(),
+        &mut |n| {
+            if let Some(m) = metrics {
+                m.restore_expected(n);
+            }
+        },
+        &mut |delivery| tx.send(delivery).is_ok(),
+    )
+}
+
 /// What a restore has applied so far.
 #[derive(Debug, Default)]
 struct Applied {
@@ -224,6 +229,26 @@ struct Applied {
 }
 
 impl Applied {
+    /// Applies each delivery from the reader as it comes, until the reader ends or a delivery
+    /// fails (a record with no key, or a store that refuses a batch).
+    fn apply_all(
+        &mut self,
+        rx: &mpsc::Receiver<Delivery>,
+        wanted: &ChangelogPartitions,
+        tasks: &BTreeMap<TaskId, StreamTask>,
+        metrics: Option<&MetricsCells>,
+    ) -> Result<(), RuntimeError> {
+        for (tp, batch) in rx {
+            let (id, store, _) = &wanted[&tp];
+            batch
+                .map_err(|entry| {
+                    state_err(store, entry.corrupt(store, "changelog record has no key"))
+                })
+                .and_then(|batch| self.apply(tasks, *id, store, &batch, metrics))?;
+        }
+        Ok(())
+    }
+
     /// Applies `batch` to task `id`'s store `store` and counts it.
     fn apply(
         &mut self,
