@@ -400,108 +400,24 @@ impl TopologyTestDriver {
     }
 
     fn rebuild(self) -> Result<Self, DriverError> {
-        let (outputs, carried, drop_events) = {
-            let mut i = self.inner.borrow_mut();
-            i.retired = true;
-            i.drain_drop_events();
-            let mut carried = i.carried.clone();
-            for t in &i.tasks {
-                carried.merge(t.metrics());
-            }
-            // The retired tasks close their stores, so the fresh ones can open the same
-            // directories; their counters stay readable through `carried`.
-            i.tasks.clear();
-            i.carried = carried.clone();
-            (
-                std::mem::take(&mut i.outputs),
-                carried,
-                std::mem::take(&mut i.drop_events),
-            )
-        };
-        let (topology, config, mut driver, changelogs, wall, offsets, barrier) = {
+        let kept = self.inner.borrow_mut().retire();
+        let (topology, config, mut driver) = {
             let i = self.inner.borrow();
             (
                 i.topology.clone(),
                 i.config.clone(),
                 i.driver_config.clone(),
-                i.changelogs.clone(),
-                i.wall_clock,
-                i.committed_offsets.clone(),
-                i.barrier,
             )
         };
-        driver.initial_wall_clock = wall;
+        driver.initial_wall_clock = kept.wall;
         // The first tick waits for the restore, so processors initialize on
         // restored stores and timer indexes are built from them.
         let fresh = Self::build(topology, config, driver, false)?;
         {
             let mut inner = fresh.inner.borrow_mut();
-            for (store, records) in &changelogs {
-                let entries = records.iter().cloned().enumerate().map(|(i, r)| {
-                    ChangelogEntry::from_record(r, ChangelogPartition(0), ChangelogOffset(i as u64))
-                });
-                let err = |source| ProcessError::State {
-                    store: store.clone(),
-                    source: Box::new(source),
-                };
-                if store == WATERMARK_STORE_NAME {
-                    restore(
-                        inner.stamps.store_mut(),
-                        entries,
-                        records.len() as u64,
-                        &mut |_| {},
-                    )
-                    .map_err(err)?;
-                    continue;
-                }
-                let Some((s, layout)) = inner.tasks.iter().find_map(|t| {
-                    t.state_store(store)
-                        .map(|s| (s, t.changelog_value_layout(store)))
-                }) else {
-                    continue;
-                };
-                // The changelog holds Kafka Streams' layout, the store its own.
-                let entries = entries.map(|mut e| {
-                    layout.from_changelog(&mut e);
-                    e
-                });
-                restore(
-                    &mut *s.borrow_mut(),
-                    entries,
-                    records.len() as u64,
-                    &mut |_| {},
-                )
-                .map_err(err)?;
-            }
-            let newest = inner
-                .stamps
-                .stamps()
-                .map_err(stamps_err)?
-                .last()
-                .map(|s| s.watermark);
-            let seed = inner.stamps.seed().map_err(stamps_err)?;
-            let (floor, frontier) = (
-                Watermark::from_millis(seed.floor),
-                Watermark::from_millis(seed.frontier),
-            );
-            let resumed = newest.map_or(Watermark::MIN, Watermark::from_millis);
-            for t in &mut inner.tasks {
-                t.seed(floor, frontier);
-                t.on_watermark(floor);
-            }
-            inner.watermark = resumed;
-            inner.timer_floor = floor;
-            inner.last_stamp = resumed;
-            inner.outputs = outputs;
-            inner.carried = carried;
-            inner.drop_events = drop_events;
-            inner.changelogs = changelogs;
-            inner.offsets = offsets.clone();
-            inner.committed_offsets = offsets;
-            inner.barrier = barrier;
-            for t in &mut inner.tasks {
-                t.on_wall_clock(wall)?;
-            }
+            inner.restore_changelogs(&kept.changelogs)?;
+            inner.resume_from_stamps()?;
+            inner.take_over(kept)?;
         }
         Ok(fresh)
     }
@@ -626,7 +542,129 @@ impl TopologyTestDriver {
     }
 }
 
+/// What a restarted driver takes over from the one it replaces.
+struct Kept {
+    outputs: HashMap<String, VecDeque<OutputRecord>>,
+    carried: TaskMetrics,
+    drop_events: Vec<DropEvent>,
+    changelogs: BTreeMap<String, Vec<ChangelogRecord>>,
+    wall: WallTime,
+    /// The committed offsets: what the restarted driver resumes from.
+    offsets: HashMap<String, i64>,
+    barrier: u64,
+}
+
 impl Inner {
+    /// Retires this driver (every handle to it fails from now on) and closes its tasks'
+    /// stores; returns what the restarted driver takes over.
+    fn retire(&mut self) -> Kept {
+        self.retired = true;
+        self.drain_drop_events();
+        let mut carried = self.carried.clone();
+        for t in &self.tasks {
+            carried.merge(t.metrics());
+        }
+        // The retired tasks close their stores, so the fresh ones can open the same
+        // directories; their counters stay readable through `carried`.
+        self.tasks.clear();
+        self.carried = carried.clone();
+        Kept {
+            outputs: std::mem::take(&mut self.outputs),
+            carried,
+            drop_events: std::mem::take(&mut self.drop_events),
+            changelogs: self.changelogs.clone(),
+            wall: self.wall_clock,
+            offsets: self.committed_offsets.clone(),
+            barrier: self.barrier,
+        }
+    }
+
+    /// Restores the watermark store and each task's stores from the committed changelogs.
+    fn restore_changelogs(
+        &mut self,
+        changelogs: &BTreeMap<String, Vec<ChangelogRecord>>,
+    ) -> Result<(), DriverError> {
+        for (store, records) in changelogs {
+            let entries = records.iter().cloned().enumerate().map(|(i, r)| {
+                ChangelogEntry::from_record(r, ChangelogPartition(0), ChangelogOffset(i as u64))
+            });
+            let err = |source| ProcessError::State {
+                store: store.clone(),
+                source: Box::new(source),
+            };
+            if store == WATERMARK_STORE_NAME {
+                restore(
+                    self.stamps.store_mut(),
+                    entries,
+                    records.len() as u64,
+                    &mut |_| {},
+                )
+                .map_err(err)?;
+                continue;
+            }
+            let Some((s, layout)) = self.tasks.iter().find_map(|t| {
+                t.state_store(store)
+                    .map(|s| (s, t.changelog_value_layout(store)))
+            }) else {
+                continue;
+            };
+            // The changelog holds Kafka Streams' layout, the store its own.
+            let entries = entries.map(|mut e| {
+                layout.from_changelog(&mut e);
+                e
+            });
+            restore(
+                &mut *s.borrow_mut(),
+                entries,
+                records.len() as u64,
+                &mut |_| {},
+            )
+            .map_err(err)?;
+        }
+        Ok(())
+    }
+
+    /// Seeds the tasks from the restored stamps: the floor at the newest stamp, the frontier
+    /// one barrier back; the driver's clock resumes from the newest stamp.
+    fn resume_from_stamps(&mut self) -> Result<(), DriverError> {
+        let newest = self
+            .stamps
+            .stamps()
+            .map_err(stamps_err)?
+            .last()
+            .map(|s| s.watermark);
+        let seed = self.stamps.seed().map_err(stamps_err)?;
+        let (floor, frontier) = (
+            Watermark::from_millis(seed.floor),
+            Watermark::from_millis(seed.frontier),
+        );
+        let resumed = newest.map_or(Watermark::MIN, Watermark::from_millis);
+        for t in &mut self.tasks {
+            t.seed(floor, frontier);
+            t.on_watermark(floor);
+        }
+        self.watermark = resumed;
+        self.timer_floor = floor;
+        self.last_stamp = resumed;
+        Ok(())
+    }
+
+    /// Takes over the retired driver's output, counters, changelogs, offsets and barrier
+    /// count, and its wall clock.
+    fn take_over(&mut self, kept: Kept) -> Result<(), DriverError> {
+        self.outputs = kept.outputs;
+        self.carried = kept.carried;
+        self.drop_events = kept.drop_events;
+        self.changelogs = kept.changelogs;
+        self.offsets = kept.offsets.clone();
+        self.committed_offsets = kept.offsets;
+        self.barrier = kept.barrier;
+        for t in &mut self.tasks {
+            t.on_wall_clock(kept.wall)?;
+        }
+        Ok(())
+    }
+
     fn drain_drop_events(&mut self) {
         for t in &mut self.tasks {
             let events = t.take_drop_events();
