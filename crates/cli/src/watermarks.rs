@@ -1,12 +1,14 @@
 //! `stoatflow watermarks --url URL`: the watermark runbook
 //! (docs/operating.md#runbook) in a terminal. Reads
-//! `GET /watermarks` twice (to see whether the minimum partition is still
+//! `GET /watermarks` twice (to see whether the holding partition is still
 //! receiving records), prints every partition as a table, marks the one
-//! holding the global watermark, and says which of the runbook's five
-//! numbered branches applies and what to do.
+//! holding the global watermark with the server's why (its `holder`, named
+//! even while there is no watermark: docs/time.md#holder), and says which of
+//! the runbook's five numbered branches applies and what to do.
 //!
-//! Owns the reading of the JSON and the branch rules; the HTTP is
-//! `http_get`'s.
+//! Owns the reading of the JSON and the branch rules; which partition holds
+//! the watermark and why is the server's answer, printed as it is. The HTTP
+//! is `http_get`'s.
 
 use std::time::Duration;
 
@@ -21,15 +23,44 @@ use crate::out::outln;
 /// minutes behind wall clock.
 const LAG_ALERT_MS: i64 = 300_000;
 
+/// The partition `/watermarks` names as holding the global watermark.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    /// `topic:partition`.
+    pub partition: String,
+    /// The reason's code (`never_received`, `lowest`, `idle`, ...).
+    pub reason: String,
+    /// The reason in words, as the server wrote it.
+    pub why: String,
+    /// Time left until it counts as idle, where a countdown runs.
+    pub idle_in_ms: Option<i64>,
+}
+
+impl Holder {
+    fn read(body: &Value) -> Option<Holder> {
+        let h = body.get("holder")?;
+        let text = |f: &str| h.get(f).and_then(Value::as_str).map(str::to_owned);
+        Some(Holder {
+            partition: text("partition")?,
+            reason: text("reason")?,
+            why: text("why")?,
+            idle_in_ms: num(h, "idleInMs"),
+        })
+    }
+}
+
 /// Which branch of the runbook applies; the numbers are those of
 /// docs/operating.md#runbook.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Branch {
     /// No stall: the watermark trails wall clock by less than the alert.
     Healthy { lag_ms: i64 },
-    /// Branch 1: the minimum partition went quiet; its idleness timeout
-    /// has not elapsed (or is 0: it never idles).
-    QuietNotYetIdle { partition: String, timeout_ms: i64 },
+    /// Branch 1: the holder receives nothing (or never did) and does not
+    /// count as idle yet, or never will; `holder.why` says which.
+    Quiet { holder: Holder },
+    /// Branch 1, its last case: every partition is idle, so the watermark
+    /// stays where it is until a record arrives.
+    AllIdle { holder: Holder },
     /// Branch 2: live but delivering old timestamps.
     LiveOldTimestamps { partition: String, lag_ms: i64 },
     /// Branch 3: an alignment hold binds every source.
@@ -44,8 +75,8 @@ pub enum Branch {
 /// The runbook's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnosis {
-    /// The partition holding the global watermark, if one does.
-    pub minimum: Option<String>,
+    /// The partition holding the global watermark and why, if one does.
+    pub holder: Option<Holder>,
     /// The branch.
     pub branch: Branch,
 }
@@ -54,86 +85,62 @@ fn num(v: &Value, field: &str) -> Option<i64> {
     v.get(field).and_then(Value::as_i64)
 }
 
-/// A partition's contribution: its preview watermark where it shows one.
-fn effective(p: &Value) -> i64 {
-    num(p, "previewWatermarkMs")
-        .or_else(|| num(p, "watermarkMs"))
-        .unwrap_or(i64::MIN)
-}
-
 /// Applies the runbook's rules to two readings of `/watermarks` taken a moment
 /// apart (`None` for a 503) at wall-clock `now_ms`.
 pub fn diagnose(first: Option<&Value>, second: Option<&Value>, now_ms: i64) -> Diagnosis {
-    let Some(now) = second else {
-        return Diagnosis {
-            minimum: None,
-            branch: Branch::NoWatermark,
-        };
+    let no_watermark = Diagnosis {
+        holder: None,
+        branch: Branch::NoWatermark,
     };
-    let empty = serde_json::Map::new();
-    let partitions = now
-        .get("partitions")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    if partitions.is_empty() {
-        return Diagnosis {
-            minimum: None,
-            branch: Branch::NoWatermark,
-        };
-    }
+    let Some(now) = second else {
+        return no_watermark;
+    };
+    let Some(holder) = Holder::read(now) else {
+        return no_watermark;
+    };
     let global = num(now, "globalMs").unwrap_or(i64::MIN);
-    let live: Vec<(&String, &Value)> = partitions
-        .iter()
-        .filter(|(_, p)| p.get("idle") != Some(&Value::Bool(true)))
-        .collect();
-    let minimum = live
-        .iter()
-        .find(|(_, p)| effective(p) == global)
-        .or_else(|| live.iter().min_by_key(|(_, p)| effective(p)))
-        .map(|(name, p)| ((*name).clone(), *p));
     let binding = now
         .get("alignmentBinding")
         .and_then(Value::as_str)
         .map(str::to_owned);
+    let lag_ms = now_ms.saturating_sub(global);
+    let p = now
+        .get("partitions")
+        .and_then(|ps| ps.get(holder.partition.as_str()))
+        .cloned()
+        .unwrap_or(Value::Null);
     let branch = if let Some(binding) = binding {
         Branch::AlignmentHold { binding }
-    } else if let Some((name, p)) = &minimum {
-        let held = p.get("headHeldSinceMs").is_some_and(|v| !v.is_null());
-        let lag_ms = now_ms.saturating_sub(global);
-        if held || p.get("previewWatermarkMs").is_some() {
-            Branch::FutureHead {
-                partition: name.clone(),
-                preview: p.get("previewWatermarkMs").is_some(),
-            }
-        } else if global != i64::MIN && lag_ms < LAG_ALERT_MS {
-            Branch::Healthy { lag_ms }
-        } else {
-            let before = first
-                .and_then(|f| f.get("partitions"))
-                .and_then(|ps| ps.get(name.as_str()))
-                .and_then(|p| num(p, "lastEventTimeMs"));
-            let moved = before.is_some_and(|b| Some(b) != num(p, "lastEventTimeMs"));
-            if moved {
-                Branch::LiveOldTimestamps {
-                    partition: name.clone(),
-                    lag_ms,
-                }
-            } else {
-                Branch::QuietNotYetIdle {
-                    partition: name.clone(),
-                    timeout_ms: num(p, "idlenessTimeoutMs").unwrap_or(0),
-                }
-            }
+    } else if holder.reason == "future_head" {
+        Branch::FutureHead {
+            partition: holder.partition.clone(),
+            preview: p.get("previewWatermarkMs").is_some(),
         }
+    } else if holder.reason == "idle" {
+        Branch::AllIdle {
+            holder: holder.clone(),
+        }
+    } else if global != i64::MIN && lag_ms < LAG_ALERT_MS {
+        Branch::Healthy { lag_ms }
     } else {
-        // Every partition idle: the watermark holds where it is.
-        Branch::QuietNotYetIdle {
-            partition: "every partition (all idle)".into(),
-            timeout_ms: 0,
+        let before = first
+            .and_then(|f| f.get("partitions"))
+            .and_then(|ps| ps.get(holder.partition.as_str()))
+            .and_then(|p| num(p, "lastEventTimeMs"));
+        let moved = before.is_some_and(|b| Some(b) != num(&p, "lastEventTimeMs"));
+        if moved && global != i64::MIN {
+            Branch::LiveOldTimestamps {
+                partition: holder.partition.clone(),
+                lag_ms,
+            }
+        } else {
+            Branch::Quiet {
+                holder: holder.clone(),
+            }
         }
     };
     Diagnosis {
-        minimum: minimum.map(|(n, _)| n),
+        holder: Some(holder),
         branch,
     }
 }
@@ -145,11 +152,24 @@ pub fn advice(branch: &Branch) -> String {
         Branch::Healthy { lag_ms } => format!(
             "no stall: event time trails wall clock by {lag_ms} ms (the lag alert fires above {LAG_ALERT_MS} ms)"
         ),
-        Branch::QuietNotYetIdle { partition, timeout_ms } if *timeout_ms == 0 => format!(
-            "branch 1 (quiet, never idles): {partition} receives nothing and has idleness disabled, so it holds the watermark forever; give its source with_idleness or set stoatflow.watermark.idleness-timeout-ms (docs/operating.md#branch-1)"
-        ),
-        Branch::QuietNotYetIdle { partition, timeout_ms } => format!(
-            "branch 1 (quiet, not yet idle): {partition} went quiet and its idleness timeout ({timeout_ms} ms) has not elapsed; wait, or lower that source's with_idleness (docs/operating.md#branch-1)"
+        Branch::Quiet { holder } => {
+            let todo = match (holder.reason.as_str(), holder.idle_in_ms) {
+                ("no_watermark_yet", _) => {
+                    "give its source a watermark strategy that makes watermarks (docs/time.md#generation)"
+                }
+                (_, Some(_)) => "wait for its idleness timeout, or lower that source's with_idleness",
+                (_, None) => {
+                    "give its source with_idleness or set stoatflow.watermark.idleness-timeout-ms"
+                }
+            };
+            format!(
+                "branch 1 (quiet, not yet idle): {}: {}; {todo} (docs/operating.md#branch-1)",
+                holder.partition, holder.why
+            )
+        }
+        Branch::AllIdle { holder } => format!(
+            "branch 1 (every partition idle): {}: {}; nothing to fix unless records were expected (docs/operating.md#branch-1)",
+            holder.partition, holder.why
         ),
         Branch::LiveOldTimestamps { partition, lag_ms } => format!(
             "branch 2 (live, old timestamps): {partition} keeps receiving records stamped {lag_ms} ms behind wall clock; no watermark setting fixes it: find the producer (its clock or a replay), or accept the stall for the catch-up (docs/operating.md#branch-2)"
@@ -174,8 +194,8 @@ fn iso(ms: Option<i64>) -> String {
     }
 }
 
-/// The partitions as a table, the minimum marked.
-pub fn table(body: &Value, minimum: Option<&str>) -> String {
+/// The partitions as a table, the holder marked.
+pub fn table(body: &Value, holder: Option<&str>) -> String {
     let header = [
         "",
         "PARTITION",
@@ -190,7 +210,7 @@ pub fn table(body: &Value, minimum: Option<&str>) -> String {
     if let Some(ps) = body.get("partitions").and_then(Value::as_object) {
         for (name, p) in ps {
             rows.push(vec![
-                if Some(name.as_str()) == minimum {
+                if Some(name.as_str()) == holder {
                     "*"
                 } else {
                     ""
@@ -260,9 +280,10 @@ pub fn run(url: &str, interval: Duration) -> anyhow::Result<()> {
                 iso(global),
                 global.unwrap_or(i64::MIN)
             )?;
-            crate::out::write(format_args!("{}", table(body, d.minimum.as_deref())))?;
-            match &d.minimum {
-                Some(m) => outln!("* holds the global watermark: {m}")?,
+            let holder = d.holder.as_ref().map(|h| h.partition.as_str());
+            crate::out::write(format_args!("{}", table(body, holder)))?;
+            match &d.holder {
+                Some(h) => outln!("* holds the global watermark: {} ({})", h.partition, h.why)?,
                 None => outln!("no partition holds the global watermark")?,
             }
         }
@@ -281,11 +302,12 @@ mod tests {
 
     const NOW: i64 = 1_790_071_600_000;
 
-    fn body(binding: Value, p0: Value, p1: Value) -> Value {
+    fn body(binding: Value, p0: Value, p1: Value, holder: Value) -> Value {
         json!({
             "globalMs": 1_790_071_560_000i64, "globalIso": "",
             "alignmentGroupMins": {}, "alignmentBinding": binding,
-            "partitions": { "orders:0": p0, "orders:1": p1 }
+            "partitions": { "orders:0": p0, "orders:1": p1 },
+            "holder": holder
         })
     }
 
@@ -295,39 +317,91 @@ mod tests {
                 "driftFromGroupMinMs": 0, "idlenessTimeoutMs": 120000 })
     }
 
+    fn holder(partition: &str, reason: &str, idle_in: Value) -> Value {
+        json!({ "partition": partition, "reason": reason, "why": format!("{reason} (why)"),
+                "idleInMs": idle_in })
+    }
+
     #[test]
-    fn the_part_4_example_is_healthy_and_names_the_live_minimum() {
+    fn the_part_4_example_is_healthy_and_names_the_holder() {
         let b = body(
             Value::Null,
             part(1_790_071_560_000, false, 1_790_071_592_000),
             part(1_790_071_058_000, true, 1_790_071_080_000),
+            holder("orders:0", "lowest", json!(1_000)),
         );
         let d = diagnose(Some(&b), Some(&b), NOW);
-        assert_eq!(d.minimum.as_deref(), Some("orders:0"));
+        assert_eq!(d.holder.map(|h| h.partition).as_deref(), Some("orders:0"));
         assert_eq!(d.branch, Branch::Healthy { lag_ms: 40_000 });
-        let t = table(&b, d.minimum.as_deref());
+        let t = table(&b, Some("orders:0"));
         assert!(t.lines().nth(1).unwrap().starts_with("*  orders:0"), "{t}");
+    }
+
+    #[test]
+    fn a_never_written_partition_without_a_watermark_is_quiet_with_the_servers_why() {
+        let mut b = body(
+            Value::Null,
+            part(1_790_071_560_000, false, 1),
+            part(i64::MIN, false, i64::MIN),
+            holder("orders:1", "never_received", json!(252_000)),
+        );
+        b["globalMs"] = json!(i64::MIN);
+        let d = diagnose(Some(&b), Some(&b), NOW);
+        let Branch::Quiet { holder } = &d.branch else {
+            panic!("{:?}", d.branch)
+        };
+        assert_eq!(holder.partition, "orders:1");
+        let text = advice(&d.branch);
+        assert!(
+            text.starts_with(
+                "branch 1 (quiet, not yet idle): orders:1: never_received (why); wait"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("disabled"), "{text}");
+        // Idleness off: the advice is to turn it on, not to wait.
+        b["holder"]["idleInMs"] = Value::Null;
+        let off = advice(&diagnose(None, Some(&b), NOW).branch);
+        assert!(off.contains("give its source with_idleness"), "{off}");
+    }
+
+    #[test]
+    fn every_partition_idle_says_so_and_not_that_idleness_is_disabled() {
+        let b = body(
+            Value::Null,
+            part(1_790_071_560_000, true, 1),
+            part(1_790_071_900_000, true, 2),
+            holder("orders:0", "idle", Value::Null),
+        );
+        let d = diagnose(Some(&b), Some(&b), NOW + 3_600_000);
+        assert!(matches!(d.branch, Branch::AllIdle { .. }), "{:?}", d.branch);
+        let text = advice(&d.branch);
+        assert!(
+            text.starts_with("branch 1 (every partition idle): orders:0"),
+            "{text}"
+        );
+        assert!(!text.contains("disabled"), "{text}");
     }
 
     #[test]
     fn each_branch() {
         let late = NOW + 3_600_000;
+        let lowest = || holder("orders:0", "lowest", json!(10_000));
         let quiet = body(
             Value::Null,
             part(1_790_071_560_000, false, 1),
             part(1_790_071_900_000, false, 2),
+            lowest(),
         );
-        assert_eq!(
+        assert!(matches!(
             diagnose(Some(&quiet), Some(&quiet), late).branch,
-            Branch::QuietNotYetIdle {
-                partition: "orders:0".into(),
-                timeout_ms: 120_000
-            }
-        );
+            Branch::Quiet { holder } if holder.partition == "orders:0"
+        ));
         let moved = body(
             Value::Null,
             part(1_790_071_560_000, false, 5),
             part(1_790_071_900_000, false, 2),
+            lowest(),
         );
         assert_eq!(
             diagnose(Some(&quiet), Some(&moved), late).branch,
@@ -340,6 +414,7 @@ mod tests {
             json!("orders:1"),
             part(1_790_071_560_000, false, 5),
             part(1, false, 2),
+            holder("orders:1", "alignment_hold", Value::Null),
         );
         assert_eq!(
             diagnose(None, Some(&held), late).branch,
@@ -350,7 +425,12 @@ mod tests {
         let mut ahead = part(0, false, 5);
         ahead["previewWatermarkMs"] = json!(1_790_071_560_000i64);
         ahead["headHeldSinceMs"] = json!(NOW);
-        let future = body(Value::Null, ahead, part(1_790_071_900_000, false, 2));
+        let future = body(
+            Value::Null,
+            ahead,
+            part(1_790_071_900_000, false, 2),
+            holder("orders:0", "future_head", Value::Null),
+        );
         assert_eq!(
             diagnose(None, Some(&future), late).branch,
             Branch::FutureHead {
@@ -359,15 +439,7 @@ mod tests {
             }
         );
         assert_eq!(diagnose(None, None, NOW).branch, Branch::NoWatermark);
-        for b in [
-            Branch::Healthy { lag_ms: 1 },
-            Branch::QuietNotYetIdle {
-                partition: "p".into(),
-                timeout_ms: 0,
-            },
-            Branch::NoWatermark,
-        ] {
-            assert!(!advice(&b).is_empty());
-        }
+        assert!(!advice(&Branch::Healthy { lag_ms: 1 }).is_empty());
+        assert!(!advice(&Branch::NoWatermark).is_empty());
     }
 }

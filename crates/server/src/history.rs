@@ -104,6 +104,7 @@ mod tests {
             alignment_group_mins: BTreeMap::new(),
             alignment_binding: None,
             partitions: BTreeMap::new(),
+            holder: None,
             registered: true,
         }
     }

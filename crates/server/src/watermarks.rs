@@ -1,8 +1,11 @@
 //! JSON of `/watermarks` and `/info`, field for field as in
-//! docs/operating.md#watermarks-endpoint.
+//! docs/operating.md#watermarks-endpoint. The holder's "why" is the time
+//! crate's text, rendered as it is (docs/time.md#holder).
 
 use serde_json::{Map, Value, json};
-use stoatflow_time::{PartitionSnapshot, Watermark, WatermarksSnapshot};
+use stoatflow_time::{
+    PartitionSnapshot, Watermark, WatermarkHolder, WatermarksSnapshot, duration_ms,
+};
 
 fn ms(w: Watermark) -> Value {
     json!(w.as_millis())
@@ -35,6 +38,17 @@ fn partition_json(p: &PartitionSnapshot) -> Value {
     Value::Object(row)
 }
 
+/// `holder`: the partition the global watermark waits on, a code for its
+/// reason, the reason in words, and the idleness countdown where one runs.
+fn holder_json(h: &WatermarkHolder) -> Value {
+    json!({
+        "partition": h.partition.to_string(),
+        "reason": h.reason.code(),
+        "why": h.reason.to_string(),
+        "idleInMs": h.reason.idle_in().map(duration_ms),
+    })
+}
+
 /// The body of `GET /watermarks`.
 pub fn watermarks_json(s: &WatermarksSnapshot) -> Value {
     let mins: Map<String, Value> = s
@@ -53,6 +67,7 @@ pub fn watermarks_json(s: &WatermarksSnapshot) -> Value {
         "alignmentGroupMins": mins,
         "alignmentBinding": s.alignment_binding,
         "partitions": partitions,
+        "holder": s.holder.as_ref().map(holder_json),
     })
 }
 

@@ -14,7 +14,8 @@
 //!   application-wide watermark: the minimum over non-idle partitions,
 //!   published only when it increases. It also holds partitions for
 //!   alignment, counts late arrivals and produces the `/watermarks` view
-//!   ([`WatermarksSnapshot`]).
+//!   ([`WatermarksSnapshot`]), which names the partition holding the
+//!   watermark and why ([`WatermarkHolder`]).
 //! - [`OrderedDispatch`]: merges per-partition buffers, always serving the
 //!   oldest head, each partition in offset order, skipping held partitions.
 //!
@@ -46,6 +47,7 @@
 mod clock;
 mod dispatch;
 pub mod generator;
+mod holder;
 mod instant;
 mod iso;
 mod partition;
@@ -57,6 +59,7 @@ mod watermark;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use dispatch::{DispatchError, Dispatched, OrderedDispatch};
 pub use generator::{WatermarkGenerator, WatermarkOutput};
+pub use holder::{HoldReason, WatermarkHolder, human_duration};
 pub use instant::{EventTime, MAX_EVENT_TIME_MS, TimeError, WallTime, duration_ms};
 pub use iso::civil_from_days;
 pub use partition::{Offset, PartitionIndex, SourcePartition};

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::{EventTime, SourcePartition, WallTime, Watermark};
+use crate::{EventTime, SourcePartition, WallTime, Watermark, WatermarkHolder};
 
 /// One partition's row of `/watermarks`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +45,9 @@ pub struct WatermarksSnapshot {
     pub alignment_binding: Option<String>,
     /// `partitions`, keyed `topic:partition`.
     pub partitions: BTreeMap<String, PartitionSnapshot>,
+    /// `holder`: the partition the global watermark waits on and why,
+    /// named even while there is no watermark; `None` with no partition.
+    pub holder: Option<WatermarkHolder>,
     /// Whether any partition registered (the endpoint answers 503 when none
     /// did and no watermark was emitted).
     pub registered: bool,

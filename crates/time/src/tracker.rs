@@ -7,7 +7,8 @@
 //! alignment hold; and for the application, the published global watermark:
 //! the minimum over non-idle partitions, published only when it increases,
 //! held when every partition is idle. It counts late arrivals and the largest
-//! out-of-orderness seen.
+//! out-of-orderness seen, and says which partition holds the watermark and
+//! why (docs/time.md#holder).
 //!
 //! It knows nothing of Kafka, threads, records' payloads or windows: wall time
 //! comes in as [`WallTime`] arguments read from an injected clock by the caller.
@@ -16,6 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use crate::generator::{GeneratorState, WatermarkOutput};
+use crate::holder::{HoldReason, WatermarkHolder};
 use crate::instant::duration_ms;
 use crate::snapshot::{PartitionSnapshot, WatermarksSnapshot};
 use crate::strategy::{AlignmentSpec, SourceTimePolicy, StrategyError};
@@ -757,8 +759,73 @@ impl WatermarkTracker {
         }
     }
 
-    /// Everything `GET /watermarks` shows (docs/operating.md#watermarks-endpoint).
+    /// Everything `GET /watermarks` shows (docs/operating.md#watermarks-endpoint),
+    /// as of the latest wall time the tracker was told (the last recompute or
+    /// record): the holder's countdowns are measured then.
     pub fn snapshot(&self) -> WatermarksSnapshot {
+        let as_of = self
+            .partitions
+            .iter()
+            .map(|p| p.last_activity)
+            .chain(self.last_recompute)
+            .max()
+            .unwrap_or(WallTime::EPOCH);
+        self.snapshot_at(as_of)
+    }
+
+    /// The partition the global watermark waits on and why, at wall time
+    /// `now` (docs/time.md#holder): the lowest effective watermark among the
+    /// partitions that count (the first registered on a tie), or, with
+    /// every partition idle, the lowest of all. `None` with no partition.
+    pub fn holder(&self, now: WallTime) -> Option<WatermarkHolder> {
+        let lowest = |idle: bool| {
+            self.partitions
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.is_idle() == idle)
+                .min_by_key(|(i, p)| (p.effective(), *i))
+        };
+        let (i, p) = match lowest(false) {
+            Some(found) => found,
+            None => {
+                let (_, p) = lowest(true)?;
+                return Some(WatermarkHolder {
+                    partition: p.id.clone(),
+                    reason: HoldReason::Idle,
+                });
+            }
+        };
+        let quiet_for = now.since(p.last_activity);
+        let idle_in =
+            (!p.idleness_timeout.is_zero()).then(|| p.idleness_timeout.saturating_sub(quiet_for));
+        let head_waits = p
+            .head
+            .is_some_and(|h| now.since(h.since) >= self.config.preview_after);
+        let binding = self.groups.iter().find(|g| g.binding == Some(i));
+        let reason = if head_waits {
+            HoldReason::FutureHead {
+                preview: p.preview.is_some(),
+            }
+        } else if p.watermark.is_none_yet() && p.last_event_time.is_none() {
+            HoldReason::NeverReceived { idle_in }
+        } else if let Some(g) = binding {
+            HoldReason::AlignmentHold {
+                group: g.name.clone(),
+            }
+        } else if p.watermark.is_none_yet() {
+            HoldReason::NoWatermarkYet
+        } else {
+            HoldReason::Lowest { quiet_for, idle_in }
+        };
+        Some(WatermarkHolder {
+            partition: p.id.clone(),
+            reason,
+        })
+    }
+
+    /// [`WatermarkTracker::snapshot`] with the holder's countdowns measured
+    /// at wall time `now`.
+    pub fn snapshot_at(&self, now: WallTime) -> WatermarksSnapshot {
         let partitions: BTreeMap<String, PartitionSnapshot> = self
             .partitions
             .iter()
@@ -794,6 +861,7 @@ impl WatermarkTracker {
             alignment_group_mins,
             alignment_binding,
             partitions,
+            holder: self.holder(now),
             registered: !self.partitions.is_empty(),
         }
     }

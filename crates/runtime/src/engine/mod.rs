@@ -364,6 +364,8 @@ impl<L: Log + 'static> Engine<L> {
                 self.shared.transition(AppState::PendingShutdown);
                 self.shared.callback_panicked()?;
                 self.flush_and_checkpoint()?;
+                // The close's summary reads the final watermark and its holder.
+                self.publish_view(self.clock.now());
                 return Ok(Exit::Stopped);
             }
             // A barrier in flight is looked after between short fetches.
@@ -459,14 +461,23 @@ impl<L: Log + 'static> Engine<L> {
                 send(lane, LaneMsg::WallClock(now))?;
             }
         }
-        if !self.direct && self.last_snapshot.elapsed() >= SNAPSHOT_EVERY {
-            self.last_snapshot = Instant::now();
-            *self.shared.snapshot.lock().expect("snapshot lock") = Some(self.snapshot());
-            if let Some(m) = combine(self.times.iter().map(|t| t.tracker.metrics(now))) {
-                self.shared.metrics.set_watermark(m);
-            }
+        if self.last_snapshot.elapsed() >= SNAPSHOT_EVERY {
+            self.publish_view(now);
         }
         Ok(())
+    }
+
+    /// The `/watermarks` view and the watermark metrics, as of `now` (none
+    /// under DIRECT dispatch).
+    fn publish_view(&mut self, now: WallTime) {
+        if self.direct {
+            return;
+        }
+        self.last_snapshot = Instant::now();
+        *self.shared.snapshot.lock().expect("snapshot lock") = Some(self.snapshot(now));
+        if let Some(m) = combine(self.times.iter().map(|t| t.tracker.metrics(now))) {
+            self.shared.metrics.set_watermark(m);
+        }
     }
 
     /// A rebalance (eager): commit the epoch at a barrier (unless the tasks
@@ -492,13 +503,17 @@ impl<L: Log + 'static> Engine<L> {
         Ok(Exit::Rebalance)
     }
 
-    /// The `/watermarks` view: every sub-topology's partitions; the global
-    /// watermark is the least of the sub-topologies' (the first one's when
-    /// there are no repartition topics).
-    fn snapshot(&self) -> WatermarksSnapshot {
-        let mut snapshots = self.times.iter().map(|t| t.tracker.snapshot());
+    /// The `/watermarks` view at `now`: every sub-topology's partitions; the
+    /// global watermark is the least of the sub-topologies' (the first one's
+    /// when there are no repartition topics), and its holder that
+    /// sub-topology's.
+    fn snapshot(&self, now: WallTime) -> WatermarksSnapshot {
+        let mut snapshots = self.times.iter().map(|t| t.tracker.snapshot_at(now));
         let mut out = snapshots.next().expect("a topology has a sub-topology");
         for other in snapshots {
+            if other.holder.is_some() && (other.global < out.global || out.holder.is_none()) {
+                out.holder = other.holder;
+            }
             out.global = out.global.min(other.global);
             out.partitions.extend(other.partitions);
             out.registered |= other.registered;

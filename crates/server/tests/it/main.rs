@@ -9,5 +9,6 @@ mod page;
 mod probes;
 mod prom_text;
 mod promtool;
+mod silence;
 mod support;
 mod watermarks_endpoint;

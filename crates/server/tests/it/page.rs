@@ -31,7 +31,7 @@ fn chromium() -> PathBuf {
 }
 
 /// Runs Chromium headless on `url` with `args`, at most 120 s; its stdout.
-fn run_chromium(url: &str, args: &[&str]) -> String {
+pub(crate) fn run_chromium(url: &str, args: &[&str]) -> String {
     let profile = tempfile::tempdir().unwrap();
     let mut child = Command::new(chromium())
         .args([
@@ -64,7 +64,7 @@ fn run_chromium(url: &str, args: &[&str]) -> String {
 }
 
 /// The opening tag containing `marker`, and the text right after it.
-fn element<'a>(dom: &'a str, marker: &str) -> (&'a str, &'a str) {
+pub(crate) fn element<'a>(dom: &'a str, marker: &str) -> (&'a str, &'a str) {
     let at = dom
         .find(marker)
         .unwrap_or_else(|| panic!("{marker} not on the page"));
@@ -74,7 +74,7 @@ fn element<'a>(dom: &'a str, marker: &str) -> (&'a str, &'a str) {
     (&dom[open..=close], &dom[close + 1..text_end])
 }
 
-fn attr<'a>(tag: &'a str, name: &str) -> &'a str {
+pub(crate) fn attr<'a>(tag: &'a str, name: &str) -> &'a str {
     let key = format!("{name}=\"");
     let at = tag
         .find(&key)
@@ -84,7 +84,7 @@ fn attr<'a>(tag: &'a str, name: &str) -> &'a str {
 }
 
 /// The text of the first `cell` after `row` in the DOM.
-fn cell<'a>(dom: &'a str, row: &str, cell: &str) -> &'a str {
+pub(crate) fn cell<'a>(dom: &'a str, row: &str, cell: &str) -> &'a str {
     let from = dom
         .find(row)
         .unwrap_or_else(|| panic!("{row} not on the page"));
@@ -211,7 +211,8 @@ struct Flagged;
 impl stoatflow_server::Endpoints for Flagged {
     fn watermarks(&self) -> Option<stoatflow_time::WatermarksSnapshot> {
         use stoatflow_time::{
-            EventTime, PartitionSnapshot, SourcePartition, WallTime, Watermark, WatermarksSnapshot,
+            EventTime, HoldReason, PartitionSnapshot, SourcePartition, WallTime, Watermark,
+            WatermarkHolder, WatermarksSnapshot,
         };
         let row = |p: i32, w: i64| PartitionSnapshot {
             partition: SourcePartition::new("orders", p),
@@ -248,6 +249,10 @@ impl stoatflow_server::Endpoints for Flagged {
                 ("orders:2".to_owned(), minimum),
             ]
             .into(),
+            holder: Some(WatermarkHolder {
+                partition: SourcePartition::new("orders", 2),
+                reason: HoldReason::AlignmentHold { group: "g".into() },
+            }),
             registered: true,
         })
     }
@@ -283,6 +288,17 @@ fn the_page_shows_idle_held_and_preview_flags_and_the_alignment_binding() {
     assert!(
         row("orders:2").contains("binding"),
         "orders:2 is the minimum"
+    );
+    let (card, _) = element(&dom, "id=\"holder\"");
+    assert_eq!(
+        (attr(card, "data-holder"), attr(card, "data-reason")),
+        ("orders:2", "alignment_hold")
+    );
+    assert!(
+        element(&dom, "id=\"holder-why\"")
+            .1
+            .starts_with("alignment hold: group g holds"),
+        "{dom}"
     );
     let (tag, text) = element(&dom, "id=\"alignment-binding\"");
     assert_eq!((attr(tag, "data-value"), text), ("orders:2", "orders:2"));

@@ -75,6 +75,11 @@ fn reproduces_a_two_partition_reading_exactly() {
               "alignmentGroup": null, "alignmentHeld": false, "driftFromGroupMinMs": 0,
               "idlenessTimeoutMs": 120000
             }
+          },
+          "holder": {
+            "partition": "orders:0", "reason": "lowest",
+            "why": "lowest watermark; last record 0 ms ago; counts as idle in 5 m 0 s",
+            "idleInMs": 300000
           }
         })
     );

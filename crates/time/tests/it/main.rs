@@ -3,6 +3,7 @@
 
 mod alignment;
 mod dispatch;
+mod holder;
 mod properties;
 mod tracker;
 mod watermarks_example;
