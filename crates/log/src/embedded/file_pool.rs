@@ -208,6 +208,16 @@ impl PooledFile {
         Ok(())
     }
 
+    /// A ticket to sync the file later, outside the log's lock, holding no
+    /// descriptor until it is used (a commit can touch thousands of
+    /// segments).
+    pub(crate) fn sync_ticket(&self) -> SyncTicket {
+        SyncTicket {
+            id: self.id,
+            pool: Arc::clone(&self.pool),
+        }
+    }
+
     /// Closes the file if it is open (synced first if written), until its
     /// next use: a segment that will not be written again gives its
     /// descriptor back instead of holding it until the pool needs room.
@@ -250,6 +260,46 @@ impl PooledFile {
         };
         meta.map(|m| m.len())
             .map_err(|e| LogError::io("reading the size of", path, e))
+    }
+}
+
+/// A sync of one pooled file, taken under the log's lock and used outside
+/// it ([`PooledFile::sync_ticket`]).
+#[derive(Debug)]
+pub(crate) struct SyncTicket {
+    id: u64,
+    pool: Arc<FilePool>,
+}
+
+impl SyncTicket {
+    /// Makes what was written to the file durable, holding the pool's lock
+    /// only to take a second descriptor: an `fdatasync` through any
+    /// descriptor of a file makes every write to it durable. A file the
+    /// pool closed meanwhile was synced when it was closed.
+    pub(crate) fn sync(self, path: &Path) -> Result<(), LogError> {
+        let file = {
+            let mut inner = self.pool.lock();
+            match inner.open.get_mut(&self.id) {
+                Some(open) if open.dirty => {
+                    let file = open
+                        .file
+                        .try_clone()
+                        .map_err(|e| LogError::io("opening", path, e))?;
+                    open.dirty = false;
+                    file
+                }
+                _ => return Ok(()),
+            }
+        };
+        let synced = file
+            .sync_data()
+            .map_err(|e| LogError::io("syncing", path, e));
+        if synced.is_err()
+            && let Some(open) = self.pool.lock().open.get_mut(&self.id)
+        {
+            open.dirty = true;
+        }
+        synced
     }
 }
 

@@ -23,15 +23,24 @@
 //! # Commit protocol (why a crash at any byte is all-or-nothing)
 //!
 //! A transaction's records stay in the producer's memory until `commit`
-//! (an aborted epoch never touches disk). `commit`, under the log's lock:
+//! (an aborted epoch never touches disk). Commits run one at a time (the
+//! commit order lock, taken before the log's lock). `commit`:
 //!
-//! 1. appends one or more batch frames to each touched partition's active
-//!    segment, at offsets starting at the partition's committed end;
-//! 2. `fdatasync`s every touched segment (and the partition directory when a
-//!    segment was rolled);
-//! 3. appends one `Commit` frame to the transaction log, naming every
-//!    partition's new `[base, end)` and every group offset with its metadata;
-//! 4. `fdatasync`s the transaction log. **This is the commit point.**
+//! 1. under the log's lock, appends one or more batch frames to each touched
+//!    partition's active segment, at offsets starting at the partition's
+//!    committed end (readers stop at the committed end, so they see none of
+//!    it);
+//! 2. *without* the log's lock, `fdatasync`s every touched segment (the
+//!    partition directory is synced when a segment is rolled, in step 1):
+//!    fetches, sends and upkeep go on while the disk works;
+//! 3. under the log's lock again, checks the producer is still the newest
+//!    of its id (a fence may have come during step 2) and appends one
+//!    `Commit` frame to the transaction log, naming every partition's new
+//!    `[base, end)` and every group offset with its metadata;
+//! 4. `fdatasync`s the transaction log. **This is the commit point.** Only
+//!    then do the committed ends move.
+//!
+//! A failure in any step truncates what step 1 wrote; the ends never moved.
 //!
 //! On open, recovery first reads and checks everything, then repairs; a
 //! failed open changes no file. The transaction log is replayed, each
@@ -218,6 +227,10 @@ pub struct EmbeddedLog {
 
 #[derive(Debug)]
 pub(crate) struct Shared {
+    /// Taken by a commit for its whole length, before `state`: commits run
+    /// one at a time, so a commit's offsets stay its own while it syncs its
+    /// records without `state`.
+    pub(crate) commits: Mutex<()>,
     pub(crate) state: Mutex<State>,
     /// Signalled after every commit.
     pub(crate) committed: Condvar,
@@ -321,6 +334,7 @@ impl EmbeddedLog {
     fn from_state(state: State, config: EmbeddedConfig, lock: Option<File>) -> Self {
         EmbeddedLog {
             shared: Arc::new(Shared {
+                commits: Mutex::new(()),
                 state: Mutex::new(state),
                 committed: Condvar::new(),
                 config,
@@ -467,6 +481,13 @@ impl EmbeddedLog {
 }
 
 impl Shared {
+    /// The commit order (see [`Shared::commits`]); taken before `state`.
+    pub(crate) fn lock_commits(&self) -> MutexGuard<'_, ()> {
+        self.commits
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     pub(crate) fn lock_state(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock cannot leave a half-applied commit
         // visible: meta is updated only after the commit point.

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::file_pool::FilePool;
 use super::format::{self, FrameAt};
-use super::storage::{self, Store};
+use super::storage::{self, DeferredSync, Store};
 use crate::error::LogError;
 use crate::types::{BatchSpans, FetchedBatch, TopicPartition};
 
@@ -329,9 +329,11 @@ impl PartitionLog {
         Ok(())
     }
 
-    pub(crate) fn sync_active(&self) -> Result<(), LogError> {
+    /// The sync of the active segment, to finish without the log's lock
+    /// (a commit's step 2).
+    pub(crate) fn sync_active_later(&self) -> Result<DeferredSync, LogError> {
         let seg = self.segments.last().expect("a partition has a segment");
-        seg.store.sync(&seg.path)
+        seg.store.sync_later(&seg.path)
     }
 
     /// Reads records in `[from, to)`, stopping after about `max_bytes`, as

@@ -3,7 +3,7 @@
 //!
 //! Owns: buffering one epoch's records and offsets in memory, and the
 //! commit protocol's steps 1–4 (see the module documentation of
-//! `embedded`). Fencing is by epoch: each new producer for a transactional
+//! `embedded`), the segments' syncs outside the log's lock. Fencing is by epoch: each new producer for a transactional
 //! id takes the next epoch, durably, and a commit from an older epoch fails.
 //! The at-least-once producer is the same buffer under the empty
 //! transactional id, which nothing fences: its flush is a commit of what it
@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::format::{self, BatchBuilder};
+use super::storage::DeferredSync;
 use super::txlog::{CommitPart, Entry};
 use super::{Shared, State};
 use crate::broker::{Producer, TransactionalProducer};
@@ -193,14 +194,17 @@ impl EmbeddedProducer {
         Ok(())
     }
 
-    fn commit_locked(&self, st: &mut State, txn: &mut Pending) -> Result<(), LogError> {
+    /// Steps 1 and 2's first half, under the log's lock: the records
+    /// written at the partitions' committed ends, and a sync of each touched
+    /// segment to finish outside the lock.
+    fn write_records(&self, st: &mut State, txn: &mut Pending) -> Result<Written, LogError> {
         let segment_bytes = self.shared.config.segment_bytes;
         let txn_seq = st.meta.next_txn;
         let mut parts = Vec::with_capacity(txn.batches.len());
+        let mut syncs = Vec::with_capacity(txn.batches.len());
         txn.batches.sort_by(|a, b| a.0.cmp(&b.0));
         txn.index.clear();
         txn.last = None;
-        // Steps 1 and 2: records, then fsync, partition by partition.
         for (tp, batches) in &mut txn.batches {
             let base = st.end(tp)?;
             let part = st
@@ -217,14 +221,38 @@ impl EmbeddedProducer {
                 part.append(b.finish(next, txn_seq), next, span, max_ts)?;
                 next += span;
             }
-            part.sync_active()?;
+            syncs.push(part.sync_active_later()?);
             parts.push(CommitPart {
                 tp: tp.clone(),
                 base,
                 end: next,
             });
         }
-        // Steps 3 and 4: the commit point.
+        Ok(Written {
+            txn: txn_seq,
+            parts,
+            syncs,
+        })
+    }
+
+    /// Steps 3 and 4, under the log's lock: the commit point, unless the
+    /// producer was fenced or a partition moved while the records synced.
+    fn commit_point(
+        &self,
+        st: &mut State,
+        txn_seq: u64,
+        parts: Vec<CommitPart>,
+        txn: &mut Pending,
+    ) -> Result<(), LogError> {
+        self.check_epoch(st)?;
+        // Only commits move the ends and the transaction sequence, and
+        // commits run one at a time: neither moved since step 1.
+        debug_assert_eq!(st.meta.next_txn, txn_seq);
+        for part in &parts {
+            if st.end(&part.tp)? != part.base {
+                return Err(self.state_error("a partition's end moved during a commit"));
+            }
+        }
         let entry = Entry::Commit {
             txn: txn_seq,
             tid: self.tid.clone(),
@@ -236,6 +264,14 @@ impl EmbeddedProducer {
         st.meta.apply(&entry);
         Ok(())
     }
+}
+
+/// What step 1 of a commit wrote: its transaction's sequence number, the
+/// parts its commit frame names, the syncs step 2 finishes.
+struct Written {
+    txn: u64,
+    parts: Vec<CommitPart>,
+    syncs: Vec<DeferredSync>,
 }
 
 impl TransactionalProducer for EmbeddedProducer {
@@ -325,6 +361,7 @@ impl TransactionalProducer for EmbeddedProducer {
             return Err(self.state_error("commit outside a transaction"));
         };
         let shared = Arc::clone(&self.shared);
+        let _order = shared.lock_commits();
         let mut st = shared.lock_state();
         self.check_epoch(&st)?;
         if txn.batches.is_empty() && txn.offsets.is_empty() {
@@ -338,13 +375,28 @@ impl TransactionalProducer for EmbeddedProducer {
             .iter()
             .map(|(tp, _)| st.end(tp).map(|e| (tp.clone(), e)))
             .collect::<Result<_, _>>()?;
-        if let Err(e) = self.commit_locked(&mut st, &mut txn) {
-            // Nothing became visible; drop what step 1 wrote.
-            for (tp, end) in before {
-                if let Some(p) = st.partitions.get_mut(&tp) {
-                    let _ = p.truncate_to(end);
+        // Nothing became visible on a failure; drop what step 1 wrote.
+        let undo = |st: &mut State| {
+            for (tp, end) in &before {
+                if let Some(p) = st.partitions.get_mut(tp) {
+                    let _ = p.truncate_to(*end);
                 }
             }
+        };
+        let written = match self.write_records(&mut st, &mut txn) {
+            Ok(written) => written,
+            Err(e) => {
+                undo(&mut st);
+                return Err(e);
+            }
+        };
+        drop(st);
+        let synced = written.syncs.into_iter().try_for_each(DeferredSync::finish);
+        let mut st = shared.lock_state();
+        if let Err(e) =
+            synced.and_then(|()| self.commit_point(&mut st, written.txn, written.parts, &mut txn))
+        {
+            undo(&mut st);
             return Err(e);
         }
         // Past the commit point: a failed rotation must not turn a durable
@@ -368,6 +420,8 @@ impl TransactionalProducer for EmbeddedProducer {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::super::storage::{Op, faults};
     use crate::broker::{Consumer, Log, TransactionalProducer};
     use crate::embedded::{EmbeddedConfig, EmbeddedLog};
@@ -440,6 +494,63 @@ mod tests {
 
     /// An error from `commit` means it did not commit: a failed rotation
     /// after the commit point is not the commit's error.
+    /// Step 2 runs without the log's lock: while a commit syncs its
+    /// segment, another thread fetches, and sees the partition as it was
+    /// before the commit (step 1's records are invisible until the commit
+    /// point). With the sync under the lock, the reader would wait for it.
+    #[test]
+    fn a_commit_syncs_its_records_while_readers_go_on_without_seeing_them() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = log_rotating_after_every_commit(dir.path());
+        let mut p = log.transactional_producer("tx").expect("producer");
+        send_one(&mut p, 1).expect("first commit");
+        let seen_during_sync = Arc::new(std::sync::Mutex::new(None));
+        let (reader_log, seen) = (log.clone(), Arc::clone(&seen_during_sync));
+        faults::run_at_next(Op::Sync, ".seg", move || {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let mut c = reader_log.consumer("r").expect("consumer");
+                c.assign(&[TopicPartition::new("t", 0)]).expect("assign");
+                let fetched = c.fetch(std::time::Duration::ZERO).expect("fetch");
+                let _ = tx.send(fetched.len());
+            });
+            let n = rx
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .expect("a fetch goes on while a commit syncs its records");
+            *seen.lock().expect("not poisoned") = Some(n);
+        });
+        send_one(&mut p, 2).expect("second commit");
+        assert_eq!(
+            *seen_during_sync.lock().expect("not poisoned"),
+            Some(1),
+            "only the first commit is visible while the second syncs"
+        );
+        drop((p, log));
+        assert_eq!(committed_values(dir.path()), vec![1, 2]);
+    }
+
+    /// A producer fenced while its commit syncs (a newer one took its id
+    /// then) does not commit: its records are cut off, and the log holds
+    /// only what came before.
+    #[test]
+    fn a_producer_fenced_while_its_commit_syncs_does_not_commit() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = log_rotating_after_every_commit(dir.path());
+        let mut p = log.transactional_producer("tx").expect("producer");
+        send_one(&mut p, 1).expect("first commit");
+        let fencer = log.clone();
+        faults::run_at_next(Op::Sync, ".seg", move || {
+            std::thread::spawn(move || fencer.transactional_producer("tx").map(drop))
+                .join()
+                .expect("the fencing thread")
+                .expect("a newer producer");
+        });
+        let err = send_one(&mut p, 2).expect_err("a fenced commit");
+        assert!(err.to_string().contains("tx"), "{err}");
+        drop((p, log));
+        assert_eq!(committed_values(dir.path()), vec![1]);
+    }
+
     #[test]
     fn a_failed_transaction_log_rotation_does_not_fail_a_durable_commit() {
         for (op, name) in [

@@ -16,7 +16,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::file_pool::{Effect, FilePool, PooledFile};
+use super::file_pool::{Effect, FilePool, PooledFile, SyncTicket};
 use crate::error::LogError;
 
 /// One stored file.
@@ -227,6 +227,24 @@ impl Store {
         }
     }
 
+    /// [`Store::sync`] in two halves, so that the slow one can run without
+    /// the log's lock: this half, under the lock, syncs a file that is not a
+    /// pooled segment at once, and gives a pooled segment's sync back for
+    /// [`DeferredSync::finish`] (the pool syncs a file it closes meanwhile).
+    pub(crate) fn sync_later(&self, path: &Path) -> Result<DeferredSync, LogError> {
+        let ticket = match self {
+            Store::Pooled(p) => Some(p.sync_ticket()),
+            Store::Disk(_) | Store::Mem(_) => {
+                self.sync(path)?;
+                None
+            }
+        };
+        Ok(DeferredSync {
+            ticket,
+            path: path.to_path_buf(),
+        })
+    }
+
     pub(crate) fn sync(&self, path: &Path) -> Result<(), LogError> {
         faults::check(Op::Sync, path).map_err(|e| LogError::io("syncing", path, e))?;
         match self {
@@ -234,6 +252,26 @@ impl Store {
             Store::Pooled(p) => p.sync(path),
             Store::Mem(_) => Ok(()),
         }
+    }
+}
+
+/// The second half of [`Store::sync_later`]: a pooled segment's sync (or
+/// nothing left to sync), finished by [`DeferredSync::finish`] outside the
+/// log's lock.
+#[derive(Debug)]
+pub(crate) struct DeferredSync {
+    ticket: Option<SyncTicket>,
+    path: PathBuf,
+}
+
+impl DeferredSync {
+    /// Makes what was written to the file durable.
+    pub(crate) fn finish(self) -> Result<(), LogError> {
+        let Some(ticket) = self.ticket else {
+            return Ok(());
+        };
+        faults::check(Op::Sync, &self.path).map_err(|e| LogError::io("syncing", &self.path, e))?;
+        ticket.sync(&self.path)
     }
 }
 
@@ -297,7 +335,7 @@ pub(crate) mod faults {
     }
 
     #[cfg(test)]
-    pub(crate) use plan::{check, fail_next};
+    pub(crate) use plan::{check, fail_next, run_at_next};
 
     #[cfg(test)]
     mod plan {
@@ -306,8 +344,19 @@ pub(crate) mod faults {
 
         use super::super::Op;
 
+        /// Something a test runs in place of an operation's check.
+        type Hook = Box<dyn FnOnce()>;
+
         thread_local! {
             static PLAN: RefCell<Vec<(Op, String)>> = const { RefCell::new(Vec::new()) };
+            static HOOKS: RefCell<Vec<(Op, String, Hook)>> = const { RefCell::new(Vec::new()) };
+        }
+
+        /// Runs `hook` (once, on this thread) when the next `op` on a path
+        /// whose file name contains `name` is about to happen: a test sees
+        /// what other threads can do at that moment.
+        pub(crate) fn run_at_next(op: Op, name: &str, hook: impl FnOnce() + 'static) {
+            HOOKS.with(|h| h.borrow_mut().push((op, name.to_owned(), Box::new(hook))));
         }
 
         /// Makes the next `op` on a path whose file name contains `name`
@@ -321,6 +370,15 @@ pub(crate) mod faults {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
+            let hook = HOOKS.with(|h| {
+                let mut h = h.borrow_mut();
+                h.iter()
+                    .position(|(o, n, _)| *o == op && name.contains(n.as_str()))
+                    .map(|i| h.remove(i).2)
+            });
+            if let Some(hook) = hook {
+                hook();
+            }
             PLAN.with(|p| {
                 let mut p = p.borrow_mut();
                 match p
