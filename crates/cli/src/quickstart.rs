@@ -88,6 +88,38 @@ fn run_in(dir: &Path) -> anyhow::Result<()> {
         "\norders: 3 partitions, 30 s bound, 2 min idleness; partition 2 stops after 10 minutes"
     )?;
     let clock = Arc::new(ManualClock::new(WallTime::from_millis(START_MS)));
+    let mut app = start_app(dir, topology, &clock)?;
+    let log = app.log().clone();
+    let records = write_orders(&mut app, &log, &clock)?;
+    // A closed stdout must not skip the close: its error waits until after.
+    let said = outln!("wrote {records} orders to {} ({ORDERS})", dir.display());
+    let watermarks = app.watermarks();
+    if !app.close(Duration::from_secs(60)) {
+        bail!("close did not finish: {:?}", app.error());
+    }
+    said?;
+    if let Some(snapshot) = watermarks {
+        let (_, body) = server::watermarks_response(&snapshot, true);
+        outln!(
+            "\nGET /watermarks\n{}",
+            serde_json::to_string_pretty(&body)?
+        )?;
+    }
+    let counts = read_counts(&log)?;
+    print_counts(&counts)?;
+    if counts.values().any(|c| c.len() != 1) {
+        bail!("a window was emitted more than once");
+    }
+    Ok(())
+}
+
+/// Starts the application on an embedded log in `dir` (two lanes, a barrier every 150 ms),
+/// with its topics created and its wall clock `clock`.
+fn start_app(
+    dir: &Path,
+    topology: Topology,
+    clock: &Arc<ManualClock>,
+) -> anyhow::Result<StreamsApp> {
     let config = RuntimeConfig::new(
         APP,
         Backend::Embedded {
@@ -105,6 +137,16 @@ fn run_in(dir: &Path) -> anyhow::Result<()> {
         log.ensure_topic(&TopicSpec::new(topic, 3))?;
     }
     app.start()?;
+    Ok(app)
+}
+
+/// Writes the orders a minute at a time, one transaction each, moving the clock a minute and
+/// waiting for the application to consume each; returns how many were written.
+fn write_orders(
+    app: &mut StreamsApp,
+    log: &EmbeddedLog,
+    clock: &ManualClock,
+) -> anyhow::Result<usize> {
     let json = Serdes::json::<Order>();
     let mut producer = log.transactional_producer("quickstart-orders")?;
     let mut records = 0;
@@ -142,23 +184,13 @@ fn run_in(dir: &Path) -> anyhow::Result<()> {
             );
         }
     }
-    // A closed stdout must not skip the close: its error waits until after.
-    let said = outln!("wrote {records} orders to {} ({ORDERS})", dir.display());
-    let watermarks = app.watermarks();
-    if !app.close(Duration::from_secs(60)) {
-        bail!("close did not finish: {:?}", app.error());
-    }
-    said?;
-    if let Some(snapshot) = watermarks {
-        let (_, body) = server::watermarks_response(&snapshot, true);
-        outln!(
-            "\nGET /watermarks\n{}",
-            serde_json::to_string_pretty(&body)?
-        )?;
-    }
-    let counts = read_counts(&log)?;
+    Ok(records)
+}
+
+/// Prints each window's counts and how many final results there are.
+fn print_counts(counts: &Counts) -> anyhow::Result<()> {
     outln!("\nfinal counts read back from {COUNTS} (read committed):")?;
-    for ((shop, start), c) in &counts {
+    for ((shop, start), c) in counts {
         outln!(
             "  {shop:<7} [{} .. {})  {} orders",
             WallTime::from_millis(*start).to_iso8601(),
@@ -168,9 +200,6 @@ fn run_in(dir: &Path) -> anyhow::Result<()> {
     }
     let windows: usize = counts.values().map(Vec::len).sum();
     outln!("\n{windows} final results, each committed once")?;
-    if counts.values().any(|c| c.len() != 1) {
-        bail!("a window was emitted more than once");
-    }
     Ok(())
 }
 
