@@ -206,29 +206,8 @@ pub fn run_soak(
 ) -> Result<SoakReport, BenchError> {
     opts.validate()?;
     let dir = RunDir::new()?;
-    let log_config = EmbeddedConfig {
-        segment_bytes: opts.segment_bytes,
-        ..EmbeddedConfig::default()
-    };
-    let log = Arc::new(EmbeddedLog::open_with(dir.path(), log_config).map_err(engine_err)?);
-    let retention = Retention {
-        time: Some(opts.input_retention),
-        bytes: None,
-    };
-    log.create_topic(&TopicSpec::new(INPUT, E2E_PARTITIONS).with_retention(retention))
-        .map_err(engine_err)?;
-    log.create_topic(&TopicSpec::new(OUTPUT, E2E_PARTITIONS))
-        .map_err(engine_err)?;
-    let mut config = RuntimeConfig::new(
-        "bench-soak",
-        Backend::Embedded {
-            dir: dir.path().to_path_buf(),
-        },
-    )
-    .with_lanes(opts.lanes);
-    if opts.stores == E2eStores::InMemory {
-        config.streams.default_dsl_store = Some(StoreType::InMemory);
-    }
+    let log = open_log(&dir, opts)?;
+    let config = soak_config(&dir, opts);
     let changelog_retention =
         opts.window + opts.grace + config.windowstore_changelog_additional_retention;
     let mut app = StreamsApp::with_log(topology(opts.window, opts.grace)?, config, log.clone())
@@ -250,6 +229,57 @@ pub fn run_soak(
             .map_err(|_| engine_err("the soak's writer panicked"))?;
         Ok::<_, BenchError>((samples?, written?))
     })?;
+    drain_and_close(&mut app)?;
+    let (late_records, watermark) = final_figures(&app);
+    let mut checker = check::Checker::new(&written.windows, opts.keys, opts.window_ms(), watermark);
+    check::read_output(&log, &mut checker)?;
+    Ok(SoakReport {
+        slopes: Slopes::of(&samples, opts.duration, opts.input_retention),
+        samples,
+        check: checker.finish(),
+        written: written.records,
+        late_records,
+        changelog_retention,
+    })
+}
+
+/// Opens the soak's embedded log in `dir` and creates its topics (the input with the
+/// options' retention).
+fn open_log(dir: &RunDir, opts: &SoakOptions) -> Result<Arc<EmbeddedLog>, BenchError> {
+    let log_config = EmbeddedConfig {
+        segment_bytes: opts.segment_bytes,
+        ..EmbeddedConfig::default()
+    };
+    let log = Arc::new(EmbeddedLog::open_with(dir.path(), log_config).map_err(engine_err)?);
+    let retention = Retention {
+        time: Some(opts.input_retention),
+        bytes: None,
+    };
+    log.create_topic(&TopicSpec::new(INPUT, E2E_PARTITIONS).with_retention(retention))
+        .map_err(engine_err)?;
+    log.create_topic(&TopicSpec::new(OUTPUT, E2E_PARTITIONS))
+        .map_err(engine_err)?;
+    Ok(log)
+}
+
+/// The soak application's configuration: the options' lanes and stores, on the log in `dir`.
+fn soak_config(dir: &RunDir, opts: &SoakOptions) -> RuntimeConfig {
+    let mut config = RuntimeConfig::new(
+        "bench-soak",
+        Backend::Embedded {
+            dir: dir.path().to_path_buf(),
+        },
+    )
+    .with_lanes(opts.lanes);
+    if opts.stores == E2eStores::InMemory {
+        config.streams.default_dsl_store = Some(StoreType::InMemory);
+    }
+    config
+}
+
+/// Once the writer has stopped: waits until the application has consumed its input, then
+/// closes it.
+fn drain_and_close(app: &mut StreamsApp<EmbeddedLog>) -> Result<(), BenchError> {
     if !app
         .wait_until_caught_up(Duration::from_secs(600))
         .map_err(engine_err)?
@@ -263,6 +293,12 @@ pub fn run_soak(
     if !app.close(Duration::from_secs(600)) {
         return Err(engine_err(format!("soak: close failed: {:?}", app.error())));
     }
+    Ok(())
+}
+
+/// After the close: the late records counted, and the watermark stamped on the last barrier
+/// (what the check holds the output to).
+fn final_figures(app: &StreamsApp<EmbeddedLog>) -> (u64, Watermark) {
     let late_records = app
         .handle()
         .metrics()
@@ -274,16 +310,7 @@ pub fn run_soak(
         .last()
         .and_then(|b| b.stamps.first().copied())
         .unwrap_or(Watermark::MIN);
-    let mut checker = check::Checker::new(&written.windows, opts.keys, opts.window_ms(), watermark);
-    check::read_output(&log, &mut checker)?;
-    Ok(SoakReport {
-        slopes: Slopes::of(&samples, opts.duration, opts.input_retention),
-        samples,
-        check: checker.finish(),
-        written: written.records,
-        late_records,
-        changelog_retention,
-    })
+    (late_records, watermark)
 }
 
 /// Takes a sample every `opts.sample_every` from `start` until
