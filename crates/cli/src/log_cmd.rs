@@ -9,7 +9,7 @@ use std::io::{BufRead, Write};
 use std::path::Path;
 use std::time::Duration;
 
-use crate::out::outln;
+use crate::out::{noteln, outln, sayln};
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use stoatflow::log::{
@@ -86,7 +86,8 @@ pub fn produce(
     if let Some(p) = partition.filter(|p| *p >= partitions) {
         bail!("topic {topic} has {partitions} partitions; there is no partition {p}");
     }
-    let bar = ProgressBar::new_spinner().with_message(format!("producing to {topic}"));
+    let bar =
+        crate::out::bar(ProgressBar::new_spinner().with_message(format!("producing to {topic}")));
     bar.set_style(ProgressStyle::with_template(
         "{spinner} {msg}: {pos} records ({per_sec})",
     )?);
@@ -106,11 +107,9 @@ pub fn produce(
             None => (None, first),
         };
         let timestamp = match fields.next() {
-            Some(t) => t.trim().parse::<i64>().with_context(|| {
-                format!(
-                    "line {}: timestamp {t:?} is not milliseconds since the epoch",
-                    i + 1
-                )
+            Some(t) => crate::timestamp::parse(t).map_err(|e| {
+                let key = key.map_or("no key".to_owned(), |k| format!("key {k:?}"));
+                anyhow::anyhow!("line {} ({key}): {e}", i + 1)
             })?,
             None => now,
         };
@@ -135,7 +134,7 @@ pub fn produce(
     }
     producer.commit()?;
     bar.finish_and_clear();
-    outln!("produced {n} records to {topic}")?;
+    sayln!("produced {n} records to {topic}")?;
     Ok(())
 }
 
@@ -185,7 +184,7 @@ pub fn consume(
         ends.push(end);
     }
     let limit = max.unwrap_or(u64::MAX);
-    let bar = ProgressBar::new(total.min(limit));
+    let bar = crate::out::bar(ProgressBar::new(total.min(limit)));
     bar.set_style(ProgressStyle::with_template(
         "{bar:40} {pos}/{len} records ({per_sec})",
     )?);
@@ -224,6 +223,6 @@ pub fn consume(
         }
     }
     bar.finish_and_clear();
-    eprintln!("{n} records from {topic}");
+    noteln!("{n} records from {topic}");
     Ok(())
 }

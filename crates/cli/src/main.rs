@@ -7,18 +7,23 @@
 //! embedded log. Thin: every rule it shows lives in the library crates.
 
 mod examples;
+mod help;
 mod http_get;
 mod log_cmd;
+mod logging;
 mod out;
 mod quickstart;
+mod report;
 mod run;
+mod status;
+mod timestamp;
 mod watermarks;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 use crate::examples::Example;
 use crate::out::outln;
@@ -32,6 +37,13 @@ use crate::out::outln;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// More detail on stderr: -v info, -vv debug, -vvv trace (RUST_LOG,
+    /// when set, decides instead: e.g. RUST_LOG=stoatflow_runtime=debug).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Errors only: no warnings, progress messages, bars or status lines.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -60,6 +72,11 @@ enum Command {
         /// Stop after this many seconds.
         #[arg(long)]
         max_runtime: Option<u64>,
+        /// Seconds between status lines (state, watermark, records/s) when
+        /// stderr is not a terminal; on a terminal the line is redrawn in
+        /// place every second.
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+        status_every: u64,
     },
     /// Read a running application's /watermarks and say which partition
     /// holds the watermark and which runbook branch applies.
@@ -95,6 +112,10 @@ enum LogCommand {
     },
     /// Write one record per stdin line: `key<TAB>value[<TAB>timestamp-ms]`,
     /// or a bare value (null key). Creates the topic if missing.
+    ///
+    /// The timestamp is milliseconds since the epoch, from 0 to
+    /// 253402300799999 (9999-12-31T23:59:59.999Z); without one, the
+    /// current time.
     Produce {
         #[command(flatten)]
         at: TopicArgs,
@@ -139,17 +160,18 @@ struct TopicArgs {
 /// status of 0 keeps `set -o pipefail` scripts from failing on it (a
 /// SIGPIPE death, 141 in the shell, is what C tools give; Rust ignores
 /// SIGPIPE, so the write fails with `BrokenPipe` instead). Any other error
-/// prints as `Error: ...` with its causes and exits 1.
+/// prints as `Error: ...`, each further cause on a line of its own
+/// (`report`), and exits 1.
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::WARN)
-        .with_writer(std::io::stderr)
-        .init();
-    match command(Cli::parse().command) {
+    let matches = help::with_examples(Cli::command()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    logging::init(cli.verbose, cli.quiet);
+    out::set_quiet(cli.quiet);
+    match command(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if out::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("Error: {e:?}");
+            eprintln!("{}", report::render(&e));
             ExitCode::FAILURE
         }
     }
@@ -164,6 +186,7 @@ fn command(command: Command) -> anyhow::Result<()> {
             partitions,
             until_caught_up,
             max_runtime,
+            status_every,
         } => run::run(
             &config,
             example,
@@ -172,6 +195,7 @@ fn command(command: Command) -> anyhow::Result<()> {
                 caught_up: until_caught_up,
                 max_runtime: max_runtime.map(Duration::from_secs),
             },
+            Duration::from_secs(status_every),
         ),
         Command::Watermarks { url, interval_ms } => {
             watermarks::run(&url, Duration::from_millis(interval_ms))

@@ -3,9 +3,27 @@
 //! `println!` does, and `main` ends quietly with status 0 when that error is
 //! a broken pipe (the reader has gone, as in `stoatflow describe | head -1`).
 //!
-//! Owns stdout's error handling only; what is printed is each command's.
+//! `sayln!` (stdout) and `noteln!` (stderr) print what a command says about
+//! its progress rather than its results; `-q` silences them, and the
+//! progress bars, through [`set_quiet`].
+//!
+//! Owns stdout's error handling and the quiet switch; what is printed is
+//! each command's.
 
 use std::io::{self, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// `-q`: errors only on stderr, no progress messages or bars.
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
+}
+
+/// Whether `-q` was given.
+pub fn quiet() -> bool {
+    QUIET.load(Ordering::Relaxed)
+}
 
 /// Writes `args` to stdout and flushes it.
 pub fn write(args: std::fmt::Arguments<'_>) -> io::Result<()> {
@@ -21,6 +39,37 @@ macro_rules! outln {
     };
 }
 pub(crate) use outln;
+
+/// [`write`] unless `-q`.
+pub fn say(args: std::fmt::Arguments<'_>) -> io::Result<()> {
+    if quiet() { Ok(()) } else { write(args) }
+}
+
+/// A progress message on stdout (`outln!` that `-q` silences).
+macro_rules! sayln {
+    ($($arg:tt)*) => {
+        $crate::out::say(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+pub(crate) use sayln;
+
+/// A progress message on stderr (`eprintln!` that `-q` silences).
+macro_rules! noteln {
+    ($($arg:tt)*) => {
+        if !$crate::out::quiet() {
+            eprintln!($($arg)*);
+        }
+    };
+}
+pub(crate) use noteln;
+
+/// `bar`, hidden under `-q` (indicatif already hides it off a terminal).
+pub fn bar(bar: indicatif::ProgressBar) -> indicatif::ProgressBar {
+    if quiet() {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    bar
+}
 
 /// Whether `error` is stdout's reader having gone: any cause in its chain
 /// is an I/O error of kind `BrokenPipe`.

@@ -11,13 +11,13 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use indicatif::{ProgressBar, ProgressStyle};
 use stoatflow::config::{BackendSettings, ConfigLoader};
 use stoatflow::log::TopicSpec;
 use stoatflow::{App, AppState};
 
 use crate::examples::Example;
-use crate::out::outln;
+use crate::out::sayln;
+use crate::status::StatusLine;
 
 /// When `run` stops besides a signal.
 #[derive(Debug, Clone, Copy)]
@@ -28,7 +28,15 @@ pub struct Stop {
     pub max_runtime: Option<Duration>,
 }
 
-pub fn run(config: &Path, example: Example, partitions: u32, stop: Stop) -> anyhow::Result<()> {
+/// `status_every`: the status lines' interval off a terminal
+/// ([`StatusLine`]).
+pub fn run(
+    config: &Path,
+    example: Example,
+    partitions: u32,
+    stop: Stop,
+    status_every: Duration,
+) -> anyhow::Result<()> {
     let config = ConfigLoader::new().yaml_file(config)?.env().build()?;
     let backend = match &config.backend {
         BackendSettings::Embedded { dir } => format!("embedded log in {}", dir.display()),
@@ -44,32 +52,19 @@ pub fn run(config: &Path, example: Example, partitions: u32, stop: Stop) -> anyh
     // A second signal during the close exits at once (status 1).
     let signalled = stoatflow::stop_on_signals()?;
     let server = app.start_endpoints(&config)?;
-    outln!(
+    sayln!(
         "running example {} (application id {}) on the {backend}",
         example.name(),
         config.runtime.application_id()
     )?;
     if let Some(server) = &server {
-        outln!("endpoints: http://{}/watermarks", server.local_addr())?;
+        sayln!("endpoints: http://{}/watermarks", server.local_addr())?;
     }
     app.start()?;
     let started = Instant::now();
-    // Restore runs while the state is REBALANCING: its progress in
-    // changelog records, as `/metrics` reports it.
-    let restoring = ProgressBar::new_spinner().with_message("restoring state (REBALANCING)");
-    restoring.set_style(ProgressStyle::with_template("{spinner} {msg} {elapsed}")?);
-    let handle = app.handle();
+    let mut status = StatusLine::new(status_every, started);
     let reason = loop {
-        if app.state() == AppState::Rebalancing {
-            let restore = handle.metrics().restore;
-            restoring.set_message(format!(
-                "restoring state (REBALANCING): {} of {} changelog records",
-                restore.records_restored, restore.records_total
-            ));
-            restoring.tick();
-        } else if !restoring.is_finished() {
-            restoring.finish_and_clear();
-        }
+        status.update(&app, Instant::now());
         if signalled.load(Ordering::Acquire) {
             break "signal";
         }
@@ -87,9 +82,9 @@ pub fn run(config: &Path, example: Example, partitions: u32, stop: Stop) -> anyh
             std::thread::sleep(Duration::from_millis(50));
         }
     };
-    restoring.finish_and_clear();
+    status.finish();
     // A closed stdout must not skip the close: its error waits until after.
-    let said = outln!("stopping ({reason})");
+    let said = sayln!("stopping ({reason})");
     let closed = app.close(Duration::from_secs(60));
     if let Some(server) = server {
         server.shutdown();
@@ -99,6 +94,6 @@ pub fn run(config: &Path, example: Example, partitions: u32, stop: Stop) -> anyh
     }
     anyhow::ensure!(closed, "the application did not close in time");
     said?;
-    outln!("closed: every window the watermark closed is committed")?;
+    sayln!("closed: every window the watermark closed is committed")?;
     Ok(())
 }

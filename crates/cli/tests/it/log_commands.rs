@@ -84,7 +84,7 @@ fn bad_input_names_what_is_wrong() {
     );
     assert!(!out.status.success());
     assert!(
-        stderr(&out).contains("line 1: timestamp \"yesterday\""),
+        stderr(&out).contains("line 1 (key \"k\"): timestamp \"yesterday\""),
         "{}",
         stderr(&out)
     );

@@ -2,6 +2,8 @@
 
 mod closed_stdout;
 mod describe;
+mod error_messages;
 mod log_commands;
+mod output_levels;
 mod run_and_watermarks;
 mod support;
