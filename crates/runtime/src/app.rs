@@ -22,6 +22,7 @@ use crate::engine::error_response::HandlerOutcome;
 use crate::engine::{Assignment, Shared, run_engine, tracks_event_time};
 use crate::error::RuntimeError;
 use crate::observe::metrics::{MetricsSnapshot, lag_at};
+use crate::observe::summary::RunSummary;
 use crate::signals::stop_on_signals;
 
 /// How long [`StreamsApp::run`] gives its close.
@@ -56,10 +57,15 @@ impl StreamsApp<EmbeddedLog> {
     /// An application on the embedded log its config names (a directory, or
     /// memory).
     ///
+    /// The settings and the topology are checked before the log is opened,
+    /// so a refused one creates no data directory.
+    ///
     /// # Errors
     /// A bad setting or topology (naming the key or node), or a data
     /// directory that cannot be opened or is locked (naming it).
     pub fn new(topology: Topology, config: RuntimeConfig) -> Result<Self, RuntimeError> {
+        config.validate()?;
+        topology.validate(&config.streams)?;
         let log = match &config.backend {
             Backend::Embedded { dir } => EmbeddedLog::open(dir)?,
             Backend::InMemory => EmbeddedLog::in_memory(),
@@ -177,8 +183,23 @@ impl<L: Log + 'static> StreamsApp<L> {
 
     /// Stops gracefully: a final barrier flushes every window closing at or
     /// before its stamp and commits. Returns whether the application stopped
-    /// within `timeout` (if not, it is stopped at once, like a crash).
+    /// within `timeout` (if not, it is stopped at once, like a crash). Logs
+    /// the run's [`RunSummary`] at info level; [`StreamsApp::summary`]
+    /// returns it.
     pub fn close(&mut self, timeout: Duration) -> bool {
+        let closed = self.stop_engine(timeout);
+        tracing::info!(summary = %self.summary(), "closed");
+        closed
+    }
+
+    /// What the application did so far, or in its run once closed: records
+    /// in and out, drops by reason, the final watermark and the partition
+    /// that held it, with why (docs/time.md#holder).
+    pub fn summary(&self) -> RunSummary {
+        self.handle().summary()
+    }
+
+    fn stop_engine(&mut self, timeout: Duration) -> bool {
         self.shared.stop.store(true, Ordering::Release);
         let Some(handle) = self.engine.take() else {
             // Never started, or closed already (ERROR stays ERROR).
@@ -434,6 +455,11 @@ impl AppHandle {
         }
         m.standby_lag = self.shared.standby_lag();
         m
+    }
+
+    /// See [`StreamsApp::summary`].
+    pub fn summary(&self) -> RunSummary {
+        RunSummary::new(&self.metrics(), self.watermarks().as_ref())
     }
 }
 

@@ -62,6 +62,7 @@ pub use observe::metrics::{
     BARRIER_BUCKETS_MS, BarrierFigures, DurationHistogram, MetricsSnapshot, RestoreFigures,
     StoreSegments, UpkeepFigures,
 };
+pub use observe::summary::RunSummary;
 pub use observe::timeline::{BarrierTiming, ResultLatency, Timeline};
 pub use signals::stop_on_signals;
 pub use task_id::TaskId;

@@ -28,6 +28,7 @@ mod restore_progress;
 mod run_signals;
 mod scripted_group;
 mod standby;
+mod summary;
 mod support;
 mod timed;
 mod trailing_markers;
