@@ -142,9 +142,10 @@ pub enum ConfigError {
         /// What was written (redacted for secret keys).
         found: String,
     },
-    /// A value of the right type outside what the key accepts.
+    /// A value of the right type that the key does not accept: beyond its
+    /// bounds, not one of its choices, or an address it may not use.
     #[error(
-        "configuration key {} at {at}: {} is out of range: {reason}",
+        "configuration key {} at {at}: {} is not accepted: {reason}",
         short(.key),
         short(.value)
     )]
@@ -155,7 +156,7 @@ pub enum ConfigError {
         at: Origin,
         /// The value (redacted for secret keys).
         value: String,
-        /// The accepted range or values.
+        /// What the key accepts, or why not this value.
         reason: String,
     },
     /// A setting that has no effect with the choice another one made.

@@ -49,7 +49,7 @@ fn out_of_range_names_key_position_and_range() {
     let e = err("stoatflow.processing.lanes: 0\n");
     assert_eq!(
         e.to_string(),
-        "configuration key stoatflow.processing.lanes at app.yaml:1:29: \"0\" is out of range: must be between 1 and 1024"
+        "configuration key stoatflow.processing.lanes at app.yaml:1:29: \"0\" is not accepted: must be between 1 and 1024"
     );
     let e = err("stoatflow.commit-barrier.interval-factor: 0.5\n");
     assert!(
@@ -60,7 +60,7 @@ fn out_of_range_names_key_position_and_range() {
     let e = err("stoatflow.processing.timestamp-coordination-mode: SOMETIMES\n");
     assert!(
         e.to_string()
-            .ends_with("\"SOMETIMES\" is out of range: must be one of AUTO, ENABLED, DISABLED"),
+            .ends_with("\"SOMETIMES\" is not accepted: must be one of AUTO, ENABLED, DISABLED"),
         "{e}"
     );
     // A check across keys, named by the runtime, still points at the file.
@@ -78,7 +78,7 @@ fn an_unknown_backend_names_the_key_and_value() {
     let e = err("stoatflow.backend: rabbitmq\n");
     assert_eq!(
         e.to_string(),
-        "configuration key stoatflow.backend at app.yaml:1:20: \"rabbitmq\" is out of range: must be one of embedded, memory, kafka"
+        "configuration key stoatflow.backend at app.yaml:1:20: \"rabbitmq\" is not accepted: must be one of embedded, memory, kafka"
     );
 }
 
@@ -110,7 +110,7 @@ fn endpoints_refuse_a_non_loopback_address_unless_opted_in() {
     let e = err("runtime.endpoints.listen: 0.0.0.0:8080\n");
     assert_eq!(
         e.to_string(),
-        "configuration key runtime.endpoints.listen at app.yaml:1:27: 0.0.0.0:8080 is out of range: not a loopback address; set runtime.endpoints.allow-non-loopback: true to expose the endpoints beyond this machine"
+        "configuration key runtime.endpoints.listen at app.yaml:1:27: 0.0.0.0:8080 is not accepted: not a loopback address; set runtime.endpoints.allow-non-loopback: true to expose the endpoints beyond this machine"
     );
     let ok = ConfigLoader::new()
         .yaml_str(
