@@ -1,6 +1,8 @@
-//! A minimal HTTP/1.1 GET over a std `TcpStream` for `http://host:port/path`
-//! URLs: what `stoatflow watermarks` needs to read the endpoints, without an
-//! HTTP client crate. Knows nothing of what the body means.
+//! A minimal HTTP/1.1 client over a std `TcpStream` for
+//! `http://host:port/path` URLs: a GET, what `stoatflow watermarks` needs
+//! to read the endpoints, and a POST of a JSON body, what `stoatflow log`
+//! needs to feed a running application, without an HTTP client crate.
+//! Knows nothing of what the bodies mean.
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -10,6 +12,20 @@ use anyhow::{Context, bail};
 
 /// Status and body of `GET url`.
 pub fn get(url: &str, timeout: Duration) -> anyhow::Result<(u16, String)> {
+    request("GET", url, None, timeout)
+}
+
+/// Status and body of `POST url` with the JSON `body`.
+pub fn post_json(url: &str, body: &[u8], timeout: Duration) -> anyhow::Result<(u16, String)> {
+    request("POST", url, Some(body), timeout)
+}
+
+fn request(
+    method: &str,
+    url: &str,
+    body: Option<&[u8]>,
+    timeout: Duration,
+) -> anyhow::Result<(u16, String)> {
     let rest = url
         .strip_prefix("http://")
         .with_context(|| format!("{url}: only http:// URLs are supported"))?;
@@ -26,10 +42,21 @@ pub fn get(url: &str, timeout: Duration) -> anyhow::Result<(u16, String)> {
         .with_context(|| format!("cannot connect to {authority}"))?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
-    )?;
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nAccept: application/json\r\nConnection: close\r\n"
+    );
+    if let Some(body) = body {
+        request.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    request.push_str("\r\n");
+    let mut wire = request.into_bytes();
+    wire.extend_from_slice(body.unwrap_or_default());
+    stream
+        .write_all(&wire)
+        .with_context(|| format!("sending the request to {url}"))?;
     let mut raw = Vec::new();
     stream
         .read_to_end(&mut raw)

@@ -4,28 +4,43 @@
 //!
 //! Owns the line formats (`key<TAB>value[<TAB>timestamp-ms]` in, one line
 //! per record out) and the progress bars; the log is `stoatflow::log`'s.
+//! When another process holds the directory (a running `stoatflow run`),
+//! every command goes through that application instead (`log_remote`).
 
 use std::io::{BufRead, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::out::{noteln, outln, sayln};
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use stoatflow::log::{
-    Consumer, EmbeddedLog, Log, Record, SeekTo, Timestamp, TopicPartition, TopicSpec,
-    TransactionalProducer,
+    Consumer, EmbeddedLog, FetchedRecord, Log, Record, SeekTo, Timestamp, TopicPartition, TopicSpec,
 };
 use stoatflow::{Clock, SystemClock, WallTime, partition_for_key};
+
+use crate::log_remote::{Running, Transactions, is_locked};
 
 /// Records per transaction when producing.
 const BATCH: usize = 10_000;
 
-fn open(dir: &Path) -> anyhow::Result<EmbeddedLog> {
+/// The log in a directory: opened by the command, or held by a running
+/// application that serves it.
+enum Held {
+    Open(EmbeddedLog),
+    Running(Running),
+}
+
+fn open(dir: &Path) -> anyhow::Result<Held> {
     if !dir.is_dir() {
         bail!("{}: no such directory", dir.display());
     }
-    EmbeddedLog::open(dir).with_context(|| format!("opening the embedded log in {}", dir.display()))
+    match EmbeddedLog::open(dir) {
+        Ok(log) => Ok(Held::Open(log)),
+        Err(e) if is_locked(&e) => Ok(Held::Running(Running::find(dir)?)),
+        Err(e) => Err(e).with_context(|| format!("opening the embedded log in {}", dir.display())),
+    }
 }
 
 fn partitions_of(log: &EmbeddedLog, topic: &str) -> anyhow::Result<u32> {
@@ -37,7 +52,15 @@ fn partitions_of(log: &EmbeddedLog, topic: &str) -> anyhow::Result<u32> {
 
 /// `log topics`.
 pub fn topics(dir: &Path) -> anyhow::Result<()> {
-    let log = open(dir)?;
+    let log = match open(dir)? {
+        Held::Open(log) => log,
+        Held::Running(app) => {
+            for t in app.topics()? {
+                outln!("{}\t{}", t.name, t.shape)?;
+            }
+            return Ok(());
+        }
+    };
     for spec in log.topics() {
         outln!("{}\t{}", spec.name, spec.shape)?;
     }
@@ -46,7 +69,20 @@ pub fn topics(dir: &Path) -> anyhow::Result<()> {
 
 /// `log describe`.
 pub fn describe(dir: &Path, topic: &str) -> anyhow::Result<()> {
-    let log = open(dir)?;
+    let log = match open(dir)? {
+        Held::Open(log) => log,
+        Held::Running(app) => {
+            let t = app.topic(topic)?;
+            outln!("topic {topic}: {}", t.shape)?;
+            for (p, begin, end) in t.partitions {
+                outln!(
+                    "  partition {p}: offsets {begin}..{end} ({} committed records visible)",
+                    end.saturating_sub(begin)
+                )?;
+            }
+            return Ok(());
+        }
+    };
     let spec = log
         .topics()
         .into_iter()
@@ -78,11 +114,19 @@ pub fn produce(
     input: impl BufRead,
 ) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let log = open(dir)?;
-    if log.describe_topic(topic)?.is_none() {
-        log.create_topic(&TopicSpec::new(topic, create_partitions))?;
-    }
-    let partitions = partitions_of(&log, topic)?;
+    let (partitions, mut producer): (u32, Box<dyn Transactions>) = match open(dir)? {
+        Held::Open(log) => {
+            if log.describe_topic(topic)?.is_none() {
+                log.create_topic(&TopicSpec::new(topic, create_partitions))?;
+            }
+            let producer = log.transactional_producer("stoatflow-cli-produce")?;
+            (partitions_of(&log, topic)?, Box::new(producer))
+        }
+        Held::Running(app) => {
+            let partitions = app.topic(topic)?.partitions.len() as u32;
+            (partitions, Box::new(app.producer(topic)))
+        }
+    };
     if let Some(p) = partition.filter(|p| *p >= partitions) {
         bail!("topic {topic} has {partitions} partitions; there is no partition {p}");
     }
@@ -91,7 +135,6 @@ pub fn produce(
     bar.set_style(ProgressStyle::with_template(
         "{spinner} {msg}: {pos} records ({per_sec})",
     )?);
-    let mut producer = log.transactional_producer("stoatflow-cli-produce")?;
     let now = SystemClock.now().as_millis();
     let (mut n, mut in_batch) = (0u64, 0usize);
     producer.begin()?;
@@ -152,16 +195,53 @@ fn show(bytes: Option<&[u8]>) -> String {
     }
 }
 
+/// One consumed record as a line of `out`.
+fn write_record(out: &mut impl Write, r: &FetchedRecord) -> std::io::Result<()> {
+    let headers: Vec<String> = r
+        .record
+        .headers
+        .iter()
+        .map(|h| format!("{}={}", h.key, show(h.value.as_deref())))
+        .collect();
+    writeln!(
+        out,
+        "partition={} offset={} timestamp={} ({}) key={} value={} headers=[{}]",
+        r.partition.partition.0,
+        r.offset.0,
+        r.record.timestamp.0,
+        WallTime::from_millis(r.record.timestamp.0).to_iso8601(),
+        show(r.record.key.as_deref()),
+        show(r.record.value.as_deref()),
+        headers.join(",")
+    )
+}
+
 /// `log consume`: every committed record from the beginning to the end
-/// offsets as of the call.
+/// offsets as of the call; with `follow`, on as records are committed
+/// until the flag is set (a signal).
 pub fn consume(
     dir: &Path,
     topic: &str,
     partition: Option<u32>,
     max: Option<u64>,
+    follow: Option<&AtomicBool>,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    let log = open(dir)?;
+    let log = match open(dir)? {
+        Held::Open(log) => log,
+        Held::Running(app) => {
+            let partitions: Vec<u32> = match partition {
+                Some(p) => vec![p],
+                None => (0..app.topic(topic)?.partitions.len() as u32).collect(),
+            };
+            let limit = max.unwrap_or(u64::MAX);
+            let n = app.consume(topic, &partitions, limit, follow, |r| {
+                Ok(write_record(out, r)?)
+            })?;
+            noteln!("{n} records from {topic}");
+            return Ok(());
+        }
+    };
     let partitions = partitions_of(&log, topic)?;
     let tps: Vec<TopicPartition> = match partition {
         Some(p) if p >= partitions => {
@@ -194,30 +274,16 @@ pub fn consume(
         for (tp, end) in tps.iter().zip(&ends) {
             behind |= consumer.position(tp)? < *end;
         }
-        if !behind {
-            break;
+        match follow {
+            None if !behind => break,
+            Some(stop) if stop.load(Ordering::Acquire) => break,
+            _ => {}
         }
         for r in consumer.fetch(Duration::from_millis(50))? {
             if n == limit {
                 break 'read;
             }
-            let headers: Vec<String> = r
-                .record
-                .headers
-                .iter()
-                .map(|h| format!("{}={}", h.key, show(h.value.as_deref())))
-                .collect();
-            writeln!(
-                out,
-                "partition={} offset={} timestamp={} ({}) key={} value={} headers=[{}]",
-                r.partition.partition.0,
-                r.offset.0,
-                r.record.timestamp.0,
-                WallTime::from_millis(r.record.timestamp.0).to_iso8601(),
-                show(r.record.key.as_deref()),
-                show(r.record.value.as_deref()),
-                headers.join(",")
-            )?;
+            write_record(out, &r)?;
             n += 1;
             bar.set_position(n);
         }

@@ -10,6 +10,7 @@ mod examples;
 mod help;
 mod http_get;
 mod log_cmd;
+mod log_remote;
 mod logging;
 mod out;
 mod quickstart;
@@ -136,6 +137,10 @@ enum LogCommand {
         /// At most this many records.
         #[arg(long)]
         max: Option<u64>,
+        /// Keep reading records as they are committed, until SIGINT or
+        /// SIGTERM.
+        #[arg(long)]
+        follow: bool,
     },
     /// A topic's shape and offsets.
     Describe {
@@ -217,13 +222,26 @@ fn command(command: Command) -> anyhow::Result<()> {
                 partitions,
                 std::io::stdin().lock(),
             ),
-            LogCommand::Consume { at, partition, max } => log_cmd::consume(
-                &at.dir,
-                &at.topic,
+            LogCommand::Consume {
+                at,
                 partition,
                 max,
-                &mut std::io::stdout().lock(),
-            ),
+                follow,
+            } => {
+                let stop = if follow {
+                    Some(stoatflow::stop_on_signals()?)
+                } else {
+                    None
+                };
+                log_cmd::consume(
+                    &at.dir,
+                    &at.topic,
+                    partition,
+                    max,
+                    stop.as_deref(),
+                    &mut std::io::stdout().lock(),
+                )
+            }
             LogCommand::Describe { at } => log_cmd::describe(&at.dir, &at.topic),
         },
     }

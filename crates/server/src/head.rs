@@ -1,9 +1,11 @@
 //! The header fields of a request head, as far as the listener reads
-//! them: HTTP/1.1's `Host` rule (RFC 9112, section 3.2). A request of
-//! HTTP/1.1 without a `Host` field, with more than one, or with a value
-//! that is not `host[:port]` is refused (400); the value itself is never
-//! used, since every route answers the same whatever name it was reached
-//! by. Every other field is ignored.
+//! them: HTTP/1.1's `Host` rule (RFC 9112, section 3.2), and the body's
+//! length. A request of HTTP/1.1 without a `Host` field, with more than
+//! one, or with a value that is not `host[:port]` is refused (400); the
+//! value itself is never used, since every route answers the same whatever
+//! name it was reached by. A body is read only as `Content-Length` gives
+//! it ([`body_length`]): a `Transfer-Encoding` or a length that is not one
+//! number is refused. Every other field is ignored.
 //!
 //! Owns the reading of the field lines; knows nothing of routes, sockets
 //! or responses.
@@ -45,6 +47,46 @@ pub(crate) fn host_problem(fields: &[u8]) -> Option<&'static str> {
     }
 }
 
+/// The field lines of `fields` up to the blank line, as (name, value).
+fn field_lines(fields: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    fields
+        .split(|&b| b == b'\n')
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
+        .take_while(|line| !line.is_empty())
+        .filter_map(|line| {
+            let colon = line.iter().position(|&b| b == b':')?;
+            Some((&line[..colon], line[colon + 1..].trim_ascii()))
+        })
+}
+
+/// The length of the body that follows a head with `fields`: 0 without a
+/// `Content-Length`; the reason it cannot be read otherwise (a
+/// `Transfer-Encoding`, a length that is not a number, two that differ).
+/// A length too large for memory saturates (the caller's bound refuses it).
+pub(crate) fn body_length(fields: &[u8]) -> Result<usize, &'static str> {
+    let mut length = None;
+    for (name, value) in field_lines(fields) {
+        if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            return Err("a body in a Transfer-Encoding (send it with a Content-Length)");
+        }
+        if !name.eq_ignore_ascii_case(b"content-length") {
+            continue;
+        }
+        if value.is_empty() || !value.iter().all(u8::is_ascii_digit) {
+            return Err("a Content-Length that is not a number");
+        }
+        let n = std::str::from_utf8(value)
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(usize::MAX);
+        if length.is_some_and(|l| l != n) {
+            return Err("two Content-Length fields that differ");
+        }
+        length = Some(n);
+    }
+    Ok(length.unwrap_or(0))
+}
+
 /// Whether `value` may be a `host[:port]`: the characters of a URI's host
 /// (a name, an IPv4 address or a bracketed IPv6 one) and a colon. Empty
 /// is allowed (a target without an authority).
@@ -73,6 +115,35 @@ mod tests {
                 "{:?}",
                 String::from_utf8_lossy(fields)
             );
+        }
+    }
+
+    #[test]
+    fn a_body_length_comes_from_one_content_length_only() {
+        assert_eq!(body_length(b"Host: x\r\n\r\n"), Ok(0));
+        assert_eq!(body_length(b"content-length: 12\r\n\r\n"), Ok(12));
+        assert_eq!(
+            body_length(b"Content-Length: 3\r\nContent-Length: 3\r\n"),
+            Ok(3)
+        );
+        assert_eq!(
+            body_length(b"Content-Length: 99999999999999999999999\r\n"),
+            Ok(usize::MAX)
+        );
+        assert_eq!(
+            body_length(b"\r\nContent-Length: 5\r\n"),
+            Ok(0),
+            "after the head"
+        );
+        for (fields, want) in [
+            (&b"Transfer-Encoding: chunked\r\n"[..], "Transfer-Encoding"),
+            (b"Content-Length: -1\r\n", "not a number"),
+            (b"Content-Length: 1 2\r\n", "not a number"),
+            (b"Content-Length:\r\n", "not a number"),
+            (b"Content-Length: 1\r\nContent-Length: 2\r\n", "differ"),
+        ] {
+            let got = body_length(fields).unwrap_err();
+            assert!(got.contains(want), "{got}");
         }
     }
 

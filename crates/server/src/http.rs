@@ -15,10 +15,13 @@
 //! priority than the engine's ([`crate::priority`]).
 //!
 //! Owns the listener's settings, the loopback rule, the accept loop and
-//! its pacing. Knows the application only through [`Endpoints`]: it never
-//! computes a watermark, a state or a figure.
+//! its pacing, and the address file (the listener's URL written where
+//! other processes look for it, removed at shutdown). Knows the
+//! application only through [`Endpoints`] and, for the log routes,
+//! [`LogAccess`]: it never computes a watermark, a state or a figure.
 
 use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -30,6 +33,7 @@ use crate::cache::DEFAULT_REFRESH;
 use crate::connection::{Connection, Step};
 use crate::endpoints::Endpoints;
 use crate::history::WatermarkHistory;
+use crate::log_access::LogAccess;
 use crate::metrics::RecordingLevel;
 use crate::routing::ServerState;
 use crate::shedding;
@@ -61,6 +65,8 @@ pub struct HttpServer {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    /// The address file written at start, removed at shutdown.
+    address_file: Option<PathBuf>,
 }
 
 /// Why the listener could not start.
@@ -83,6 +89,15 @@ pub enum ServerError {
     NotLoopback {
         /// The address.
         addr: SocketAddr,
+    },
+    /// The address file could not be written.
+    #[error("cannot write the endpoints' address to {}: {source}", path.display())]
+    AddressFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
     },
 }
 
@@ -116,6 +131,14 @@ pub struct HttpServerBuilder {
     request_timeout: Duration,
     refresh: Duration,
     listener_nice: i32,
+    log: Option<Arc<dyn LogAccess>>,
+    address_file: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for dyn LogAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LogAccess")
+    }
 }
 
 impl Default for HttpServerBuilder {
@@ -132,6 +155,8 @@ impl Default for HttpServerBuilder {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             refresh: DEFAULT_REFRESH,
             listener_nice: crate::priority::LISTENER_NICE,
+            log: None,
+            address_file: None,
         }
     }
 }
@@ -219,6 +244,22 @@ impl HttpServerBuilder {
         self
     }
 
+    /// Serves the log routes (`/log/topics`, `/log/records`) from `log`,
+    /// to loopback clients only; without it they answer 404.
+    pub fn log(mut self, log: Arc<dyn LogAccess>) -> Self {
+        self.log = Some(log);
+        self
+    }
+
+    /// Writes the listener's URL (`http://address`, one line) to `path`
+    /// when it starts serving, atomically (a temporary file renamed over
+    /// it), and removes it at shutdown: how another process finds the
+    /// endpoints of the application that holds a directory.
+    pub fn address_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.address_file = Some(path.into());
+        self
+    }
+
     /// The wall clock the history's samples are stamped with.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
@@ -229,7 +270,8 @@ impl HttpServerBuilder {
     ///
     /// # Errors
     /// [`ServerError::NotLoopback`] for a non-loopback address not allowed
-    /// explicitly; [`ServerError::Bind`] naming the address.
+    /// explicitly; [`ServerError::Bind`] naming the address;
+    /// [`ServerError::AddressFile`] naming the file.
     pub fn start(self, app: Arc<dyn Endpoints>) -> Result<HttpServer, ServerError> {
         let listen = self.config.listen;
         if !listen.ip().is_loopback() && !self.allow_non_loopback {
@@ -250,7 +292,8 @@ impl HttpServerBuilder {
             self.recording_level,
             WatermarkHistory::new(self.history_every, self.history_span),
             self.refresh,
-        );
+        )
+        .with_log(self.log);
         let serving = Serving {
             listener,
             state,
@@ -270,11 +313,21 @@ impl HttpServerBuilder {
                 serving.run(&stopping)
             })
             .map_err(bind_err)?;
-        Ok(HttpServer {
+        let mut server = HttpServer {
             addr,
             stop,
             thread: Some(thread),
-        })
+            address_file: None,
+        };
+        if let Some(path) = self.address_file {
+            // On failure the server is dropped: it stops.
+            write_address_file(&path, addr).map_err(|source| ServerError::AddressFile {
+                path: path.clone(),
+                source,
+            })?;
+            server.address_file = Some(path);
+        }
+        Ok(server)
     }
 }
 
@@ -304,11 +357,27 @@ impl HttpServer {
     }
 
     fn stop_now(&mut self) {
+        if let Some(path) = self.address_file.take()
+            && let Err(e) = std::fs::remove_file(&path)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(file = %path.display(), error = %e, "cannot remove the endpoints' address file");
+        }
         self.stop.store(true, Ordering::Release);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
+}
+
+/// Writes `http://addr` to `path` through a temporary file renamed over it,
+/// so a reader sees the whole line or the file as it was.
+fn write_address_file(path: &Path, addr: SocketAddr) -> std::io::Result<()> {
+    let mut temp = path.as_os_str().to_owned();
+    temp.push(".tmp");
+    let temp = PathBuf::from(temp);
+    std::fs::write(&temp, format!("http://{addr}\n"))?;
+    std::fs::rename(&temp, path)
 }
 
 impl Drop for HttpServer {
@@ -350,7 +419,7 @@ impl Serving {
                     true
                 }
                 Step::Ready => {
-                    let (reply, head_only) = self.state.answer(c.request(), now);
+                    let (reply, head_only) = self.state.answer(c.request(), c.peer(), now);
                     c.respond(reply, head_only);
                     next_answer = now + self.gap;
                     moved = true;

@@ -12,6 +12,8 @@
 //!   loopback only unless allowed explicitly.
 //! - [`Endpoints`]: what it reads from an application (the runtime's
 //!   `AppHandle` implements it).
+//! - [`LogAccess`]: the application's log as the log routes
+//!   (`/log/topics`, `/log/records`) read and append to it.
 //! - [`MetricsRegistry`] and [`Metric`]: the Prometheus registry and its
 //!   catalogue, at a [`RecordingLevel`].
 //! - [`watermarks_response`], [`info_json`]: the JSON of
@@ -34,6 +36,8 @@ mod fuzz;
 mod head;
 mod history;
 mod http;
+mod log_access;
+mod log_routes;
 mod metrics;
 mod priority;
 mod response;
@@ -41,9 +45,14 @@ mod routing;
 mod shedding;
 mod watermarks;
 
+pub use connection::MAX_BODY;
 pub use endpoints::Endpoints;
 pub use history::WatermarkHistory;
 pub use http::{EndpointsConfig, HttpServer, HttpServerBuilder, OPENAPI, ServerError};
+pub use log_access::{
+    LogAccess, LogAccessError, NewRecord, PartitionOffsets, ReadBatch, StoredRecord, TopicInfo,
+};
+pub use log_routes::{MAX_APPEND_RECORDS, MAX_READ_RECORDS};
 pub use metrics::{
     BadRecordingLevel, METRICS_CONTENT_TYPE, Metric, MetricKind, MetricsRegistry, RecordingLevel,
 };

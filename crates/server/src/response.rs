@@ -16,8 +16,8 @@ pub(crate) struct Response {
     pub(crate) status: u16,
     pub(crate) content_type: &'static str,
     pub(crate) body: String,
-    /// `Allow`, on a 405.
-    pub(crate) allow: bool,
+    /// `Allow`'s methods, on a 405.
+    pub(crate) allow: Option<&'static str>,
 }
 
 impl Response {
@@ -26,7 +26,7 @@ impl Response {
             status,
             content_type: "application/json",
             body: body.to_string(),
-            allow: false,
+            allow: None,
         }
     }
 
@@ -35,7 +35,7 @@ impl Response {
             status: 200,
             content_type,
             body,
-            allow: false,
+            allow: None,
         }
     }
 
@@ -44,16 +44,17 @@ impl Response {
         let reason = match self.status {
             200 => "OK",
             400 => "Bad Request",
+            403 => "Forbidden",
             404 => "Not Found",
             405 => "Method Not Allowed",
+            413 => "Content Too Large",
             431 => "Request Header Fields Too Large",
             503 => "Service Unavailable",
             _ => "",
         };
-        let allow = if self.allow {
-            "Allow: GET, HEAD\r\n"
-        } else {
-            ""
+        let allow = match self.allow {
+            Some(methods) => format!("Allow: {methods}\r\n"),
+            None => String::new(),
         };
         let mut bytes = format!(
             "HTTP/1.1 {} {reason}\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-store\r\n{allow}Connection: close\r\n\r\n",

@@ -2,14 +2,19 @@
 //!
 //! Owns the route table, the status-code rules (400 for a malformed request
 //! line or an HTTP/1.1 request without one valid `Host`, 404 for an unknown
-//! path, 405 with `Allow` for a method other than GET/HEAD on a known one,
+//! path, 405 with `Allow` for a method other than GET/HEAD on a known one
+//! (POST too on `/log/records`), 413 for a body past the bound, 403 for a
+//! log route asked from a peer that is not loopback,
 //! the 503 rules of `/watermarks` (docs/operating.md#watermarks-endpoint) and
 //! of the probes: liveness fails once the application is failing,
 //! PENDING_ERROR or ERROR, so the pod is restarted; readiness in every state
 //! but RUNNING) and what the listener keeps between requests: the watermark
 //! history it samples and the [`ResponseCache`] through which every
-//! application-dependent response is read. Knows nothing of sockets.
+//! application-dependent response is read. The log routes (`log_routes`)
+//! are never cached: each request reads or writes the log itself. Knows
+//! nothing of sockets.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,10 +22,12 @@ use serde_json::{Value, json};
 use stoatflow_time::{WallTime, Watermark, WatermarksSnapshot};
 
 use crate::cache::ResponseCache;
-use crate::connection::Incoming;
+use crate::connection::{BodyProblem, Incoming, MAX_BODY};
 use crate::endpoints::Endpoints;
 use crate::head::host_problem;
 use crate::history::WatermarkHistory;
+use crate::log_access::LogAccess;
+use crate::log_routes;
 use crate::metrics::{METRICS_CONTENT_TYPE, MetricsRegistry, RecordingLevel};
 use crate::response::{Encoded, Response};
 use crate::watermarks::{info_json, watermarks_response};
@@ -38,6 +45,15 @@ enum Route {
     History,
     /// A response read from the application.
     App(Read),
+    /// The application's log, read or written (never cached).
+    Log(LogRoute),
+}
+
+/// The log routes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LogRoute {
+    Topics,
+    Records,
 }
 
 /// The responses read from the application (through the cache).
@@ -60,6 +76,8 @@ fn find_route(path: &str) -> Option<Route> {
         "/health" | "/health/liveness" => Route::App(Read::Liveness),
         "/ready" | "/health/readiness" => Route::App(Read::Readiness),
         "/openapi.json" => Route::OpenApi,
+        "/log/topics" => Route::Log(LogRoute::Topics),
+        "/log/records" => Route::Log(LogRoute::Records),
         _ => return None,
     })
 }
@@ -74,6 +92,8 @@ pub(crate) struct ServerState {
     page: Arc<Encoded>,
     openapi: Arc<Encoded>,
     too_large: Arc<Encoded>,
+    /// The log the log routes serve, if the application offers one.
+    log: Option<Arc<dyn LogAccess>>,
 }
 
 impl ServerState {
@@ -95,7 +115,14 @@ impl ServerState {
             page: Response::text("text/html; charset=utf-8", PAGE.to_owned()).encode(),
             openapi: Response::text("application/json", OPENAPI.to_owned()).encode(),
             too_large: Response::json(431, &json!({ "error": "request head too large" })).encode(),
+            log: None,
         }
+    }
+
+    /// Serves the log routes from `log`.
+    pub(crate) fn with_log(mut self, log: Option<Arc<dyn LogAccess>>) -> Self {
+        self.log = log;
+        self
     }
 
     /// Takes a history sample if one is due at `now`.
@@ -107,23 +134,66 @@ impl ServerState {
         }
     }
 
-    /// The answer to a complete request, and whether only its head is
-    /// sent (`HEAD`).
-    pub(crate) fn answer(&mut self, request: Incoming<'_>, now: Instant) -> (Arc<Encoded>, bool) {
+    /// The answer to a complete request from `peer`, and whether only its
+    /// head is sent (`HEAD`).
+    pub(crate) fn answer(
+        &mut self,
+        request: Incoming<'_>,
+        peer: IpAddr,
+        now: Instant,
+    ) -> (Arc<Encoded>, bool) {
         match request {
             Incoming::TooLarge => (self.too_large.clone(), false),
-            Incoming::Head { line, fields } => {
-                route(&String::from_utf8_lossy(line), fields, self, now)
+            Incoming::BadBody(problem) => {
+                let (status, error) = match problem {
+                    BodyProblem::TooLarge => (
+                        413,
+                        format!(
+                            "request body larger than {MAX_BODY} bytes; send fewer records per request"
+                        ),
+                    ),
+                    BodyProblem::Length(reason) => (400, format!("request with {reason}")),
+                    BodyProblem::Short => {
+                        (400, "request body shorter than its Content-Length".into())
+                    }
+                };
+                (
+                    Response::json(status, &json!({ "error": error })).encode(),
+                    false,
+                )
             }
+            Incoming::Head { line, fields, body } => respond(
+                &String::from_utf8_lossy(line),
+                fields,
+                body,
+                peer.is_loopback(),
+                self,
+                now,
+            ),
         }
     }
 }
 
-/// The response to `request_line` (followed by the header `fields`) at
-/// `now`, and whether it answers a `HEAD` (the head alone is sent).
+/// The response to a `GET`-like request from loopback without a body (the
+/// tests' shorthand for [`respond`]).
+#[cfg(test)]
 pub(crate) fn route(
     request_line: &str,
     fields: &[u8],
+    state: &mut ServerState,
+    now: Instant,
+) -> (Arc<Encoded>, bool) {
+    respond(request_line, fields, b"", true, state, now)
+}
+
+/// The response to `request_line` (followed by the header `fields` and
+/// `body`, from a loopback peer or not) at `now`, and whether it answers a
+/// `HEAD` (the head alone is sent).
+pub(crate) fn respond(
+    request_line: &str,
+    fields: &[u8],
+    body: &[u8],
+    loopback: bool,
     state: &mut ServerState,
     now: Instant,
 ) -> (Arc<Encoded>, bool) {
@@ -160,12 +230,17 @@ pub(crate) fn route(
         let body = json!({ "error": format!("no endpoint {path}") });
         return (Response::json(404, &body).encode(), head_only);
     };
-    if method != "GET" && method != "HEAD" {
+    let posts = route == Route::Log(LogRoute::Records);
+    if method != "GET" && method != "HEAD" && !(posts && method == "POST") {
         let mut r = Response::json(
             405,
             &json!({ "error": format!("method {method} is not allowed on {path}") }),
         );
-        r.allow = true;
+        r.allow = Some(if posts {
+            "GET, HEAD, POST"
+        } else {
+            "GET, HEAD"
+        });
         return (r.encode(), false);
     }
     let reply = match route {
@@ -191,8 +266,38 @@ pub(crate) fn route(
                 .cache
                 .get(route, now, || build(read, app, metrics, show))
         }
+        Route::Log(which) => log_route(which, method, target, body, loopback, state).encode(),
     };
     (reply, head_only)
+}
+
+/// A log route's response: only to a loopback peer, only when the
+/// application serves its log.
+fn log_route(
+    which: LogRoute,
+    method: &str,
+    target: &str,
+    body: &[u8],
+    loopback: bool,
+    state: &ServerState,
+) -> Response {
+    if !loopback {
+        return Response::json(
+            403,
+            &json!({ "error": "the log routes answer loopback clients only: they read and write the application's data" }),
+        );
+    }
+    let Some(log) = state.log.as_deref() else {
+        return Response::json(
+            404,
+            &json!({ "error": "this application serves no log routes (they serve the embedded log only)" }),
+        );
+    };
+    match (which, method) {
+        (LogRoute::Topics, _) => log_routes::topics(log),
+        (LogRoute::Records, "POST") => log_routes::append(log, query_param(target, "topic"), body),
+        (LogRoute::Records, _) => log_routes::read(log, |name| query_param(target, name)),
+    }
 }
 
 /// An application-dependent response, read from the application now.

@@ -185,7 +185,8 @@ impl App {
 
     /// Starts the HTTP endpoints as `config.endpoints` says (`None` when
     /// `runtime.endpoints.enabled` is off), exporting metrics at
-    /// `metrics.recording.level`.
+    /// `metrics.recording.level`; on the embedded log, with the log routes
+    /// and, for a directory, its address in [`crate::ENDPOINT_FILE`] there.
     ///
     /// # Errors
     /// [`ServerError::Bind`] naming the address; [`ServerError::NotLoopback`]
@@ -199,7 +200,7 @@ impl App {
             stoatflow_config::RecordingLevel::Debug => stoatflow_server::RecordingLevel::Debug,
             _ => stoatflow_server::RecordingLevel::Info,
         };
-        HttpServer::builder()
+        let mut builder = HttpServer::builder()
             .listen(settings.listen)
             .info_show_watermarks(settings.info_show_watermarks)
             .allow_non_loopback(settings.allow_non_loopback)
@@ -207,9 +208,17 @@ impl App {
             .max_connections(settings.max_connections)
             .request_timeout(settings.request_timeout)
             .max_requests_per_second(settings.max_requests_per_second)
-            .refresh(settings.refresh)
-            .start(Arc::new(self.handle()))
-            .map(Some)
+            .refresh(settings.refresh);
+        if let BackendSettings::Embedded { dir } = &config.backend {
+            builder = builder.address_file(dir.join(crate::log_routes::ENDPOINT_FILE));
+        }
+        if let App::Embedded(app) = self {
+            builder = builder.log(Arc::new(crate::log_routes::EmbeddedLogAccess::new(
+                app.log().clone(),
+                app.handle().application_id(),
+            )));
+        }
+        builder.start(Arc::new(self.handle())).map(Some)
     }
 }
 

@@ -176,8 +176,10 @@
 #![warn(missing_docs)]
 
 mod configured;
+mod log_routes;
 
 pub use configured::{App, AppError};
+pub use log_routes::ENDPOINT_FILE;
 pub use stoatflow_runtime::{
     AppState, Backend, BarrierCadence, CommitBarrierConfig, HandlerOutcome, ProcessingGuarantee,
     RuntimeConfig, RuntimeError, StreamThreadExceptionResponse, StreamsApp, TaskId,

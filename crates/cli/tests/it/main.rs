@@ -1,5 +1,6 @@
 //! The `stoatflow` binary, run as a user runs it: outputs asserted.
 
+mod beside_run;
 mod closed_stdout;
 mod describe;
 mod error_messages;
