@@ -95,5 +95,7 @@ pub fn run(
     anyhow::ensure!(closed, "the application did not close in time");
     said?;
     sayln!("closed: every window the watermark closed is committed")?;
+    // What the run did, and what held the watermark (why nothing came out).
+    sayln!("{}", app.summary())?;
     Ok(())
 }

@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use stoatflow_config::{AppConfig, BackendSettings, ConfigError, EndpointsSettings};
 use stoatflow_log::{EmbeddedLog, Log, LogError, TopicSpec};
-use stoatflow_runtime::{AppHandle, AppState, HandlerOutcome, RuntimeError, StreamsApp};
+use stoatflow_runtime::{
+    AppHandle, AppState, HandlerOutcome, RunSummary, RuntimeError, StreamsApp,
+};
 use stoatflow_server::{HttpServer, ServerError};
 use stoatflow_streams::Topology;
 use stoatflow_time::WatermarksSnapshot;
@@ -176,6 +178,12 @@ impl App {
     /// See [`StreamsApp::watermarks`].
     pub fn watermarks(&self) -> Option<WatermarksSnapshot> {
         each!(self, app => app.watermarks())
+    }
+
+    /// See [`StreamsApp::summary`]: records in and out, drops by reason,
+    /// the final watermark and the partition that held it, with why.
+    pub fn summary(&self) -> RunSummary {
+        each!(self, app => app.summary())
     }
 
     /// The read-only view the endpoints serve.

@@ -182,13 +182,13 @@ pub use configured::{App, AppError};
 pub use log_routes::ENDPOINT_FILE;
 pub use stoatflow_runtime::{
     AppState, Backend, BarrierCadence, CommitBarrierConfig, HandlerOutcome, ProcessingGuarantee,
-    RuntimeConfig, RuntimeError, StreamThreadExceptionResponse, StreamsApp, TaskId,
+    RunSummary, RuntimeConfig, RuntimeError, StreamThreadExceptionResponse, StreamsApp, TaskId,
     partition_for_key, stop_on_signals,
 };
 pub use stoatflow_streams::*;
 pub use stoatflow_time::{
-    Clock, EventTime, ManualClock, SystemClock, TrackerConfig, WallTime, Watermark,
-    WatermarkGenerator, WatermarkOutput, WatermarkStrategy, WatermarksSnapshot,
+    Clock, EventTime, HoldReason, ManualClock, SystemClock, TrackerConfig, WallTime, Watermark,
+    WatermarkGenerator, WatermarkHolder, WatermarkOutput, WatermarkStrategy, WatermarksSnapshot,
 };
 
 /// The test driver: the real processors and late/emission rules on the

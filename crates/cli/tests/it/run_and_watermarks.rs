@@ -296,3 +296,130 @@ fn a_deeply_nested_or_empty_configuration_is_refused_without_a_crash() {
         stderr(&out)
     );
 }
+
+/// Readings on partitions 0 and 1 of three (the keys' partitions, set by
+/// hand): `readings:2` never receives a record, so there is no watermark.
+/// `watermarks` names it and says why, without the false "idleness
+/// disabled"; `run` ends with a summary naming it (docs/time.md#holder).
+#[test]
+fn a_never_written_partition_is_named_with_why_by_watermarks_and_by_runs_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = path(&dir.path().join("log")).to_owned();
+    for (p, key) in [("0", "s1"), ("1", "s2")] {
+        let lines = format!("{key}\t7\t{T0}\n{key}\t7\t{}\n", T0 + 15_000);
+        ok(
+            &[
+                "log",
+                "produce",
+                "--dir",
+                &log,
+                "--topic",
+                "readings",
+                "--partitions",
+                "3",
+                "--partition",
+                p,
+            ],
+            &lines,
+        );
+    }
+    // One application id for both runs: the state directory is the id's.
+    let file = dir.path().join("silent.yaml");
+    std::fs::write(&file, config(&log, "").replace("clicks-cli", "silent")).unwrap();
+    let run_args = |f: &std::path::Path| -> Vec<String> {
+        [
+            "run",
+            "--config",
+            path(f),
+            "--example",
+            "suppress",
+            "--partitions",
+            "3",
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    };
+
+    let mut args = run_args(&file);
+    args.push("--until-caught-up".into());
+    let out = ok(&args.iter().map(String::as_str).collect::<Vec<_>>(), "");
+    let text = stdout(&out);
+    assert!(
+        text.contains("records in: 4, out: 0; dropped: none"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "final watermark: N/A, held by readings:2: never received a record; counts as idle in "
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("no watermark, so no window closed and nothing final was emitted"),
+        "{text}"
+    );
+
+    let mut args = run_args(&file);
+    args.extend(["--max-runtime".into(), "120".into()]);
+    let mut child = stoatflow()
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = loop {
+        let line = lines.next().expect("an endpoints line").unwrap();
+        if let Some(rest) = line.strip_prefix("endpoints: ") {
+            break rest.trim_end_matches("/watermarks").to_owned();
+        }
+    };
+    // Until both written partitions have a watermark of their own.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let text = loop {
+        let out = ok(&["watermarks", "--url", &url, "--interval-ms", "100"], "");
+        let text = stdout(&out);
+        let rows_with_watermarks = text
+            .lines()
+            .filter(|l| l.contains("readings:") && l.contains("2026-09-21T"))
+            .count();
+        if rows_with_watermarks == 2 {
+            break text;
+        }
+        assert!(std::time::Instant::now() < deadline, "{text}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(text.contains("global watermark: N/A"), "{text}");
+    let row = text.lines().find(|l| l.contains("readings:2")).unwrap();
+    assert!(row.starts_with('*'), "the holder is marked: {text}");
+    assert!(
+        text.contains(
+            "* holds the global watermark: readings:2 (never received a record; counts as idle in "
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "branch 1 (quiet, not yet idle): readings:2: never received a record; counts as idle in "
+        ),
+        "{text}"
+    );
+    assert!(
+        !text.contains("disabled"),
+        "idleness is on (300 000 ms): {text}"
+    );
+
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    assert!(child.wait().unwrap().success(), "{rest:?}");
+    assert!(
+        rest.iter()
+            .any(|l| l.starts_with("final watermark: N/A, held by readings:2: never received")),
+        "{rest:?}"
+    );
+}
