@@ -119,7 +119,14 @@ pub(crate) fn run_engine<L: Log + 'static>(
                 return;
             }
         };
-    let result = run_engines(&topology, &config, &log, &clock, &shared, &upkeep);
+    let result = run_engines(&EngineContext {
+        topology: &topology,
+        config: &config,
+        log: &log,
+        clock: &clock,
+        shared: &shared,
+        upkeep: &upkeep,
+    });
     let halted = || shared.halt.load(Ordering::Acquire);
     match result {
         // A stop leaves nothing of the application running: a pass of the
@@ -136,16 +143,21 @@ pub(crate) fn run_engine<L: Log + 'static>(
     }
 }
 
+/// What every engine of an application runs on, from the first to each
+/// that replaces it: [`run_engines`] hands it to each [`Engine::start`].
+struct EngineContext<'a, L: Log> {
+    topology: &'a Arc<Topology>,
+    config: &'a Arc<RuntimeConfig>,
+    log: &'a Arc<L>,
+    clock: &'a Arc<dyn Clock>,
+    shared: &'a Arc<Shared>,
+    upkeep: &'a UpkeepThread,
+}
+
 /// Runs an engine, and each that replaces it, until the application stops
 /// (`Ok`) or an error stops it.
-fn run_engines<L: Log + 'static>(
-    topology: &Arc<Topology>,
-    config: &Arc<RuntimeConfig>,
-    log: &Arc<L>,
-    clock: &Arc<dyn Clock>,
-    shared: &Arc<Shared>,
-    upkeep: &UpkeepThread,
-) -> Result<(), RuntimeError> {
+fn run_engines<L: Log + 'static>(cx: &EngineContext<'_, L>) -> Result<(), RuntimeError> {
+    let shared = cx.shared;
     let mut in_a_row = 0u32;
     // The group membership outlives each engine: a rebuild is not a rejoin.
     let mut membership = Membership::default();
@@ -156,16 +168,7 @@ fn run_engines<L: Log + 'static>(
         // the runtime's) stops this engine as an error would, rather than
         // killing the thread and leaving the state as it was.
         let result = guarded(|| {
-            Engine::start(
-                topology,
-                config,
-                log,
-                clock,
-                shared,
-                upkeep,
-                &mut membership,
-            )
-            .and_then(|engine| match engine {
+            Engine::start(cx, &mut membership).and_then(|engine| match engine {
                 Some(mut engine) => engine.run(&mut membership),
                 None => Ok(Exit::Stopped),
             })

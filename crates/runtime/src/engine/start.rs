@@ -37,8 +37,8 @@ use crate::engine::restore::standby::{self, Standby};
 use crate::engine::restore::takeover;
 use crate::engine::upkeep::{Upkeep, UpkeepThread};
 use crate::engine::{
-    Assignment, Engine, LANE_QUEUE, MARKER_METADATA_KEY, SNAPSHOT_EVERY, Shared, SubtopologyTime,
-    send, tracks_event_time,
+    Assignment, Engine, EngineContext, LANE_QUEUE, MARKER_METADATA_KEY, SNAPSHOT_EVERY, Shared,
+    SubtopologyTime, send, tracks_event_time,
 };
 use crate::error::RuntimeError;
 use crate::observe::timeline::Timeline;
@@ -139,14 +139,17 @@ impl<L: Log + 'static> Engine<L> {
     ///
     /// `None` if the application was halted meanwhile.
     pub(super) fn start(
-        topology: &Arc<Topology>,
-        config: &Arc<RuntimeConfig>,
-        log: &Arc<L>,
-        clock: &Arc<dyn Clock>,
-        shared: &Arc<Shared>,
-        upkeep: &UpkeepThread,
+        cx: &EngineContext<'_, L>,
         membership: &mut Membership,
     ) -> Result<Option<Self>, RuntimeError> {
+        let EngineContext {
+            topology,
+            config,
+            log,
+            clock,
+            shared,
+            upkeep,
+        } = *cx;
         shared.transition(AppState::Rebalancing);
         shared.callback_panicked()?;
         let s = Starting::new(topology, config, log, shared, clock)?;
