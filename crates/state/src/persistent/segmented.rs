@@ -12,14 +12,13 @@
 //! over the engine's by window), visited forwards or from the newest with each value
 //! decoded only as visited, or folded with each new value written straight into the cache
 //! (the sliding aggregation's read and update); and every entry in a range (the engine's
-//! entries the cache does not shadow, then the cache's, sorted once). A segment the cache
+//! entries the cache does not shadow, then the cache's, decoded; the store sorts them). A segment the cache
 //! knows the engine has nothing of is never read from the engine. A store brings its
 //! [`DiskLayout`] (the engine key of an entry, and the order of a key's windows) and keeps
 //! its queries.
 //!
 //! This module never knows which queries a store answers.
 
-use std::cmp::Ordering;
 use std::fmt;
 use std::hash::Hash;
 use std::marker::PhantomData;
@@ -452,13 +451,13 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         Ok(())
     }
 
-    /// Every entry whose time is in `from..=to`, ordered by `cmp` on (window, encoded key),
-    /// decoded (the emission pass).
+    /// Every entry whose time is in `from..=to`, decoded, in no particular order (the
+    /// emission pass; the store sorts the decoded entries, which costs no more than sorting
+    /// their bytes would, even where the stored keys sort as the keys).
     pub(crate) fn all_between(
         &self,
         from: i64,
         to: i64,
-        cmp: impl Fn((L::Window, &[u8]), (L::Window, &[u8])) -> Ordering,
     ) -> Result<Vec<(L::Window, K, V)>, StateError> {
         if from > to {
             return Ok(Vec::new());
@@ -489,7 +488,6 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
                 }
             }
         }
-        rows.sort_by(|a, b| cmp((a.0, &a.1), (b.0, &b.1)));
         rows.into_iter()
             .map(|(w, kb, v)| {
                 let key = decode_stored(&self.keys, &kb, "key", name, &kb)?;
@@ -607,12 +605,6 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
 
     pub(crate) fn changelog_enabled(&self) -> bool {
         self.config.changelog_enabled()
-    }
-
-    /// Whether the stored keys' byte order is the key order (otherwise a multi-key answer
-    /// is sorted by decoded key).
-    pub(crate) fn keys_by_bytes(&self) -> bool {
-        self.keys.by_bytes()
     }
 
     /// One record per dirty entry, its stored value or a tombstone, in id order ((start,

@@ -4,8 +4,6 @@
 //! session queries; the directory, segments (of session end), retention, dirty tracking, the
 //! changelog and restore are the [`SegmentedCore`]'s.
 
-use std::cmp::Ordering;
-
 use super::segmented::{DiskLayout, SegmentedCore};
 use super::{PersistentConfig, time_bytes, time_from};
 use crate::codec::Codec;
@@ -88,15 +86,9 @@ impl<K: Ord, V> SessionStore<K, V> for PersistentSessionStore<K, V> {
         end_from: i64,
         end_to: i64,
     ) -> Result<Vec<(SessionWindow, K, V)>, StateError> {
-        if self.core.keys_by_bytes() {
-            return self.core.all_between(end_from, end_to, |a, b| {
-                (a.0.end, a.1, a.0.start).cmp(&(b.0.end, b.1, b.0.start))
-            });
-        }
-        let mut all = self
-            .core
-            .all_between(end_from, end_to, |_, _| Ordering::Equal)?;
-        all.sort_by(|a, b| (a.0.end, &a.1, a.0.start).cmp(&(b.0.end, &b.1, b.0.start)));
+        // Sorted once decoded (no two entries share end, key and start).
+        let mut all = self.core.all_between(end_from, end_to)?;
+        all.sort_unstable_by(|a, b| (a.0.end, &a.1, a.0.start).cmp(&(b.0.end, &b.1, b.0.start)));
         Ok(all)
     }
 

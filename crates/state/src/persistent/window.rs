@@ -4,7 +4,6 @@
 //! queries; the directory, segments, retention, dirty tracking, the changelog and restore are
 //! the [`SegmentedCore`]'s.
 
-use std::cmp::Ordering;
 use std::ops::ControlFlow;
 
 use super::segmented::{DiskLayout, SegmentedCore};
@@ -144,16 +143,10 @@ impl<K: Ord, V> WindowStore<K, V> for PersistentWindowStore<K, V> {
             .key_range(key, segments, time_from, time_to, |_| true)
     }
 
-    /// By start, then key: by the key's bytes for an order-preserving codec, otherwise by
-    /// the decoded keys.
+    /// By start, then key, sorted once decoded (no two entries share both).
     fn fetch_all(&self, time_from: i64, time_to: i64) -> Result<Vec<(i64, K, V)>, StateError> {
-        if self.core.keys_by_bytes() {
-            return self.core.all_between(time_from, time_to, |a, b| a.cmp(&b));
-        }
-        let mut all = self
-            .core
-            .all_between(time_from, time_to, |_, _| Ordering::Equal)?;
-        all.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        let mut all = self.core.all_between(time_from, time_to)?;
+        all.sort_unstable_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
         Ok(all)
     }
 
