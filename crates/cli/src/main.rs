@@ -18,6 +18,7 @@ mod report;
 mod run;
 mod status;
 mod timestamp;
+mod topics;
 mod watermarks;
 
 use std::path::PathBuf;
@@ -64,9 +65,11 @@ enum Command {
         /// Which example.
         #[arg(long, value_enum, default_value = "windowed-count")]
         example: Example,
-        /// Partitions of the topics it creates.
-        #[arg(long, default_value_t = 1)]
-        partitions: u32,
+        /// Partitions of the topics it creates (default: those of the
+        /// input topics already there, else 1). Must agree with every
+        /// topic already there.
+        #[arg(long)]
+        partitions: Option<u32>,
         /// Stop once every record already in the input topics is processed.
         #[arg(long)]
         until_caught_up: bool,

@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use stoatflow::config::{BackendSettings, ConfigLoader};
-use stoatflow::log::TopicSpec;
 use stoatflow::{App, AppState};
 
 use crate::examples::Example;
 use crate::out::sayln;
 use crate::status::StatusLine;
+use crate::topics;
 
 /// When `run` stops besides a signal.
 #[derive(Debug, Clone, Copy)]
@@ -28,12 +28,13 @@ pub struct Stop {
     pub max_runtime: Option<Duration>,
 }
 
-/// `status_every`: the status lines' interval off a terminal
-/// ([`StatusLine`]).
+/// `partitions`: `--partitions`, `None` to take the existing topics' count
+/// ([`topics::missing`]); `status_every`: the status lines' interval off a
+/// terminal ([`StatusLine`]).
 pub fn run(
     config: &Path,
     example: Example,
-    partitions: u32,
+    partitions: Option<u32>,
     stop: Stop,
     status_every: Duration,
 ) -> anyhow::Result<()> {
@@ -44,14 +45,19 @@ pub fn run(
         BackendSettings::Kafka(k) => format!("kafka at {}", k.bootstrap_servers),
         other => format!("{other:?}"),
     };
-    let mut app = App::from_config(example.topology()?, &config)?;
-    for topic in example.inputs().iter().chain([&example.output()]) {
-        app.ensure_topic(&TopicSpec::new(*topic, partitions))
-            .with_context(|| format!("topic {topic}"))?;
-    }
+    // Everything that can fail at start is checked before anything is
+    // created: the settings (above), the listen address (bound here), the
+    // topology (before the log's directory is opened), the topics' shapes
+    // (before any is created).
+    let bound = App::bind_endpoints(&config)?;
     // A second signal during the close exits at once (status 1).
     let signalled = stoatflow::stop_on_signals()?;
-    let server = app.start_endpoints(&config)?;
+    let mut app = App::from_config(example.topology()?, &config)?;
+    for spec in topics::missing(&app, example, partitions)? {
+        app.ensure_topic(&spec)
+            .with_context(|| format!("topic {}", spec.name))?;
+    }
+    let server = bound.map(|b| app.serve_endpoints(b)).transpose()?;
     sayln!(
         "running example {} (application id {}) on the {backend}",
         example.name(),

@@ -266,13 +266,24 @@ impl HttpServerBuilder {
         self
     }
 
-    /// Binds and serves `app`.
+    /// Binds and serves `app`: [`HttpServerBuilder::bind`], then
+    /// [`BoundListener::serve`].
     ///
     /// # Errors
     /// [`ServerError::NotLoopback`] for a non-loopback address not allowed
-    /// explicitly; [`ServerError::Bind`] naming the address;
-    /// [`ServerError::AddressFile`] naming the file.
+    /// explicitly; [`ServerError::Bind`] naming the address.
     pub fn start(self, app: Arc<dyn Endpoints>) -> Result<HttpServer, ServerError> {
+        self.bind()?.serve(app)
+    }
+
+    /// Binds the address and serves nothing yet: an application checks that
+    /// it can listen before it creates anything (its topics, its data
+    /// directory), then serves through [`BoundListener::serve`].
+    ///
+    /// # Errors
+    /// [`ServerError::NotLoopback`] for a non-loopback address not allowed
+    /// explicitly; [`ServerError::Bind`] naming the address.
+    pub fn bind(self) -> Result<BoundListener, ServerError> {
         let listen = self.config.listen;
         if !listen.ip().is_loopback() && !self.allow_non_loopback {
             return Err(ServerError::NotLoopback { addr: listen });
@@ -284,28 +295,63 @@ impl HttpServerBuilder {
         let listener = TcpListener::bind(listen).map_err(bind_err)?;
         let addr = listener.local_addr().map_err(bind_err)?;
         listener.set_nonblocking(true).map_err(bind_err)?;
+        Ok(BoundListener {
+            builder: self,
+            listener,
+            addr,
+        })
+    }
+}
+
+/// A bound address not served yet ([`HttpServerBuilder::bind`]); until
+/// [`BoundListener::serve`], connections wait in the kernel's backlog.
+#[derive(Debug)]
+#[must_use]
+pub struct BoundListener {
+    builder: HttpServerBuilder,
+    listener: TcpListener,
+    addr: SocketAddr,
+}
+
+impl BoundListener {
+    /// The address it is bound to (the port picked, for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Serves `app` on the listener's own thread.
+    ///
+    /// # Errors
+    /// [`ServerError::Bind`] naming the address when the thread cannot be
+    /// started.
+    pub fn serve(self, app: Arc<dyn Endpoints>) -> Result<HttpServer, ServerError> {
+        let BoundListener {
+            builder,
+            listener,
+            addr,
+        } = self;
+        let bind_err = move |source| ServerError::Bind { addr, source };
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
         let state = ServerState::new(
             app,
-            self.config.info_show_watermarks,
-            self.recording_level,
-            WatermarkHistory::new(self.history_every, self.history_span),
-            self.refresh,
-        )
-        .with_log(self.log);
+            builder.config.info_show_watermarks,
+            builder.recording_level,
+            WatermarkHistory::new(builder.history_every, builder.history_span),
+            builder.refresh,
+        );
         let serving = Serving {
             listener,
             state,
-            clock: self.clock,
-            gap: match self.max_requests_per_second {
+            clock: builder.clock,
+            gap: match builder.max_requests_per_second {
                 0 => Duration::ZERO,
                 n => Duration::from_secs(1) / n,
             },
-            max_connections: self.max_connections,
-            request_timeout: self.request_timeout,
+            max_connections: builder.max_connections,
+            request_timeout: builder.request_timeout,
         };
-        let nice = self.listener_nice;
+        let nice = builder.listener_nice;
         let thread = std::thread::Builder::new()
             .name("stoatflow-http".into())
             .spawn(move || {
@@ -313,21 +359,11 @@ impl HttpServerBuilder {
                 serving.run(&stopping)
             })
             .map_err(bind_err)?;
-        let mut server = HttpServer {
+        Ok(HttpServer {
             addr,
             stop,
             thread: Some(thread),
-            address_file: None,
-        };
-        if let Some(path) = self.address_file {
-            // On failure the server is dropped: it stops.
-            write_address_file(&path, addr).map_err(|source| ServerError::AddressFile {
-                path: path.clone(),
-                source,
-            })?;
-            server.address_file = Some(path);
-        }
-        Ok(server)
+        })
     }
 }
 

@@ -9,7 +9,9 @@
 //!
 //! A short tour:
 //! - [`HttpServer`] (built with [`HttpServer::builder`]): the listener;
-//!   loopback only unless allowed explicitly.
+//!   loopback only unless allowed explicitly. [`HttpServerBuilder::bind`]
+//!   binds without serving ([`BoundListener`]), so an application learns
+//!   that its address is taken before it creates anything.
 //! - [`Endpoints`]: what it reads from an application (the runtime's
 //!   `AppHandle` implements it).
 //! - [`LogAccess`]: the application's log as the log routes
@@ -48,7 +50,9 @@ mod watermarks;
 pub use connection::MAX_BODY;
 pub use endpoints::Endpoints;
 pub use history::WatermarkHistory;
-pub use http::{EndpointsConfig, HttpServer, HttpServerBuilder, OPENAPI, ServerError};
+pub use http::{
+    BoundListener, EndpointsConfig, HttpServer, HttpServerBuilder, OPENAPI, ServerError,
+};
 pub use log_access::{
     LogAccess, LogAccessError, NewRecord, PartitionOffsets, ReadBatch, StoredRecord, TopicInfo,
 };

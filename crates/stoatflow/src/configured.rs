@@ -2,18 +2,19 @@
 //! (`stoatflow.backend`: the embedded log in a directory, memory, or Kafka).
 //!
 //! Owns turning an [`AppConfig`] into a running [`StreamsApp`] on the right
-//! log, and the endpoints' listener settings. Knows no key: the config crate
-//! typed them; the runtime never learns which backend it runs on.
+//! log, and the endpoints' listener settings. Knows no key's meaning (the
+//! config crate typed them) and names keys only in its errors; the runtime
+//! never learns which backend it runs on.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use stoatflow_config::{AppConfig, BackendSettings, ConfigError, EndpointsSettings};
-use stoatflow_log::{EmbeddedLog, Log, LogError, TopicSpec};
+use stoatflow_log::{EmbeddedLog, Log, LogError, TopicShape, TopicSpec};
 use stoatflow_runtime::{
     AppHandle, AppState, HandlerOutcome, RunSummary, RuntimeError, StreamsApp,
 };
-use stoatflow_server::{HttpServer, ServerError};
+use stoatflow_server::{BoundListener, HttpServer, ServerError};
 use stoatflow_streams::Topology;
 use stoatflow_time::WatermarksSnapshot;
 
@@ -60,7 +61,19 @@ pub enum AppError {
     /// The log could not be opened or reached.
     #[error(transparent)]
     Log(#[from] LogError),
+    /// The endpoints could not listen where the key says.
+    #[error("{key}: {source}")]
+    Endpoints {
+        /// The configuration key (`runtime.endpoints.listen`).
+        key: &'static str,
+        /// Why.
+        #[source]
+        source: ServerError,
+    },
 }
+
+/// The key the endpoints' address is set by.
+const LISTEN_KEY: &str = "runtime.endpoints.listen";
 
 macro_rules! each {
     ($self:expr, $app:ident => $body:expr) => {
@@ -101,6 +114,14 @@ impl App {
     /// [`LogError`] naming the topic.
     pub fn ensure_topic(&self, spec: &TopicSpec) -> Result<(), LogError> {
         each!(self, app => app.log().ensure_topic(spec))
+    }
+
+    /// The shape of topic `name`, `None` if it does not exist.
+    ///
+    /// # Errors
+    /// [`LogError`] naming the topic.
+    pub fn describe_topic(&self, name: &str) -> Result<Option<TopicShape>, LogError> {
+        each!(self, app => app.log().describe_topic(name))
     }
 
     /// See [`StreamsApp::start`].
@@ -193,13 +214,28 @@ impl App {
 
     /// Starts the HTTP endpoints as `config.endpoints` says (`None` when
     /// `runtime.endpoints.enabled` is off), exporting metrics at
-    /// `metrics.recording.level`; on the embedded log, with the log routes
-    /// and, for a directory, its address in [`crate::ENDPOINT_FILE`] there.
+    /// `metrics.recording.level`: [`App::bind_endpoints`], then
+    /// [`App::serve_endpoints`].
     ///
     /// # Errors
-    /// [`ServerError::Bind`] naming the address; [`ServerError::NotLoopback`]
-    /// for a non-loopback address without `runtime.endpoints.allow-non-loopback`.
-    pub fn start_endpoints(&self, config: &AppConfig) -> Result<Option<HttpServer>, ServerError> {
+    /// As [`App::bind_endpoints`].
+    pub fn start_endpoints(&self, config: &AppConfig) -> Result<Option<HttpServer>, AppError> {
+        match Self::bind_endpoints(config)? {
+            Some(bound) => self.serve_endpoints(bound).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Binds the endpoints' address (`None` when `runtime.endpoints.enabled`
+    /// is off) without an application yet: call it before
+    /// [`App::from_config`] and before creating topics, so that a taken
+    /// address fails the start before anything is created.
+    ///
+    /// # Errors
+    /// [`AppError::Endpoints`] naming `runtime.endpoints.listen`: the
+    /// address cannot be bound, or is not loopback without
+    /// `runtime.endpoints.allow-non-loopback`.
+    pub fn bind_endpoints(config: &AppConfig) -> Result<Option<BoundListener>, AppError> {
         let settings: &EndpointsSettings = &config.endpoints;
         if !settings.enabled {
             return Ok(None);
@@ -208,7 +244,7 @@ impl App {
             stoatflow_config::RecordingLevel::Debug => stoatflow_server::RecordingLevel::Debug,
             _ => stoatflow_server::RecordingLevel::Info,
         };
-        let mut builder = HttpServer::builder()
+        HttpServer::builder()
             .listen(settings.listen)
             .info_show_watermarks(settings.info_show_watermarks)
             .allow_non_loopback(settings.allow_non_loopback)
@@ -216,17 +252,27 @@ impl App {
             .max_connections(settings.max_connections)
             .request_timeout(settings.request_timeout)
             .max_requests_per_second(settings.max_requests_per_second)
-            .refresh(settings.refresh);
-        if let BackendSettings::Embedded { dir } = &config.backend {
-            builder = builder.address_file(dir.join(crate::log_routes::ENDPOINT_FILE));
-        }
-        if let App::Embedded(app) = self {
-            builder = builder.log(Arc::new(crate::log_routes::EmbeddedLogAccess::new(
-                app.log().clone(),
-                app.handle().application_id(),
-            )));
-        }
-        builder.start(Arc::new(self.handle())).map(Some)
+            .refresh(settings.refresh)
+            .bind()
+            .map(Some)
+            .map_err(|source| AppError::Endpoints {
+                key: LISTEN_KEY,
+                source,
+            })
+    }
+
+    /// Serves this application's endpoints on `bound` (from
+    /// [`App::bind_endpoints`]).
+    ///
+    /// # Errors
+    /// [`AppError::Endpoints`] when the listener's thread cannot start.
+    pub fn serve_endpoints(&self, bound: BoundListener) -> Result<HttpServer, AppError> {
+        bound
+            .serve(Arc::new(self.handle()))
+            .map_err(|source| AppError::Endpoints {
+                key: LISTEN_KEY,
+                source,
+            })
     }
 }
 

@@ -7,4 +7,5 @@ mod error_messages;
 mod log_commands;
 mod output_levels;
 mod run_and_watermarks;
+mod start_checks;
 mod support;

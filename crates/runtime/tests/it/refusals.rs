@@ -65,6 +65,31 @@ fn a_locked_data_directory_is_named() {
     );
 }
 
+/// A refused setting or topology is refused before the log is opened: the
+/// data directory is not created.
+#[test]
+fn a_refused_setting_or_topology_creates_no_data_directory() {
+    use stoatflow_streams::{DispatchMode, StreamsConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let backend = Backend::Embedded { dir: data.clone() };
+    let err = StreamsApp::new(
+        tumbling_count(),
+        RuntimeConfig::new("bad id!", backend.clone()),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("application.id"), "{err}");
+    let mut direct = StreamsConfig::new("direct");
+    direct.dispatch = DispatchMode::Direct;
+    let err = StreamsApp::new(
+        tumbling_count(),
+        RuntimeConfig::new("direct", backend).with_streams(direct),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("DIRECT"), "{err}");
+    assert!(!data.exists(), "{} was created", data.display());
+}
+
 #[test]
 fn a_poisoned_record_goes_to_the_handler_and_loses_nothing_else() {
     use stoatflow_log::{Record, Timestamp, TopicPartition, TransactionalProducer};

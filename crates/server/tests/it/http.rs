@@ -169,6 +169,39 @@ fn a_non_loopback_address_is_refused_unless_allowed_explicitly() {
     }
 }
 
+/// `bind` holds the address without serving: a second bind of it fails
+/// naming it (so an application learns its address is taken before it
+/// creates anything), and once served, a connection made while it was only
+/// bound is answered.
+#[test]
+fn bind_holds_the_address_and_serve_answers_what_waited() {
+    let bound = HttpServer::builder()
+        .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .bind()
+        .unwrap();
+    let addr = bound.local_addr();
+    assert_ne!(addr.port(), 0);
+    let err = HttpServer::builder().listen(addr).bind().unwrap_err();
+    assert!(
+        matches!(&err, stoatflow_server::ServerError::Bind { addr: a, .. } if *a == addr),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .starts_with(&format!("cannot listen on {addr}: ")),
+        "{err}"
+    );
+    let mut waiting = TcpStream::connect(addr).expect("the kernel's backlog takes it");
+    write!(waiting, "GET /info HTTP/1.1\r\nHost: test\r\n\r\n").unwrap();
+    let server = bound.serve(Arc::new(Idle)).unwrap();
+    assert_eq!(server.local_addr(), addr);
+    let mut response = String::new();
+    waiting.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    let body: Value = serde_json::from_str(response.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(body["applicationId"], "idle", "{response}");
+}
+
 fn raw(addr: SocketAddr, bytes: &[u8]) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();

@@ -33,6 +33,7 @@ fn the_embedded_backend_from_yaml_runs_in_its_directory() {
 fn the_memory_backend_from_a_map() {
     let config = ConfigLoader::new()
         .map([
+            ("application.id", "facade"),
             ("stoatflow.backend", "memory"),
             ("stoatflow.processing.lanes", "2"),
         ])
@@ -46,7 +47,10 @@ fn the_memory_backend_from_a_map() {
 #[test]
 fn an_app_closed_once_its_input_is_consumed_commits_every_result() {
     let config = ConfigLoader::new()
-        .map([("stoatflow.backend", "memory")])
+        .map([
+            ("application.id", "facade"),
+            ("stoatflow.backend", "memory"),
+        ])
         .build()
         .unwrap();
     let (mut app, log) = embedded_app(&config);
@@ -67,7 +71,7 @@ fn direct_dispatch_with_a_window_is_refused_when_the_app_is_built() {
     let config = ConfigLoader::new()
         .yaml_str(
             "app.yaml",
-            "stoatflow:\n  backend: memory\n  processing:\n    dispatch-mode: DIRECT\n",
+            "application.id: facade\nstoatflow:\n  backend: memory\n  processing:\n    dispatch-mode: DIRECT\n",
         )
         .unwrap()
         .build()
@@ -84,6 +88,7 @@ fn direct_dispatch_with_a_window_is_refused_when_the_app_is_built() {
 fn disabled_coordination_with_a_window_is_refused_when_the_app_is_built() {
     let config = ConfigLoader::new()
         .env_vars([
+            ("STOATFLOW_APPLICATION_ID", "facade"),
             ("STOATFLOW_BACKEND", "memory"),
             (
                 "STOATFLOW_PROCESSING_TIMESTAMP_COORDINATION_MODE",
@@ -109,6 +114,7 @@ fn disabled_coordination_with_a_window_is_refused_when_the_app_is_built() {
 fn the_endpoints_start_from_the_settings() {
     let config = ConfigLoader::new()
         .map([
+            ("application.id", "facade"),
             ("stoatflow.backend", "memory"),
             ("runtime.endpoints.listen", "127.0.0.1:0"),
         ])
@@ -121,12 +127,47 @@ fn the_endpoints_start_from_the_settings() {
     server.shutdown();
     let off = ConfigLoader::new()
         .map([
+            ("application.id", "facade"),
             ("stoatflow.backend", "memory"),
             ("runtime.endpoints.enabled", "false"),
         ])
         .build()
         .unwrap();
     assert!(app.start_endpoints(&off).unwrap().is_none());
+}
+
+/// The endpoints bind before there is an application: a taken address is
+/// an error naming the key that set it, and the address bound is served
+/// once the application exists.
+#[test]
+fn the_endpoints_bind_first_and_a_taken_address_names_the_key() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let settings = |listen: &str| {
+        ConfigLoader::new()
+            .map([
+                ("application.id", "facade"),
+                ("stoatflow.backend", "memory"),
+                ("runtime.endpoints.listen", listen),
+            ])
+            .build()
+            .unwrap()
+    };
+    let e = App::bind_endpoints(&settings(&addr)).unwrap_err();
+    assert!(
+        e.to_string().starts_with(&format!(
+            "runtime.endpoints.listen: cannot listen on {addr}: "
+        )),
+        "{e}"
+    );
+    drop(taken);
+    let config = settings("127.0.0.1:0");
+    let bound = App::bind_endpoints(&config).unwrap().expect("enabled");
+    let at = bound.local_addr();
+    let app = App::from_config(topology(), &config).unwrap();
+    let server = app.serve_endpoints(bound).unwrap();
+    assert_eq!(server.local_addr(), at);
+    server.shutdown();
 }
 
 /// The server's limits come from the YAML keys: a silent connection is
@@ -139,6 +180,7 @@ fn the_endpoints_limits_come_from_the_settings() {
 
     let config = ConfigLoader::new()
         .map([
+            ("application.id", "facade"),
             ("stoatflow.backend", "memory"),
             ("runtime.endpoints.listen", "127.0.0.1:0"),
             ("runtime.endpoints.request-timeout-ms", "250"),
@@ -175,7 +217,10 @@ fn the_endpoints_limits_come_from_the_settings() {
 #[test]
 fn the_app_takes_a_state_listener_and_an_error_handler() {
     let config = ConfigLoader::new()
-        .map([("stoatflow.backend", "memory")])
+        .map([
+            ("application.id", "facade"),
+            ("stoatflow.backend", "memory"),
+        ])
         .build()
         .unwrap();
     let (mut app, log) = embedded_app(&config);
