@@ -6,6 +6,7 @@
 //! watermark runbook (docs/operating.md#runbook); `describe` prints an example's topology; `log` inspects the
 //! embedded log. Thin: every rule it shows lives in the library crates.
 
+mod config_cmd;
 mod examples;
 mod help;
 mod http_get;
@@ -92,6 +93,14 @@ enum Command {
         /// partition is still receiving records).
         #[arg(long, default_value_t = 1000)]
         interval_ms: u64,
+    },
+    /// Print the effective configuration: every key's value and where it
+    /// came from (file:line:column, environment variable, or default),
+    /// secrets redacted.
+    Config {
+        /// The YAML configuration (environment variables override keys).
+        #[arg(long)]
+        config: PathBuf,
     },
     /// Print an example's topology.
     Describe {
@@ -208,6 +217,7 @@ fn command(command: Command) -> anyhow::Result<()> {
         Command::Watermarks { url, interval_ms } => {
             watermarks::run(&url, Duration::from_millis(interval_ms))
         }
+        Command::Config { config } => config_cmd::run(&config),
         Command::Describe { example } => {
             outln!("{}", example.topology()?.describe().trim_end())?;
             Ok(())

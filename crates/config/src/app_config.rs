@@ -117,6 +117,8 @@ pub struct AppConfig {
     pub endpoints: EndpointsSettings,
     /// `metrics.recording.level`.
     pub recording_level: RecordingLevel,
+    /// Where each key that was set was written ([`AppConfig::origin`]).
+    pub(crate) origins: BTreeMap<String, Origin>,
 }
 
 /// The accumulated settings, with where each was written.
@@ -132,6 +134,8 @@ struct Draft {
     recording_level: RecordingLevel,
     max_ooo_ms: i64,
     at: HashMap<&'static str, Origin>,
+    /// Where each `kafka.*` property was written.
+    property_at: BTreeMap<String, Origin>,
 }
 
 const YEAR_MS: u64 = 31_536_000_000;
@@ -145,7 +149,9 @@ impl AppConfig {
     /// earlier ones).
     pub(crate) fn from_entries(entries: Vec<Entry>) -> Result<Self, ConfigError> {
         let mut d = Draft {
-            runtime: RuntimeConfig::new("stoatflow-app", Backend::InMemory),
+            // Required: a placeholder until the entries set it; `finish`
+            // refuses a configuration that does not.
+            runtime: RuntimeConfig::new("unset", Backend::InMemory),
             backend: None,
             embedded_dir: PathBuf::from("stoatflow-data"),
             bootstrap: None,
@@ -156,6 +162,7 @@ impl AppConfig {
             recording_level: RecordingLevel::Info,
             max_ooo_ms: 10_000,
             at: HashMap::new(),
+            property_at: BTreeMap::new(),
         };
         for e in &entries {
             d.apply(e)?;
@@ -300,6 +307,7 @@ impl Draft {
             };
             self.properties
                 .insert(property.to_owned(), PropertyValue::for_key(property, value));
+            self.property_at.insert(e.key.clone(), e.value_at.clone());
             return Ok(());
         }
         let prefix = format!("{}.", e.key);
@@ -422,11 +430,28 @@ impl Draft {
                 reason: other.to_string(),
             },
         })?;
+        // The last check: an error about a key written comes before the
+        // one about the key left out.
+        if !self.at.contains_key(APPLICATION_ID) {
+            return Err(ConfigError::Missing {
+                key: APPLICATION_ID.into(),
+                reason: format!(
+                    "every application names itself, as in Kafka Streams: the id is its \
+                     consumer group, its transactional id's prefix and the prefix of its \
+                     internal topics, so a default would let two applications share them \
+                     (write {APPLICATION_ID}: my-app, or set {})",
+                    crate::source::env_name(APPLICATION_ID)
+                ),
+            });
+        }
+        let mut origins = std::mem::take(&mut self.property_at);
+        origins.extend(self.at.iter().map(|(k, at)| ((*k).to_owned(), at.clone())));
         Ok(AppConfig {
             runtime: self.runtime,
             backend,
             endpoints: self.endpoints,
             recording_level: self.recording_level,
+            origins,
         })
     }
 

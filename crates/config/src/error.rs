@@ -77,7 +77,7 @@ pub enum ConfigError {
     /// empty document): most likely the wrong or a truncated file.
     #[error(
         "configuration file {} holds no settings (it is empty or only comments); \
-         write {{}} in it to run with every default",
+         write application.id: NAME in it to run with every other default",
         file.display()
     )]
     Empty {

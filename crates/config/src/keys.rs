@@ -107,7 +107,7 @@ pub const KEYS: &[KeySpec] = &[
     k(
         APPLICATION_ID,
         "a string of ASCII letters, digits, '.', '_', '-'",
-        "stoatflow-app",
+        "none: required",
     ),
     k(
         GUARANTEE,

@@ -25,6 +25,8 @@
 //!   all; a leading byte-order mark is dropped.
 //! - [`Redacted`], [`PropertyValue`]: secrets (passwords, tokens, key
 //!   material) never appear in `Debug`, errors or logs.
+//! - [`AppConfig::effective`]: every key's value as the application runs
+//!   with it and its [`Origin`], secrets redacted (`stoatflow config`).
 //!
 //! Checks that need the topology (docs/validation.md#refusals: `DIRECT` dispatch or
 //! `DISABLED` coordination with something the watermark drives) run where
@@ -58,6 +60,7 @@
 //! ```
 
 mod app_config;
+mod effective;
 mod error;
 mod keys;
 mod loader;
@@ -69,6 +72,7 @@ mod text;
 pub use app_config::{
     AppConfig, BackendSettings, EndpointsSettings, KafkaSettings, RecordingLevel,
 };
+pub use effective::Setting;
 pub use error::{ConfigError, Origin};
 pub use keys::{KAFKA_STREAMS_NAMES, KEYS, KafkaStreamsName, KeySpec, suggest};
 pub use loader::ConfigLoader;

@@ -57,7 +57,7 @@ impl ConfigLoader {
     ///
     /// # Errors
     /// [`ConfigError::TooLarge`], [`ConfigError::Empty`] (nothing but
-    /// comments: write `{}` for every default),
+    /// comments: write `application.id: NAME` for every other default),
     /// [`ConfigError::Duplicate`] (a key written twice, as a value or as a
     /// mapping, naming both positions), or, with its position, a syntax
     /// error, a NUL byte, a second document, nesting deeper than

@@ -77,19 +77,18 @@ impl fmt::Debug for PropertyValue {
 }
 
 /// Fragments of a key name that mark its value as a secret: passwords,
-/// secrets, tokens, JAAS configs, credentials and key material.
+/// secrets, tokens, JAAS configs, credentials and anything naming a key
+/// (key material, key passwords, API keys; a key file's location is
+/// hidden too, which costs nothing).
 const SECRET_MARKS: &[&str] = &[
     "password",
     "secret",
     "token",
     "jaas",
     "credential",
-    "key.pem",
-    "keystore",
+    "key",
     "private",
     "oauthbearer.config",
-    "api.key",
-    "apikey",
 ];
 
 /// Whether `key` (any case) names a secret.
@@ -112,6 +111,8 @@ mod tests {
             "sasl.jaas.config",
             "sasl.oauthbearer.client.secret",
             "SASL_TOKEN",
+            "ssl.key.location",
+            "sasl.oauthbearer.client.apikey",
         ] {
             let v = PropertyValue::for_key(key, "hunter2".into());
             assert_eq!(format!("{v:?}"), REDACTED, "{key}");

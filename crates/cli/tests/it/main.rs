@@ -2,6 +2,7 @@
 
 mod beside_run;
 mod closed_stdout;
+mod config_cmd;
 mod describe;
 mod error_messages;
 mod log_commands;

@@ -24,6 +24,31 @@ fn unknown_key_names_it_with_position_and_a_suggestion() {
     );
 }
 
+/// As in Kafka Streams, `application.id` has no default: a configuration
+/// without one is refused naming the key and how to set it.
+#[test]
+fn a_missing_application_id_is_refused_naming_the_key() {
+    let e = err("stoatflow:\n  backend: memory\n");
+    assert!(
+        matches!(&e, ConfigError::Missing { key, .. } if key == "application.id"),
+        "{e:?}"
+    );
+    let message = e.to_string();
+    assert!(
+        message.starts_with("configuration key application.id is required: "),
+        "{message}"
+    );
+    assert!(message.contains("STOATFLOW_APPLICATION_ID"), "{message}");
+    // The environment may name it.
+    let c = ConfigLoader::new()
+        .yaml_str("app.yaml", "stoatflow:\n  backend: memory\n")
+        .unwrap()
+        .env_vars([("STOATFLOW_APPLICATION_ID", "from-env")])
+        .build()
+        .unwrap();
+    assert_eq!(c.runtime.application_id(), "from-env");
+}
+
 #[test]
 fn wrong_type_names_key_position_and_what_was_expected() {
     let e = err("stoatflow:\n  watermark:\n    idleness-timeout-ms: five minutes\n");
@@ -115,7 +140,7 @@ fn endpoints_refuse_a_non_loopback_address_unless_opted_in() {
     let ok = ConfigLoader::new()
         .yaml_str(
             "app.yaml",
-            "runtime.endpoints:\n  listen: 0.0.0.0:8080\n  allow-non-loopback: true\n",
+            "application.id: a\nruntime.endpoints:\n  listen: 0.0.0.0:8080\n  allow-non-loopback: true\n",
         )
         .unwrap()
         .build()

@@ -41,6 +41,7 @@ fn a_variable_like_no_key_is_refused_without_a_guess() {
 #[test]
 fn other_variables_and_known_ones_are_not_refused() {
     let config = build(&[
+        ("STOATFLOW_APPLICATION_ID", "vars"),
         ("STOATFLOW_PROCESSING_LANES", "3"),
         ("STOATFLOWISH", "x"),
         ("PATH", "/bin"),

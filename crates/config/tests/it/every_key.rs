@@ -156,7 +156,13 @@ fn table() -> Vec<(&'static str, &'static str, Check)> {
 /// clock, the windowed changelogs' margin is Kafka Streams' day unless set.
 #[test]
 fn the_windowed_changelog_margin_is_a_day_on_kafka_unless_set() {
-    let build = |pairs: &[(&str, &str)]| ConfigLoader::new().map(pairs.to_vec()).build().unwrap();
+    let build = |pairs: &[(&str, &str)]| {
+        ConfigLoader::new()
+            .map([("application.id", "margin")])
+            .map(pairs.to_vec())
+            .build()
+            .unwrap()
+    };
     let kafka = [
         ("stoatflow.backend", "kafka"),
         ("bootstrap.servers", "b:9092"),
@@ -188,16 +194,21 @@ fn the_windowed_changelog_margin_is_a_day_on_kafka_unless_set() {
 
 /// Settings a key needs beside it to be valid.
 fn companions(key: &str) -> Vec<(&'static str, &'static str)> {
+    // Every configuration names its application (the key's own test
+    // replaces it).
+    let mut pairs = match key {
+        "application.id" => vec![],
+        _ => vec![("application.id", "companion")],
+    };
     match key {
-        "bootstrap.servers" => vec![("stoatflow.backend", "kafka")],
-        "client.id" | "replication.factor" => {
-            vec![
-                ("stoatflow.backend", "kafka"),
-                ("bootstrap.servers", "b:9092"),
-            ]
-        }
-        _ => vec![],
+        "bootstrap.servers" => pairs.push(("stoatflow.backend", "kafka")),
+        "client.id" | "replication.factor" => pairs.extend([
+            ("stoatflow.backend", "kafka"),
+            ("bootstrap.servers", "b:9092"),
+        ]),
+        _ => {}
     }
+    pairs
 }
 
 /// YAML with every key nested at its dots (`a.b.c: v` as `a:\n  b:\n    c: v`);
@@ -264,7 +275,10 @@ fn every_key_from_the_environment_overrides_the_file() {
         assert!(check(&config), "{} = {value} not applied", env_name(key));
     }
     let config = ConfigLoader::new()
-        .yaml_str("f.yaml", "stoatflow.watermark.max-out-of-orderness-ms: 1")
+        .yaml_str(
+            "f.yaml",
+            "application.id: a\nstoatflow.watermark.max-out-of-orderness-ms: 1",
+        )
         .unwrap()
         .env_vars([("STOATFLOW_WATERMARK_MAX_OUT_OF_ORDERNESS_MS", "7")])
         .build()
@@ -287,7 +301,7 @@ fn every_key_from_a_string_map() {
 
 #[test]
 fn kafka_pass_through_from_yaml_and_environment_secrets_redacted() {
-    let yaml = "stoatflow.backend: kafka\nbootstrap.servers: b:9092\nkafka:\n  security.protocol: SASL_SSL\n  sasl:\n    password: from-file\n";
+    let yaml = "application.id: k\nstoatflow.backend: kafka\nbootstrap.servers: b:9092\nkafka:\n  security.protocol: SASL_SSL\n  sasl:\n    password: from-file\n";
     let config = ConfigLoader::new()
         .yaml_str("k.yaml", yaml)
         .unwrap()
@@ -330,9 +344,12 @@ fn kafka_pass_through_from_yaml_and_environment_secrets_redacted() {
 }
 
 #[test]
-fn defaults_without_any_setting() {
-    let c = ConfigLoader::new().build().unwrap();
-    assert_eq!(c.runtime.application_id(), "stoatflow-app");
+fn defaults_without_any_setting_but_the_application_id() {
+    let c = ConfigLoader::new()
+        .map([("application.id", "defaults")])
+        .build()
+        .unwrap();
+    assert_eq!(c.runtime.application_id(), "defaults");
     assert_eq!(
         c.backend,
         BackendSettings::Embedded {

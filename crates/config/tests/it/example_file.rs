@@ -16,14 +16,20 @@ fn the_example_file_loads_with_the_defaults_it_documents() {
         .unwrap()
         .build()
         .unwrap();
-    let d = ConfigLoader::new().build().unwrap();
+    let d = ConfigLoader::new()
+        .map([("application.id", "orders-app")])
+        .build()
+        .unwrap();
     assert_eq!(c.runtime.application_id(), "orders-app");
+    // Relative to the working directory: the file runs as any user, not
+    // only one that may write under /var/lib.
     assert_eq!(
         c.backend,
         BackendSettings::Embedded {
-            dir: "/var/lib/stoatflow/orders-app".into()
+            dir: "stoatflow-data/orders-app".into()
         }
     );
+    assert!(c.runtime.state_dir.is_none());
     assert_eq!(c.endpoints, d.endpoints);
     assert_eq!(c.recording_level, d.recording_level);
     assert_eq!(

@@ -1,6 +1,7 @@
 //! Integration tests of the configuration loader.
 
 mod bad_config;
+mod effective;
 mod env_vars;
 mod every_key;
 mod example_file;

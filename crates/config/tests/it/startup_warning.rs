@@ -12,7 +12,10 @@ use stoatflow_time::{
 #[test]
 fn idleness_zero_from_yaml_makes_the_tracker_warn_once_at_start() {
     let config = ConfigLoader::new()
-        .yaml_str("app.yaml", "stoatflow.watermark.idleness-timeout-ms: 0\n")
+        .yaml_str(
+            "app.yaml",
+            "application.id: a\nstoatflow.watermark.idleness-timeout-ms: 0\n",
+        )
         .unwrap()
         .build()
         .unwrap();
@@ -34,7 +37,10 @@ fn idleness_zero_from_yaml_makes_the_tracker_warn_once_at_start() {
     );
     assert_eq!(tracker.report_startup(), None, "logged once");
 
-    let defaults = ConfigLoader::new().build().unwrap();
+    let defaults = ConfigLoader::new()
+        .map([("application.id", "a")])
+        .build()
+        .unwrap();
     let mut tracker = WatermarkTracker::new(defaults.runtime.tracker);
     tracker
         .register_default(SourcePartition::new("orders", 0), now)

@@ -41,7 +41,7 @@ fn a_mapping_key_written_twice_is_refused_naming_both_lines() {
     ConfigLoader::new()
         .yaml_str(
             "app.yaml",
-            "stoatflow.backend: memory\nstoatflow:\n  processing.lanes: 2\n",
+            "application.id: a\nstoatflow.backend: memory\nstoatflow:\n  processing.lanes: 2\n",
         )
         .and_then(ConfigLoader::build)
         .expect("different keys");
@@ -90,7 +90,7 @@ fn a_byte_order_mark_is_dropped() {
 }
 
 #[test]
-fn a_file_without_settings_is_refused_and_braces_mean_every_default() {
+fn a_file_without_settings_is_refused_and_braces_lack_the_application_id() {
     let dir = tempfile::tempdir().unwrap();
     for (i, text) in [
         "",
@@ -109,17 +109,23 @@ fn a_file_without_settings_is_refused_and_braces_mean_every_default() {
         assert_eq!(
             e.to_string(),
             format!(
-                "configuration file {} holds no settings (it is empty or only comments); write {{}} in it to run with every default",
+                "configuration file {} holds no settings (it is empty or only comments); write application.id: NAME in it to run with every other default",
                 file.display()
             )
         );
     }
-    let defaults = ConfigLoader::new()
+    // `{}` is a configuration with nothing set: refused for the one key
+    // without a default, as nothing at all is.
+    let braces = ConfigLoader::new()
         .yaml_str("app.yaml", "{}\n")
         .and_then(ConfigLoader::build)
-        .expect("braces");
-    let unset = ConfigLoader::new().build().unwrap();
-    assert_eq!(format!("{defaults:?}"), format!("{unset:?}"));
+        .unwrap_err();
+    let unset = ConfigLoader::new().build().unwrap_err();
+    assert_eq!(braces.to_string(), unset.to_string());
+    assert!(
+        matches!(&braces, ConfigError::Missing { key, .. } if key == "application.id"),
+        "{braces}"
+    );
 }
 
 #[test]

@@ -33,6 +33,7 @@ fn the_kafka_backend_from_yaml_runs_on_the_broker() {
 fn a_protected_pass_through_key_is_a_config_error_naming_it() {
     let config = ConfigLoader::new()
         .map([
+            ("application.id", "facade"),
             ("stoatflow.backend", "kafka"),
             ("bootstrap.servers", "127.0.0.1:1"),
             ("kafka.isolation.level", "read_uncommitted"),
