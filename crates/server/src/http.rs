@@ -319,6 +319,12 @@ impl BoundListener {
         self.addr
     }
 
+    /// See [`HttpServerBuilder::log`].
+    pub fn log(mut self, log: Arc<dyn LogAccess>) -> Self {
+        self.builder.log = Some(log);
+        self
+    }
+
     /// Serves `app` on the listener's own thread.
     ///
     /// # Errors
@@ -339,7 +345,8 @@ impl BoundListener {
             builder.recording_level,
             WatermarkHistory::new(builder.history_every, builder.history_span),
             builder.refresh,
-        );
+        )
+        .with_log(builder.log);
         let serving = Serving {
             listener,
             state,
@@ -359,11 +366,21 @@ impl BoundListener {
                 serving.run(&stopping)
             })
             .map_err(bind_err)?;
-        Ok(HttpServer {
+        let mut server = HttpServer {
             addr,
             stop,
             thread: Some(thread),
-        })
+            address_file: None,
+        };
+        if let Some(path) = builder.address_file {
+            // On failure the server is dropped: it stops.
+            write_address_file(&path, addr).map_err(|source| ServerError::AddressFile {
+                path: path.clone(),
+                source,
+            })?;
+            server.address_file = Some(path);
+        }
+        Ok(server)
     }
 }
 

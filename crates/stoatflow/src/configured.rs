@@ -244,7 +244,7 @@ impl App {
             stoatflow_config::RecordingLevel::Debug => stoatflow_server::RecordingLevel::Debug,
             _ => stoatflow_server::RecordingLevel::Info,
         };
-        HttpServer::builder()
+        let mut builder = HttpServer::builder()
             .listen(settings.listen)
             .info_show_watermarks(settings.info_show_watermarks)
             .allow_non_loopback(settings.allow_non_loopback)
@@ -252,7 +252,11 @@ impl App {
             .max_connections(settings.max_connections)
             .request_timeout(settings.request_timeout)
             .max_requests_per_second(settings.max_requests_per_second)
-            .refresh(settings.refresh)
+            .refresh(settings.refresh);
+        if let BackendSettings::Embedded { dir } = &config.backend {
+            builder = builder.address_file(dir.join(crate::log_routes::ENDPOINT_FILE));
+        }
+        builder
             .bind()
             .map(Some)
             .map_err(|source| AppError::Endpoints {
@@ -262,11 +266,21 @@ impl App {
     }
 
     /// Serves this application's endpoints on `bound` (from
-    /// [`App::bind_endpoints`]).
+    /// [`App::bind_endpoints`]); on the embedded log, with the log routes
+    /// and, for a directory, its address in [`crate::ENDPOINT_FILE`] there.
     ///
     /// # Errors
-    /// [`AppError::Endpoints`] when the listener's thread cannot start.
+    /// [`AppError::Endpoints`] when the listener's thread cannot start or
+    /// the address file cannot be written.
     pub fn serve_endpoints(&self, bound: BoundListener) -> Result<HttpServer, AppError> {
+        let bound = match self {
+            App::Embedded(app) => bound.log(Arc::new(crate::log_routes::EmbeddedLogAccess::new(
+                app.log().clone(),
+                app.handle().application_id(),
+            ))),
+            #[cfg(feature = "kafka")]
+            App::Kafka(_) => bound,
+        };
         bound
             .serve(Arc::new(self.handle()))
             .map_err(|source| AppError::Endpoints {
