@@ -22,7 +22,7 @@ use stoatflow::log::{
     FetchedRecord, Header, LogError, Offset, Record, Timestamp, TopicPartition,
     TransactionalProducer,
 };
-use stoatflow::server::{MAX_APPEND_RECORDS, MAX_BODY, MAX_READ_RECORDS};
+use stoatflow::server::{MAX_APPEND_RECORDS, MAX_BODY, MAX_READ_RECORDS, put_bytes};
 
 use crate::http_get;
 
@@ -264,26 +264,6 @@ fn bytes(o: &Value, name: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// One field of a record to send: text when UTF-8, else hex.
-fn put(o: &mut serde_json::Map<String, Value>, name: &str, bytes: Option<&[u8]>) {
-    match bytes.map(std::str::from_utf8) {
-        None => {
-            o.insert(name.into(), Value::Null);
-        }
-        Some(Ok(text)) => {
-            o.insert(name.into(), text.into());
-        }
-        Some(Err(_)) => {
-            let hex: String = bytes
-                .unwrap_or_default()
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect();
-            o.insert(format!("{name}Hex"), hex.into());
-        }
-    }
-}
-
 /// Records sent to the application in requests of at most
 /// [`MAX_APPEND_RECORDS`] records and [`MAX_BODY`] bytes, each one
 /// transaction of its log; [`RemoteProducer::commit`] sends what is
@@ -308,8 +288,8 @@ impl RemoteProducer {
     pub fn send(&mut self, tp: &TopicPartition, record: &Record) -> anyhow::Result<()> {
         let mut o = serde_json::Map::new();
         o.insert("partition".into(), tp.partition.0.into());
-        put(&mut o, "key", record.key.as_deref());
-        put(&mut o, "value", record.value.as_deref());
+        put_bytes(&mut o, "key", record.key.as_deref());
+        put_bytes(&mut o, "value", record.value.as_deref());
         o.insert("timestamp".into(), record.timestamp.0.into());
         let text = Value::Object(o).to_string();
         if text.len() + ENVELOPE > MAX_BODY {

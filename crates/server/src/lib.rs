@@ -56,7 +56,7 @@ pub use http::{
 pub use log_access::{
     LogAccess, LogAccessError, NewRecord, PartitionOffsets, ReadBatch, StoredRecord, TopicInfo,
 };
-pub use log_routes::{MAX_APPEND_RECORDS, MAX_READ_RECORDS};
+pub use log_routes::{MAX_APPEND_RECORDS, MAX_READ_RECORDS, put_bytes};
 pub use metrics::{
     BadRecordingLevel, METRICS_CONTENT_TYPE, Metric, MetricKind, MetricsRegistry, RecordingLevel,
 };

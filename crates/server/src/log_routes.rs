@@ -122,8 +122,9 @@ fn offsets_json(p: &PartitionOffsets) -> Value {
 }
 
 /// Puts `bytes` under `name` as text, or under `name` + `Hex` when they
-/// are not UTF-8; a null as `name: null`.
-fn put_bytes(o: &mut Map<String, Value>, name: &str, bytes: Option<&[u8]>) {
+/// are not UTF-8; a null as `name: null`. The routes answer records this
+/// way, and a client sending records writes them the same way.
+pub fn put_bytes(o: &mut Map<String, Value>, name: &str, bytes: Option<&[u8]>) {
     match bytes.map(std::str::from_utf8) {
         None => {
             o.insert(name.into(), Value::Null);
