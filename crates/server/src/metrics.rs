@@ -27,6 +27,7 @@ use prometheus_client::encoding::{DescriptorEncoder, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use stoatflow_runtime::{DurationHistogram, MetricsSnapshot};
+use stoatflow_time::WatermarksSnapshot;
 
 use crate::endpoints::Endpoints;
 
@@ -119,11 +120,13 @@ pub enum Metric {
     RestoreRemaining,
     /// Offsets the standby copies are behind their changelogs.
     StandbyLag,
+    /// Each source partition's watermark, seconds, by topic and partition.
+    PartitionWatermark,
 }
 
 impl Metric {
     /// Every metric, in exposition order.
-    pub const ALL: [Metric; 18] = [
+    pub const ALL: [Metric; 19] = [
         Metric::AppInfo,
         Metric::WatermarkCurrent,
         Metric::WatermarkLag,
@@ -142,6 +145,7 @@ impl Metric {
         Metric::RestoreRestored,
         Metric::RestoreRemaining,
         Metric::StandbyLag,
+        Metric::PartitionWatermark,
     ];
 
     /// The family name as exposed (counters end in `_total`).
@@ -169,6 +173,7 @@ impl Metric {
             Metric::RestoreRestored => "stoatflow_restore_records_restored_total",
             Metric::RestoreRemaining => "stoatflow_restore_records_remaining",
             Metric::StandbyLag => "stoatflow_standby_lag_records",
+            Metric::PartitionWatermark => "stoatflow_partition_watermark_seconds",
         }
     }
 
@@ -200,6 +205,7 @@ impl Metric {
             Metric::AppInfo => &["application_id", "version"],
             Metric::DroppedRecords => &["reason"],
             Metric::StoreSegments => &["task", "store"],
+            Metric::PartitionWatermark => &["topic", "partition"],
             _ => &[],
         }
     }
@@ -246,6 +252,9 @@ impl Metric {
             Metric::RecordsOut => "Records that left the tasks through a sink.",
             Metric::RestoreRestored => "Changelog records applied to the stores at start.",
             Metric::RestoreRemaining => "Changelog records read for restore and not yet applied.",
+            Metric::PartitionWatermark => {
+                "Each source partition's watermark, event time in seconds since the epoch (absent before its first); the global watermark is the least of those not idle."
+            }
             Metric::StandbyLag => {
                 "Offsets the standby copies (num.standby.replicas) are behind their changelogs' ends: what a promotion would restore (absent until measured)."
             }
@@ -340,6 +349,9 @@ impl Collector for AppCollector {
             )?;
             match &snapshot {
                 _ if metric == Metric::AppInfo => app_info(e, &application_id)?,
+                _ if metric == Metric::PartitionWatermark => {
+                    partition_watermarks(e, self.app.watermarks().as_ref())?;
+                }
                 Some(s) => encode_figures(metric, s, e)?,
                 // An application without a runtime behind it (tests) has a
                 // state and nothing else.
@@ -370,6 +382,23 @@ fn app_info(mut e: MetricEncoder, application_id: &str) -> fmt::Result {
         ("version", env!("CARGO_PKG_VERSION")),
     ])?
     .encode_gauge(&1i64)
+}
+
+/// One sample a source partition with a watermark, labelled by topic and
+/// partition (a partition that never had one has no sample).
+fn partition_watermarks(mut e: MetricEncoder, view: Option<&WatermarksSnapshot>) -> fmt::Result {
+    for p in view.map(|v| v.partitions.values()).into_iter().flatten() {
+        if p.watermark.is_none_yet() {
+            continue;
+        }
+        let partition = p.partition.partition().to_string();
+        e.encode_family(&[
+            ("topic", p.partition.topic()),
+            ("partition", partition.as_str()),
+        ])?
+        .encode_gauge(&seconds(p.watermark.as_millis()))?;
+    }
+    Ok(())
 }
 
 fn counter(mut e: MetricEncoder, v: u64) -> fmt::Result {
@@ -426,7 +455,8 @@ fn encode_figures(metric: Metric, s: &MetricsSnapshot, mut e: MetricEncoder) -> 
             Ok(())
         }
         Metric::ClientState => gauge(e, i64::from(s.client_state.code())),
-        Metric::AppInfo => Ok(()), // encoded by the collector, snapshot or not
+        // Encoded by the collector, snapshot or not.
+        Metric::AppInfo | Metric::PartitionWatermark => Ok(()),
         Metric::BarrierInterval => histogram_seconds(e, &s.barriers.interval),
         Metric::BarrierDuration => histogram_seconds(e, &s.barriers.duration),
         Metric::RecordsIn => counter(e, s.records_in),
@@ -482,6 +512,60 @@ mod tests {
         }
     }
 
+    /// An application with a watermark on one source partition and none yet
+    /// on another.
+    struct TwoPartitions;
+
+    impl Endpoints for TwoPartitions {
+        fn watermarks(&self) -> Option<WatermarksSnapshot> {
+            use stoatflow_time::{PartitionSnapshot, SourcePartition, Watermark};
+            let row = |p: i32, w: Watermark| PartitionSnapshot {
+                partition: SourcePartition::new("clicks", p),
+                watermark: w,
+                idle: false,
+                last_event_time: None,
+                alignment_group: None,
+                alignment_held: false,
+                drift_from_group_min_ms: 0,
+                idleness_timeout_ms: 300_000,
+                preview_watermark: None,
+                head_held_since: None,
+            };
+            Some(WatermarksSnapshot {
+                global: Watermark::MIN,
+                alignment_group_mins: Default::default(),
+                alignment_binding: None,
+                partitions: [
+                    ("clicks:0".to_owned(), row(0, Watermark::from_millis(1_500))),
+                    ("clicks:1".to_owned(), row(1, Watermark::MIN)),
+                ]
+                .into(),
+                holder: None,
+                registered: true,
+            })
+        }
+        fn client_state(&self) -> (&'static str, u8) {
+            ("RUNNING", 4)
+        }
+        fn application_id(&self) -> String {
+            "app".into()
+        }
+    }
+
+    #[test]
+    fn each_partition_with_a_watermark_has_its_gauge_in_seconds_and_one_without_has_none() {
+        let text = MetricsRegistry::new(Arc::new(TwoPartitions), RecordingLevel::Info).render();
+        let samples: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("stoatflow_partition_watermark_seconds"))
+            .collect();
+        assert_eq!(
+            samples,
+            ["stoatflow_partition_watermark_seconds{topic=\"clicks\",partition=\"0\"} 1.5"],
+            "{text}"
+        );
+    }
+
     #[test]
     fn names_carry_base_units_and_no_abbreviation() {
         for m in Metric::ALL {
@@ -504,6 +588,7 @@ mod tests {
             }
         }
         let timed = [
+            Metric::PartitionWatermark,
             Metric::WatermarkCurrent,
             Metric::WatermarkLag,
             Metric::WatermarkOutOfOrdernessMax,
