@@ -171,7 +171,62 @@ impl AppConfig {
     }
 }
 
+/// The names `processing.guarantee` accepts.
+const GUARANTEES: &[(&str, ProcessingGuarantee)] = &[
+    ("exactly_once_v2", ProcessingGuarantee::ExactlyOnceV2),
+    ("at_least_once", ProcessingGuarantee::AtLeastOnce),
+];
+
+/// The names the deserialization handler accepts: ours and Kafka Streams' class names.
+const DESER_HANDLERS: &[(&str, DeserializationHandler)] = &[
+    ("log-and-fail", DeserializationHandler::LogAndFail),
+    ("log-and-continue", DeserializationHandler::LogAndContinue),
+    (
+        "LogAndFailExceptionHandler",
+        DeserializationHandler::LogAndFail,
+    ),
+    (
+        "LogAndContinueExceptionHandler",
+        DeserializationHandler::LogAndContinue,
+    ),
+];
+
+/// The names `metrics.recording.level` accepts.
+const RECORDING_LEVELS: &[(&str, RecordingLevel)] = &[
+    ("info", RecordingLevel::Info),
+    ("debug", RecordingLevel::Debug),
+];
+
+/// The backends there are.
+const BACKENDS: &[(&str, &str)] = &[
+    ("embedded", "embedded"),
+    ("memory", "memory"),
+    ("kafka", "kafka"),
+];
+
+/// The names the coordination mode accepts.
+const COORDINATION_MODES: &[(&str, CoordinationMode)] = &[
+    ("AUTO", CoordinationMode::Auto),
+    ("ENABLED", CoordinationMode::Enabled),
+    ("DISABLED", CoordinationMode::Disabled),
+];
+
+/// The names the dispatch mode accepts.
+const DISPATCH_MODES: &[(&str, DispatchMode)] = &[
+    ("AUTO", DispatchMode::Auto),
+    ("LANE", DispatchMode::Lane),
+    ("DIRECT", DispatchMode::Direct),
+];
+
+/// The names the default DSL store accepts (`rocksDB` as Kafka Streams spells it).
+const DSL_STORES: &[(&str, StoreType)] = &[
+    ("persistent", StoreType::Persistent),
+    ("in_memory", StoreType::InMemory),
+    ("rocksDB", StoreType::Persistent),
+];
+
 impl Draft {
+    /// Sets the setting `e` names, from its value.
     fn apply(&mut self, e: &Entry) -> Result<(), ConfigError> {
         let Some(spec) = KEYS.iter().find(|s| s.key == e.key) else {
             return self.apply_other(e);
@@ -180,44 +235,12 @@ impl Draft {
         let rt = &mut self.runtime;
         match spec.key {
             APPLICATION_ID => rt.streams.application_id = string(e)?,
-            GUARANTEE => {
-                rt.guarantee = choice(
-                    e,
-                    &[
-                        ("exactly_once_v2", ProcessingGuarantee::ExactlyOnceV2),
-                        ("at_least_once", ProcessingGuarantee::AtLeastOnce),
-                    ],
-                )?
-            }
-            DESER_HANDLER => {
-                rt.streams.deserialization_handler = choice(
-                    e,
-                    &[
-                        ("log-and-fail", DeserializationHandler::LogAndFail),
-                        ("log-and-continue", DeserializationHandler::LogAndContinue),
-                        (
-                            "LogAndFailExceptionHandler",
-                            DeserializationHandler::LogAndFail,
-                        ),
-                        (
-                            "LogAndContinueExceptionHandler",
-                            DeserializationHandler::LogAndContinue,
-                        ),
-                    ],
-                )?
-            }
+            GUARANTEE => rt.guarantee = choice(e, GUARANTEES)?,
+            DESER_HANDLER => rt.streams.deserialization_handler = choice(e, DESER_HANDLERS)?,
             BOOTSTRAP => self.bootstrap = Some(string(e)?),
             CLIENT_ID => self.client_id = Some(string(e)?),
             REPLICATION => self.replication_factor = Some(int(e, 1, 32_767)? as i32),
-            RECORDING_LEVEL => {
-                self.recording_level = choice(
-                    e,
-                    &[
-                        ("info", RecordingLevel::Info),
-                        ("debug", RecordingLevel::Debug),
-                    ],
-                )?
-            }
+            RECORDING_LEVEL => self.recording_level = choice(e, RECORDING_LEVELS)?,
             ENDPOINTS_ENABLED => self.endpoints.enabled = boolean(e)?,
             LISTEN => self.endpoints.listen = address(e)?,
             ALLOW_NON_LOOPBACK => self.endpoints.allow_non_loopback = boolean(e)?,
@@ -227,14 +250,7 @@ impl Draft {
             MAX_REQUESTS => self.endpoints.max_requests_per_second = int(e, 0, 1_000_000)? as u32,
             REFRESH => self.endpoints.refresh = millis(e, 0, 60_000)?,
             BACKEND => {
-                let name: &str = choice(
-                    e,
-                    &[
-                        ("embedded", "embedded"),
-                        ("memory", "memory"),
-                        ("kafka", "kafka"),
-                    ],
-                )?;
+                let name: &str = choice(e, BACKENDS)?;
                 self.backend = Some((name.to_owned(), e.value_at.clone()));
             }
             EMBEDDED_DIR => self.embedded_dir = PathBuf::from(string(e)?),
@@ -243,26 +259,8 @@ impl Draft {
             BARRIER_FACTOR => rt.barrier.interval_factor = float(e, 1.0, 100.0)?,
             BARRIER_MIN => rt.barrier.min_interval = millis(e, 1, HOUR_MS)?,
             BARRIER_MAX => rt.barrier.max_interval = millis(e, 1, HOUR_MS)?,
-            COORDINATION => {
-                rt.streams.coordination = choice(
-                    e,
-                    &[
-                        ("AUTO", CoordinationMode::Auto),
-                        ("ENABLED", CoordinationMode::Enabled),
-                        ("DISABLED", CoordinationMode::Disabled),
-                    ],
-                )?
-            }
-            DISPATCH => {
-                rt.streams.dispatch = choice(
-                    e,
-                    &[
-                        ("AUTO", DispatchMode::Auto),
-                        ("LANE", DispatchMode::Lane),
-                        ("DIRECT", DispatchMode::Direct),
-                    ],
-                )?
-            }
+            COORDINATION => rt.streams.coordination = choice(e, COORDINATION_MODES)?,
+            DISPATCH => rt.streams.dispatch = choice(e, DISPATCH_MODES)?,
             LANES => rt.lanes = int(e, 1, 1024)? as usize,
             INSTANCE_ID => rt.instance_id = string(e)?,
             POLL_WAIT => rt.poll_wait = millis(e, 1, 60_000)?,
@@ -282,16 +280,7 @@ impl Draft {
             AUTO_INTERVAL => rt.tracker.auto_interval = millis(e, 1, HOUR_MS)?,
             PREVIEW_AFTER => rt.tracker.preview_after = millis(e, 0, HOUR_MS)?,
             STATE_DIR => rt.state_dir = Some(PathBuf::from(string(e)?)),
-            DEFAULT_DSL_STORE => {
-                rt.streams.default_dsl_store = Some(choice(
-                    e,
-                    &[
-                        ("persistent", StoreType::Persistent),
-                        ("in_memory", StoreType::InMemory),
-                        ("rocksDB", StoreType::Persistent),
-                    ],
-                )?)
-            }
+            DEFAULT_DSL_STORE => rt.streams.default_dsl_store = Some(choice(e, DSL_STORES)?),
             other => unreachable!("key {other} is in KEYS but has no meaning"),
         }
         Ok(())
@@ -338,15 +327,41 @@ impl Draft {
         }
     }
 
+    /// The configuration the entries make, once every check of a key and
+    /// between keys holds.
     fn finish(mut self) -> Result<AppConfig, ConfigError> {
-        let rt = &mut self.runtime;
-        rt.tracker.default_policy = SourceTimePolicy::from_max_out_of_orderness_ms(self.max_ooo_ms)
-            .map_err(|e| ConfigError::OutOfRange {
+        self.runtime.tracker.default_policy = self.default_policy()?;
+        self.check_listen()?;
+        let backend = self.backend_settings()?;
+        self.validate_runtime()?;
+        // The last check: an error about a key written comes before the
+        // one about the key left out.
+        self.require_application_id()?;
+        let mut origins = std::mem::take(&mut self.property_at);
+        origins.extend(self.at.iter().map(|(k, at)| ((*k).to_owned(), at.clone())));
+        Ok(AppConfig {
+            runtime: self.runtime,
+            backend,
+            endpoints: self.endpoints,
+            recording_level: self.recording_level,
+            origins,
+        })
+    }
+
+    /// The sources' default time policy, from the largest out-of-orderness.
+    fn default_policy(&self) -> Result<SourceTimePolicy, ConfigError> {
+        SourceTimePolicy::from_max_out_of_orderness_ms(self.max_ooo_ms).map_err(|e| {
+            ConfigError::OutOfRange {
                 key: MAX_OOO.into(),
                 at: self.at.get(MAX_OOO).cloned().unwrap_or(Origin::Default),
                 value: self.max_ooo_ms.to_string(),
                 reason: e.to_string(),
-            })?;
+            }
+        })
+    }
+
+    /// The endpoints listen on loopback unless told otherwise.
+    fn check_listen(&self) -> Result<(), ConfigError> {
         let listen = self.endpoints.listen;
         if !listen.ip().is_loopback() && !self.endpoints.allow_non_loopback {
             return Err(ConfigError::OutOfRange {
@@ -358,12 +373,18 @@ impl Draft {
                 ),
             });
         }
+        Ok(())
+    }
+
+    /// The backend's settings (embedded by default), refusing the keys
+    /// another backend takes; sets the runtime's backend.
+    fn backend_settings(&mut self) -> Result<BackendSettings, ConfigError> {
         let (name, backend_at) = self
             .backend
             .clone()
             .unwrap_or_else(|| ("embedded".into(), Origin::Default));
         let kafka_keys = [BOOTSTRAP, CLIENT_ID, REPLICATION];
-        let backend = match name.as_str() {
+        Ok(match name.as_str() {
             "embedded" => {
                 for key in kafka_keys {
                     self.inapplicable(key, &name)?;
@@ -384,32 +405,41 @@ impl Draft {
                 self.runtime.backend = Backend::InMemory;
                 BackendSettings::Memory
             }
-            _ => {
-                self.inapplicable(EMBEDDED_DIR, &name)?;
-                let bootstrap = self.bootstrap.clone().ok_or_else(|| ConfigError::Missing {
-                    key: BOOTSTRAP.into(),
-                    reason: format!(
-                        "{BACKEND}: kafka (at {backend_at}) needs the brokers to connect to"
-                    ),
-                })?;
-                self.runtime.backend = Backend::InMemory;
-                // A broker judges a changelog's retention against the wall
-                // clock, not event time: Kafka Streams' day unless set.
-                if !self.at.contains_key(WINDOWSTORE_ADDITIONAL_RETENTION) {
-                    self.runtime.windowstore_changelog_additional_retention =
-                        KAFKA_WINDOWSTORE_ADDITIONAL_RETENTION;
-                }
-                BackendSettings::Kafka(KafkaSettings {
-                    bootstrap_servers: bootstrap,
-                    client_id: self
-                        .client_id
-                        .clone()
-                        .unwrap_or_else(|| self.runtime.application_id().to_owned()),
-                    replication_factor: self.replication_factor,
-                    properties: std::mem::take(&mut self.properties),
-                })
-            }
-        };
+            _ => self.kafka_settings(&name, &backend_at)?,
+        })
+    }
+
+    /// The Kafka backend's settings: the brokers are required.
+    fn kafka_settings(
+        &mut self,
+        name: &str,
+        backend_at: &Origin,
+    ) -> Result<BackendSettings, ConfigError> {
+        self.inapplicable(EMBEDDED_DIR, name)?;
+        let bootstrap = self.bootstrap.clone().ok_or_else(|| ConfigError::Missing {
+            key: BOOTSTRAP.into(),
+            reason: format!("{BACKEND}: kafka (at {backend_at}) needs the brokers to connect to"),
+        })?;
+        self.runtime.backend = Backend::InMemory;
+        // A broker judges a changelog's retention against the wall
+        // clock, not event time: Kafka Streams' day unless set.
+        if !self.at.contains_key(WINDOWSTORE_ADDITIONAL_RETENTION) {
+            self.runtime.windowstore_changelog_additional_retention =
+                KAFKA_WINDOWSTORE_ADDITIONAL_RETENTION;
+        }
+        Ok(BackendSettings::Kafka(KafkaSettings {
+            bootstrap_servers: bootstrap,
+            client_id: self
+                .client_id
+                .clone()
+                .unwrap_or_else(|| self.runtime.application_id().to_owned()),
+            replication_factor: self.replication_factor,
+            properties: std::mem::take(&mut self.properties),
+        }))
+    }
+
+    /// The runtime's own checks, named by the key they are about.
+    fn validate_runtime(&self) -> Result<(), ConfigError> {
         self.runtime.validate().map_err(|e| match e {
             RuntimeError::Config { key, value, reason } => {
                 let at = KEYS
@@ -429,29 +459,23 @@ impl Draft {
                 value: String::new(),
                 reason: other.to_string(),
             },
-        })?;
-        // The last check: an error about a key written comes before the
-        // one about the key left out.
-        if !self.at.contains_key(APPLICATION_ID) {
-            return Err(ConfigError::Missing {
-                key: APPLICATION_ID.into(),
-                reason: format!(
-                    "every application names itself, as in Kafka Streams: the id is its \
-                     consumer group, its transactional id's prefix and the prefix of its \
-                     internal topics, so a default would let two applications share them \
-                     (write {APPLICATION_ID}: my-app, or set {})",
-                    crate::source::env_name(APPLICATION_ID)
-                ),
-            });
+        })
+    }
+
+    /// `application.id` was written: it has no default.
+    fn require_application_id(&self) -> Result<(), ConfigError> {
+        if self.at.contains_key(APPLICATION_ID) {
+            return Ok(());
         }
-        let mut origins = std::mem::take(&mut self.property_at);
-        origins.extend(self.at.iter().map(|(k, at)| ((*k).to_owned(), at.clone())));
-        Ok(AppConfig {
-            runtime: self.runtime,
-            backend,
-            endpoints: self.endpoints,
-            recording_level: self.recording_level,
-            origins,
+        Err(ConfigError::Missing {
+            key: APPLICATION_ID.into(),
+            reason: format!(
+                "every application names itself, as in Kafka Streams: the id is its \
+                 consumer group, its transactional id's prefix and the prefix of its \
+                 internal topics, so a default would let two applications share them \
+                 (write {APPLICATION_ID}: my-app, or set {})",
+                crate::source::env_name(APPLICATION_ID)
+            ),
         })
     }
 
