@@ -234,7 +234,12 @@ pub fn run_soak(
     let mut checker = check::Checker::new(&written.windows, opts.keys, opts.window_ms(), watermark);
     check::read_output(&log, &mut checker)?;
     Ok(SoakReport {
-        slopes: Slopes::of(&samples, opts.duration, opts.input_retention),
+        slopes: Slopes::of(
+            &samples,
+            opts.duration,
+            opts.input_retention,
+            changelog_retention,
+        ),
         samples,
         check: checker.finish(),
         written: written.records,

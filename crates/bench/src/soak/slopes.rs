@@ -1,8 +1,9 @@
 //! What a soak's samples say about growth: each series' per-minute growth
 //! over the judged part of the run (the second half, and never before the
-//! input's retention has passed) as a share of its mean over the first
-//! minute, and the longest barrier pause of that part against the first
-//! minute's.
+//! input's retention has passed; for the changelogs, never before their own
+//! retention has) as a share of its mean over the first minute, and the
+//! longest barrier pause of that part against the first minute's. A series
+//! whose horizon lies past the run's end is not judged.
 //!
 //! Owns the slopes, their bounds and the lines that print them. A series
 //! meant to stay flat in a run that could last a month must not grow by
@@ -28,6 +29,9 @@ pub const GAP_BOUND_INTERVALS: f64 = 2.0;
 pub struct Slope {
     /// The series, as named on the sample line.
     pub series: &'static str,
+    /// Seconds into the run its judged part starts at (past the run's end:
+    /// not judged, and without a bound).
+    pub from_s: f64,
     /// Its mean over the first minute's samples.
     pub first_minute: f64,
     /// Its least-squares growth per minute over the judged part.
@@ -89,7 +93,15 @@ impl Slopes {
     /// `retention`: the judged part starts at half the run or at the
     /// retention, whichever is later; the first minute ends at 60 s or
     /// half the run, whichever is earlier.
-    pub fn of(samples: &[Sample], duration: Duration, retention: Duration) -> Slopes {
+    ///
+    /// The changelogs' series starts no earlier than `changelog_retention`:
+    /// before, a changelog still holds every window it was written.
+    pub fn of(
+        samples: &[Sample],
+        duration: Duration,
+        retention: Duration,
+        changelog_retention: Duration,
+    ) -> Slopes {
         let half = duration.as_secs_f64() / 2.0;
         let first_minute_s = half.min(60.0);
         let from_s = half.max(retention.as_secs_f64());
@@ -98,7 +110,8 @@ impl Slopes {
         // judged part's are those of samples taken a period after it began.
         let period = samples.first().map_or(0.0, |s| s.t_s);
         let judged: Vec<&Sample> = samples.iter().filter(|s| s.t_s >= from_s).collect();
-        let series = |name, bound, f: &dyn Fn(&Sample) -> f64| {
+        let changelog_from_s = from_s.max(changelog_retention.as_secs_f64());
+        let series = |name, series_from_s: f64, bound: Option<f64>, f: &dyn Fn(&Sample) -> f64| {
             // The mean of the first minute, not its last sample: a series
             // with a saw-tooth (the stores' files between write-backs) can
             // read 0 at any one sample.
@@ -107,7 +120,13 @@ impl Slopes {
             } else {
                 first.iter().map(|s| f(s)).sum::<f64>() / first.len() as f64
             };
-            let points: Vec<(f64, f64)> = judged.iter().map(|s| (s.t_s / 60.0, f(s))).collect();
+            let points: Vec<(f64, f64)> = judged
+                .iter()
+                .filter(|s| s.t_s >= series_from_s)
+                .map(|s| (s.t_s / 60.0, f(s)))
+                .collect();
+            // A horizon the run never reached leaves nothing to judge.
+            let bound = bound.filter(|_| series_from_s < duration.as_secs_f64());
             let per_min = least_squares_slope(&points);
             let pct_per_min = if first_minute != 0.0 {
                 per_min / first_minute * 100.0
@@ -119,6 +138,7 @@ impl Slopes {
             };
             Slope {
                 series: name,
+                from_s: series_from_s,
                 first_minute,
                 per_min,
                 pct_per_min,
@@ -128,14 +148,16 @@ impl Slopes {
         let bounded = Some(GROWTH_BOUND_PCT);
         let lag = |s: &Sample| s.watermark_lag_ms.map_or(f64::NAN, |l| l as f64);
         let series = vec![
-            series("records_per_s", None, &|s| s.records_per_s),
-            series("rss_mib", bounded, &|s| s.rss_mib),
-            series("log_mib", None, &|s| s.log_mib),
-            series("changelog_mib", bounded, &|s| s.changelog_mib),
-            series("state_mib", bounded, &|s| s.state_mib),
-            series("fds", bounded, &|s| s.fds as f64),
-            series("watermark_lag_ms", None, &lag),
-            series("late_records", None, &|s| s.late_records as f64),
+            series("records_per_s", from_s, None, &|s| s.records_per_s),
+            series("rss_mib", from_s, bounded, &|s| s.rss_mib),
+            series("log_mib", from_s, None, &|s| s.log_mib),
+            series("changelog_mib", changelog_from_s, bounded, &|s| {
+                s.changelog_mib
+            }),
+            series("state_mib", from_s, bounded, &|s| s.state_mib),
+            series("fds", from_s, bounded, &|s| s.fds as f64),
+            series("watermark_lag_ms", from_s, None, &lag),
+            series("late_records", from_s, None, &|s| s.late_records as f64),
         ];
         let max_gap = |it: &mut dyn Iterator<Item = &&Sample>| {
             it.map(|s| s.barrier_gap_max_ms).fold(f64::NAN, f64::max)
@@ -171,7 +193,7 @@ impl Slopes {
                     s.pct_per_min,
                     s.first_minute,
                     s.per_min,
-                    self.from_s,
+                    s.from_s,
                     s.bound_pct.unwrap_or(f64::NAN)
                 )
             })
@@ -202,12 +224,7 @@ impl fmt::Display for Slopes {
             writeln!(
                 f,
                 "soak-slope series={} from_s={:.0} first_minute_s={:.0} first_minute={:.1} per_min={:.3} pct_per_min={:.2} bound_pct={bound} {verdict}",
-                s.series,
-                self.from_s,
-                self.first_minute_s,
-                s.first_minute,
-                s.per_min,
-                s.pct_per_min
+                s.series, s.from_s, self.first_minute_s, s.first_minute, s.per_min, s.pct_per_min
             )?;
         }
         write!(
@@ -266,7 +283,71 @@ mod tests {
     }
 
     fn slopes(samples: &[Sample]) -> Slopes {
-        Slopes::of(samples, Duration::from_secs(600), Duration::from_secs(300))
+        Slopes::of(
+            samples,
+            Duration::from_secs(600),
+            Duration::from_secs(300),
+            Duration::from_secs(300),
+        )
+    }
+
+    /// The changelogs keep every window until their own retention has
+    /// passed: their growth is judged from there, and not at all when the
+    /// run ends first.
+    #[test]
+    fn the_changelog_is_judged_from_its_own_retention_and_not_before() {
+        // Everything flat but the changelog, which grows until 450 s.
+        let changelog_until = |until: f64| {
+            move |t: f64| {
+                let mut v = samples(|_| 200.0, |_| 600.0)[0].clone();
+                v.changelog_mib = 200.0 + t.min(until);
+                v
+            }
+        };
+        let run = |until: f64, retention_s: u64| {
+            let samples: Vec<Sample> = (1..=60)
+                .map(|i| {
+                    let t = f64::from(i) * 10.0;
+                    Sample {
+                        t_s: t,
+                        ..changelog_until(until)(t)
+                    }
+                })
+                .collect();
+            Slopes::of(
+                &samples,
+                Duration::from_secs(600),
+                Duration::from_secs(300),
+                Duration::from_secs(retention_s),
+            )
+        };
+        let changelog = |s: &Slopes| {
+            s.series
+                .iter()
+                .find(|x| x.series == "changelog_mib")
+                .unwrap()
+                .clone()
+        };
+        // Judged from the input's retention, its growth fails the bound.
+        assert_eq!(run(450.0, 300).violations().len(), 1);
+        // Judged from its own retention (450 s), it is flat.
+        let s = run(450.0, 450);
+        assert!(s.violations().is_empty(), "{s}");
+        assert_eq!(changelog(&s).from_s, 450.0);
+        assert!(
+            s.to_string().contains("series=changelog_mib from_s=450 "),
+            "{s}"
+        );
+        // A retention past the run's end: not judged, whatever it does.
+        let s = run(600.0, 700);
+        assert!(s.violations().is_empty(), "{s}");
+        assert_eq!(changelog(&s).bound_pct, None);
+        assert!(
+            s.to_string().lines().any(|l| l
+                .starts_with("soak-slope series=changelog_mib from_s=700 ")
+                && l.ends_with(" -")),
+            "{s}"
+        );
     }
 
     #[test]
