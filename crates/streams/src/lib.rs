@@ -68,6 +68,7 @@ pub use dsl::cogroup::{
     CogroupValue, CogroupedKStream, SessionWindowedCogroupedKStream,
     SlidingWindowedCogroupedKStream, TimeWindowedCogroupedKStream, WindowedCogroupedKStream,
 };
+pub use dsl::global_table::GlobalKTable;
 pub use dsl::grouped::KGroupedStream;
 pub use dsl::grouped_table::KGroupedTable;
 pub use dsl::joins::{JoinWindows, Joined, StreamJoined};
@@ -97,8 +98,8 @@ pub use topology::context::{
 };
 pub use topology::task::{EpochCommit, RawRecord, StreamTask, TypedInput};
 pub use topology::{
-    BytesStoreSupplier, EventTimeReader, PersistentStore, SourceDescription, StoreShape, StoreType,
-    TaskStores, Topology,
+    BytesStoreSupplier, EventTimeReader, GlobalKeyValueStore, GlobalRecord, GlobalStores,
+    PersistentStore, SourceDescription, StoreShape, StoreType, TaskStores, Topology,
 };
 pub use windows::{EmitStrategy, SessionWindows, SlidingWindows, TimeWindows};
 

@@ -13,10 +13,12 @@ use stoatflow_state::{
     WatermarkStore, in_memory_watermark_store, restore,
 };
 use stoatflow_streams::{
-    BarrierSchedule, DropEvent, DropReason, EpochCommit, Headers, KeyValueStoreOf, OutputRecord,
-    ProcessError, SessionStoreOf, StoreType, StreamTask, StreamsConfig, TaskMetrics, TaskStores,
-    Topology, TopologyError, TopologyTasks, WindowStoreOf,
+    BarrierSchedule, DropEvent, DropReason, EpochCommit, GlobalKeyValueStore, Headers,
+    KeyValueStoreOf, OutputRecord, ProcessError, SessionStoreOf, StoreType, StreamTask,
+    StreamsConfig, TaskMetrics, TaskStores, Topology, TopologyError, TopologyTasks, WindowStoreOf,
 };
+
+use crate::global::GlobalTopics;
 use stoatflow_time::{WallTime, Watermark};
 
 /// Driver-only settings.
@@ -163,6 +165,8 @@ pub(crate) struct Inner {
     retired: bool,
     /// Dropped records so far (the restarted-from drivers' included).
     drop_events: Vec<DropEvent>,
+    /// What was piped into the global stores' topics, which a restart restores them from.
+    globals: GlobalTopics,
 }
 
 /// Runs a topology without a broker. Cloning gives another handle to the
@@ -205,6 +209,9 @@ impl TopologyTestDriver {
         driver: DriverConfig,
         first_tick: bool,
     ) -> Result<Self, DriverError> {
+        // Each driver (a restarted one too) fills its own global stores.
+        let topology = topology.with_new_global_stores();
+        let globals = GlobalTopics::new(topology.global_stores().clone());
         let tasks: Vec<StreamTask> = (0..topology.subtopology_count())
             .map(|st| match &driver.state_dir {
                 None => Ok(topology.instantiate(st, &config)),
@@ -258,6 +265,7 @@ impl TopologyTestDriver {
                 carried: TaskMetrics::default(),
                 retired: false,
                 drop_events: Vec::new(),
+                globals,
             })),
         })
     }
@@ -315,6 +323,12 @@ impl TopologyTestDriver {
     ) -> Result<(), DriverError> {
         self.live()?;
         let mut inner = self.inner.borrow_mut();
+        if inner.globals.reads(topic) {
+            // A global store's topic updates the store at once and nothing else: no task
+            // reads it, no time moves, no barrier (docs/global-tables.md#test-driver).
+            let handler = inner.config.deserialization_handler;
+            return Ok(inner.globals.pipe(topic, key, value, timestamp, handler)?);
+        }
         inner.pipe(topic, key, value, timestamp, headers)?;
         inner.finish_step()
     }
@@ -416,6 +430,8 @@ impl TopologyTestDriver {
         {
             let mut inner = fresh.inner.borrow_mut();
             inner.restore_changelogs(&kept.changelogs)?;
+            let handler = inner.config.deserialization_handler;
+            inner.globals.restore_from(&kept.globals, handler)?;
             inner.resume_from_stamps()?;
             inner.take_over(kept)?;
         }
@@ -453,6 +469,36 @@ impl TopologyTestDriver {
             None => Err(DriverError::NoStore {
                 store: name.to_owned(),
                 known: self.store_names().join(", "),
+            }),
+        }
+    }
+
+    /// The store of a global table (`StreamsBuilder::global_table`), by name.
+    ///
+    /// # Errors
+    /// [`DriverError::NoStore`] naming the global stores there are, or
+    /// [`DriverError::StoreType`] naming the type asked for and the store's.
+    pub fn global_store<K, V>(
+        &self,
+        name: &str,
+    ) -> Result<Arc<GlobalKeyValueStore<K, V>>, DriverError>
+    where
+        K: Send + Sync + 'static,
+        V: Send + Sync + 'static,
+    {
+        self.live()?;
+        let inner = self.inner.borrow();
+        let stores = inner.topology.global_stores();
+        match stores.store::<K, V>(name) {
+            Ok(Some(store)) => Ok(store),
+            Ok(None) => Err(DriverError::NoStore {
+                store: name.to_owned(),
+                known: stores.store_names().join(", "),
+            }),
+            Err(actual) => Err(DriverError::StoreType {
+                store: name.to_owned(),
+                expected: std::any::type_name::<GlobalKeyValueStore<K, V>>(),
+                actual,
             }),
         }
     }
@@ -552,6 +598,8 @@ struct Kept {
     /// The committed offsets: what the restarted driver resumes from.
     offsets: HashMap<String, i64>,
     barrier: u64,
+    /// The global topics' records.
+    globals: GlobalTopics,
 }
 
 impl Inner {
@@ -576,6 +624,7 @@ impl Inner {
             wall: self.wall_clock,
             offsets: self.committed_offsets.clone(),
             barrier: self.barrier,
+            globals: self.globals.clone(),
         }
     }
 

@@ -12,7 +12,8 @@
 //!   `test.driver.commit-per-pipe = false` call [`TopologyTestDriver::commit_barrier`].
 //!
 //! Output is epoch-gated: records appear on output topics when their barrier
-//! commits. Repartition topics are fed synchronously within the pipe.
+//! commits. Repartition topics are fed synchronously within the pipe. A record
+//! piped into a global table's topic updates its store at once and nothing else.
 //!
 //! ```
 //! use std::time::Duration;
@@ -41,6 +42,7 @@
 //! ```
 
 mod driver;
+mod global;
 mod topics;
 
 pub use driver::{DriverConfig, DriverError, DriverMetrics, TopologyTestDriver};

@@ -96,7 +96,7 @@ impl StreamsBuilder {
         if let Some(e) = g.errors.first() {
             return Err(e.clone());
         }
-        Topology::new(g.nodes.clone(), g.missing_serdes.clone())
+        Topology::new(g.nodes.clone(), g.missing_serdes.clone())?.with_globals(g.globals.clone())
     }
 }
 

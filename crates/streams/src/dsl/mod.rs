@@ -13,11 +13,13 @@
 //! into another (a stream groups into a grouped stream that aggregates into a table that
 //! turns back into a stream; the builder makes streams and tables, a stream holds its
 //! builder), so their modules name each other by design. The rest of the folder (the join
-//! builders, suppress, materialized, process, scheduled) takes part in no loop.
+//! builders, the global table, suppress, materialized, process, scheduled) takes part in no
+//! loop.
 
 pub(crate) mod builder;
 pub(crate) mod cogroup;
 pub(crate) mod fk_join;
+pub(crate) mod global_table;
 pub(crate) mod grouped;
 pub(crate) mod grouped_table;
 pub(crate) mod joins;

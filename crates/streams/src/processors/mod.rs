@@ -6,6 +6,7 @@
 //! nor the Processor API.
 
 pub(crate) mod fk_join;
+pub(crate) mod global_join;
 pub(crate) mod scheduled_source;
 pub(crate) mod session_aggregate;
 pub(crate) mod sink;

@@ -218,6 +218,8 @@ pub(crate) struct Instantiation {
     pub(crate) persistent: Vec<super::store_choice::PersistentStore>,
     /// Stores that could not be opened: the task is refused.
     pub(crate) errors: Vec<crate::error::ProcessError>,
+    /// The global stores of the running instance (read-only here).
+    pub(crate) globals: super::global::GlobalStores,
 }
 
 impl Instantiation {
@@ -336,6 +338,8 @@ pub(crate) struct GraphBuilder {
     /// Windowed aggregations: node → `close − window.end` (docs/late.md#closes), for
     /// `suppress(until_window_closes)` to find upstream at build time.
     pub(crate) window_close_offsets: HashMap<NodeId, i64>,
+    /// Global stores (`StreamsBuilder::global_table`), apart from every sub-topology.
+    pub(crate) globals: Vec<super::global::GlobalStoreDef>,
     counter: usize,
 }
 

@@ -15,6 +15,7 @@
 pub(crate) mod barrier;
 pub(crate) mod context;
 mod event_time;
+pub(crate) mod global;
 pub(crate) mod graph;
 pub(crate) mod shared_store;
 pub(crate) mod store_choice;
@@ -22,6 +23,7 @@ mod store_open;
 pub(crate) mod task;
 
 pub use event_time::EventTimeReader;
+pub use global::{GlobalKeyValueStore, GlobalRecord, GlobalStores};
 pub use store_choice::{BytesStoreSupplier, PersistentStore, StoreShape, StoreType, TaskStores};
 
 use std::collections::{BTreeMap, HashMap};
@@ -58,6 +60,10 @@ pub struct Topology {
     /// Sub-topology of each node.
     subtopology_of: Vec<usize>,
     subtopologies: usize,
+    /// The global stores' definitions (docs/global-tables.md).
+    global_defs: Vec<global::GlobalStoreDef>,
+    /// The global stores this topology's tasks read: see [`Topology::with_new_global_stores`].
+    globals: GlobalStores,
 }
 
 fn find(parent: &mut [usize], mut x: usize) -> usize {
@@ -102,7 +108,58 @@ impl Topology {
             missing_serdes,
             subtopology_of,
             subtopologies: index.len(),
+            global_defs: Vec::new(),
+            globals: GlobalStores::default(),
         })
+    }
+
+    /// Adds the global stores, refusing one whose topic a source or another global
+    /// store reads, or whose name another store has.
+    pub(crate) fn with_globals(
+        mut self,
+        defs: Vec<global::GlobalStoreDef>,
+    ) -> Result<Self, TopologyError> {
+        for (i, d) in defs.iter().enumerate() {
+            let source = self.nodes.iter().find(
+                |n| matches!(&n.kind, NodeKind::Source { topics, .. } if topics.contains(&d.topic)),
+            );
+            let existing = match (source, defs[..i].iter().find(|o| o.topic == d.topic)) {
+                (Some(n), _) => Some(n.name.clone()),
+                (None, Some(o)) => Some(format!("global store {}", o.name)),
+                (None, None) => None,
+            };
+            if let Some(existing) = existing {
+                return Err(TopologyError::TopicAlreadyRead {
+                    topic: d.topic.clone(),
+                    existing,
+                });
+            }
+            let task_store = self.nodes.iter().any(|n| n.stores.contains(&d.name));
+            if task_store || defs[..i].iter().any(|o| o.name == d.name) {
+                return Err(TopologyError::DuplicateStore {
+                    store: d.name.clone(),
+                });
+            }
+        }
+        self.globals = GlobalStores::new(&defs);
+        self.global_defs = defs;
+        Ok(self)
+    }
+
+    /// The global stores this topology's tasks read (shared by its clones). An
+    /// instance that runs the topology first takes [`Topology::with_new_global_stores`]
+    /// and fills them from their topics before processing.
+    pub fn global_stores(&self) -> &GlobalStores {
+        &self.globals
+    }
+
+    /// This topology with new, empty global stores: what a starting instance runs, so
+    /// that no two instances (nor a restarted one and its predecessor) share them.
+    #[must_use]
+    pub fn with_new_global_stores(&self) -> Topology {
+        let mut t = self.clone();
+        t.globals = GlobalStores::new(&self.global_defs);
+        t
     }
 
     /// Number of sub-topologies.
@@ -281,6 +338,9 @@ impl Topology {
             }
             out.push('\n');
         }
+        for d in &self.global_defs {
+            let _ = writeln!(out, "   Global store: {} (topic: {})", d.name, d.topic);
+        }
         out
     }
 
@@ -334,6 +394,7 @@ impl Topology {
             placement,
             persistent: Vec::new(),
             errors: Vec::new(),
+            globals: self.globals.clone(),
         };
         let mut ports: HashMap<NodeId, crate::topology::graph::PortHandle> = HashMap::new();
         for i in (0..self.nodes.len())

@@ -16,6 +16,7 @@ mod deserialization;
 mod drop_counts;
 mod dsl;
 mod fk_joins;
+mod global_tables;
 mod joins;
 mod processor_api;
 mod properties;
