@@ -144,7 +144,7 @@
 //! | `repartition(Repartitioned)` | `repartition(Grouped)` (serdes and name; the partition count is the topic's) |
 //! | `to(topic, Produced)` | `to(topic, Produced)` |
 //! | `to(TopicNameExtractor, ..)` | not supported: one topic per sink |
-//! | `toTable()`, `toTable(Materialized)` | `to_table()`, `to_table_with(Materialized)` |
+//! | `toTable()`, `toTable(Materialized)` | `to_table()`, `to_table_with(Materialized)`; where a null value deletes, `to_table_deleting()`, `to_table_deleting_with(Materialized)` on a `KStream<K, Option<V>>`: `None` deletes the key's row and downstream sees the delete. The source's value serde decides what a null is: `Serdes::nullable(..)` reads it as `None`, a plain serde refuses it (a deserialization error) |
 //! | `groupByKey()`, `groupByKey(Grouped)` | `group_by_key()`, `group_by_key_with(Grouped)` |
 //! | `groupBy(selector, Grouped)` | `group_by(selector, Grouped)` |
 //! | `join/leftJoin/outerJoin(KStream, joiner, JoinWindows, StreamJoined)` | `join`, `left_join`, `outer_join` (same arguments) |

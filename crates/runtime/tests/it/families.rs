@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use stoatflow_log::{
     Consumer, EmbeddedConfig, EmbeddedLog, Log, Offset, TopicPartition, TopicSpec,
+    TransactionalProducer,
 };
 use stoatflow_runtime::StreamsApp;
 use stoatflow_streams::{
@@ -596,5 +597,98 @@ fn a_foreign_key_join_ends_where_the_driver_does() {
             expected,
             "{lanes} lanes"
         );
+    }
+}
+
+/// Kafka Streams' `stream(..).toTable()` feeding a foreign-key join, where a
+/// null value deletes the left row: on 1, 2 and 4 lanes, a deleted key's last
+/// committed result is a tombstone (its join result retracted) and every
+/// other key's is its join with its right row. Each left row `aN` (value N)
+/// joins `k{N % 7}` (value `100 + N % 7`); `a3`, `a7` and `a11` are deleted
+/// after their results were written.
+#[test]
+fn a_stream_to_table_delete_retracts_its_foreign_key_join_result() {
+    fn topology() -> Topology {
+        let mut b = StreamsBuilder::new();
+        let nullable =
+            stoatflow_streams::Consumed::with(Serdes::string(), Serdes::nullable(Serdes::i64()));
+        let left = b.stream(INPUT, nullable).to_table_deleting();
+        let right = b.table(
+            OTHER,
+            stoatflow_streams::Consumed::with(Serdes::string(), Serdes::i64()),
+            "fk-right",
+        );
+        left.join_on_foreign_key(
+            &right,
+            |v: &i64| format!("k{}", v.rem_euclid(7)),
+            |l: &i64, r: &i64| l * 1_000_000 + r,
+        )
+        .to_stream()
+        .to(OUTPUT, Produced::with(Serdes::string(), Serdes::i64()));
+        b.build().unwrap()
+    }
+    /// Writes `(key, value)` records at `ts`, a `None` value as a null.
+    fn write(log: &EmbeddedLog, topic: &str, records: &[(String, Option<i64>, i64)]) {
+        let mut producer = log.transactional_producer(&format!("in-{topic}")).unwrap();
+        producer.begin().unwrap();
+        for (key, value, ts) in records {
+            let p = stoatflow_runtime::partition_for_key(key.as_bytes(), PARTITIONS);
+            let bytes = value.map(i64::to_be_bytes);
+            let record = stoatflow_log::Record::new(
+                Some(key.as_bytes()),
+                bytes.as_ref().map(|b| &b[..]),
+                stoatflow_log::Timestamp(*ts),
+            );
+            producer
+                .send(&TopicPartition::new(topic, p), &record)
+                .unwrap();
+        }
+        producer.commit().unwrap();
+    }
+    let deleted = [3, 7, 11];
+    let right: Vec<_> = (0..7)
+        .map(|j| (format!("k{j}"), Some(100 + j), START + j))
+        .collect();
+    let mut left: Vec<_> = (0..13)
+        .map(|i| (format!("a{i}"), Some(i), START + 1_000 + i))
+        .collect();
+    left.extend(deleted.map(|i| (format!("a{i}"), None, START + 2_000 + i)));
+    let expected: std::collections::BTreeMap<String, Option<i64>> = (0..13)
+        .map(|i| {
+            let result = (!deleted.contains(&i)).then_some(i * 1_000_000 + 100 + i % 7);
+            (format!("a{i}"), result)
+        })
+        .collect();
+    for lanes in [1, 2, 4] {
+        let log = Arc::new(EmbeddedLog::in_memory());
+        for topic in [INPUT, OTHER, OUTPUT] {
+            log.create_topic(&TopicSpec::new(topic, PARTITIONS))
+                .unwrap();
+        }
+        write(&log, OTHER, &right);
+        write(&log, INPUT, &left);
+        let app_id = format!("to-table-fk-{lanes}");
+        let mut app =
+            StreamsApp::with_log(topology(), config(&app_id, lanes), log.clone()).unwrap();
+        app.start().unwrap();
+        assert!(
+            app.wait_until_caught_up(Duration::from_secs(60)).unwrap(),
+            "{:?}",
+            app.error()
+        );
+        assert!(app.close(Duration::from_secs(30)), "{:?}", app.error());
+        let last: std::collections::BTreeMap<String, Option<i64>> =
+            read_topic(&*log, OUTPUT, PARTITIONS)
+                .into_iter()
+                .map(|r| {
+                    let key = String::from_utf8(r.record.key.unwrap()).unwrap();
+                    let value = r
+                        .record
+                        .value
+                        .map(|v| i64::from_be_bytes(v.try_into().expect("an 8-byte i64")));
+                    (key, value)
+                })
+                .collect();
+        assert_eq!(last, expected, "{lanes} lanes");
     }
 }

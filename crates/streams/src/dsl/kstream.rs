@@ -445,6 +445,11 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     /// The stream as a table (Kafka Streams' `toTable`): each record is the
     /// key's latest value, in a store with a generated name. A stream whose
     /// key changed is repartitioned first.
+    ///
+    /// Every record is a value here: a stream of `Option` values keeps its
+    /// `None`s as rows. Where a null must delete the key, as in Kafka
+    /// Streams, read the values with `Serdes::nullable` and call
+    /// [`KStream::to_table_deleting`] on the `KStream<K, Option<V>>`.
     pub fn to_table(&self) -> KTable<K, V>
     where
         K: Ord,
@@ -479,6 +484,56 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
 }
 
 impl<K: Clone + 'static, V: Clone + 'static> KStream<K, Option<V>> {
+    /// The stream as a table whose nulls delete (Kafka Streams' `toTable`
+    /// on a stream with null values): `Some(v)` makes `v` the key's row,
+    /// `None` deletes the key's row, and every table operator after it
+    /// (aggregations, joins, `to_stream`) sees the delete as a tombstone.
+    ///
+    /// What a null is, the source's value serde decides: a source read with
+    /// `Serdes::nullable(serde)` gives `None` for a null value on the wire;
+    /// one read with a plain serde fails on it (a deserialization error, for
+    /// the handler), so read with the nullable serde a topic whose nulls are
+    /// deletes. A stream whose key changed is repartitioned first, nulls
+    /// kept.
+    pub fn to_table_deleting(&self) -> KTable<K, V>
+    where
+        K: Ord,
+    {
+        self.to_table_deleting_with(Materialized::default())
+    }
+
+    /// As [`KStream::to_table_deleting`], into the store `materialized`
+    /// names. Its value serde (of `V`, not `Option<V>`) serves the store; by
+    /// default the stream's nullable serde does.
+    pub fn to_table_deleting_with(&self, materialized: Materialized<K, V>) -> KTable<K, V>
+    where
+        K: Ord,
+    {
+        let stream = if self.repartition_required {
+            self.repartition(Grouped {
+                key_serde: materialized.key_serde.clone(),
+                value_serde: materialized
+                    .value_serde
+                    .clone()
+                    .map(crate::serde::nullable_ref),
+                name: None,
+            })
+        } else {
+            self.clone()
+        };
+        let store = materialized.name.clone().unwrap_or_else(|| {
+            self.graph
+                .borrow_mut()
+                .next_name("KSTREAM-TOTABLE-STATE-STORE")
+        });
+        let ks = materialized.key_serde.or(stream.key_serde.clone());
+        let vs = materialized
+            .value_serde
+            .or_else(|| stream.value_serde.clone().map(crate::serde::present_ref));
+        crate::dsl::grouped::note_missing(&self.graph, &store, materialized.logging, &ks, &vs);
+        crate::dsl::ktable::table_from::<K, V, Option<V>>(&self.graph, stream.node, &store, ks, vs)
+    }
+
     /// The records that carry a value (a table's updates without its
     /// tombstones), unwrapped: Kafka Streams' `filter((k, v) -> v != null)`
     /// after `toStream()`. The value serde is not carried over.

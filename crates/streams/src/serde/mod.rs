@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 pub use change::ChangeSerde;
 pub(crate) use change::PairSerde;
+pub(crate) use primitive::PresentSerde;
 pub use primitive::{
     BytesSerde, F64Serde, I32Serde, I64Serde, JsonSerde, NullableSerde, StringSerde, UnitSerde,
 };
@@ -203,6 +204,12 @@ pub(crate) fn default_serde<T: 'static>() -> Option<SerdeRef<T>> {
 /// `Option<T>` over a shared serde, `None` a null.
 pub(crate) fn nullable_ref<T: 'static>(serde: SerdeRef<T>) -> SerdeRef<Option<T>> {
     Arc::new(NullableSerde::new(serde))
+}
+
+/// `T` through a serde of `Option<T>`, for a store of the rows of a table
+/// whose stream's `None`s delete (no `None` is ever stored).
+pub(crate) fn present_ref<T: Clone + 'static>(serde: SerdeRef<Option<T>>) -> SerdeRef<T> {
+    Arc::new(PresentSerde::new(serde))
 }
 
 /// Constructors of the standard serdes, named as in Kafka's `Serdes`.

@@ -1,9 +1,10 @@
-//! The standard serdes: string, bytes, i32, i64, f64, unit, JSON, nullable.
+//! The standard serdes: string, bytes, i32, i64, f64, unit, JSON, nullable
+//! (and its inverse, present, for the stores of tables whose nulls delete).
 
 use std::fmt;
 use std::marker::PhantomData;
 
-use super::{Serde, SerdeError, SortableForm, malformed};
+use super::{Serde, SerdeError, SerdeRef, SortableForm, malformed};
 
 /// UTF-8 strings.
 #[derive(Debug, Clone, Copy, Default)]
@@ -234,6 +235,43 @@ impl<T, S: Serde<T>> Serde<Option<T>> for NullableSerde<T, S> {
             Some(b) => self.inner.deserialize(topic, b).map(Some),
             None => Ok(None),
         }
+    }
+}
+
+/// `T` through a serde of `Option<T>` (the inverse of [`NullableSerde`]):
+/// writes a value as `Some`, and refuses a read that gives `None`.
+pub(crate) struct PresentSerde<T> {
+    inner: SerdeRef<Option<T>>,
+    name: String,
+}
+
+impl<T> PresentSerde<T> {
+    pub(crate) fn new(inner: SerdeRef<Option<T>>) -> Self {
+        let name = format!("present({})", inner.name());
+        PresentSerde { inner, name }
+    }
+}
+
+impl<T> fmt::Debug for PresentSerde<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("PresentSerde").field(&self.inner).finish()
+    }
+}
+
+impl<T: Clone> Serde<T> for PresentSerde<T> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn serialize(&self, topic: &str, v: &T, out: &mut Vec<u8>) -> Result<(), SerdeError> {
+        self.inner.serialize(topic, &Some(v.clone()), out)
+    }
+    fn deserialize(&self, topic: &str, b: &[u8]) -> Result<T, SerdeError> {
+        self.inner
+            .deserialize(topic, b)?
+            .ok_or_else(|| SerdeError::Null {
+                serde: self.name.clone(),
+                topic: topic.to_owned(),
+            })
     }
 }
 

@@ -19,10 +19,28 @@ fn fk(v: &str) -> i32 {
         .unwrap_or(-1)
 }
 
-fn topology(left_join: bool) -> Topology {
+/// How the left table is made.
+#[derive(Clone, Copy)]
+enum Lhs {
+    /// `builder.table(..)`.
+    Table,
+    /// Kafka Streams' `builder.stream(..).toTable()`: a stream of nullable
+    /// values whose nulls delete.
+    StreamToTable,
+}
+
+fn topology_on(left_join: bool, made: Lhs) -> Topology {
     let mut b = StreamsBuilder::new();
     let consumed = || Consumed::with(Serdes::i32(), Serdes::string());
-    let lhs: KTable<i32, String> = b.table(LEFT, consumed(), "left-table");
+    let lhs: KTable<i32, String> = match made {
+        Lhs::Table => b.table(LEFT, consumed(), "left-table"),
+        Lhs::StreamToTable => b
+            .stream(
+                LEFT,
+                Consumed::with(Serdes::i32(), Serdes::nullable(Serdes::string())),
+            )
+            .to_table_deleting(),
+    };
     let rhs: KTable<i32, String> = b.table(RIGHT, consumed(), "right-table");
     let joined = if left_join {
         lhs.left_join_on_foreign_key(
@@ -48,8 +66,12 @@ fn right(key: i32, value: &str, ts: i64) -> Step {
 }
 
 fn both(steps: impl Fn(bool) -> Vec<Step>) {
+    both_on(Lhs::Table, steps);
+}
+
+fn both_on(made: Lhs, steps: impl Fn(bool) -> Vec<Step>) {
     for left_join in [false, true] {
-        table_sides(topology(left_join))
+        table_sides(topology_on(left_join, made))
             .steps(steps(left_join))
             .run();
     }
@@ -242,6 +264,56 @@ fn a_right_update_fans_out_in_primary_key_order_with_negative_keys() {
                 (-1, Some("(lhsValue-1|1,rhsValue1)"), B + 3),
                 (1, Some("(lhsValue1|1,rhsValue1)"), B + 3),
             ]),
+        ]
+    });
+}
+
+/// `doJoinFromLeftThenDeleteLeftEntity` with the left table made by
+/// `stream(..).toTable()`: a null value for a key deletes its row, and the
+/// key's join result is retracted (a tombstone), as from a table source.
+#[test]
+fn a_stream_to_table_left_side_deletes_on_null_and_retracts_the_result() {
+    both_on(Lhs::StreamToTable, |_| {
+        vec![
+            right(1, "rhsValue1", B),
+            right(2, "rhsValue2", B + 1),
+            left(1, "lhsValue1|1", B + 3),
+            left(2, "lhsValue2|2", B + 4),
+            expect_rows(&[
+                (1, Some("(lhsValue1|1,rhsValue1)"), B + 3),
+                (2, Some("(lhsValue2|2,rhsValue2)"), B + 4),
+            ]),
+            delete(LEFT, 1, B + 6),
+            expect_rows(&[(1, None, B + 6)]),
+            // The row is gone: a right update reaches only key 2's row.
+            right(1, "rhsValue1Delta", B + 7),
+            expect_rows(&[]),
+            right(2, "rhsValue2Delta", B + 8),
+            expect_rows(&[(2, Some("(lhsValue2|2,rhsValue2Delta)"), B + 8)]),
+        ]
+    });
+}
+
+/// `doJoinFromLeftThenDeleteLeftEntity`'s non-joining cases on a
+/// `stream(..).toTable()` left side: deleting a key never seen emits nothing,
+/// deleting an unmatched row retracts (a tombstone for both joins), deleting
+/// again emits nothing.
+#[test]
+fn a_stream_to_table_left_side_deletes_non_joining_and_absent_rows() {
+    both_on(Lhs::StreamToTable, |lj| {
+        vec![
+            delete(LEFT, 2, B),
+            expect_rows(&[]),
+            left(1, "lhsValue1|1", B),
+            expect_rows(if lj {
+                &[(1, Some("(lhsValue1|1,null)"), B)]
+            } else {
+                &[]
+            }),
+            delete(LEFT, 1, B + 1),
+            expect_rows(&[(1, None, B + 1)]),
+            delete(LEFT, 1, B + 2),
+            expect_rows(&[]),
         ]
     });
 }

@@ -14,7 +14,7 @@ use stoatflow_streams::{
     Consumed, Grouped, KTable, Materialized, Produced, Serdes, StreamsBuilder, Topology,
 };
 
-use crate::harness::{Cell, Scenario, Step, expect, out, pipe, tombstone};
+use crate::harness::{Cell, Engine, Scenario, Step, expect, out, pipe, pipe_to, tombstone};
 
 fn strings() -> Consumed<String, String> {
     Consumed::with(Serdes::string(), Serdes::string())
@@ -347,6 +347,126 @@ fn a_mapped_table_without_a_value_serde_regroups_and_restores() {
                     ("len2", "a", 3),
                 ],
             ),
+        ])
+        .run();
+}
+
+fn nullable_strings() -> Consumed<String, Option<String>> {
+    Consumed::with(Serdes::string(), Serdes::nullable(Serdes::string()))
+}
+
+/// The rows of the key-value store `name` a run left, on `engine`.
+fn rows_on(s: &Scenario, engine: Engine, name: &str) -> Vec<(String, String)> {
+    let o = s.run_on(engine);
+    let store = o.store::<stoatflow_streams::KeyValueStoreOf<String, String>>(name);
+    let all = stoatflow_streams::KeyValueStore::all(&*store.borrow()).unwrap();
+    all.into_iter().map(|(k, v)| (k, v.value)).collect()
+}
+
+#[test]
+fn kstream_to_table_deleting_deletes_on_a_null_and_forwards_the_delete() {
+    // Kafka Streams' `stream(..).toTable()` on nulls: a null value deletes
+    // the key's row and `toStream()` forwards it as a null, a delete of an
+    // absent key too (as `table_to_stream_forwards_a_delete_as_a_tombstone`).
+    let mut b = StreamsBuilder::new();
+    let t = b
+        .stream("input", nullable_strings())
+        .to_table_deleting_with(Materialized::as_("to-table-store"));
+    assert_eq!(t.queryable_store_name(), Some("to-table-store"));
+    to_out(&t);
+    let s = scenario(b.build().unwrap()).steps([
+        pipe("A", "01", 10),
+        pipe("B", "02", 11),
+        delete("A", 12),
+        delete("C", 13),
+        expect(
+            "out",
+            [
+                out("A", "01", 10),
+                out("B", "02", 11),
+                tombstone("A", 12),
+                tombstone("C", 13),
+            ],
+        ),
+    ]);
+    s.run();
+    for engine in [Engine::InMemory, Engine::Persistent] {
+        assert_eq!(
+            rows_on(&s, engine, "to-table-store"),
+            [("B".to_owned(), "02".to_owned())],
+            "{engine:?}"
+        );
+    }
+}
+
+#[test]
+fn kstream_to_table_deleting_after_a_key_change_carries_the_null_through_the_repartition() {
+    let mut b = StreamsBuilder::new();
+    b.stream("input", nullable_strings())
+        .map(|k, v| (i32::from(k.as_bytes()[0]) - i32::from(b'A'), v))
+        .to_table_deleting_with(Materialized::with(Serdes::i32(), Serdes::string()))
+        .to_stream()
+        .to("out", Produced::with(Serdes::i32(), Serdes::string()));
+    let topology = b.build().unwrap();
+    assert_eq!(topology.subtopology_count(), 2);
+    Scenario::new(topology)
+        .input::<String, Option<String>>("input")
+        .output::<i32, Option<String>>("out")
+        .steps([
+            pipe("A", "01", 5),
+            pipe("B", "02", 6),
+            delete("A", 7),
+            expect("out", [out(0, "01", 5), out(1, "02", 6), tombstone(0, 7)]),
+        ])
+        .run();
+}
+
+#[test]
+fn a_delete_through_to_table_deleting_is_subtracted_from_its_group() {
+    // `KTableAggregateTest.testCount`'s shape on a `stream(..).toTable()`:
+    // a deleted row leaves its group's count.
+    let mut b = StreamsBuilder::new();
+    b.stream("input", nullable_strings())
+        .to_table_deleting()
+        .group_by(
+            |_, v| (v.clone(), v.clone()),
+            Grouped::with(Serdes::string(), Serdes::string()),
+        )
+        .count()
+        .to_stream()
+        .map_values(|_, n| n.map(|n| n.to_string()))
+        .to("out", Produced::with(Serdes::string(), Serdes::string()));
+    scenario(b.build().unwrap())
+        .steps([
+            pipe("A", "green", 10),
+            pipe("B", "green", 9),
+            delete("A", 12),
+            expect(
+                "out",
+                [("green", "1", 10), ("green", "2", 10), ("green", "1", 12)],
+            ),
+        ])
+        .run();
+}
+
+#[test]
+fn a_delete_through_to_table_deleting_retracts_a_table_table_join_result() {
+    // `KTableKTableInnerJoinTest`'s rule on a `stream(..).toTable()` side:
+    // removing a row makes its result a tombstone.
+    let mut b = StreamsBuilder::new();
+    let left = b.stream("input", nullable_strings()).to_table_deleting();
+    let right = b.table("right", strings(), "right-table");
+    left.join(&right, |l, r| format!("{l}+{r}"))
+        .to_stream()
+        .to("out", Produced::with(Serdes::string(), Serdes::string()));
+    scenario(b.build().unwrap())
+        .input::<String, String>("right")
+        .steps([
+            pipe_to("right", "A", "Y0", 1),
+            pipe("A", "X0", 5),
+            expect("out", [out("A", "X0+Y0", 5)]),
+            delete("A", 6),
+            expect("out", [tombstone("A", 6)]),
         ])
         .run();
 }
