@@ -5,6 +5,12 @@
 //! longest barrier pause of that part against the first minute's. A series
 //! whose horizon lies past the run's end is not judged.
 //!
+//! Growth is the slope of the series' **peaks**, the highest sample of each
+//! [`PEAK_SAMPLES`] in a row: what a month-long run must provision for is
+//! its peak, and a saw-tooth (a store's files between one segment's drop and
+//! the next) has a slope over its samples that depends only on where the
+//! run happened to stop within a tooth.
+//!
 //! Owns the slopes, their bounds and the lines that print them. A series
 //! meant to stay flat in a run that could last a month must not grow by
 //! more than [`GROWTH_BOUND_PCT`] of its first-minute value per minute; the
@@ -24,6 +30,10 @@ pub const GROWTH_BOUND_PCT: f64 = 5.0;
 /// pause of the judged part may exceed the first minute's by.
 pub const GAP_BOUND_INTERVALS: f64 = 2.0;
 
+/// How many consecutive samples of the judged part give one peak (a minute
+/// at the default 10 s period).
+pub const PEAK_SAMPLES: usize = 6;
+
 /// One series' growth.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Slope {
@@ -34,7 +44,8 @@ pub struct Slope {
     pub from_s: f64,
     /// Its mean over the first minute's samples.
     pub first_minute: f64,
-    /// Its least-squares growth per minute over the judged part.
+    /// The least-squares growth per minute of its peaks over the judged
+    /// part.
     pub per_min: f64,
     /// `per_min` in percent of `first_minute` (0 for a series flat at 0,
     /// infinite for one growing from 0; NaN with fewer than two samples).
@@ -125,6 +136,7 @@ impl Slopes {
                 .filter(|s| s.t_s >= series_from_s)
                 .map(|s| (s.t_s / 60.0, f(s)))
                 .collect();
+            let points = peaks(&points);
             // A horizon the run never reached leaves nothing to judge.
             let bound = bound.filter(|_| series_from_s < duration.as_secs_f64());
             let per_min = least_squares_slope(&points);
@@ -238,6 +250,25 @@ impl fmt::Display for Slopes {
             if self.gap.ok() { "ok" } else { "FAIL" }
         )
     }
+}
+
+/// The highest point of each [`PEAK_SAMPLES`] in a row (the last group may
+/// be shorter), at its own time. A NaN in a group makes its peak NaN.
+fn peaks(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    points
+        .chunks(PEAK_SAMPLES)
+        .map(|group| {
+            if group.iter().any(|p| p.1.is_nan()) {
+                return (group[0].0, f64::NAN);
+            }
+            group
+                .iter()
+                .copied()
+                .fold((group[0].0, f64::NEG_INFINITY), |a, p| {
+                    if p.1 > a.1 { p } else { a }
+                })
+        })
+        .collect()
 }
 
 /// The least-squares slope of `points` (x, y); NaN with fewer than two
@@ -451,6 +482,36 @@ mod tests {
         let rss = s.series.iter().find(|x| x.series == "rss_mib").unwrap();
         assert!(
             (rss.first_minute - (500.0 + 2.5 + 600.0) / 6.0).abs() < 1e-9,
+            "{s}"
+        );
+    }
+
+    /// A store's files between segment drops: 16 MiB for three samples, 0.2
+    /// for three, for the whole run. Its samples' slope over 300..600 s
+    /// depends on the phase (it failed at 10.6 %/min in a soak whose peaks
+    /// never moved); its peaks' slope is 0. A saw-tooth whose peaks climb 6
+    /// a minute still fails.
+    #[test]
+    fn a_saw_tooth_is_judged_by_its_peaks() {
+        let tooth = |climb: f64| {
+            move |t: f64| {
+                let phase = ((t / 10.0) as u64 + 2) % 6;
+                if phase < 3 {
+                    16.0 + climb * (t - 300.0).max(0.0) / 60.0
+                } else {
+                    0.2
+                }
+            }
+        };
+        let s = slopes(&samples(tooth(0.0), |_| 600.0));
+        let state = s.series.iter().find(|x| x.series == "state_mib").unwrap();
+        assert!(state.per_min.abs() < 1e-9, "{s}");
+        assert!(s.violations().is_empty(), "{s}");
+        let s = slopes(&samples(tooth(6.0), |_| 600.0));
+        assert!(
+            s.violations()
+                .iter()
+                .any(|v| v.starts_with("state_mib grew")),
             "{s}"
         );
     }

@@ -300,7 +300,6 @@ struct Engine<L: Log> {
     pending_output: Arc<AtomicBool>,
     cadence: BarrierCadence,
     barrier: u64,
-    last_barrier_at: Instant,
     /// When the last barrier was cut (the commit-barrier interval metric).
     barrier_cut_at: Option<Instant>,
     dispatched_since_barrier: u64,

@@ -42,6 +42,9 @@ pub struct ResultLatency {
     /// From the moment the sub-topology's watermark first reached the close
     /// (as the poll loop saw it; never later than the stamp).
     pub from_watermark: Duration,
+    /// The carrying transaction's own duration, its barrier's cut to its
+    /// commit: the part of `from_stamp` that is not barrier intervals.
+    pub carrier_commit: Duration,
 }
 
 /// What the engine recorded; a copy, read after or during a run.
@@ -126,6 +129,7 @@ impl Timeline {
         Some(ResultLatency {
             from_stamp: carrier.committed.saturating_duration_since(stamped),
             from_watermark: carrier.committed.saturating_duration_since(reached),
+            carrier_commit: carrier.committed.saturating_duration_since(carrier.cut),
         })
     }
 }
@@ -164,6 +168,7 @@ mod tests {
         let l = t.final_result_latency(0, 1_000).expect("committed");
         assert_eq!(l.from_stamp, Duration::from_millis(1_010));
         assert_eq!(l.from_watermark, Duration::from_millis(1_210));
+        assert_eq!(l.carrier_commit, Duration::from_millis(10));
         // Close 2500: first stamped by barrier 4; barrier 5 flushes it.
         let l = t.final_result_latency(0, 2_500).expect("flushed");
         assert_eq!(l.from_stamp, Duration::from_millis(510));

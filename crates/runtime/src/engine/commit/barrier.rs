@@ -74,11 +74,7 @@ impl<L: Log + 'static> Engine<L> {
     /// two of them is a cut like any other.
     pub(in crate::engine) fn keep_barriers_moving(&mut self) -> Result<(), RuntimeError> {
         self.advance_barrier(Duration::ZERO)?;
-        if self.inflight.is_none()
-            && self
-                .cadence
-                .is_due(self.last_barrier_at.elapsed(), self.epoch_has_work())
-        {
+        if self.inflight.is_none() && self.cadence.is_due(Instant::now(), self.epoch_has_work()) {
             self.cut_barrier(false)?;
         }
         Ok(())
@@ -323,13 +319,13 @@ impl<L: Log + 'static> Engine<L> {
     }
 
     /// Transaction N committed: barrier N is done, and N+1 may be cut once
-    /// the cadence says so (counted from this commit).
+    /// the cadence says so (counted from N's cut).
     pub(in crate::engine) fn on_committed(&mut self, done: CommitDone) -> Result<(), RuntimeError> {
         let inflight = self.inflight.take().expect("a barrier in flight");
         debug_assert_eq!(done.barrier, inflight.barrier);
         done.result?;
         let n = inflight.barrier;
-        self.cadence.on_commit(done.took);
+        self.cadence.on_commit(inflight.cut, done.took);
         let interval = (self.barrier_cut_at.replace(inflight.cut)).map(|last| inflight.cut - last);
         self.shared.metrics.on_barrier(
             n,
@@ -338,7 +334,6 @@ impl<L: Log + 'static> Engine<L> {
             done.at.saturating_duration_since(inflight.cut),
         );
         self.barrier = n;
-        self.last_barrier_at = done.at;
         {
             let mut committed = self.shared.committed.lock().expect("committed lock");
             for (tp, om) in &done.offsets {
