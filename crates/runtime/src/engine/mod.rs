@@ -29,6 +29,7 @@ pub(crate) mod assignment;
 pub(crate) mod backoff;
 pub(crate) mod commit;
 pub(crate) mod error_response;
+mod global;
 pub(crate) mod guard;
 pub(crate) mod lane;
 pub(crate) mod lane_protocol;
@@ -66,6 +67,7 @@ use crate::engine::backoff::Backoff;
 use crate::engine::commit::committer::Committer;
 use crate::engine::commit::task_stamps::TaskStamps;
 use crate::engine::error_response::{REPLACEMENT_BACKOFF, StreamThreadExceptionResponse, fenced};
+use crate::engine::global::GlobalThread;
 use crate::engine::guard::{WATERMARK_GENERATOR, guarded};
 use crate::engine::lane_protocol::{LaneFailed, LaneMsg, LaneRun};
 use crate::engine::restore::standby::Standby;
@@ -119,6 +121,30 @@ pub(crate) fn run_engine<L: Log + 'static>(
                 return;
             }
         };
+    // This run's own global stores, restored in full before any engine starts.
+    let topology = Arc::new(topology.with_new_global_stores());
+    let global = match GlobalThread::start(
+        topology.global_stores(),
+        &*log,
+        config.application_id(),
+        config.streams.deserialization_handler,
+        &shared,
+    ) {
+        Ok(None) if !topology.global_stores().is_empty() => {
+            // Stopped or halted during the restore: nothing ran, nothing to commit.
+            upkeep.stop(|| shared.halt.load(Ordering::Acquire));
+            shared.transition(AppState::PendingShutdown);
+            shared.transition(AppState::NotRunning);
+            return;
+        }
+        Ok(global) => global,
+        Err(e) => {
+            shared.decide(&e);
+            shared.fail(e);
+            upkeep.stop(|| shared.halt.load(Ordering::Acquire));
+            return;
+        }
+    };
     let result = run_engines(&EngineContext {
         topology: &topology,
         config: &config,
@@ -127,6 +153,9 @@ pub(crate) fn run_engine<L: Log + 'static>(
         shared: &shared,
         upkeep: &upkeep,
     });
+    if let Some(global) = global {
+        global.stop();
+    }
     let halted = || shared.halt.load(Ordering::Acquire);
     match result {
         // A stop leaves nothing of the application running: a pass of the

@@ -11,6 +11,7 @@ mod families;
 mod faulty_log;
 mod fence_first;
 mod fetch_retry;
+mod global_tables;
 mod hooked_log;
 mod idle;
 mod kill;

@@ -1,0 +1,192 @@
+//! The global thread: restores every global store from its topic in full before
+//! the application processes anything, then keeps the stores current by reading
+//! their topics (read-committed) until the application stops
+//! (docs/global-tables.md#runtime).
+//!
+//! It reads every partition of each global topic from the beginning, on every
+//! instance and at every start: a global store is never changelogged and never
+//! checkpointed, so an instance (a restarted one too) starts from empty stores.
+//! Lanes only read the stores; this thread is their one writer.
+//!
+//! Owns the global topics' consumer and the thread. Knows nothing of tasks,
+//! barriers or the watermark: a global record moves no time.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use stoatflow_log::{Consumer, FetchedRecord, Log, TopicPartition};
+use stoatflow_streams::{DeserializationHandler, GlobalRecord, GlobalStores};
+
+use crate::engine::Shared;
+use crate::error::RuntimeError;
+
+/// How long one fetch of the global topics waits for records.
+const FETCH_WAIT: Duration = Duration::from_millis(20);
+
+/// The running global thread.
+pub(crate) struct GlobalThread {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl GlobalThread {
+    /// Restores `stores` from their topics, on the calling thread, to the
+    /// read-committed end each topic had when the restore began; then starts the
+    /// thread that keeps them current. `None` when there is no global store, or
+    /// when the application was halted or stopped during the restore.
+    ///
+    /// # Errors
+    /// A global topic that does not exist (named), a record that does not
+    /// deserialize under `LogAndFail` (naming topic, partition and offset), the log's
+    /// errors.
+    pub(crate) fn start<L: Log + 'static>(
+        stores: &GlobalStores,
+        log: &L,
+        app: &str,
+        handler: DeserializationHandler,
+        shared: &Arc<Shared>,
+    ) -> Result<Option<Self>, RuntimeError> {
+        if stores.is_empty() {
+            return Ok(None);
+        }
+        let mut consumer = log.consumer(&format!("{app}-global"))?;
+        let tps = assign_from_beginning(&mut consumer, log, stores)?;
+        let stopped = || shared.stop.load(Ordering::Acquire) || shared.halt.load(Ordering::Acquire);
+        if !restore(&mut consumer, &tps, stores, handler, &stopped)? {
+            return Ok(None);
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let (stores, shared, flag) = (stores.clone(), shared.clone(), stop.clone());
+        let handle = std::thread::Builder::new()
+            .name(format!("{app}-global"))
+            .spawn(move || keep_current(consumer, &stores, handler, &flag, &shared))
+            .map_err(|e| RuntimeError::ThreadDied {
+                thread: "global thread".into(),
+                reason: e.to_string(),
+            })?;
+        Ok(Some(GlobalThread {
+            stop,
+            handle: Some(handle),
+        }))
+    }
+
+    /// Stops the thread and waits for it.
+    pub(crate) fn stop(mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Every partition of every global topic, assigned at its first readable offset.
+fn assign_from_beginning<L: Log>(
+    consumer: &mut L::Consumer,
+    log: &L,
+    stores: &GlobalStores,
+) -> Result<Vec<TopicPartition>, RuntimeError> {
+    let mut tps = Vec::new();
+    for topic in stores.topics() {
+        let shape =
+            log.describe_topic(&topic)?
+                .ok_or_else(|| RuntimeError::MissingSourceTopic {
+                    topic: topic.clone(),
+                })?;
+        tps.extend((0..shape.partitions).map(|p| TopicPartition::new(topic.clone(), p)));
+    }
+    let mut starts = Vec::with_capacity(tps.len());
+    for tp in &tps {
+        starts.push((tp.clone(), consumer.beginning_offset(tp)?));
+    }
+    consumer.assign_at(&starts)?;
+    Ok(tps)
+}
+
+/// Reads and applies up to each partition's read-committed end as of now.
+/// `false` if `stopped` said so first.
+fn restore<C: Consumer>(
+    consumer: &mut C,
+    tps: &[TopicPartition],
+    stores: &GlobalStores,
+    handler: DeserializationHandler,
+    stopped: &dyn Fn() -> bool,
+) -> Result<bool, RuntimeError> {
+    let mut ends = Vec::with_capacity(tps.len());
+    for tp in tps {
+        ends.push(consumer.end_offset(tp)?);
+    }
+    let mut restored = 0u64;
+    loop {
+        let mut behind = false;
+        for (tp, end) in tps.iter().zip(&ends) {
+            behind |= consumer.position(tp)? < *end;
+        }
+        if !behind {
+            tracing::info!(records = restored, "global stores restored");
+            return Ok(true);
+        }
+        if stopped() {
+            return Ok(false);
+        }
+        for r in consumer.fetch(FETCH_WAIT)? {
+            apply(stores, &r, handler)?;
+            restored += 1;
+        }
+    }
+}
+
+/// The thread's body: applies what arrives until told to stop. An error stops the
+/// application, as a failed global thread stops a Kafka Streams client.
+fn keep_current<C: Consumer>(
+    mut consumer: C,
+    stores: &GlobalStores,
+    handler: DeserializationHandler,
+    stop: &AtomicBool,
+    shared: &Shared,
+) {
+    while !stop.load(Ordering::Acquire) && !shared.halt.load(Ordering::Acquire) {
+        let fetched = match consumer.fetch(FETCH_WAIT) {
+            Ok(records) => records,
+            Err(e) if e.kind() == stoatflow_log::ErrorKind::Retriable => {
+                tracing::warn!(error = %e, "global thread: fetch failed; retrying");
+                continue;
+            }
+            Err(e) => return fail(shared, e.into()),
+        };
+        for r in &fetched {
+            if let Err(e) = apply(stores, r, handler) {
+                return fail(shared, e);
+            }
+        }
+    }
+}
+
+fn fail(shared: &Shared, error: RuntimeError) {
+    tracing::error!(error = %error, "the global thread failed; stopping the application");
+    shared.decide(&error);
+    shared.fail(error);
+    shared.halt.store(true, Ordering::Release);
+}
+
+fn apply(
+    stores: &GlobalStores,
+    r: &FetchedRecord,
+    handler: DeserializationHandler,
+) -> Result<(), RuntimeError> {
+    let rec = GlobalRecord {
+        topic: &r.partition.topic,
+        partition: Some(r.partition.partition.0 as i32),
+        offset: Some(r.offset.0 as i64),
+        key: r.record.key.as_deref(),
+        value: r.record.value.as_deref(),
+        timestamp: r.record.timestamp.0,
+    };
+    stores
+        .apply(&rec, handler)
+        .map_err(|source| RuntimeError::Process {
+            task: "global thread".into(),
+            source,
+        })
+}
