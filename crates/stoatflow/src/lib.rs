@@ -146,7 +146,7 @@
 //! | `to(TopicNameExtractor, ..)` | not supported: one topic per sink |
 //! | `toTable()`, `toTable(Materialized)` | `to_table()`, `to_table_with(Materialized)`; where a null value deletes, `to_table_deleting()`, `to_table_deleting_with(Materialized)` on a `KStream<K, Option<V>>`: `None` deletes the key's row and downstream sees the delete. The source's value serde decides what a null is: `Serdes::nullable(..)` reads it as `None`, a plain serde refuses it (a deserialization error) |
 //! | `groupByKey()`, `groupByKey(Grouped)` | `group_by_key()`, `group_by_key_with(Grouped)` |
-//! | `groupBy(selector, Grouped)` | `group_by(selector, Grouped)` |
+//! | `groupBy(selector, Grouped)` | `group_by(selector, Grouped)`; a selector that may return null (the record is skipped): `group_by_opt(selector, Grouped)`, `None` skips |
 //! | `join/leftJoin/outerJoin(KStream, joiner, JoinWindows, StreamJoined)` | `join`, `left_join`, `outer_join` (same arguments) |
 //! | `join/leftJoin(KTable, joiner, Joined)` | `join_table`, `left_join_table` |
 //! | `join/leftJoin(GlobalKTable, ..)` | not supported: no global tables |
@@ -157,7 +157,7 @@
 //! | `toStream()` | `to_stream()`, a `KStream<K, Option<V>>`: a tombstone is `None` (Kafka Streams forwards a null); a sink takes `Produced<K, V>` and writes a null; `skip_tombstones()` where no delete is expected |
 //! | `toStream(KeyValueMapper)` | `to_stream().map(..)` |
 //! | `suppress(Suppressed)` | `suppress(Suppressed)` (plus `Suppressed::until_barrier`) |
-//! | `groupBy(selector, Grouped)` | `group_by(selector, Grouped)` → `KGroupedTable` |
+//! | `groupBy(selector, Grouped)` | `group_by(selector, Grouped)` → `KGroupedTable`; a selector that may return null or a null key (the row is skipped): `group_by_opt`, `None` skips the row, and a row whose new value selects `None` is subtracted from its old group |
 //! | `join`, `leftJoin`, `outerJoin(KTable, joiner)` | `join`, `left_join`, `outer_join` (the joiner sees `Option` for a side that may be absent) |
 //! | `join`, `leftJoin(KTable, foreignKeyExtractor, joiner)` | `join_on_foreign_key`, `left_join_on_foreign_key` (the extractor takes the value and returns the foreign key, never null; same subscription and response topics) |
 //! | `transformValues(..)` | not supported: use `map_values` or `to_stream().process_values(..)` |

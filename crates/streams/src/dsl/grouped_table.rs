@@ -51,6 +51,22 @@ impl<K: Ord + Clone + 'static, V: Clone + 'static> KTable<K, V> {
         K2: Ord + Clone + std::fmt::Debug + 'static,
         V2: Clone + 'static,
     {
+        self.group_by_opt(move |k, v| Some(selector(k, v)), grouped)
+    }
+
+    /// As [`KTable::group_by`], with a selector that may put a row in no
+    /// group: `None` (Kafka Streams' selector returning null, or a pair with
+    /// a null key) skips the row, and a row that was in a group leaves it
+    /// (its old value is subtracted there, nothing is added anywhere).
+    pub fn group_by_opt<K2, V2>(
+        &self,
+        selector: impl Fn(&K, &V) -> Option<(K2, V2)> + Send + Sync + 'static,
+        grouped: Grouped<K2, V2>,
+    ) -> KGroupedTable<K2, V2>
+    where
+        K2: Ord + Clone + std::fmt::Debug + 'static,
+        V2: Clone + 'static,
+    {
         let selector: Selector<K, V, K2, V2> = Arc::new(selector);
         let prior = self
             .graph

@@ -11,7 +11,8 @@ use crate::dsl::ktable::KTable;
 use crate::dsl::materialized::{Grouped, Materialized, Produced};
 use crate::processors::sink::Sink;
 use crate::processors::stateless::{
-    Branch, Filter, FlatMap, FlatMapValues, Map, MapValues, PassThrough, Peek, Pred, SkipTombstones,
+    Branch, Filter, FlatMap, FlatMapValues, Map, MapValues, PassThrough, Peek, Pred,
+    SelectKeyOrSkip, SkipTombstones,
 };
 use crate::serde::SerdeRef;
 use crate::topology::graph::{
@@ -429,6 +430,34 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         K2: Ord + Clone + std::fmt::Debug + 'static,
     {
         self.select_key(f).group_by_key_with(grouped)
+    }
+
+    /// Groups by a new key that `f` may decline to give: `None` drops the
+    /// record (Kafka Streams' `groupBy` selector returning null). Named
+    /// apart from [`KStream::group_by`] because Rust has no overloading on
+    /// a closure's return type.
+    pub fn group_by_opt<K2>(
+        &self,
+        f: impl Fn(&K, &V) -> Option<K2> + Send + Sync + 'static,
+        grouped: Grouped<K2, V>,
+    ) -> KGroupedStream<K2, V>
+    where
+        K2: Ord + Clone + std::fmt::Debug + 'static,
+    {
+        let f: Arc<dyn Fn(&K, &V) -> Option<K2> + Send + Sync> = Arc::new(f);
+        self.child(
+            "KSTREAM-KEY-SELECT",
+            None,
+            self.value_serde.clone(),
+            true,
+            Arc::new(move |_: &mut Instantiation, ch: Vec<Box<dyn Any>>| {
+                port::<K, V, _>(SelectKeyOrSkip {
+                    f: f.clone(),
+                    down: Downstream::from_children(ch),
+                })
+            }),
+        )
+        .group_by_key_with(grouped)
     }
 
     fn with_serdes(&self, grouped: Grouped<K, V>) -> Self {

@@ -1,5 +1,6 @@
 //! The stateless operators: filter, map, map_values, flat_map,
-//! flat_map_values, peek, foreach, branch, and the pass-through used by merge.
+//! flat_map_values, peek, foreach, branch, the key selection that may skip
+//! a record (`group_by_opt`), and the pass-through used by merge.
 
 use std::sync::Arc;
 
@@ -41,6 +42,31 @@ impl<K, V, K2: Clone, V2: Clone> Push<K, V> for Map<K, V, K2, V2> {
             Record {
                 key: k,
                 value: v,
+                timestamp: rec.timestamp,
+                headers: rec.headers,
+            },
+        )
+    }
+}
+
+/// A new key per record, or `None` to drop the record (Kafka Streams'
+/// key selector returning null before a grouping).
+pub(crate) struct SelectKeyOrSkip<K, V, K2> {
+    pub(crate) f: Arc<dyn Fn(&K, &V) -> Option<K2> + Send + Sync>,
+    pub(crate) down: Downstream<K2, V>,
+}
+
+impl<K, V: Clone, K2: Clone> Push<K, V> for SelectKeyOrSkip<K, V, K2> {
+    #[inline]
+    fn push(&mut self, cx: &mut TaskContext, rec: Record<K, V>) -> Result<(), ProcessError> {
+        let Some(key) = (self.f)(&rec.key, &rec.value) else {
+            return Ok(());
+        };
+        self.down.forward(
+            cx,
+            Record {
+                key,
+                value: rec.value,
                 timestamp: rec.timestamp,
                 headers: rec.headers,
             },

@@ -1,6 +1,8 @@
 //! Regrouping a table (`KTable::group_by`, Kafka Streams'
 //! `KTableRepartitionMap`): each update becomes a [`Change`] under the
-//! selected key, the old value's pair first.
+//! selected key, the old value's pair first. A row the selector puts in no
+//! group (a `None` pair) is treated as deleted: only its old pair is sent,
+//! as a subtraction.
 //!
 //! The old pair is the one this operator selected last for the key, kept in
 //! its own store, so the parent table needs no old values of its own (and
@@ -22,8 +24,9 @@ use crate::record::{Change, Record};
 use crate::topology::context::TaskContext;
 use crate::topology::graph::{Downstream, Push};
 
-/// The selector of a regrouping: a row's new key and value.
-pub(crate) type Selector<K, V, K2, V2> = Arc<dyn Fn(&K, &V) -> (K2, V2) + Send + Sync>;
+/// The selector of a regrouping: a row's new key and value, or `None` for a
+/// row in no group.
+pub(crate) type Selector<K, V, K2, V2> = Arc<dyn Fn(&K, &V) -> Option<(K2, V2)> + Send + Sync>;
 
 pub(crate) struct TableRegroup<K, V, K2, V2> {
     pub(crate) store_name: String,
@@ -47,7 +50,10 @@ where
             store: self.store_name.clone(),
             source: Box::new(source),
         };
-        let new = rec.value.as_ref().map(|v| (self.selector)(&rec.key, v));
+        let new = rec
+            .value
+            .as_ref()
+            .and_then(|v| (self.selector)(&rec.key, v));
         let old = {
             let mut prior = self.prior.borrow_mut();
             let old = prior.get(&rec.key).map_err(err)?.map(|v| v.value);

@@ -6,9 +6,9 @@
 //! `KTableAggregateTest` (`testAggBasic`, `testAggRepartition`,
 //! `testCount`, `testRemoveOldBeforeAddNew`), `KGroupedTableImplTest`
 //! (`shouldReduce`) and `KStreamImplTest`'s toTable cases, with their
-//! timestamps. One named divergence: a Rust selector cannot return a null
-//! key or a null pair, so `testAggRepartition`'s two inputs that select
-//! one (and which Kafka Streams skips without output) are left out.
+//! timestamps. A Kafka Streams selector returning a null key or a null pair
+//! (`testAggRepartition`'s keys `null` and `NULL`) is a `group_by_opt`
+//! selector returning `None` here: the row is skipped.
 
 use stoatflow_streams::{
     Consumed, Grouped, KTable, Materialized, Produced, Serdes, StreamsBuilder, Topology,
@@ -39,10 +39,18 @@ fn delete(key: &str, ts: i64) -> Step {
 /// Kafka Streams' `MockAggregator.TOSTRING_ADDER` / `TOSTRING_REMOVER` over
 /// the regrouped table `selector` gives.
 fn to_string_aggregate(selector: fn(&String, &String) -> (String, String)) -> Topology {
+    to_string_aggregate_opt(move |k, v| Some(selector(k, v)))
+}
+
+/// As [`to_string_aggregate`], the selector putting a row in no group where
+/// it returns `None`.
+fn to_string_aggregate_opt(
+    selector: impl Fn(&String, &String) -> Option<(String, String)> + Send + Sync + 'static,
+) -> Topology {
     let mut b = StreamsBuilder::new();
     let t = b
         .table("input", strings(), "input-table")
-        .group_by(selector, Grouped::with(Serdes::string(), Serdes::string()))
+        .group_by_opt(selector, Grouped::with(Serdes::string(), Serdes::string()))
         .aggregate(
             || "0".to_owned(),
             |_, v, agg| format!("{agg}+{v}"),
@@ -84,13 +92,19 @@ fn ktable_aggregate_agg_basic_subtracts_then_adds_in_one_update_when_the_key_sta
 
 #[test]
 fn ktable_aggregate_agg_repartition_sends_a_moved_row_as_subtract_then_add() {
-    scenario(to_string_aggregate(|_, v| (v.clone(), v.clone())))
+    // Kafka Streams' selector: key `null` selects a null key, key `NULL` a
+    // null pair; both rows are skipped without output.
+    let selector =
+        |k: &String, v: &String| (k != "null" && k != "NULL").then(|| (v.clone(), v.clone()));
+    scenario(to_string_aggregate_opt(selector))
         .steps([
             pipe("A", "1", 10),
             delete("A", 15),
             pipe("A", "1", 12),
             pipe("B", "2", 20),
+            pipe("null", "3", 25),
             pipe("B", "4", 23),
+            pipe("NULL", "5", 24),
             pipe("B", "7", 22),
             expect(
                 "out",
@@ -467,6 +481,66 @@ fn a_delete_through_to_table_deleting_retracts_a_table_table_join_result() {
             expect("out", [out("A", "X0+Y0", 5)]),
             delete("A", 6),
             expect("out", [tombstone("A", 6)]),
+        ])
+        .run();
+}
+
+#[test]
+fn a_row_whose_new_value_selects_no_group_leaves_its_old_group() {
+    // Kafka Streams' `KTableRepartitionMap`: the old value's pair is
+    // subtracted from its group; a new value that selects nothing adds
+    // nothing, and the next update has no old pair to subtract.
+    let selector = |_: &String, v: &String| (v != "skip").then(|| (v.clone(), v.clone()));
+    scenario(to_string_aggregate_opt(selector))
+        .steps([
+            pipe("A", "1", 10),
+            pipe("A", "skip", 11),
+            pipe("A", "2", 12),
+            pipe("A", "skip", 13),
+            delete("A", 14),
+            expect(
+                "out",
+                [
+                    ("1", "0+1", 10),
+                    ("1", "0+1-1", 11),
+                    ("2", "0+2", 12),
+                    ("2", "0+2-2", 13),
+                ],
+            ),
+        ])
+        .run();
+}
+
+#[test]
+fn kstream_group_by_opt_drops_the_records_it_selects_no_key_for() {
+    // Kafka Streams' `KStream.groupBy` with a selector returning null: the
+    // record is dropped before the repartition topic, and counts nowhere.
+    let mut b = StreamsBuilder::new();
+    b.stream("input", strings())
+        .group_by_opt(
+            |_, v: &String| {
+                v.split(':')
+                    .next()
+                    .filter(|g| !g.is_empty())
+                    .map(str::to_owned)
+            },
+            Grouped::with(Serdes::string(), Serdes::string()),
+        )
+        .count()
+        .to_stream()
+        .map_values(|_, n| n.map(|n| n.to_string()))
+        .to("out", Produced::with(Serdes::string(), Serdes::string()));
+    let topology = b.build().unwrap();
+    assert_eq!(topology.subtopology_count(), 2);
+    Scenario::new(topology)
+        .input::<String, String>("input")
+        .output::<String, Option<String>>("out")
+        .steps([
+            pipe("A", "x:1", 1),
+            pipe("B", ":2", 2),
+            pipe("C", "y:3", 3),
+            pipe("D", "x:4", 4),
+            expect("out", [("x", "1", 1), ("y", "1", 3), ("x", "2", 4)]),
         ])
         .run();
 }
