@@ -130,7 +130,8 @@
 //! | **StreamsBuilder** `stream(topic, Consumed)` | `stream(topic, Consumed)` |
 //! | `stream(Collection<String>)`, `stream(Pattern)` | not supported: one topic per source (a pattern needs topic discovery the embedded log does not do) |
 //! | `table(topic, Consumed, Materialized)` | `table(topic, Consumed, store_name)`; a null value deletes |
-//! | `globalTable(..)`, `addGlobalStore(..)` | not supported: no global (fully replicated) stores yet; use a co-partitioned `table` |
+//! | `globalTable(topic, Consumed, Materialized)` | `global_table(topic, Consumed, Materialized)` → `GlobalKTable`: restored in full from its topic on every instance before processing starts, kept current by a global thread, never changelogged, in memory on both engines; not time-synchronised (a watermark strategy on its `Consumed` is refused); the test driver applies a piped record at once and reads the store with `global_store` (docs/global-tables.md) |
+//! | `addGlobalStore(..)` | not supported: a global store is only a `global_table`'s (no user processor updates it) |
 //! | `addStateStore(StoreBuilder)` | `add_state_store(StoreBuilder)` |
 //! | `build()` | `build()` (returns `Result`: bad arguments are reported here) |
 //! | **KStream** `filter`, `filterNot` | `filter`, `filter_not` |
@@ -149,7 +150,7 @@
 //! | `groupBy(selector, Grouped)` | `group_by(selector, Grouped)`; a selector that may return null (the record is skipped): `group_by_opt(selector, Grouped)`, `None` skips |
 //! | `join/leftJoin/outerJoin(KStream, joiner, JoinWindows, StreamJoined)` | `join`, `left_join`, `outer_join` (same arguments) |
 //! | `join/leftJoin(KTable, joiner, Joined)` | `join_table`, `left_join_table` |
-//! | `join/leftJoin(GlobalKTable, ..)` | not supported: no global tables |
+//! | `join/leftJoin(GlobalKTable, keySelector, joiner)` | `join_global`, `left_join_global` (the key mapper returns `Option`: `None` is Kafka Streams' null, no match); the row as the global store is when the record is processed; no co-partitioning, no repartition; driver and runtime |
 //! | `process(ProcessorSupplier, stores..)`, `processValues(..)` | `process`, `process_values` |
 //! | `transform`, `transformValues`, `flatTransform` (removed in 4.0) | not supported: use `process` / `process_values` |
 //! | **KTable** `filter`, `filterNot` | `filter`, `filter_not` |

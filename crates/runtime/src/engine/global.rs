@@ -190,3 +190,83 @@ fn apply(
             source,
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use stoatflow_log::{EmbeddedLog, Record, Timestamp, TopicSpec, TransactionalProducer};
+    use stoatflow_streams::{Consumed, Materialized, Serdes, StreamsBuilder, Topology};
+
+    use super::*;
+
+    fn topology() -> Topology {
+        let mut b = StreamsBuilder::new();
+        let _ = b.global_table(
+            "g",
+            Consumed::with(Serdes::string(), Serdes::string()),
+            Materialized::as_("g-store"),
+        );
+        b.build().unwrap()
+    }
+
+    /// Writes `rows` to partition `p` of `g` in one transaction, committed or aborted.
+    fn write(log: &EmbeddedLog, p: u32, rows: &[(&str, Option<&str>)], commit: bool) {
+        let mut producer = log.transactional_producer("writer").unwrap();
+        producer.begin().unwrap();
+        for (k, v) in rows {
+            let r = Record::new(Some(k.as_bytes()), v.map(str::as_bytes), Timestamp(1));
+            producer.send(&TopicPartition::new("g", p), &r).unwrap();
+        }
+        match commit {
+            true => producer.commit().unwrap(),
+            false => producer.abort().unwrap(),
+        }
+    }
+
+    fn restored(log: &EmbeddedLog, stores: &GlobalStores) -> Vec<(String, String)> {
+        let mut consumer = log.consumer("app-global").unwrap();
+        let tps = assign_from_beginning(&mut consumer, log, stores).unwrap();
+        let done = restore(
+            &mut consumer,
+            &tps,
+            stores,
+            DeserializationHandler::LogAndFail,
+            &|| false,
+        )
+        .unwrap();
+        assert!(done);
+        let store = stores.store::<String, String>("g-store").unwrap().unwrap();
+        store.all().into_iter().map(|(k, v)| (k, v.value)).collect()
+    }
+
+    #[test]
+    fn the_restore_reads_every_partition_to_its_committed_end_before_returning() {
+        let log = EmbeddedLog::in_memory();
+        log.create_topic(&TopicSpec::new("g", 2)).unwrap();
+        write(&log, 0, &[("a", Some("1")), ("b", Some("2"))], true);
+        write(&log, 1, &[("c", Some("3"))], true);
+        write(&log, 1, &[("d", Some("aborted"))], false);
+        write(&log, 0, &[("b", None), ("a", Some("11"))], true);
+        let stores = topology().with_new_global_stores();
+        let rows = restored(&log, stores.global_stores());
+        let text = |rows: &[(&str, &str)]| -> Vec<(String, String)> {
+            rows.iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        assert_eq!(rows, text(&[("a", "11"), ("c", "3")]));
+        // Another instance's (or a restarted one's) stores start empty and restore alike.
+        let again = topology().with_new_global_stores();
+        assert_eq!(restored(&log, again.global_stores()), rows);
+    }
+
+    #[test]
+    fn a_missing_global_topic_is_named() {
+        let log = EmbeddedLog::in_memory();
+        let topology = topology();
+        let mut consumer = log.consumer("app-global").unwrap();
+        let err = assign_from_beginning(&mut consumer, &log, topology.global_stores())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("topic g does not exist"), "{err}");
+    }
+}
