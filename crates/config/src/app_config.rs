@@ -12,7 +12,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use stoatflow_runtime::{Backend, ProcessingGuarantee, RuntimeConfig, RuntimeError};
-use stoatflow_streams::{CoordinationMode, DeserializationHandler, DispatchMode, StoreType};
+use stoatflow_streams::{
+    CoordinationMode, DeserializationHandler, DispatchMode, ProductionHandler, StoreType,
+};
 use stoatflow_time::SourceTimePolicy;
 
 use crate::error::{ConfigError, Origin};
@@ -191,6 +193,14 @@ const DESER_HANDLERS: &[(&str, DeserializationHandler)] = &[
     ),
 ];
 
+/// The names the production handler accepts: ours and Kafka Streams' default
+/// handler's class name (which fails).
+const PRODUCTION_HANDLERS: &[(&str, ProductionHandler)] = &[
+    ("fail", ProductionHandler::Fail),
+    ("continue", ProductionHandler::Continue),
+    ("DefaultProductionExceptionHandler", ProductionHandler::Fail),
+];
+
 /// The names `metrics.recording.level` accepts.
 const RECORDING_LEVELS: &[(&str, RecordingLevel)] = &[
     ("info", RecordingLevel::Info),
@@ -237,6 +247,9 @@ impl Draft {
             APPLICATION_ID => rt.streams.application_id = string(e)?,
             GUARANTEE => rt.guarantee = choice(e, GUARANTEES)?,
             DESER_HANDLER => rt.streams.deserialization_handler = choice(e, DESER_HANDLERS)?,
+            PRODUCTION_HANDLER => {
+                rt.streams.production_handler = choice(e, PRODUCTION_HANDLERS)?;
+            }
             BOOTSTRAP => self.bootstrap = Some(string(e)?),
             CLIENT_ID => self.client_id = Some(string(e)?),
             REPLICATION => self.replication_factor = Some(int(e, 1, 32_767)? as i32),

@@ -11,7 +11,9 @@
 use std::time::Duration;
 
 use stoatflow_runtime::ProcessingGuarantee;
-use stoatflow_streams::{CoordinationMode, DeserializationHandler, DispatchMode};
+use stoatflow_streams::{
+    CoordinationMode, DeserializationHandler, DispatchMode, ProductionHandler,
+};
 
 use crate::app_config::{AppConfig, BackendSettings, RecordingLevel};
 use crate::error::Origin;
@@ -88,6 +90,11 @@ impl AppConfig {
             DESER_HANDLER => match rt.streams.deserialization_handler {
                 DeserializationHandler::LogAndFail => "log-and-fail",
                 DeserializationHandler::LogAndContinue => "log-and-continue",
+            }
+            .to_owned(),
+            PRODUCTION_HANDLER => match rt.streams.production_handler {
+                ProductionHandler::Fail => "fail",
+                ProductionHandler::Continue => "continue",
             }
             .to_owned(),
             BOOTSTRAP => kafka?.bootstrap_servers.clone(),

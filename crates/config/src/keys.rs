@@ -29,6 +29,8 @@ pub const APPLICATION_ID: &str = "application.id";
 pub const GUARANTEE: &str = "processing.guarantee";
 /// `default.deserialization.exception.handler`.
 pub const DESER_HANDLER: &str = "default.deserialization.exception.handler";
+/// `default.production.exception.handler`.
+pub const PRODUCTION_HANDLER: &str = "default.production.exception.handler";
 /// `bootstrap.servers`.
 pub const BOOTSTRAP: &str = "bootstrap.servers";
 /// `client.id`.
@@ -119,6 +121,7 @@ pub const KEYS: &[KeySpec] = &[
         "log-and-fail | log-and-continue",
         "log-and-fail",
     ),
+    k(PRODUCTION_HANDLER, "fail | continue", "fail"),
     k(
         BOOTSTRAP,
         "host:port[,host:port...] (kafka backend)",

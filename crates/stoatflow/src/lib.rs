@@ -144,7 +144,7 @@
 //! | `merge` | `merge` |
 //! | `repartition(Repartitioned)` | `repartition(Grouped)` (serdes and name; the partition count is the topic's) |
 //! | `to(topic, Produced)` | `to(topic, Produced)` |
-//! | `to(TopicNameExtractor, ..)` | not supported: one topic per sink |
+//! | `to(TopicNameExtractor, Produced)` | `to_dynamic(extractor, Produced)`: the extractor gets key, value and a `RecordContext`; each topic must exist (looked up on the log the first time it is met; a missing one goes to the production handler, `StreamsConfig::with_production_handler`, FAIL by default); internal topics are refused; the test driver takes any topic, as Kafka Streams' |
 //! | `toTable()`, `toTable(Materialized)` | `to_table()`, `to_table_with(Materialized)`; where a null value deletes, `to_table_deleting()`, `to_table_deleting_with(Materialized)` on a `KStream<K, Option<V>>`: `None` deletes the key's row and downstream sees the delete. The source's value serde decides what a null is: `Serdes::nullable(..)` reads it as `None`, a plain serde refuses it (a deserialization error) |
 //! | `groupByKey()`, `groupByKey(Grouped)` | `group_by_key()`, `group_by_key_with(Grouped)` |
 //! | `groupBy(selector, Grouped)` | `group_by(selector, Grouped)`; a selector that may return null (the record is skipped): `group_by_opt(selector, Grouped)`, `None` skips |

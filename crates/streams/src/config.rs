@@ -39,6 +39,21 @@ pub enum DeserializationHandler {
     LogAndContinue,
 }
 
+/// What happens to a record a sink cannot hand to the log (Kafka Streams'
+/// `default.production.exception.handler`). Today that is a record whose
+/// dynamic sink picked a topic that does not exist; a record that does not
+/// serialize still stops the task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProductionHandler {
+    /// Stop with an error naming the topic and the record (Kafka Streams'
+    /// `FAIL`, its default handler's answer).
+    #[default]
+    Fail,
+    /// Log, count `dropped.records.total{reason="missing_topic"}` and go on
+    /// (Kafka Streams' `CONTINUE`).
+    Continue,
+}
+
 /// Settings of one application.
 #[derive(Debug, Clone)]
 pub struct StreamsConfig {
@@ -50,6 +65,8 @@ pub struct StreamsConfig {
     pub dispatch: DispatchMode,
     /// The deserialization handler.
     pub deserialization_handler: DeserializationHandler,
+    /// The production handler.
+    pub production_handler: ProductionHandler,
     /// `stoatflow.changelog.enabled`.
     pub changelog_enabled: bool,
     /// `stoatflow.watermark.max-out-of-orderness-ms`, for sources without a strategy.
@@ -68,6 +85,7 @@ impl Default for StreamsConfig {
             coordination: CoordinationMode::Auto,
             dispatch: DispatchMode::Auto,
             deserialization_handler: DeserializationHandler::LogAndFail,
+            production_handler: ProductionHandler::Fail,
             changelog_enabled: true,
             max_out_of_orderness: Duration::from_millis(10_000),
             default_dsl_store: None,
@@ -88,6 +106,13 @@ impl StreamsConfig {
     #[must_use]
     pub fn with_deserialization_handler(mut self, h: DeserializationHandler) -> Self {
         self.deserialization_handler = h;
+        self
+    }
+
+    /// Sets the production handler.
+    #[must_use]
+    pub fn with_production_handler(mut self, h: ProductionHandler) -> Self {
+        self.production_handler = h;
         self
     }
 

@@ -157,6 +157,42 @@ pub enum ProcessError {
         /// What went wrong.
         reason: String,
     },
+    /// A dynamic sink picked a topic that does not exist (or whose name the
+    /// log refuses), under the fail production handler.
+    #[error("sink {node}: topic {topic} for {record} {reason}")]
+    MissingTopic {
+        /// The sink node.
+        node: String,
+        /// The topic its extractor picked.
+        topic: String,
+        /// The record: its key, source position and timestamp.
+        record: String,
+        /// `does not exist`, or why the log refuses the name.
+        reason: String,
+    },
+    /// A dynamic sink picked one of the application's internal topics.
+    #[error(
+        "sink {node}: topic {topic} for {record} is an internal topic of this application \
+         (a repartition topic or a changelog); a dynamic sink never writes one"
+    )]
+    InternalTopic {
+        /// The sink node.
+        node: String,
+        /// The topic its extractor picked.
+        topic: String,
+        /// The record: its key, source position and timestamp.
+        record: String,
+    },
+    /// A dynamic sink could not look its topic up.
+    #[error("sink {node}: cannot look topic {topic} up: {reason}")]
+    TopicLookup {
+        /// The sink node.
+        node: String,
+        /// The topic.
+        topic: String,
+        /// Why.
+        reason: String,
+    },
     /// A record for a topic no source reads.
     #[error("no source reads topic {topic}")]
     UnknownTopic {

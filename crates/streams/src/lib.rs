@@ -61,7 +61,9 @@ mod serde;
 mod topology;
 mod windows;
 
-pub use config::{CoordinationMode, DeserializationHandler, DispatchMode, StreamsConfig};
+pub use config::{
+    CoordinationMode, DeserializationHandler, DispatchMode, ProductionHandler, StreamsConfig,
+};
 pub use cron::CronSchedule;
 pub use dsl::builder::StreamsBuilder;
 pub use dsl::cogroup::{
@@ -86,7 +88,7 @@ pub use processor::{
 };
 pub use processors::scheduled_source::Schedule;
 pub use processors::suppress_time::{BufferConfig, BufferFullStrategy};
-pub use record::{Change, Headers, Record, Window, Windowed};
+pub use record::{Change, Headers, Record, RecordContext, Window, Windowed};
 pub use serde::{
     BytesSerde, ChangeSerde, F64Serde, I32Serde, I64Serde, JsonSerde, NullableSerde, Serde,
     SerdeError, SerdeRef, Serdes, SessionWindowedSerde, SortableForm, StringSerde,
@@ -99,7 +101,8 @@ pub use topology::context::{
 pub use topology::task::{EpochCommit, RawRecord, StreamTask, TypedInput};
 pub use topology::{
     BytesStoreSupplier, EventTimeReader, GlobalKeyValueStore, GlobalRecord, GlobalStores,
-    PersistentStore, SourceDescription, StoreShape, StoreType, TaskStores, Topology,
+    PersistentStore, SourceDescription, StoreShape, StoreType, TaskStores, TopicCatalog,
+    TopicLookup, Topology,
 };
 pub use windows::{EmitStrategy, SessionWindows, SlidingWindows, TimeWindows};
 

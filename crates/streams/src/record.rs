@@ -1,6 +1,7 @@
 //! What flows between processors: [`Record`], its [`Headers`], the
 //! windowed key types [`Window`] and [`Windowed`], and a table update with
-//! its old value, [`Change`].
+//! its old value, [`Change`], and what a topic-name extractor sees of a
+//! record besides key and value, [`RecordContext`].
 //!
 //! Records are typed; nothing here serializes.
 
@@ -158,4 +159,22 @@ impl<K: fmt::Display> fmt::Display for Windowed<K> {
             self.key, self.window.start, self.window.end
         )
     }
+}
+
+/// What a dynamic sink's topic-name extractor sees of a record besides its
+/// key and value (Kafka Streams' `RecordContext`): where the record being
+/// processed came from, its timestamp and its headers.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordContext<'a> {
+    /// The source topic of the record being processed (empty for records a
+    /// punctuator or an emission pass created).
+    pub topic: &'a str,
+    /// Its source partition, if it came from one.
+    pub partition: Option<i32>,
+    /// Its source offset, if it came from one.
+    pub offset: Option<i64>,
+    /// The record's timestamp, ms.
+    pub timestamp: i64,
+    /// The record's headers.
+    pub headers: &'a Headers,
 }

@@ -9,7 +9,9 @@ use stoatflow_config::{
     AppConfig, BackendSettings, ConfigLoader, KEYS, PropertyValue, RecordingLevel, env_name,
 };
 use stoatflow_runtime::ProcessingGuarantee;
-use stoatflow_streams::{CoordinationMode, DeserializationHandler, DispatchMode, StoreType};
+use stoatflow_streams::{
+    CoordinationMode, DeserializationHandler, DispatchMode, ProductionHandler, StoreType,
+};
 use stoatflow_time::GeneratorSpec;
 
 type Check = fn(&AppConfig) -> bool;
@@ -29,6 +31,9 @@ fn table() -> Vec<(&'static str, &'static str, Check)> {
             "log-and-continue",
             |c| c.runtime.streams.deserialization_handler == DeserializationHandler::LogAndContinue,
         ),
+        ("default.production.exception.handler", "continue", |c| {
+            c.runtime.streams.production_handler == ProductionHandler::Continue
+        }),
         (
             "bootstrap.servers",
             "b1:9092,b2:9092",

@@ -6,6 +6,7 @@
 
 pub(crate) mod cadence;
 pub(crate) mod layout;
+pub(crate) mod topic_catalog;
 
 use std::path::PathBuf;
 use std::time::Duration;

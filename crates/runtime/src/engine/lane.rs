@@ -73,6 +73,8 @@ pub(crate) struct LaneSetup<L: Log> {
     /// The epoch the lane's first records belong to (the last committed
     /// barrier's successor).
     pub(crate) first_epoch: u64,
+    /// Where its tasks' dynamic sinks look their topics up.
+    pub(crate) topics: Arc<dyn stoatflow_streams::TopicCatalog>,
 }
 
 /// Output records a lane's tasks hold before it hands them to the
@@ -342,10 +344,11 @@ fn build_tasks<L: Log>(
             dir: setup.state_dir.as_ref().map(|d| d.join(id.to_string())),
             default: setup.default_store,
         };
-        let task = setup
+        let mut task = setup
             .topology
             .instantiate_in(id.subtopology, &setup.config, stores)
             .map_err(process_err(id))?;
+        task.set_topic_catalog(setup.topics.clone());
         tasks.insert(id, task);
     }
     current.set(None);

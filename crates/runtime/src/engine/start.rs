@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use stoatflow_log::offset_metadata;
 use stoatflow_log::{Consumer, Log, TopicPartition};
-use stoatflow_streams::{DispatchMode, StreamsConfig, Topology};
+use stoatflow_streams::{DispatchMode, StreamsConfig, TopicCatalog, Topology};
 use stoatflow_time::{
     Clock, EventTime, OrderedDispatch, SourcePartition, WallTime, Watermark, WatermarkTracker,
 };
@@ -23,6 +23,7 @@ use stoatflow_time::{
 use crate::app_state::AppState;
 use crate::config::cadence::BarrierCadence;
 use crate::config::layout::{Layout, log_topic_name};
+use crate::config::topic_catalog::LogTopics;
 use crate::config::{ProcessingGuarantee, RuntimeConfig};
 use crate::engine::assignment::Membership;
 use crate::engine::commit::barrier::lane_failed;
@@ -62,9 +63,12 @@ struct Starting<'a, L: Log> {
     tracking: bool,
     /// The configuration the lanes' and the standby copies' tasks run on.
     streams_config: Arc<StreamsConfig>,
+    /// The topics dynamic sinks pick, as the lanes and the committer look
+    /// them up.
+    topics: Arc<dyn TopicCatalog>,
 }
 
-impl<'a, L: Log> Starting<'a, L> {
+impl<'a, L: Log + 'static> Starting<'a, L> {
     /// Plans the layout of the topology's topics on the log, then reads the clock.
     fn new(
         topology: &'a Arc<Topology>,
@@ -83,6 +87,7 @@ impl<'a, L: Log> Starting<'a, L> {
             now: clock.now(),
             tracking: tracks_event_time(topology, config),
             streams_config: Arc::new(config.streams.clone()),
+            topics: Arc::new(LogTopics::new(log.clone())),
         })
     }
 }
@@ -172,7 +177,7 @@ impl<L: Log + 'static> Engine<L> {
         let upkeep = upkeep_front(config, upkeep, &sources.slots);
         let committer = Committer::start(
             commit_path,
-            sink_routing(&s.plan),
+            sink_routing(&s.plan, s.topics.clone()),
             &s.app,
             commit_inbox,
             barrier + 1,
@@ -497,6 +502,7 @@ fn spawn_lanes<L: Log + 'static, C>(
             takeover: takeover.then(|| sources.processor_metadata.clone()),
             early: early.clone(),
             first_epoch: seeded.last_barrier + 1,
+            topics: s.topics.clone(),
         };
         let (restored_tx, failures_tx) = (restored_tx.clone(), failures_tx.clone());
         let handle = std::thread::Builder::new()
@@ -637,8 +643,9 @@ fn start_standby<L: Log + 'static>(
     Ok(standby)
 }
 
-/// Each sink topic's partitions, as the committer routes output to them.
-fn sink_routing(plan: &Layout) -> SinkRouting {
+/// Each sink topic's partitions, as the committer routes output to them,
+/// and where it finds those of the topics dynamic sinks pick.
+fn sink_routing(plan: &Layout, topics: Arc<dyn TopicCatalog>) -> SinkRouting {
     let sink_tps = plan
         .sinks
         .iter()
@@ -649,5 +656,5 @@ fn sink_routing(plan: &Layout) -> SinkRouting {
             (Arc::from(topic.as_str()), tps)
         })
         .collect();
-    SinkRouting::new(sink_tps)
+    SinkRouting::new(sink_tps, Some(topics))
 }

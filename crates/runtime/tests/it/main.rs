@@ -5,6 +5,7 @@ mod close_while_restoring;
 mod commit_faults;
 mod crash_points;
 mod direct_dispatch;
+mod dynamic_sinks;
 mod early_output;
 mod end_to_end;
 mod families;

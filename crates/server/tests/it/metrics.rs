@@ -122,7 +122,8 @@ fn metrics_at_info_level_carry_every_required_name_and_not_the_debug_ones() {
             ("late_window", 1.0),
             ("late_session", 0.0),
             ("deserialization_error", 0.0),
-            ("null_key", 0.0)
+            ("null_key", 0.0),
+            ("missing_topic", 0.0)
         ]
     );
     let segments = &families["stoatflow_store_segments"].samples;

@@ -9,11 +9,13 @@ use crate::dsl::builder::add_source;
 use crate::dsl::grouped::KGroupedStream;
 use crate::dsl::ktable::KTable;
 use crate::dsl::materialized::{Grouped, Materialized, Produced};
+use crate::processors::dynamic_sink::{DynamicSink, TopicExtractor};
 use crate::processors::sink::Sink;
 use crate::processors::stateless::{
     Branch, Filter, FlatMap, FlatMapValues, Map, MapValues, PassThrough, Peek, Pred,
     SelectKeyOrSkip, SkipTombstones,
 };
+use crate::record::RecordContext;
 use crate::serde::SerdeRef;
 use crate::topology::graph::{
     Downstream, Factory, Instantiation, NodeDef, NodeId, NodeKind, SharedGraph, port,
@@ -331,6 +333,47 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             kind: NodeKind::Sink {
                 topic: topic.to_string(),
             },
+            parents: vec![self.node],
+            stores: vec![],
+            watermark_driven: None,
+            internal: false,
+            factory,
+        });
+    }
+
+    /// Writes each record to the topic `extractor` picks from its key, value
+    /// and [`RecordContext`] (Kafka Streams' `to(TopicNameExtractor,
+    /// Produced)`). The topic must exist: on the runtime it is looked up on
+    /// the log the first time a task meets it, and a record for a missing
+    /// topic goes to the production handler ([`crate::ProductionHandler`]:
+    /// fail names the topic and the record; continue drops and counts it).
+    /// One of the application's internal topics (a repartition topic or a
+    /// changelog) stops the task, whatever the handler. The test driver, as
+    /// Kafka Streams', takes any topic.
+    pub fn to_dynamic(
+        &self,
+        extractor: impl Fn(&K, &V, &RecordContext<'_>) -> String + Send + Sync + 'static,
+        produced: impl Into<Produced<K, V>>,
+    ) {
+        let produced = produced.into();
+        let extractor: TopicExtractor<K, V> = Arc::new(extractor);
+        let mut g = self.graph.borrow_mut();
+        let name = g.next_name("KSTREAM-SINK");
+        let node = name.clone();
+        let factory: Factory = Arc::new(move |cx: &mut Instantiation, _: Vec<Box<dyn Any>>| {
+            port::<K, V, _>(DynamicSink {
+                node: node.clone(),
+                extractor: extractor.clone(),
+                key_serde: produced.key_serde.clone(),
+                value_serde: produced.value_serde.clone(),
+                handler: cx.config.production_handler,
+                internal: cx.internal_topics.clone(),
+                known: std::collections::HashMap::new(),
+            })
+        });
+        g.add(NodeDef {
+            name,
+            kind: NodeKind::DynamicSink,
             parents: vec![self.node],
             stores: vec![],
             watermark_driven: None,

@@ -108,6 +108,14 @@ impl<K: 'static, V: 'static> Grouped<K, V> {
             name: Some(name.into()),
         }
     }
+
+    /// Names the repartition topic / grouping, keeping the serdes (Kafka
+    /// Streams' `withName`).
+    #[must_use]
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
 }
 
 impl<K, V> Default for Grouped<K, V> {

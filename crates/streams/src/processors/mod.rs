@@ -5,6 +5,7 @@
 //! leaves (records, serdes, window definitions); never the DSL that wires it
 //! nor the Processor API.
 
+pub(crate) mod dynamic_sink;
 pub(crate) mod fk_join;
 pub(crate) mod global_join;
 pub(crate) mod scheduled_source;

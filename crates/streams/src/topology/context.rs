@@ -23,15 +23,19 @@ pub enum DropReason {
     DeserializationError,
     /// A null key reached an aggregation or join.
     NullKey,
+    /// A dynamic sink picked a topic that does not exist and the production
+    /// handler continued.
+    MissingTopic,
 }
 
 impl DropReason {
     /// All reasons, in label order.
-    pub const ALL: [DropReason; 4] = [
+    pub const ALL: [DropReason; 5] = [
         DropReason::LateWindow,
         DropReason::LateSession,
         DropReason::DeserializationError,
         DropReason::NullKey,
+        DropReason::MissingTopic,
     ];
 
     /// The Prometheus label value.
@@ -41,6 +45,7 @@ impl DropReason {
             DropReason::LateSession => "late_session",
             DropReason::DeserializationError => "deserialization_error",
             DropReason::NullKey => "null_key",
+            DropReason::MissingTopic => "missing_topic",
         }
     }
 }
@@ -78,7 +83,7 @@ pub struct DropEvent {
 /// The task's counters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TaskMetrics {
-    dropped: [u64; 4],
+    dropped: [u64; DropReason::ALL.len()],
     /// Records that entered through a source.
     pub records_in: u64,
     /// Records that left through a sink.
@@ -165,6 +170,9 @@ pub struct TaskContext {
     pub(crate) drop_events: Option<Vec<DropEvent>>,
     /// While an emission pass forwards a final result: its window.
     pub(crate) emitting: Option<Emitted>,
+    /// Where dynamic sinks look their topics up (`None`: every topic
+    /// exists, as under the test driver).
+    pub(crate) topics: Option<Arc<dyn super::topic_catalog::TopicCatalog>>,
 }
 
 impl Default for TaskContext {
@@ -178,6 +186,7 @@ impl Default for TaskContext {
             wall_clock: stoatflow_time::WallTime::EPOCH,
             drop_events: None,
             emitting: None,
+            topics: None,
         }
     }
 }

@@ -218,6 +218,8 @@ pub(crate) struct Instantiation {
     pub(crate) persistent: Vec<super::store_choice::PersistentStore>,
     /// Stores that could not be opened: the task is refused.
     pub(crate) errors: Vec<crate::error::ProcessError>,
+    /// The application's internal topics, which a dynamic sink refuses.
+    pub(crate) internal_topics: super::topic_catalog::InternalTopics,
     /// The global stores of the running instance (read-only here).
     pub(crate) globals: super::global::GlobalStores,
 }
@@ -282,6 +284,8 @@ pub(crate) enum NodeKind {
     Sink {
         topic: String,
     },
+    /// A sink that picks its topic per record.
+    DynamicSink,
 }
 
 /// A source's time settings, for the runtime's tracker and for validation.

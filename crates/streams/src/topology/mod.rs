@@ -21,10 +21,12 @@ pub(crate) mod shared_store;
 pub(crate) mod store_choice;
 mod store_open;
 pub(crate) mod task;
+pub(crate) mod topic_catalog;
 
 pub use event_time::EventTimeReader;
 pub use global::{GlobalKeyValueStore, GlobalRecord, GlobalStores};
 pub use store_choice::{BytesStoreSupplier, PersistentStore, StoreShape, StoreType, TaskStores};
+pub use topic_catalog::{TopicCatalog, TopicLookup};
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -320,8 +322,11 @@ impl Topology {
                     NodeKind::Sink { topic } => {
                         let _ = writeln!(out, "    Sink: {} (topic: {topic})", n.name);
                     }
+                    NodeKind::DynamicSink => {
+                        let _ = writeln!(out, "    Sink: {} (topic: chosen per record)", n.name);
+                    }
                 }
-                if !matches!(n.kind, NodeKind::Sink { .. }) {
+                if !matches!(n.kind, NodeKind::Sink { .. } | NodeKind::DynamicSink) {
                     let _ = writeln!(
                         out,
                         "      --> {}",
@@ -394,6 +399,16 @@ impl Topology {
             placement,
             persistent: Vec::new(),
             errors: Vec::new(),
+            internal_topics: topic_catalog::InternalTopics {
+                application_id: config.application_id.clone(),
+                topology: Arc::new(
+                    self.sources()
+                        .into_iter()
+                        .filter(|s| s.internal)
+                        .map(|s| s.topic)
+                        .collect(),
+                ),
+            },
             globals: self.globals.clone(),
         };
         let mut ports: HashMap<NodeId, crate::topology::graph::PortHandle> = HashMap::new();

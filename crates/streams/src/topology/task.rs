@@ -449,6 +449,12 @@ impl StreamTask {
         self.cx.drop_events.get_or_insert_with(Vec::new);
     }
 
+    /// Where the task's dynamic sinks look up the topics they pick (without
+    /// one, as under the test driver, every topic exists).
+    pub fn set_topic_catalog(&mut self, catalog: std::sync::Arc<dyn crate::TopicCatalog>) {
+        self.cx.topics = Some(catalog);
+    }
+
     /// The dropped records collected since the last call.
     pub fn take_drop_events(&mut self) -> Vec<DropEvent> {
         self.cx

@@ -15,6 +15,7 @@ mod cogroup;
 mod deserialization;
 mod drop_counts;
 mod dsl;
+mod dynamic_sinks;
 mod fk_joins;
 mod global_tables;
 mod joins;

@@ -43,7 +43,7 @@ use stoatflow_log::{
     TopicPartition, TransactionalProducer,
 };
 use stoatflow_state::{ChangelogBatch, ChangelogRecordRef, changelog_topic};
-use stoatflow_streams::{EpochCommit, OutputRecord};
+use stoatflow_streams::{EpochCommit, OutputRecord, TopicCatalog, TopicLookup};
 
 use crate::engine::backoff::Backoff;
 use crate::engine::commit::output_order::output_order;
@@ -129,8 +129,12 @@ pub(crate) struct CommitDone {
 /// Where each sink's records go: its partitions on the log.
 #[derive(Debug)]
 pub(crate) struct SinkRouting {
-    /// Per topology sink topic, its partitions on the log.
+    /// Per sink topic, its partitions on the log: the topology's named
+    /// sinks, then the topics dynamic sinks picked, as they are met.
     pub(crate) sinks: Vec<(Arc<str>, Vec<TopicPartition>)>,
+    /// Where a topic a dynamic sink picked is looked up (the lane that
+    /// wrote the record has found it there already).
+    dynamic: Option<Arc<dyn TopicCatalog>>,
     /// The sink of the last output record, and that record's topic (a
     /// sink's records share one name, so most lookups are a pointer check).
     last: usize,
@@ -139,13 +143,33 @@ pub(crate) struct SinkRouting {
 }
 
 impl SinkRouting {
-    pub(crate) fn new(sinks: Vec<(Arc<str>, Vec<TopicPartition>)>) -> Self {
+    pub(crate) fn new(
+        sinks: Vec<(Arc<str>, Vec<TopicPartition>)>,
+        dynamic: Option<Arc<dyn TopicCatalog>>,
+    ) -> Self {
         SinkRouting {
             sinks,
+            dynamic,
             last: 0,
             last_topic: None,
             null_key_counter: 0,
         }
+    }
+
+    /// Adds `topic`, which a dynamic sink picked, as the last sink.
+    fn add_dynamic(&mut self, topic: &Arc<str>) -> Result<usize, LogError> {
+        let unknown = || LogError::UnknownTopic {
+            topic: topic.to_string(),
+        };
+        let catalog = self.dynamic.as_ref().ok_or_else(unknown)?;
+        let Ok(TopicLookup::Exists { partitions }) = catalog.lookup(topic) else {
+            return Err(unknown());
+        };
+        let tps = (0..partitions)
+            .map(|p| TopicPartition::new(&**topic, p))
+            .collect();
+        self.sinks.push((topic.clone(), tps));
+        Ok(self.sinks.len() - 1)
     }
 
     /// The partition `out` goes to: by its key's hash, as Kafka's default
@@ -154,13 +178,14 @@ impl SinkRouting {
         let sink = match &self.last_topic {
             Some(last) if Arc::ptr_eq(last, &out.topic) => self.last,
             _ => {
-                let sink = self
+                let sink = match self
                     .sinks
                     .iter()
                     .position(|(topic, _)| **topic == *out.topic)
-                    .ok_or_else(|| LogError::UnknownTopic {
-                        topic: out.topic.to_string(),
-                    })?;
+                {
+                    Some(sink) => sink,
+                    None => self.add_dynamic(&out.topic)?,
+                };
                 self.last = sink;
                 self.last_topic = Some(out.topic.clone());
                 sink
