@@ -160,7 +160,9 @@
 //! | `suppress(Suppressed)` | `suppress(Suppressed)` (plus `Suppressed::until_barrier`) |
 //! | `groupBy(selector, Grouped)` | `group_by(selector, Grouped)` → `KGroupedTable`; a selector that may return null or a null key (the row is skipped): `group_by_opt`, `None` skips the row, and a row whose new value selects `None` is subtracted from its old group |
 //! | `join`, `leftJoin`, `outerJoin(KTable, joiner)` | `join`, `left_join`, `outer_join` (the joiner sees `Option` for a side that may be absent) |
+//! | `join`, `leftJoin`, `outerJoin(KTable, joiner, Materialized)` | `join_with`, `left_join_with`, `outer_join_with`: the joined rows in the named store (readable through the test driver's store access), the store's serdes from `Materialized` or inferred for the standard types |
 //! | `join`, `leftJoin(KTable, foreignKeyExtractor, joiner)` | `join_on_foreign_key`, `left_join_on_foreign_key` (the extractor takes the value and returns the foreign key, never null; same subscription and response topics) |
+//! | `join`, `leftJoin(KTable, foreignKeyExtractor, joiner, Materialized)` | `join_on_foreign_key_with`, `left_join_on_foreign_key_with`, as `join_with` |
 //! | `transformValues(..)` | not supported: use `map_values` or `to_stream().process_values(..)` |
 //! | `queryableStoreName()` | `queryable_store_name()` |
 //! | **KGroupedStream** `count`, `reduce`, `aggregate` | `count`/`count_with`, `reduce`, `aggregate` (store value serdes inferred for `String`, `i64`, ...) |

@@ -1,6 +1,7 @@
 //! The foreign-key table join: [`KTable::join_on_foreign_key`] and
 //! [`KTable::left_join_on_foreign_key`] (Kafka Streams' `join` / `leftJoin`
-//! with a foreign-key extractor).
+//! with a foreign-key extractor), and their `_with` forms, which materialize
+//! the joined rows into a named store.
 //!
 //! Wiring only (the operators are `processors::fk_join`): the left table
 //! feeds `SubscriptionSend`, whose subscriptions go through the internal
@@ -19,7 +20,7 @@ use std::sync::Arc;
 use crate::dsl::grouped::note_missing;
 use crate::dsl::kstream::{KStream, add_processor};
 use crate::dsl::ktable::{KTable, table_store};
-use crate::dsl::materialized::Grouped;
+use crate::dsl::materialized::{Grouped, Materialized};
 use crate::processors::fk_join::{
     FkExtractor, FkJoiner, NamedStore, ResponseResolve, RightSide, RightStores, SubscriptionSend,
 };
@@ -64,6 +65,45 @@ impl<K: Ord + Clone + 'static, V: Clone + 'static> KTable<K, V> {
         R: Clone + 'static,
     {
         self.foreign_key_join(other, Arc::new(fk), Arc::new(joiner), true)
+    }
+
+    /// [`KTable::join_on_foreign_key`] into the store `materialized` names
+    /// (Kafka Streams' `join(other, extractor, joiner, Materialized)`): the
+    /// joined rows are readable as a key-value store and the table after it
+    /// reads them. The store's value serde is `materialized`'s, else the
+    /// standard one of `R`.
+    pub fn join_on_foreign_key_with<FK, VO, R>(
+        &self,
+        other: &KTable<FK, VO>,
+        fk: impl Fn(&V) -> FK + Send + Sync + 'static,
+        joiner: impl Fn(&V, &VO) -> R + Send + Sync + 'static,
+        materialized: Materialized<K, R>,
+    ) -> KTable<K, R>
+    where
+        FK: Ord + Clone + 'static,
+        VO: Clone + 'static,
+        R: Clone + 'static,
+    {
+        self.join_on_foreign_key(other, fk, joiner)
+            .materialize_as(materialized, "KTABLE-FK-JOIN")
+    }
+
+    /// [`KTable::left_join_on_foreign_key`] into the store `materialized`
+    /// names, as [`KTable::join_on_foreign_key_with`].
+    pub fn left_join_on_foreign_key_with<FK, VO, R>(
+        &self,
+        other: &KTable<FK, VO>,
+        fk: impl Fn(&V) -> FK + Send + Sync + 'static,
+        joiner: impl Fn(&V, Option<&VO>) -> R + Send + Sync + 'static,
+        materialized: Materialized<K, R>,
+    ) -> KTable<K, R>
+    where
+        FK: Ord + Clone + 'static,
+        VO: Clone + 'static,
+        R: Clone + 'static,
+    {
+        self.left_join_on_foreign_key(other, fk, joiner)
+            .materialize_as(materialized, "KTABLE-FK-LEFTJOIN")
     }
 
     fn foreign_key_join<FK, VO, R>(

@@ -334,6 +334,33 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         KTable::new(self.graph.clone(), id, self.key_serde.clone(), None, None)
     }
 
+    /// This table materialized into the store `materialized` names (a
+    /// generated `<prefix>-STATE-STORE-n` without a name), with its serdes,
+    /// else this table's key serde and the standard serde of `V` if it has
+    /// one: a joined table's rows, readable as a store and kept for the
+    /// operators after it.
+    pub(crate) fn materialize_as(
+        &self,
+        materialized: crate::dsl::materialized::Materialized<K, V>,
+        prefix: &str,
+    ) -> Self
+    where
+        K: Ord,
+    {
+        let store = materialized.name.clone().unwrap_or_else(|| {
+            self.graph
+                .borrow_mut()
+                .next_name(&format!("{prefix}-STATE-STORE"))
+        });
+        let ks = materialized.key_serde.or_else(|| self.key_serde.clone());
+        let vs = materialized
+            .value_serde
+            .or_else(|| self.value_serde.clone())
+            .or_else(crate::serde::default_serde);
+        crate::dsl::grouped::note_missing(&self.graph, &store, materialized.logging, &ks, &vs);
+        table_from::<K, V, Option<V>>(&self.graph, self.node, &store, ks, vs)
+    }
+
     /// Maps each row's value into a table materialized as `materialized`
     /// says (Kafka Streams' `mapValues(mapper, Materialized)`): its value
     /// serde serves the store and the operators after it that keep state

@@ -1,6 +1,7 @@
 //! Table-table joins: [`KTable::join`], [`KTable::left_join`] and
 //! [`KTable::outer_join`], with Kafka Streams' output rules (a result is
-//! recomputed when either side updates; a removed row is a tombstone).
+//! recomputed when either side updates; a removed row is a tombstone), and
+//! their `_with` forms, which materialize the joined rows into a named store.
 //!
 //! Wiring only: a node per side (`processors::table_join`), both reading and
 //! writing the join's two side stores, and a merge node whose output is the
@@ -14,6 +15,7 @@ use std::sync::Arc;
 use crate::dsl::grouped::note_missing;
 use crate::dsl::kstream::add_processor;
 use crate::dsl::ktable::{KTable, table_store};
+use crate::dsl::materialized::Materialized;
 use crate::processors::stateless::PassThrough;
 use crate::processors::table_join::{Optional, SideJoiner, SideStore, TableJoinSide};
 use crate::serde::{SerdeRef, default_serde};
@@ -54,6 +56,44 @@ impl<K: Ord + Clone + 'static, V: Clone + 'static> KTable<K, V> {
         joiner: impl Fn(Option<&V>, Option<&VO>) -> R + Send + Sync + 'static,
     ) -> KTable<K, R> {
         self.join_tables(other, Arc::new(joiner), true, true, "KTABLE-OUTERJOIN")
+    }
+
+    /// [`KTable::join`] into the store `materialized` names (Kafka Streams'
+    /// `join(other, joiner, Materialized)`): the joined rows are readable as
+    /// a key-value store and the table after it reads them. The store's value
+    /// serde is `materialized`'s, else the standard one of `R`.
+    pub fn join_with<VO: Clone + 'static, R: Clone + 'static>(
+        &self,
+        other: &KTable<K, VO>,
+        joiner: impl Fn(&V, &VO) -> R + Send + Sync + 'static,
+        materialized: Materialized<K, R>,
+    ) -> KTable<K, R> {
+        self.join(other, joiner)
+            .materialize_as(materialized, "KTABLE-JOIN")
+    }
+
+    /// [`KTable::left_join`] into the store `materialized` names, as
+    /// [`KTable::join_with`].
+    pub fn left_join_with<VO: Clone + 'static, R: Clone + 'static>(
+        &self,
+        other: &KTable<K, VO>,
+        joiner: impl Fn(&V, Option<&VO>) -> R + Send + Sync + 'static,
+        materialized: Materialized<K, R>,
+    ) -> KTable<K, R> {
+        self.left_join(other, joiner)
+            .materialize_as(materialized, "KTABLE-LEFTJOIN")
+    }
+
+    /// [`KTable::outer_join`] into the store `materialized` names, as
+    /// [`KTable::join_with`].
+    pub fn outer_join_with<VO: Clone + 'static, R: Clone + 'static>(
+        &self,
+        other: &KTable<K, VO>,
+        joiner: impl Fn(Option<&V>, Option<&VO>) -> R + Send + Sync + 'static,
+        materialized: Materialized<K, R>,
+    ) -> KTable<K, R> {
+        self.outer_join(other, joiner)
+            .materialize_as(materialized, "KTABLE-OUTERJOIN")
     }
 
     /// Adds the two side nodes and their merge. `keep_this` / `keep_other`:

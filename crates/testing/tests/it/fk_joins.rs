@@ -6,9 +6,12 @@
 //! a response carries the later of the subscribing row's and the right
 //! row's timestamps, a right update fans out at its own.
 
-use stoatflow_streams::{Consumed, KTable, Produced, Serdes, StreamsBuilder, Topology};
+use stoatflow_streams::{
+    Consumed, KTable, KeyValueStore, KeyValueStoreOf, Materialized, Produced, Serdes,
+    StreamsBuilder, Topology,
+};
 
-use crate::harness::{LEFT, RIGHT, Step, delete, expect_rows, pipe_to, table_sides};
+use crate::harness::{Engine, LEFT, RIGHT, Step, delete, expect_rows, pipe_to, table_sides};
 
 const B: i64 = 1_000;
 
@@ -30,6 +33,11 @@ enum Lhs {
 }
 
 fn topology_on(left_join: bool, made: Lhs) -> Topology {
+    topology_into(left_join, made, None)
+}
+
+/// The join; with `store`, its `_with` form materialized there.
+fn topology_into(left_join: bool, made: Lhs, store: Option<&str>) -> Topology {
     let mut b = StreamsBuilder::new();
     let consumed = || Consumed::with(Serdes::i32(), Serdes::string());
     let lhs: KTable<i32, String> = match made {
@@ -42,15 +50,20 @@ fn topology_on(left_join: bool, made: Lhs) -> Topology {
             .to_table_deleting(),
     };
     let rhs: KTable<i32, String> = b.table(RIGHT, consumed(), "right-table");
-    let joined = if left_join {
-        lhs.left_join_on_foreign_key(
-            &rhs,
-            |v: &String| fk(v),
-            |l, r| format!("({l},{})", r.map_or("null", String::as_str)),
-        )
-    } else {
-        lhs.join_on_foreign_key(&rhs, |v: &String| fk(v), |l, r| format!("({l},{r})"))
+    let left =
+        |l: &String, r: Option<&String>| format!("({l},{})", r.map_or("null", String::as_str));
+    let inner = |l: &String, r: &String| format!("({l},{r})");
+    let joined = match (left_join, store) {
+        (true, None) => lhs.left_join_on_foreign_key(&rhs, |v: &String| fk(v), left),
+        (false, None) => lhs.join_on_foreign_key(&rhs, |v: &String| fk(v), inner),
+        (true, Some(s)) => {
+            lhs.left_join_on_foreign_key_with(&rhs, |v| fk(v), left, Materialized::as_(s))
+        }
+        (false, Some(s)) => {
+            lhs.join_on_foreign_key_with(&rhs, |v| fk(v), inner, Materialized::as_(s))
+        }
     };
+    assert_eq!(joined.queryable_store_name(), store);
     joined
         .to_stream()
         .to("out", Produced::with(Serdes::i32(), Serdes::string()));
@@ -316,4 +329,54 @@ fn a_stream_to_table_left_side_deletes_non_joining_and_absent_rows() {
             expect_rows(&[]),
         ]
     });
+}
+
+/// `doJoinFromLeftThenDeleteLeftEntity` with `materialized` set, as Kafka
+/// Streams' parameterized run: the output is the unmaterialized join's, and
+/// the store holds the joined rows after the left inserts and after the
+/// delete, on both engines and for a left side from a table or from
+/// `stream(..).toTable()`.
+#[test]
+fn a_materialized_foreign_key_join_keeps_its_rows_in_a_store() {
+    let inserts = vec![
+        right(1, "rhsValue1", B),
+        right(2, "rhsValue2", B + 1),
+        right(3, "rhsValue3", B + 2),
+        left(1, "lhsValue1|1", B + 3),
+        left(2, "lhsValue2|2", B + 4),
+        expect_rows(&[
+            (1, Some("(lhsValue1|1,rhsValue1)"), B + 3),
+            (2, Some("(lhsValue2|2,rhsValue2)"), B + 4),
+        ]),
+        left(3, "lhsValue3|1", B + 5),
+        expect_rows(&[(3, Some("(lhsValue3|1,rhsValue1)"), B + 5)]),
+    ];
+    let mut deleted = inserts.clone();
+    deleted.extend([delete(LEFT, 1, B + 6), expect_rows(&[(1, None, B + 6)])]);
+    let row = |k: i32, v: &str| (k, v.to_owned());
+    let after_inserts = vec![
+        row(1, "(lhsValue1|1,rhsValue1)"),
+        row(2, "(lhsValue2|2,rhsValue2)"),
+        row(3, "(lhsValue3|1,rhsValue1)"),
+    ];
+    let after_delete = after_inserts[1..].to_vec();
+    for made in [Lhs::Table, Lhs::StreamToTable] {
+        for left_join in [false, true] {
+            for (steps, want) in [(&inserts, &after_inserts), (&deleted, &after_delete)] {
+                let s = table_sides(topology_into(left_join, made, Some("fk-result")))
+                    .steps(steps.iter().cloned());
+                s.run();
+                for engine in [Engine::InMemory, Engine::Persistent] {
+                    let o = s.run_on(engine);
+                    let store = o.store::<KeyValueStoreOf<i32, String>>("fk-result");
+                    let rows: Vec<(i32, String)> = KeyValueStore::all(&*store.borrow())
+                        .unwrap()
+                        .into_iter()
+                        .map(|(k, v)| (k, v.value))
+                        .collect();
+                    assert_eq!(&rows, want, "{engine:?}, left join {left_join}");
+                }
+            }
+        }
+    }
 }
