@@ -278,6 +278,7 @@ impl<T: Clone> Serde<T> for PresentSerde<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     fn round_trip<T: PartialEq + fmt::Debug>(s: &dyn Serde<T>, v: T) -> Vec<u8> {
         let mut out = Vec::new();
@@ -322,6 +323,40 @@ mod tests {
         assert_eq!(
             n.serialize_nullable("orders", &Some("a".into())).unwrap(),
             Some(b"a".to_vec())
+        );
+    }
+
+    #[test]
+    fn present_writes_a_value_as_its_nullable_serde_writes_some_and_refuses_a_none() {
+        let nullable: SerdeRef<Option<String>> = Arc::new(NullableSerde::new(StringSerde));
+        let present = PresentSerde::new(nullable.clone());
+        assert_eq!(round_trip(&present, "x".to_owned()), b"x");
+        // An empty payload reads as `Some("")` through a string serde; a
+        // serde whose payload can mean `None` is refused with its name.
+        #[derive(Debug)]
+        struct EmptyIsNone;
+        impl Serde<Option<String>> for EmptyIsNone {
+            fn name(&self) -> &str {
+                "empty-is-none"
+            }
+            fn serialize(
+                &self,
+                _: &str,
+                v: &Option<String>,
+                out: &mut Vec<u8>,
+            ) -> Result<(), SerdeError> {
+                out.extend_from_slice(v.as_deref().unwrap_or("").as_bytes());
+                Ok(())
+            }
+            fn deserialize(&self, _: &str, b: &[u8]) -> Result<Option<String>, SerdeError> {
+                Ok((!b.is_empty()).then(|| String::from_utf8_lossy(b).into_owned()))
+            }
+        }
+        let err = PresentSerde::new(Arc::new(EmptyIsNone)).deserialize("t", b"");
+        let err = err.unwrap_err().to_string();
+        assert!(
+            err.contains("present(empty-is-none)") && err.contains("t"),
+            "{err}"
         );
     }
 

@@ -544,3 +544,40 @@ fn kstream_group_by_opt_drops_the_records_it_selects_no_key_for() {
         ])
         .run();
 }
+
+#[test]
+fn a_to_table_deleting_store_restores_its_rows_and_deletes_after_a_crash() {
+    // The store's values go through the stream's nullable serde (no value
+    // serde given): its changelog restores the rows a crash lost, and a
+    // delete before the crash stays a delete.
+    let mut b = StreamsBuilder::new();
+    let t = b
+        .stream("input", nullable_strings())
+        .to_table_deleting_with(Materialized::as_("restored"));
+    to_out(&t);
+    let s = scenario(b.build().unwrap()).steps([
+        pipe("A", "01", 10),
+        pipe("B", "02", 11),
+        pipe("C", "03", 12),
+        delete("A", 13),
+        Step::Crash,
+        delete("B", 14),
+        pipe("D", "04", 15),
+        expect(
+            "out",
+            [
+                out("A", "01", 10),
+                out("B", "02", 11),
+                out("C", "03", 12),
+                tombstone("A", 13),
+                tombstone("B", 14),
+                out("D", "04", 15),
+            ],
+        ),
+    ]);
+    s.run();
+    let want = [("C".to_owned(), "03".to_owned()), ("D".into(), "04".into())];
+    for engine in [Engine::InMemory, Engine::Persistent] {
+        assert_eq!(rows_on(&s, engine, "restored"), want, "{engine:?}");
+    }
+}
