@@ -131,7 +131,7 @@
 //! | `stream(Collection<String>)`, `stream(Pattern)` | not supported: one topic per source (a pattern needs topic discovery the embedded log does not do) |
 //! | `table(topic, Consumed, Materialized)` | `table(topic, Consumed, store_name)`; a null value deletes |
 //! | `globalTable(topic, Consumed, Materialized)` | `global_table(topic, Consumed, Materialized)` → `GlobalKTable`: restored in full from its topic on every instance before processing starts, kept current by a global thread, never changelogged, in memory on both engines; not time-synchronised (a watermark strategy on its `Consumed` is refused); the test driver applies a piped record at once and reads the store with `global_store` (docs/global-tables.md) |
-//! | `addGlobalStore(..)` | not supported: a global store is only a `global_table`'s (no user processor updates it) |
+//! | `addGlobalStore(StoreBuilder, topic, Consumed, ProcessorSupplier)` | `add_global_store(store_name, topic, Consumed, update)`: `update` gets a `GlobalStoreWriter` (`put`, `delete`, `get`) and each record (a null value as `None`) in place of a processor and a store builder; processors read global stores with `ProcessorContext::global_store`; restored and kept current as a `global_table`'s store (docs/global-tables.md#user-stores) |
 //! | `addStateStore(StoreBuilder)` | `add_state_store(StoreBuilder)` |
 //! | `build()` | `build()` (returns `Result`: bad arguments are reported here) |
 //! | **KStream** `filter`, `filterNot` | `filter`, `filter_not` |

@@ -83,6 +83,7 @@ pub use dsl::windowed::{
 };
 pub use dsl::windowing::Windowing;
 pub use error::{ProcessError, TopologyError};
+pub use processor::global_update::GlobalStoreWriter;
 pub use processor::{
     Cancellable, Processor, ProcessorContext, PunctuationType, Punctuator, StoreBuilder, Stores,
 };

@@ -20,6 +20,7 @@ use stoatflow_log::{Consumer, FetchedRecord, Log, TopicPartition};
 use stoatflow_streams::{DeserializationHandler, GlobalRecord, GlobalStores};
 
 use crate::engine::Shared;
+use crate::engine::guard::guarded;
 use crate::error::RuntimeError;
 
 /// How long one fetch of the global topics waits for records.
@@ -183,8 +184,14 @@ fn apply(
         value: r.record.value.as_deref(),
         timestamp: r.record.timestamp.0,
     };
-    stores
-        .apply(&rec, handler)
+    // A global store's update may be user code (`add_global_store`).
+    guarded(|| stores.apply(&rec, handler))
+        .map_err(|p| {
+            p.naming(format!(
+                "the update of the global store of topic {}",
+                rec.topic
+            ))
+        })?
         .map_err(|source| RuntimeError::Process {
             task: "global thread".into(),
             source,
@@ -257,6 +264,35 @@ mod tests {
         // Another instance's (or a restarted one's) stores start empty and restore alike.
         let again = topology().with_new_global_stores();
         assert_eq!(restored(&log, again.global_stores()), rows);
+    }
+
+    #[test]
+    fn a_panicking_global_store_update_is_an_error_naming_the_topic() {
+        let log = EmbeddedLog::in_memory();
+        log.create_topic(&TopicSpec::new("g", 1)).unwrap();
+        write(&log, 0, &[("a", Some("1"))], true);
+        let mut b = StreamsBuilder::new();
+        b.add_global_store(
+            "kept",
+            "g",
+            Consumed::with(Serdes::string(), Serdes::string()),
+            |_: &mut stoatflow_streams::GlobalStoreWriter<'_, String, String>,
+             _: stoatflow_streams::Record<String, Option<String>>| {
+                panic!("update refused")
+            },
+        );
+        let topology = b.build().unwrap();
+        let mut consumer = log.consumer("app-global").unwrap();
+        let stores = topology.global_stores();
+        let tps = assign_from_beginning(&mut consumer, &log, stores).unwrap();
+        let handler = DeserializationHandler::LogAndFail;
+        let err = restore(&mut consumer, &tps, stores, handler, &|| false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("topic g") && err.contains("update refused"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -3,18 +3,21 @@
 //! topic written before the stream input the join's output is the driver's on 1,
 //! 2 and 4 lanes; a restarted application restores the store from its topic
 //! again; a global record written while the application runs reaches later
-//! stream records through the global thread.
+//! stream records through the global thread; a global store kept by user code
+//! (`add_global_store`) read by a processor gives the driver's output.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use stoatflow_log::{
-    EmbeddedLog, Log, Record, Timestamp, TopicPartition, TopicSpec, TransactionalProducer,
+    EmbeddedLog, Log, Record as LogRecord, Timestamp, TopicPartition, TopicSpec,
+    TransactionalProducer,
 };
 use stoatflow_runtime::{StreamsApp, partition_for_key};
 use stoatflow_streams::{
-    Consumed, Materialized, Produced, Serdes, StreamsBuilder, StreamsConfig, Topology,
+    Consumed, GlobalStoreWriter, Materialized, ProcessError, Processor, ProcessorContext, Produced,
+    Record, Serdes, StreamsBuilder, StreamsConfig, Topology,
 };
 use stoatflow_testing::TopologyTestDriver;
 
@@ -77,7 +80,7 @@ fn produce(log: &EmbeddedLog, topic: &str, partitions: u32, rows: &[Row]) {
         .unwrap();
     producer.begin().unwrap();
     for (i, (k, v)) in rows.iter().enumerate() {
-        let record = Record::new(
+        let record = LogRecord::new(
             Some(k.as_bytes()),
             v.as_deref().map(str::as_bytes),
             Timestamp(i as i64),
@@ -191,4 +194,71 @@ fn a_global_record_written_while_running_reaches_later_stream_records() {
     };
     assert!(joined.1.starts_with("probe"), "{joined:?}");
     assert!(app.close(Duration::from_secs(30)));
+}
+
+/// Reads customer names from the store `add_global_store` keeps (upper-cased).
+struct NameOf;
+
+impl Processor<String, String, String, String> for NameOf {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, String>,
+        r: Record<String, String>,
+    ) -> Result<(), ProcessError> {
+        let store = ctx.global_store::<String, String>("names").expect("names");
+        let customer = r.value.split(',').nth(1).unwrap_or("").to_owned();
+        let name = store.get(&customer).map_or("?".to_owned(), |v| v.value);
+        ctx.forward(Record::new(
+            r.key,
+            format!("{}:{name}", r.value),
+            r.timestamp,
+        ))
+    }
+}
+
+fn kept_by_user_code() -> Topology {
+    let mut b = StreamsBuilder::new();
+    b.add_global_store(
+        "names",
+        GLOBAL,
+        Consumed::with(Serdes::string(), Serdes::string()),
+        |w: &mut GlobalStoreWriter<'_, String, String>, r: Record<String, Option<String>>| {
+            match r.value {
+                Some(v) => w.put(r.key, v.to_uppercase()),
+                None => w.delete(&r.key),
+            }
+            Ok(())
+        },
+    );
+    b.stream(STREAM, Consumed::with(Serdes::string(), Serdes::string()))
+        .process(|| NameOf, &[])
+        .to(OUT, Produced::with(Serdes::string(), Serdes::string()));
+    b.build().unwrap()
+}
+
+#[test]
+fn a_global_store_kept_by_user_code_gives_the_drivers_output() {
+    let orders = orders(0, 40);
+    let driver =
+        TopologyTestDriver::new(kept_by_user_code(), StreamsConfig::new("driver")).unwrap();
+    let g = driver.create_input_topic(GLOBAL, Serdes::string(), Serdes::nullable(Serdes::string()));
+    for (k, v) in customers() {
+        g.pipe_input_with_timestamp(k, v, 0).unwrap();
+    }
+    let s = driver.create_input_topic(STREAM, Serdes::string(), Serdes::string());
+    for (k, v) in &orders {
+        s.pipe_input_with_timestamp(k.clone(), v.clone().unwrap(), 0)
+            .unwrap();
+    }
+    let out = driver.create_output_topic(OUT, Serdes::string(), Serdes::string());
+    let expected: BTreeSet<(String, String)> =
+        out.read_key_values_to_list().unwrap().into_iter().collect();
+    assert!(expected.contains(&("o2".into(), "order2,c2:RENAMED2".into())));
+    let log = new_log();
+    produce(&log, GLOBAL, GLOBAL_PARTITIONS, &customers());
+    produce(&log, STREAM, STREAM_PARTITIONS, &orders);
+    let mut app =
+        StreamsApp::with_log(kept_by_user_code(), config("kept", 2), log.clone()).unwrap();
+    start_and_finish(&mut app);
+    assert_eq!(output(&log), expected);
 }

@@ -14,10 +14,12 @@ use std::sync::Arc;
 use crate::dsl::builder::StreamsBuilder;
 use crate::dsl::kstream::{KStream, add_processor};
 use crate::dsl::materialized::{Consumed, Materialized};
-use crate::error::TopologyError;
+use crate::error::{ProcessError, TopologyError};
+use crate::processor::global_update::{GlobalStoreWriter, GlobalUpdateFn, ProcessedUpdate};
 use crate::processors::global_join::{GlobalJoiner, GlobalTableJoin, KeyMapper};
+use crate::record::Record;
 use crate::serde::nullable_ref;
-use crate::topology::global::{GlobalKeyValueStore, GlobalStoreDef, GlobalStoreMaker};
+use crate::topology::global::{GlobalKeyValueStore, GlobalStoreDef, GlobalStoreMaker, TableUpdate};
 use crate::topology::graph::{Downstream, Instantiation, port};
 
 /// A table of every partition of a topic, as Kafka Streams' `GlobalKTable<K, V>`:
@@ -75,23 +77,16 @@ impl StreamsBuilder {
             Some(name) => name,
             None => g.next_name(&format!("{topic}-STATE-STORE")),
         };
-        if consumed.strategy.is_some() {
-            g.errors.push(TopologyError::InvalidArgument {
-                node: store.clone(),
-                reason: format!(
-                    "global table of topic {topic}: a watermark strategy or timestamp extractor has no effect (global tables take no part in event time)"
-                ),
-            });
-        }
+        refuse_strategy(&mut g.errors, &store, topic, consumed.strategy.is_some());
         let ks = materialized.key_serde.unwrap_or(consumed.key_serde);
         let vs = nullable_ref(materialized.value_serde.unwrap_or(consumed.value_serde));
         let name = store.clone();
         let make: GlobalStoreMaker = Arc::new(move || {
-            Arc::new(GlobalKeyValueStore::<K, V>::new(
-                &name,
-                ks.clone(),
-                vs.clone(),
-            ))
+            Arc::new(TableUpdate {
+                store: Arc::new(GlobalKeyValueStore::<K, V>::new(&name)),
+                key_serde: ks.clone(),
+                value_serde: vs.clone(),
+            })
         });
         g.globals.push(GlobalStoreDef {
             name: store.clone(),
@@ -102,6 +97,66 @@ impl StreamsBuilder {
             store,
             _p: PhantomData,
         }
+    }
+}
+
+impl StreamsBuilder {
+    /// A global store kept by user code (Kafka Streams' `addGlobalStore`): each
+    /// record of `topic` (every partition, on every instance; a null value as
+    /// `None`, a null key skipped) is handed to `update` with a
+    /// [`GlobalStoreWriter`] on the store `store`. Restored, kept current and read
+    /// as a global table's store (docs/global-tables.md); processors read it with
+    /// `ProcessorContext::global_store`. `update` must be deterministic: a restart
+    /// runs it again over the whole topic.
+    pub fn add_global_store<KIn, VIn, K, V>(
+        &mut self,
+        store: &str,
+        topic: &str,
+        consumed: Consumed<KIn, VIn>,
+        update: impl Fn(
+            &mut GlobalStoreWriter<'_, K, V>,
+            Record<KIn, Option<VIn>>,
+        ) -> Result<(), ProcessError>
+        + Send
+        + Sync
+        + 'static,
+    ) where
+        KIn: 'static,
+        VIn: 'static,
+        K: Ord + Clone + Send + Sync + 'static,
+        V: Clone + Send + Sync + 'static,
+    {
+        let mut g = self.graph.borrow_mut();
+        refuse_strategy(&mut g.errors, store, topic, consumed.strategy.is_some());
+        let ks = consumed.key_serde;
+        let vs = nullable_ref(consumed.value_serde);
+        let update: GlobalUpdateFn<KIn, VIn, K, V> = Arc::new(update);
+        let name = store.to_owned();
+        let make: GlobalStoreMaker = Arc::new(move || {
+            Arc::new(ProcessedUpdate {
+                store: Arc::new(GlobalKeyValueStore::<K, V>::new(&name)),
+                key_serde: ks.clone(),
+                value_serde: vs.clone(),
+                update: update.clone(),
+            })
+        });
+        g.globals.push(GlobalStoreDef {
+            name: store.to_owned(),
+            topic: topic.to_owned(),
+            make,
+        });
+    }
+}
+
+/// A watermark strategy on a global topic would have no effect: refused.
+fn refuse_strategy(errors: &mut Vec<TopologyError>, store: &str, topic: &str, has: bool) {
+    if has {
+        errors.push(TopologyError::InvalidArgument {
+            node: store.to_owned(),
+            reason: format!(
+                "global store of topic {topic}: a watermark strategy or timestamp extractor has no effect (global stores take no part in event time)"
+            ),
+        });
     }
 }
 

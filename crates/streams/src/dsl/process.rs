@@ -141,6 +141,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
                     timers,
                     wall_timers,
                     stores: handles,
+                    globals: cx.globals.clone(),
                 },
             )));
             cx.add_time_op(node.clone());

@@ -28,6 +28,7 @@
 //! `Instantiation`, `StoreSupplier`), never the DSL, and never reads the
 //! system clock.
 
+pub(crate) mod global_update;
 pub(crate) mod node;
 
 use std::any::Any;
@@ -223,6 +224,8 @@ pub(crate) struct NodeState<KOut, VOut> {
     pub(crate) timers: Option<Timers>,
     pub(crate) wall_timers: Option<Timers>,
     pub(crate) stores: BTreeMap<String, Rc<dyn Any>>,
+    /// The instance's global stores, which every processor may read.
+    pub(crate) globals: crate::topology::global::GlobalStores,
 }
 
 /// What a processor sees while it runs, as Kafka Streams' `ProcessorContext`.
@@ -403,6 +406,20 @@ impl<KOut: Clone + 'static, VOut: Clone + 'static> ProcessorContext<'_, KOut, VO
         name: &str,
     ) -> Option<Rc<RefCell<AnyKeyValueStore<K, V>>>> {
         self.store(name)
+    }
+
+    /// A global store (`StreamsBuilder::global_table` or `add_global_store`), read
+    /// only; `None` if there is none of this name with these types. It is not
+    /// connected to the processor: every processor may read every global store.
+    pub fn global_store<K, V>(
+        &self,
+        name: &str,
+    ) -> Option<Arc<crate::topology::global::GlobalKeyValueStore<K, V>>>
+    where
+        K: Send + Sync + 'static,
+        V: Send + Sync + 'static,
+    {
+        self.node.globals.store(name).ok().flatten()
     }
 
     /// The processor's name.

@@ -9,9 +9,10 @@
 //! changelog) and kept in memory on both engines. Tasks only read it; the
 //! store is shared across threads behind a read-write lock.
 //!
-//! This module owns the store, its decoding of the topic's records (a null value
-//! deletes the key) and the set of an instance's global stores. It knows nothing of
-//! who reads the topic, when, or of any operator that looks the store up.
+//! This module owns the store, a global table's decoding of the topic's records (a
+//! null value deletes the key), the contract of any other update
+//! ([`GlobalStoreApply`]) and the set of an instance's global stores. It knows
+//! nothing of who reads the topic, when, or of any operator that looks the store up.
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -45,8 +46,6 @@ pub struct GlobalRecord<'a> {
 /// timestamp of the record that wrote it. Keys are in `K: Ord`'s order.
 pub struct GlobalKeyValueStore<K, V> {
     name: String,
-    key_serde: SerdeRef<K>,
-    value_serde: SerdeRef<Option<V>>,
     rows: RwLock<BTreeMap<K, ValueAndTimestamp<V>>>,
 }
 
@@ -59,15 +58,9 @@ impl<K, V> std::fmt::Debug for GlobalKeyValueStore<K, V> {
 }
 
 impl<K: Ord + Clone, V: Clone> GlobalKeyValueStore<K, V> {
-    pub(crate) fn new(
-        name: &str,
-        key_serde: SerdeRef<K>,
-        value_serde: SerdeRef<Option<V>>,
-    ) -> Self {
+    pub(crate) fn new(name: &str) -> Self {
         GlobalKeyValueStore {
             name: name.to_owned(),
-            key_serde,
-            value_serde,
             rows: RwLock::new(BTreeMap::new()),
         }
     }
@@ -108,7 +101,9 @@ impl<K: Ord + Clone, V: Clone> GlobalKeyValueStore<K, V> {
             .len() as u64
     }
 
-    fn write(&self, key: K, value: Option<V>, timestamp: i64) {
+    /// Writes `value` for `key` (`None` deletes it). Only a global store's updater
+    /// calls it: tasks read.
+    pub(crate) fn write(&self, key: K, value: Option<V>, timestamp: i64) {
         let mut rows = self.rows.write().unwrap_or_else(PoisonError::into_inner);
         match value {
             Some(v) => {
@@ -133,14 +128,60 @@ pub(crate) trait GlobalStoreApply: Send + Sync {
         handler: DeserializationHandler,
     ) -> Result<(), ProcessError>;
 
-    /// The store itself, for a typed look-up.
+    /// The store it writes (a `GlobalKeyValueStore`), for a typed look-up.
     fn as_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
 
-    /// Its concrete type's name, for a mismatch's error.
+    /// The store's concrete type's name, for a mismatch's error.
     fn type_name(&self) -> &'static str;
 }
 
-impl<K, V> GlobalStoreApply for GlobalKeyValueStore<K, V>
+/// Decodes a global record with `key_serde` and `value_serde` (which reads a null
+/// as `None`): `None` when the handler skips it (a null key, or a key or value that
+/// does not decode under `LogAndContinue`), an error under `LogAndFail`.
+pub(crate) fn decode<K, V>(
+    rec: &GlobalRecord<'_>,
+    store: &str,
+    key_serde: &SerdeRef<K>,
+    value_serde: &SerdeRef<Option<V>>,
+    handler: DeserializationHandler,
+) -> Result<Option<(K, Option<V>)>, ProcessError> {
+    let skip_or_fail = |part: &'static str, e: crate::serde::SerdeError| {
+        let at = position(rec.partition, rec.offset);
+        match handler {
+            DeserializationHandler::LogAndFail => Err(ProcessError::Deserialization {
+                part,
+                topic: rec.topic.to_owned(),
+                position: at,
+                source: Box::new(e),
+            }),
+            DeserializationHandler::LogAndContinue => {
+                tracing::warn!(topic = %rec.topic, position = %at, store, error = %e, "skipping a global store record whose {part} does not deserialize");
+                Ok(None)
+            }
+        }
+    };
+    let Some(key_bytes) = rec.key else {
+        tracing::warn!(topic = %rec.topic, position = %position(rec.partition, rec.offset), store, "skipping a global store record with a null key");
+        return Ok(None);
+    };
+    let key = match key_serde.deserialize(rec.topic, key_bytes) {
+        Ok(k) => k,
+        Err(e) => return skip_or_fail("key", e),
+    };
+    match value_serde.deserialize_nullable(rec.topic, rec.value) {
+        Ok(v) => Ok(Some((key, v))),
+        Err(e) => skip_or_fail("value", e),
+    }
+}
+
+/// A global table's update: the latest value per key, a null deleting.
+pub(crate) struct TableUpdate<K, V> {
+    pub(crate) store: Arc<GlobalKeyValueStore<K, V>>,
+    pub(crate) key_serde: SerdeRef<K>,
+    pub(crate) value_serde: SerdeRef<Option<V>>,
+}
+
+impl<K, V> GlobalStoreApply for TableUpdate<K, V>
 where
     K: Ord + Clone + Send + Sync + 'static,
     V: Clone + Send + Sync + 'static,
@@ -150,43 +191,20 @@ where
         rec: &GlobalRecord<'_>,
         handler: DeserializationHandler,
     ) -> Result<(), ProcessError> {
-        let skip_or_fail = |part: &'static str, e: crate::serde::SerdeError| {
-            let at = position(rec.partition, rec.offset);
-            match handler {
-                DeserializationHandler::LogAndFail => Err(ProcessError::Deserialization {
-                    part,
-                    topic: rec.topic.to_owned(),
-                    position: at,
-                    source: Box::new(e),
-                }),
-                DeserializationHandler::LogAndContinue => {
-                    tracing::warn!(topic = %rec.topic, position = %at, store = %self.name, error = %e, "skipping a global store record whose {part} does not deserialize");
-                    Ok(())
-                }
-            }
-        };
-        let Some(key_bytes) = rec.key else {
-            tracing::warn!(topic = %rec.topic, position = %position(rec.partition, rec.offset), store = %self.name, "skipping a global store record with a null key");
-            return Ok(());
-        };
-        let key = match self.key_serde.deserialize(rec.topic, key_bytes) {
-            Ok(k) => k,
-            Err(e) => return skip_or_fail("key", e),
-        };
-        let value = match self.value_serde.deserialize_nullable(rec.topic, rec.value) {
-            Ok(v) => v,
-            Err(e) => return skip_or_fail("value", e),
-        };
-        self.write(key, value, rec.timestamp);
+        let name = self.store.name();
+        if let Some((key, value)) = decode(rec, name, &self.key_serde, &self.value_serde, handler)?
+        {
+            self.store.write(key, value, rec.timestamp);
+        }
         Ok(())
     }
 
     fn as_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
-        self
+        self.store.clone()
     }
 
     fn type_name(&self) -> &'static str {
-        std::any::type_name::<Self>()
+        std::any::type_name::<GlobalKeyValueStore<K, V>>()
     }
 }
 
@@ -314,11 +332,11 @@ mod tests {
 
     fn defs() -> Vec<GlobalStoreDef> {
         let make: GlobalStoreMaker = Arc::new(|| {
-            Arc::new(GlobalKeyValueStore::<String, String>::new(
-                "g",
-                Arc::new(Serdes::string()),
-                nullable_ref(Arc::new(Serdes::string())),
-            ))
+            Arc::new(TableUpdate {
+                store: Arc::new(GlobalKeyValueStore::<String, String>::new("g")),
+                key_serde: Arc::new(Serdes::string()),
+                value_serde: nullable_ref(Arc::new(Serdes::string())),
+            })
         });
         vec![GlobalStoreDef {
             name: "g".into(),

@@ -6,12 +6,15 @@
 //! keys 0..4, values `<prefix><i>[,FKey<i>]`, global keys `FKey<i>`, the joiner
 //! `<stream value>+<global value or null>`.
 //!
+//! A global store kept by user code (`add_global_store`) is read by a processor
+//! through `ProcessorContext::global_store`.
+//!
 //! Beside the tables, the driver's `global_store` accessor and what a global
 //! topic leaves alone (the watermark) are tested through the driver directly.
 
 use stoatflow_streams::{
-    Consumed, Materialized, Produced, Serdes, StreamsBuilder, StreamsConfig, Topology,
-    TopologyError,
+    Consumed, GlobalStoreWriter, Materialized, ProcessError, Processor, ProcessorContext, Produced,
+    Record, Serdes, StreamsBuilder, StreamsConfig, Topology, TopologyError,
 };
 use stoatflow_testing::{DriverError, TopologyTestDriver};
 use stoatflow_time::RecordTimestampExtractor;
@@ -384,4 +387,73 @@ fn a_global_topic_read_twice_or_with_a_watermark_strategy_is_refused() {
     );
     let err = b.build().unwrap_err().to_string();
     assert!(err.contains(GLOBAL) && err.contains("event time"), "{err}");
+}
+
+/// `add_global_store`'s store: the update keeps each key's value upper-cased,
+/// ignores the value `skip` and deletes on a null.
+const UPPER: &str = "upper";
+
+/// Looks each stream value up in [`UPPER`] from a processor: `<value>=<row or none>`.
+struct LooksUp;
+
+impl Processor<i32, String, i32, String> for LooksUp {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, i32, String>,
+        r: Record<i32, String>,
+    ) -> Result<(), ProcessError> {
+        let store = ctx
+            .global_store::<String, String>(UPPER)
+            .expect("the global store, with these types");
+        let row = store.get(&r.value).map_or("none".to_owned(), |v| v.value);
+        let value = format!("{}={row}", r.value);
+        ctx.forward(Record::new(r.key, value, r.timestamp))
+    }
+}
+
+fn processed_topology() -> Topology {
+    let mut b = StreamsBuilder::new();
+    b.add_global_store(
+        UPPER,
+        GLOBAL,
+        Consumed::with(Serdes::string(), Serdes::string()),
+        |w: &mut GlobalStoreWriter<'_, String, String>, r: Record<String, Option<String>>| {
+            match r.value {
+                Some(v) if v == "skip" => {}
+                Some(v) => w.put(r.key, v.to_uppercase()),
+                None => w.delete(&r.key),
+            }
+            Ok(())
+        },
+    );
+    b.stream(STREAM, Consumed::with(Serdes::i32(), Serdes::string()))
+        .process(|| LooksUp, &[])
+        .to(OUT, Produced::with(Serdes::i32(), Serdes::string()));
+    b.build().expect("topology")
+}
+
+#[test]
+fn a_global_store_kept_by_user_code_is_read_by_processors_and_restored_on_restart() {
+    Scenario::new(processed_topology())
+        .config(StreamsConfig::new("it"))
+        .input::<i32, String>(STREAM)
+        .input::<String, Option<String>>(GLOBAL)
+        .output::<i32, String>(OUT)
+        .steps([
+            pipe_to(STREAM, 0, "a", 1),
+            out(&[(0, "a=none")], 1),
+            pipe_to(GLOBAL, "a", "apple", 0),
+            pipe_to(GLOBAL, "b", "banana", 0),
+            pipe_to(GLOBAL, "b", "skip", 0),
+            nothing(OUT),
+            pipe_to(STREAM, 1, "a", 2),
+            pipe_to(STREAM, 2, "b", 2),
+            out(&[(1, "a=APPLE"), (2, "b=BANANA")], 2),
+            pipe_to(GLOBAL, "a", Cell::Null, 0),
+            Step::Crash,
+            pipe_to(STREAM, 3, "a", 3),
+            pipe_to(STREAM, 4, "b", 3),
+            out(&[(3, "a=none"), (4, "b=BANANA")], 3),
+        ])
+        .run();
 }
