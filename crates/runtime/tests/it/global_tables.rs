@@ -14,7 +14,7 @@ use stoatflow_log::{
     EmbeddedLog, Log, Record as LogRecord, Timestamp, TopicPartition, TopicSpec,
     TransactionalProducer,
 };
-use stoatflow_runtime::{StreamsApp, partition_for_key};
+use stoatflow_runtime::{AppState, StreamsApp, partition_for_key};
 use stoatflow_streams::{
     Consumed, GlobalStoreWriter, Materialized, ProcessError, Processor, ProcessorContext, Produced,
     Record, Serdes, StreamsBuilder, StreamsConfig, Topology,
@@ -261,4 +261,33 @@ fn a_global_store_kept_by_user_code_gives_the_drivers_output() {
         StreamsApp::with_log(kept_by_user_code(), config("kept", 2), log.clone()).unwrap();
     start_and_finish(&mut app);
     assert_eq!(output(&log), expected);
+}
+
+#[test]
+fn a_global_record_that_does_not_deserialize_stops_the_application_naming_it() {
+    let log = new_log();
+    let mut app = StreamsApp::with_log(topology(), config("global-bad", 2), log.clone()).unwrap();
+    app.start().unwrap();
+    assert_eq!(
+        app.wait_for_state(AppState::Running, Duration::from_secs(30)),
+        AppState::Running
+    );
+    let mut producer = log.transactional_producer("bad-input").unwrap();
+    producer.begin().unwrap();
+    let bad = LogRecord::new(Some(b"c1"), Some(&[0xff, 0xfe]), Timestamp(0));
+    producer
+        .send(&TopicPartition::new(GLOBAL, 0), &bad)
+        .unwrap();
+    producer.commit().unwrap();
+    assert_eq!(
+        app.wait_for_state(AppState::Error, Duration::from_secs(30)),
+        AppState::Error
+    );
+    let error = app.error().expect("the error").to_string();
+    assert!(
+        error.contains("global thread")
+            && error.contains(GLOBAL)
+            && error.contains("partition 0 offset 0"),
+        "{error}"
+    );
 }
