@@ -142,7 +142,7 @@
 //! | `split(Named)` → `BranchedKStream.branch/defaultBranch/noDefaultBranch` | `split()` → `named`, `branch`, `default_branch`, `no_default_branch` |
 //! | `branch(..)` (deprecated) | not supported: use `split` |
 //! | `merge` | `merge` |
-//! | `repartition(Repartitioned)` | `repartition(Grouped)` (serdes and name; the partition count is the topic's) |
+//! | `repartition()`, `repartition(Repartitioned)` | `repartition(Repartitioned)` (serdes, `with_name`, `with_number_of_partitions`: the runtime creates the topic with that count, refuses an existing one of another, and the sub-topology reading it runs that many tasks; a repartition topic co-read with it takes its count; a `Grouped` converts, the count then the writer's) |
 //! | `to(topic, Produced)` | `to(topic, Produced)` |
 //! | `to(TopicNameExtractor, Produced)` | `to_dynamic(extractor, Produced)`: the extractor gets key, value and a `RecordContext`; each topic must exist (looked up on the log the first time it is met; a missing one goes to the production handler, `StreamsConfig::with_production_handler`, FAIL by default); internal topics are refused; the test driver takes any topic, as Kafka Streams' |
 //! | `toTable()`, `toTable(Materialized)` | `to_table()`, `to_table_with(Materialized)`; where a null value deletes, `to_table_deleting()`, `to_table_deleting_with(Materialized)` on a `KStream<K, Option<V>>`: `None` deletes the key's row and downstream sees the delete. The source's value serde decides what a null is: `Serdes::nullable(..)` reads it as `None`, a plain serde refuses it (a deserialization error) |
@@ -173,7 +173,7 @@
 //! | **Windows** `TimeWindows.ofSizeAndGrace/ofSizeWithNoGrace/advanceBy`, `SlidingWindows.ofTimeDifferenceAndGrace`, `SessionWindows.ofInactivityGapAndGrace`, `JoinWindows.ofTimeDifferenceAndGrace` | same names in snake case |
 //! | `WindowedSerdes.timeWindowedSerdeFrom(..)`, `sessionWindowedSerdeFrom(..)` | `TimeWindows::windowed_serde`, `SlidingWindows::windowed_serde`, `Serdes::session_windowed` |
 //! | **Settings** `Consumed`, `Produced`, `Grouped`, `Materialized`, `Joined`, `StreamJoined`, `Suppressed` | same names; `Consumed::with_timestamp_extractor` or a `WatermarkStrategy` |
-//! | `Named`, `Branched`, `Printed`, `Repartitioned`, `TableJoined` | `Consumed::with_name`/`Grouped::as_`/`split().named(..)` where a name matters; the rest not supported |
+//! | `Named`, `Branched`, `Printed`, `TableJoined` | `Consumed::with_name`/`Grouped::as_`/`split().named(..)` where a name matters; the rest not supported (`Repartitioned`: above, without a `StreamPartitioner`) |
 //! | Interactive queries (`KafkaStreams.store(..)`) | not supported in the runtime yet; the test driver reads stores (`key_value_store`, `window_store`, `session_store`) |
 
 #![warn(missing_docs)]

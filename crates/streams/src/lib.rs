@@ -77,6 +77,7 @@ pub use dsl::joins::{JoinWindows, Joined, StreamJoined};
 pub use dsl::kstream::{BranchedKStream, KStream};
 pub use dsl::ktable::KTable;
 pub use dsl::materialized::{Consumed, Grouped, Materialized, Produced, StoreSpec};
+pub use dsl::repartitioned::Repartitioned;
 pub use dsl::suppress::Suppressed;
 pub use dsl::windowed::{
     SessionWindowedKStream, SlidingWindowedKStream, TimeWindowedKStream, WindowedKStream,

@@ -154,10 +154,14 @@ impl Layout {
 type Sizes = BTreeMap<usize, (String, u32)>;
 
 /// Per sub-topology, a topic that sizes it and its partition count; per
-/// repartition topic, its partition count. Sub-topologies fed by external
-/// topics first, then repartition topics (the most partitions among their
-/// writers, as Kafka Streams sizes them) and the sub-topologies they feed,
-/// until nothing changes. Every sub-topology must be sized.
+/// repartition topic, its partition count. Fixed counts first: the external
+/// topics' and those `Repartitioned` gave (two that differ within one
+/// sub-topology are refused, naming both). Then, until nothing changes, each
+/// other repartition topic: read by a sub-topology a fixed count sized, it
+/// takes that count (Kafka Streams sizes a co-partitioned repartition topic
+/// so); otherwise the most partitions among its writers. Every sub-topology
+/// must be sized. An existing repartition topic of another count is refused
+/// when the topics are ensured, naming it.
 fn size_subtopologies<L: Log>(
     topology: &Topology,
     writers: &[(String, usize)],
@@ -174,15 +178,26 @@ fn size_subtopologies<L: Log>(
                 })?;
         note_partitions(s.subtopology, &s.topic, shape.partitions, &mut partitions)?;
     }
+    for s in sources.iter().filter(|s| s.internal) {
+        if let Some(n) = topology.repartition_partitions(&s.topic) {
+            internal.insert(s.topic.clone(), n);
+            note_partitions(s.subtopology, &s.topic, n, &mut partitions)?;
+        }
+    }
+    let fixed: BTreeMap<usize, u32> = partitions.iter().map(|(st, (_, n))| (*st, *n)).collect();
     loop {
         let mut changed = false;
         for s in sources.iter().filter(|s| s.internal) {
+            if topology.repartition_partitions(&s.topic).is_some() {
+                continue;
+            }
             let sized = writers
                 .iter()
                 .filter(|(t, _)| *t == s.topic)
                 .map(|(_, st)| partitions.get(st).map(|(_, n)| *n))
                 .collect::<Option<Vec<u32>>>();
-            let Some(n) = sized.and_then(|v| v.into_iter().max()) else {
+            let by_reader = fixed.get(&s.subtopology).copied();
+            let Some(n) = by_reader.or_else(|| sized.and_then(|v| v.into_iter().max())) else {
                 continue;
             };
             internal.insert(s.topic.clone(), n);

@@ -26,6 +26,7 @@ mod persistent_stores;
 mod rebalance;
 mod recovery;
 mod refusals;
+mod repartitioned;
 mod restore_progress;
 mod run_signals;
 mod scripted_group;

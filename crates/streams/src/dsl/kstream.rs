@@ -9,6 +9,7 @@ use crate::dsl::builder::add_source;
 use crate::dsl::grouped::KGroupedStream;
 use crate::dsl::ktable::KTable;
 use crate::dsl::materialized::{Grouped, Materialized, Produced};
+use crate::dsl::repartitioned::Repartitioned;
 use crate::processors::dynamic_sink::{DynamicSink, TopicExtractor};
 use crate::processors::sink::Sink;
 use crate::processors::stateless::{
@@ -332,6 +333,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             name,
             kind: NodeKind::Sink {
                 topic: topic.to_string(),
+                partitions: None,
             },
             parents: vec![self.node],
             stores: vec![],
@@ -383,25 +385,40 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     }
 
     /// Through an internal repartition topic (`<application.id>-<name>-repartition`),
-    /// which splits the topology into sub-topologies there.
-    pub fn repartition(&self, grouped: Grouped<K, V>) -> Self {
-        let key_serde = grouped.key_serde.or_else(|| self.key_serde.clone());
-        let value_serde = grouped.value_serde.or_else(|| self.value_serde.clone());
-        let (Some(ks), Some(vs)) = (key_serde, value_serde) else {
-            let node = self.graph.borrow().nodes[self.node].name.clone();
+    /// which splits the topology into sub-topologies there. `Repartitioned`
+    /// (or a `Grouped`, which converts into one) gives serdes, the name and
+    /// the topic's partition count: the sub-topology reading it then runs that
+    /// many tasks (Kafka Streams' `repartition(Repartitioned)`); without a
+    /// count the topic has as many partitions as the sub-topology writing it.
+    pub fn repartition(&self, repartitioned: impl Into<Repartitioned<K, V>>) -> Self {
+        let repartitioned = repartitioned.into();
+        let key_serde = repartitioned.key_serde.or_else(|| self.key_serde.clone());
+        let value_serde = repartitioned
+            .value_serde
+            .or_else(|| self.value_serde.clone());
+        let node = self.graph.borrow().nodes[self.node].name.clone();
+        let invalid = |reason: &str| {
             self.graph
                 .borrow_mut()
                 .errors
                 .push(crate::error::TopologyError::InvalidArgument {
-                    node,
-                    reason: "repartition needs key and value serdes: give them with Grouped::with"
-                        .into(),
+                    node: node.clone(),
+                    reason: reason.into(),
                 });
-            return self.clone();
+            self.clone()
         };
+        let (Some(ks), Some(vs)) = (key_serde, value_serde) else {
+            return invalid(
+                "repartition needs key and value serdes: give them with Repartitioned::with \
+                 or Grouped::with",
+            );
+        };
+        if repartitioned.partitions == Some(0) {
+            return invalid("a repartition topic needs at least one partition, not 0");
+        }
         let base = {
             let mut g = self.graph.borrow_mut();
-            grouped
+            repartitioned
                 .name
                 .unwrap_or_else(|| g.next_name("KSTREAM-REPARTITION"))
         };
@@ -422,6 +439,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
                 name,
                 kind: NodeKind::Sink {
                     topic: topic.clone(),
+                    partitions: repartitioned.partitions,
                 },
                 parents: vec![self.node],
                 stores: vec![],

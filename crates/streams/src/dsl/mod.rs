@@ -1,8 +1,8 @@
 //! The DSL a Kafka Streams user writes: [`StreamsBuilder`](builder), `KStream`,
 //! `KTable`, grouped, windowed and cogrouped streams, suppress, joins, the
 //! Processor API's entries, scheduled sources, and the settings objects
-//! (`Consumed`, `Produced`, `Grouped`, `Materialized`, `Suppressed`,
-//! `JoinWindows`).
+//! (`Consumed`, `Produced`, `Grouped`, `Repartitioned`, `Materialized`,
+//! `Suppressed`, `JoinWindows`).
 //!
 //! The top layer: each call adds nodes to the graph (`topology::graph`)
 //! whose factories build the operators of `processors` and `processor`.
@@ -13,8 +13,8 @@
 //! into another (a stream groups into a grouped stream that aggregates into a table that
 //! turns back into a stream; the builder makes streams and tables, a stream holds its
 //! builder), so their modules name each other by design. The rest of the folder (the join
-//! builders, the global table, suppress, materialized, process, scheduled) takes part in no
-//! loop.
+//! builders, the global table, suppress, materialized, repartitioned, process, scheduled)
+//! takes part in no loop.
 
 pub(crate) mod builder;
 pub(crate) mod cogroup;
@@ -29,6 +29,7 @@ pub(crate) mod ktable;
 pub(crate) mod ktable_join;
 pub(crate) mod materialized;
 pub(crate) mod process;
+pub(crate) mod repartitioned;
 pub(crate) mod scheduled;
 pub(crate) mod suppress;
 pub(crate) mod windowed;

@@ -283,6 +283,8 @@ pub(crate) enum NodeKind {
     Processor,
     Sink {
         topic: String,
+        /// The partition count a repartition topic was given, if any.
+        partitions: Option<u32>,
     },
     /// A sink that picks its topic per record.
     DynamicSink,

@@ -210,13 +210,27 @@ impl Topology {
             .iter()
             .enumerate()
             .filter_map(|(i, n)| match &n.kind {
-                NodeKind::Sink { topic } => Some((topic.clone(), self.subtopology_of[i])),
+                NodeKind::Sink { topic, .. } => Some((topic.clone(), self.subtopology_of[i])),
                 _ => None,
             })
             .collect();
         out.sort();
         out.dedup();
         out
+    }
+
+    /// The partition count repartition topic `topic` was given
+    /// (`Repartitioned::with_number_of_partitions`); `None` when it was given
+    /// none (it then has as many as the sub-topology writing it) or is not a
+    /// repartition topic.
+    pub fn repartition_partitions(&self, topic: &str) -> Option<u32> {
+        self.nodes.iter().find_map(|n| match &n.kind {
+            NodeKind::Sink {
+                topic: t,
+                partitions,
+            } if t == topic => *partitions,
+            _ => None,
+        })
     }
 
     /// Whether the topology needs watermark tracking under `AUTO`: a
@@ -319,7 +333,7 @@ impl Topology {
                             n.stores.join(", ")
                         );
                     }
-                    NodeKind::Sink { topic } => {
+                    NodeKind::Sink { topic, .. } => {
                         let _ = writeln!(out, "    Sink: {} (topic: {topic})", n.name);
                     }
                     NodeKind::DynamicSink => {

@@ -22,6 +22,7 @@ mod joins;
 mod processor_api;
 mod properties;
 mod refusals;
+mod repartition;
 mod restart_at_operation_boundaries;
 mod restart_handles;
 mod retention;
