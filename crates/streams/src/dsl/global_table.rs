@@ -1,11 +1,12 @@
 //! [`GlobalKTable`]: a table of a whole topic, held on every instance, and the
 //! stream joins that look it up by a key mapper (Kafka Streams'
-//! `globalTable(..)` and `KStream.join/leftJoin(GlobalKTable, ..)`).
+//! `globalTable(..)` and `KStream.join/leftJoin(GlobalKTable, ..)`); and
+//! `add_global_store`, a global store kept by user code (`addGlobalStore`).
 //!
-//! A global table is no node of any sub-topology: its topic is read apart from
+//! A global store is no node of any sub-topology: its topic is read apart from
 //! the tasks (docs/global-tables.md), so it needs no co-partitioning and a join
-//! with it no repartition. This module adds the store's definition to the graph
-//! and the join nodes that read it; it knows nothing of who fills the store.
+//! with it no repartition. This module adds the stores' definitions to the graph
+//! and the join nodes that read them; it knows nothing of who fills the stores.
 
 use std::any::Any;
 use std::marker::PhantomData;
