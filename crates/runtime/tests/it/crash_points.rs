@@ -158,6 +158,11 @@ fn families() -> Vec<Family> {
                 vec![(INPUT, input(120, 5, 42))],
             )
         },
+        Family::paced(
+            "dynamic-sink",
+            crate::dynamic_sinks::dynamic_tumbling,
+            vec![(INPUT, input(120, 5, 43))],
+        ),
         session_merges(),
         timers(),
         late_records(),

@@ -3,14 +3,16 @@
 //! the same as the driver's on 1, 2 and 4 lanes; a topic that does not exist
 //! goes to the production handler (fail names the topic and the record,
 //! continue drops and counts it); an internal topic stops the application.
+//! `dynamic_tumbling` is the crash enumeration's dynamic-sink family.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use stoatflow_log::{EmbeddedLog, Log, TopicSpec};
 use stoatflow_runtime::StreamsApp;
 use stoatflow_streams::{
-    DropReason, Produced, ProductionHandler, RecordContext, Serdes, StreamsBuilder, StreamsConfig,
-    Topology,
+    DropReason, EmitStrategy, Produced, ProductionHandler, RecordContext, Serdes, StreamsBuilder,
+    StreamsConfig, TimeWindows, Topology, Windowed,
 };
 use stoatflow_testing::TopologyTestDriver;
 
@@ -32,6 +34,31 @@ fn routed(missing: Option<&'static str>) -> Topology {
         },
         Produced::with(Serdes::string(), Serdes::i64()),
     );
+    b.build().unwrap()
+}
+
+/// A tumbling count's final results written through a dynamic sink, which
+/// names [`OUTPUT`] afresh for every record (the crash enumeration's
+/// dynamic-sink family: its output must commit with the epoch as a named
+/// sink's does).
+pub(crate) fn dynamic_tumbling() -> Topology {
+    let mut b = StreamsBuilder::new();
+    source(&mut b, INPUT)
+        .group_by_key()
+        .windowed_by(TimeWindows::of_size_and_grace(
+            Duration::from_millis(WINDOW_MS as u64),
+            Duration::from_millis(GRACE_MS as u64),
+        ))
+        .emit_strategy(EmitStrategy::on_window_close())
+        .count()
+        .to_stream()
+        .to_dynamic(
+            |_: &Windowed<String>, _: &Option<i64>, _: &RecordContext<'_>| OUTPUT.to_owned(),
+            Produced::with(
+                Serdes::time_windowed(Serdes::string(), WINDOW_MS),
+                Serdes::i64(),
+            ),
+        );
     b.build().unwrap()
 }
 
