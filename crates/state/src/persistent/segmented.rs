@@ -112,6 +112,9 @@ pub(crate) struct SegmentedCore<K, V, L: DiskLayout> {
     /// The keys as the engine and the cache keep them (docs/state.md#key-order).
     keys: StoredKeys<K>,
     value_codec: Arc<dyn Codec<V>>,
+    /// The buffer the write paths encode a key into, kept between calls so that a write
+    /// to a key the cache holds allocates nothing.
+    key_buf: Vec<u8>,
     layout: PhantomData<L>,
 }
 
@@ -152,6 +155,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
             cache: WindowCache::new(persistent.cache_max_bytes()),
             keys: StoredKeys::new(key_codec),
             value_codec: Arc::new(value_codec),
+            key_buf: Vec::new(),
             layout: PhantomData,
         })
     }
@@ -190,10 +194,32 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         if !self.retention.admit(name, L::time(window)) {
             return Ok(());
         }
-        let k = encode_key(&self.keys, key, name, "put")?;
-        let v = encode_value(&*self.value_codec, value, name, &k)?;
-        let logged = self.logged(timestamp);
-        self.write_raw(&k, window, Some(&v), logged)
+        self.with_key(key, "put", |core, k| {
+            let v = encode_value(&*core.value_codec, value, core.config.name(), k)?;
+            let logged = core.logged(timestamp);
+            core.write_raw(k, window, Some(&v), logged)
+        })
+    }
+
+    /// Runs `write` with `key` encoded into the reused key buffer.
+    fn with_key<R>(
+        &mut self,
+        key: &K,
+        op: &str,
+        write: impl FnOnce(&mut Self, &[u8]) -> Result<R, StateError>,
+    ) -> Result<R, StateError> {
+        let mut k = std::mem::take(&mut self.key_buf);
+        k.clear();
+        let result = match self.keys.encode(key, &mut k) {
+            Ok(()) => write(self, &k),
+            Err(e) => Err(StateError::encode_key(
+                self.config.name(),
+                format_args!("passed to {op}"),
+                e,
+            )),
+        };
+        self.key_buf = k;
+        result
     }
 
     /// Replaces (key, window) with `f(current)` at `timestamp`: the key is encoded once and
@@ -206,23 +232,35 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         timestamp: i64,
         f: &mut dyn FnMut(Option<V>) -> V,
     ) -> Result<(), StateError> {
+        self.with_key(key, "update", |core, k| {
+            core.update_encoded(k, window, timestamp, f)
+        })
+    }
+
+    /// [`SegmentedCore::update`] of the stored key `k`.
+    fn update_encoded(
+        &mut self,
+        k: &[u8],
+        window: L::Window,
+        timestamp: i64,
+        f: &mut dyn FnMut(Option<V>) -> V,
+    ) -> Result<(), StateError> {
         let name = self.config.name();
-        let k = encode_key(&self.keys, key, name, "update")?;
         let order = L::order(window);
         let segment = self.segment_id(L::time(window));
         let admitted = self.retention.admit(name, L::time(window));
         let logged = self.config.changelog_enabled().then_some(timestamp);
         let value_codec = &*self.value_codec;
-        let decode = |v: &[u8]| decode_stored(value_codec, v, "value", name, &k);
+        let decode = |v: &[u8]| decode_stored(value_codec, v, "value", name, k);
         let encode = |value: &V, out: &mut Vec<u8>| {
             value_codec
                 .encode(value, out)
-                .map_err(|e| StateError::encode_value(name, &k, e))
+                .map_err(|e| StateError::encode_value(name, k, e))
         };
         // An entry the cache holds is read and rewritten in one lookup.
         let in_cache = self
             .cache
-            .rewrite(segment, &k, order, logged, |current, out| {
+            .rewrite(segment, k, order, logged, |current, out| {
                 let value = f(current.map(decode).transpose()?);
                 if admitted {
                     encode(&value, out)?;
@@ -234,9 +272,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         }
         let current = match self.engine_segment(segment) {
             None => None,
-            Some(ks) => ks
-                .get(L::engine_key(&k, window))
-                .map_err(engine_err(name))?,
+            Some(ks) => ks.get(L::engine_key(k, window)).map_err(engine_err(name))?,
         };
         let value = f(current.as_deref().map(decode).transpose()?);
         if !admitted {
@@ -245,7 +281,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         let segments = &self.segments;
         self.cache.write_encoded(
             segment,
-            &k,
+            k,
             order,
             logged,
             || segments.get(segment).is_some(),
@@ -368,7 +404,20 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         timestamp: i64,
         f: &mut dyn FnMut(L::Window, V) -> V,
     ) -> Result<(), StateError> {
-        let k = encode_key(&self.keys, key, self.config.name(), "update_key_range")?;
+        self.with_key(key, "update_key_range", |core, k| {
+            core.update_key_range_encoded(k, from, to, timestamp, f)
+        })
+    }
+
+    /// [`SegmentedCore::update_key_range`] of the stored key `k`.
+    fn update_key_range_encoded(
+        &mut self,
+        k: &[u8],
+        from: L::Window,
+        to: L::Window,
+        timestamp: i64,
+        f: &mut dyn FnMut(L::Window, V) -> V,
+    ) -> Result<(), StateError> {
         if L::order(from) > L::order(to) {
             return Ok(());
         }
@@ -376,8 +425,8 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         {
             let (name, value_codec) = (self.config.name(), &*self.value_codec);
             let segments = self.segments_between(L::time(from), L::time(to));
-            self.visit_key_range(&k, segments, from, to, |w, v| {
-                found.push((w, decode_stored(value_codec, v, "value", name, &k)?));
+            self.visit_key_range(k, segments, from, to, |w, v| {
+                found.push((w, decode_stored(value_codec, v, "value", name, k)?));
                 Ok(())
             })?;
         }
@@ -392,14 +441,14 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
             let segments = &self.segments;
             self.cache.write_encoded(
                 segment,
-                &k,
+                k,
                 L::order(window),
                 logged,
                 || segments.get(segment).is_some(),
                 |out| {
                     value_codec
                         .encode(&value, out)
-                        .map_err(|e| StateError::encode_value(name, &k, e))
+                        .map_err(|e| StateError::encode_value(name, k, e))
                 },
             )?;
             self.spill_if_over()?;
