@@ -77,9 +77,11 @@ pub struct KafkaConfig {
     pub properties: ClientProperties,
     /// Group members join with `group.instance.id` (Kafka's static
     /// membership, on by default): an instance restarted after a kill takes
-    /// its own place back at once. Off: a restarted instance is a new
-    /// member, and its dead predecessor holds its partitions until the
-    /// broker expires its session.
+    /// its own place back at once, and a closed member does not leave the
+    /// group, so a restart within the session timeout moves nothing. Off: a
+    /// closed member leaves at once; a restarted instance is a new member,
+    /// and a killed predecessor holds its partitions until the broker
+    /// expires its session.
     pub static_membership: bool,
     /// What a consumer does with a position outside its partition's
     /// readable range (a seek or a committed offset past the end): Kafka's

@@ -9,7 +9,10 @@
 //! assigned it pauses at once; an ordinary consumer reads those partitions.
 //! Static membership (`group.instance.id` = the caller's member id): an
 //! instance restarted after a kill takes its own place back at once instead
-//! of waiting for the dead member to leave the group. Eager rebalancing (librdkafka's default `range,roundrobin` assignors):
+//! of waiting for the dead member to leave the group, and a static member
+//! closes without leaving it, so a restart within the session timeout moves
+//! nothing; a dynamic member leaves when it is closed. Eager rebalancing
+//! (librdkafka's default `range,roundrobin` assignors):
 //! the engine above rebuilds itself on every change of assignment, so the
 //! cooperative protocol would buy nothing yet. Each assignment's group
 //! metadata (generation, member id) goes to the log's [`Generations`], so
@@ -117,12 +120,15 @@ impl MemberCommit for BaseConsumer<MemberContext> {
     }
 }
 
-/// A member of a Kafka consumer group. Dropping it leaves the group.
+/// A member of a Kafka consumer group. Dropping it leaves the group unless
+/// it is a static member.
 pub struct KafkaMember {
     /// Shared (weakly) with the log's at-least-once offset commits.
     consumer: Arc<BaseConsumer<MemberContext>>,
     group: String,
     request_timeout: Duration,
+    /// Joined with `group.instance.id`: closing does not leave the group.
+    is_static: bool,
 }
 
 impl std::fmt::Debug for KafkaMember {
@@ -185,7 +191,27 @@ impl KafkaMember {
             consumer,
             group: group.to_owned(),
             request_timeout: config.request_timeout,
+            is_static: config.static_membership,
         })
+    }
+
+    /// Leaves the group, so the others take its partitions now rather than
+    /// when its session expires. Bounded: serves the group until the
+    /// assignment is given up, then a little longer for the leave request to
+    /// go out.
+    fn leave(&self) {
+        self.consumer.unsubscribe();
+        let deadline = Instant::now() + LEAVE_WITHIN;
+        let mut released_at = None;
+        while Instant::now() < deadline {
+            let _ = self.consumer.poll(Duration::from_millis(20));
+            let empty = self.consumer.assignment().is_ok_and(|a| a.count() == 0);
+            match (empty, released_at) {
+                (true, None) => released_at = Some(Instant::now()),
+                (true, Some(t)) if t.elapsed() >= LEAVE_GRACE => break,
+                _ => {}
+            }
+        }
     }
 
     fn assign_paused(&self, partitions: &[TopicPartition]) -> Result<(), LogError> {
@@ -278,22 +304,13 @@ impl Drop for KafkaMember {
             .context()
             .closing
             .store(true, Ordering::Release);
-        // A static member does not leave the group when it is closed
-        // (KIP-345), only when it unsubscribes: leave, so the others take
-        // its partitions now rather than when its session expires. Bounded:
-        // serve the group until the assignment is given up, then a little
-        // longer for the leave request to go out.
-        self.consumer.unsubscribe();
-        let deadline = Instant::now() + LEAVE_WITHIN;
-        let mut released_at = None;
-        while Instant::now() < deadline {
-            let _ = self.consumer.poll(Duration::from_millis(20));
-            let empty = self.consumer.assignment().is_ok_and(|a| a.count() == 0);
-            match (empty, released_at) {
-                (true, None) => released_at = Some(Instant::now()),
-                (true, Some(t)) if t.elapsed() >= LEAVE_GRACE => break,
-                _ => {}
-            }
+        // A static member closes without leaving (librdkafka sends no
+        // LeaveGroup on close when `group.instance.id` is set): coming back
+        // within the session timeout gives it its partitions back and moves
+        // nothing, as a Kafka Streams instance's restart does. Unsubscribing
+        // would leave, and make every other member rebalance twice.
+        if !self.is_static {
+            self.leave();
         }
         // The consumer's own drop closes it.
     }

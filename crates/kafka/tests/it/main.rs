@@ -11,3 +11,4 @@ mod kill;
 mod offset_reset;
 mod runtime_eos;
 mod standby;
+mod static_restart;
