@@ -73,54 +73,24 @@ impl AppConfig {
 
     /// `key`'s value, `None` where the backend makes it inapplicable.
     fn value_of(&self, key: &str) -> Option<String> {
+        if let Some(name) = self.choice_name(key) {
+            return Some(name.to_owned());
+        }
+        if let Some(value) = self.endpoints_value(key) {
+            return Some(value);
+        }
         let rt = &self.runtime;
-        let e = &self.endpoints;
         let kafka = match &self.backend {
             BackendSettings::Kafka(k) => Some(k),
             _ => None,
         };
-        let ms = |d: Duration| d.as_millis().to_string();
         Some(match key {
             APPLICATION_ID => rt.application_id().to_owned(),
-            GUARANTEE => match rt.guarantee {
-                ProcessingGuarantee::AtLeastOnce => "at_least_once",
-                _ => "exactly_once_v2",
-            }
-            .to_owned(),
-            DESER_HANDLER => match rt.streams.deserialization_handler {
-                DeserializationHandler::LogAndFail => "log-and-fail",
-                DeserializationHandler::LogAndContinue => "log-and-continue",
-            }
-            .to_owned(),
-            PRODUCTION_HANDLER => match rt.streams.production_handler {
-                ProductionHandler::Fail => "fail",
-                ProductionHandler::Continue => "continue",
-            }
-            .to_owned(),
             BOOTSTRAP => kafka?.bootstrap_servers.clone(),
             CLIENT_ID => kafka?.client_id.clone(),
             REPLICATION => kafka?
                 .replication_factor
                 .map_or_else(|| "the broker's default".to_owned(), |n| n.to_string()),
-            RECORDING_LEVEL => match self.recording_level {
-                RecordingLevel::Debug => "debug",
-                _ => "info",
-            }
-            .to_owned(),
-            ENDPOINTS_ENABLED => e.enabled.to_string(),
-            LISTEN => e.listen.to_string(),
-            ALLOW_NON_LOOPBACK => e.allow_non_loopback.to_string(),
-            SHOW_WATERMARKS => e.info_show_watermarks.to_string(),
-            MAX_CONNECTIONS => e.max_connections.to_string(),
-            REQUEST_TIMEOUT => ms(e.request_timeout),
-            MAX_REQUESTS => e.max_requests_per_second.to_string(),
-            REFRESH => ms(e.refresh),
-            BACKEND => match &self.backend {
-                BackendSettings::Embedded { .. } => "embedded",
-                BackendSettings::Memory => "memory",
-                BackendSettings::Kafka(_) => "kafka",
-            }
-            .to_owned(),
             EMBEDDED_DIR => match &self.backend {
                 BackendSettings::Embedded { dir } => dir.display().to_string(),
                 _ => return None,
@@ -130,18 +100,6 @@ impl AppConfig {
             BARRIER_FACTOR => rt.barrier.interval_factor.to_string(),
             BARRIER_MIN => ms(rt.barrier.min_interval),
             BARRIER_MAX => ms(rt.barrier.max_interval),
-            COORDINATION => match rt.streams.coordination {
-                CoordinationMode::Auto => "AUTO",
-                CoordinationMode::Enabled => "ENABLED",
-                CoordinationMode::Disabled => "DISABLED",
-            }
-            .to_owned(),
-            DISPATCH => match rt.streams.dispatch {
-                DispatchMode::Auto => "AUTO",
-                DispatchMode::Lane => "LANE",
-                DispatchMode::Direct => "DIRECT",
-            }
-            .to_owned(),
             LANES => rt.lanes.to_string(),
             INSTANCE_ID => rt.instance_id.clone(),
             POLL_WAIT => ms(rt.poll_wait),
@@ -161,4 +119,66 @@ impl AppConfig {
             other => unreachable!("key {other} is in KEYS but has no rendering"),
         })
     }
+
+    /// The name a key that picks one of several behaviours is set to (the
+    /// guarantee, the handlers, the modes, the backend), `None` for any
+    /// other key.
+    fn choice_name(&self, key: &str) -> Option<&'static str> {
+        let rt = &self.runtime;
+        Some(match key {
+            GUARANTEE => match rt.guarantee {
+                ProcessingGuarantee::AtLeastOnce => "at_least_once",
+                _ => "exactly_once_v2",
+            },
+            DESER_HANDLER => match rt.streams.deserialization_handler {
+                DeserializationHandler::LogAndFail => "log-and-fail",
+                DeserializationHandler::LogAndContinue => "log-and-continue",
+            },
+            PRODUCTION_HANDLER => match rt.streams.production_handler {
+                ProductionHandler::Fail => "fail",
+                ProductionHandler::Continue => "continue",
+            },
+            RECORDING_LEVEL => match self.recording_level {
+                RecordingLevel::Debug => "debug",
+                _ => "info",
+            },
+            BACKEND => match &self.backend {
+                BackendSettings::Embedded { .. } => "embedded",
+                BackendSettings::Memory => "memory",
+                BackendSettings::Kafka(_) => "kafka",
+            },
+            COORDINATION => match rt.streams.coordination {
+                CoordinationMode::Auto => "AUTO",
+                CoordinationMode::Enabled => "ENABLED",
+                CoordinationMode::Disabled => "DISABLED",
+            },
+            DISPATCH => match rt.streams.dispatch {
+                DispatchMode::Auto => "AUTO",
+                DispatchMode::Lane => "LANE",
+                DispatchMode::Direct => "DIRECT",
+            },
+            _ => return None,
+        })
+    }
+
+    /// The value of a `runtime.endpoints.*` key, `None` for any other key.
+    fn endpoints_value(&self, key: &str) -> Option<String> {
+        let e = &self.endpoints;
+        Some(match key {
+            ENDPOINTS_ENABLED => e.enabled.to_string(),
+            LISTEN => e.listen.to_string(),
+            ALLOW_NON_LOOPBACK => e.allow_non_loopback.to_string(),
+            SHOW_WATERMARKS => e.info_show_watermarks.to_string(),
+            MAX_CONNECTIONS => e.max_connections.to_string(),
+            REQUEST_TIMEOUT => ms(e.request_timeout),
+            MAX_REQUESTS => e.max_requests_per_second.to_string(),
+            REFRESH => ms(e.refresh),
+            _ => return None,
+        })
+    }
+}
+
+/// A duration as its whole milliseconds.
+fn ms(d: Duration) -> String {
+    d.as_millis().to_string()
 }
