@@ -197,25 +197,12 @@ pub(crate) fn respond(
     state: &mut ServerState,
     now: Instant,
 ) -> (Arc<Encoded>, bool) {
-    let malformed = || {
-        (
+    let Some((method, target, version)) = request_parts(request_line) else {
+        return (
             Response::json(400, &json!({ "error": "malformed request line" })).encode(),
             false,
-        )
+        );
     };
-    let mut parts = request_line.split_whitespace();
-    let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next())
-    else {
-        return malformed();
-    };
-    let token = |t: &str| {
-        !t.is_empty()
-            && t.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-    };
-    if !token(method) || !version.starts_with("HTTP/") || parts.next().is_some() {
-        return malformed();
-    }
     if version == "HTTP/1.1"
         && let Some(problem) = host_problem(fields)
     {
@@ -269,6 +256,25 @@ pub(crate) fn respond(
         Route::Log(which) => log_route(which, method, target, body, loopback, state).encode(),
     };
     (reply, head_only)
+}
+
+/// The method, target and version of `request_line`; `None` unless it is
+/// exactly three words, the method a token and the version `HTTP/...`.
+fn request_parts(request_line: &str) -> Option<(&str, &str, &str)> {
+    let mut parts = request_line.split_whitespace();
+    let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return None;
+    };
+    let token = |t: &str| {
+        !t.is_empty()
+            && t.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    };
+    if !token(method) || !version.starts_with("HTTP/") || parts.next().is_some() {
+        return None;
+    }
+    Some((method, target, version))
 }
 
 /// A log route's response: only to a loopback peer, only when the
