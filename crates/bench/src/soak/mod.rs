@@ -65,6 +65,9 @@ pub struct SoakOptions {
     pub input_retention: Duration,
     /// Time between samples (`--sample-s`, 10 s).
     pub sample_every: Duration,
+    /// The windowed changelogs' retention beyond the window and its grace
+    /// (`--changelog-extra-retention-s`; the runtime's default when `None`).
+    pub changelog_extra_retention: Option<Duration>,
 }
 
 impl Default for SoakOptions {
@@ -80,6 +83,7 @@ impl Default for SoakOptions {
             grace: Duration::from_secs(1),
             input_retention: Duration::from_secs(300),
             sample_every: Duration::from_secs(10),
+            changelog_extra_retention: None,
         }
     }
 }
@@ -276,6 +280,9 @@ fn soak_config(dir: &RunDir, opts: &SoakOptions) -> RuntimeConfig {
         },
     )
     .with_lanes(opts.lanes);
+    if let Some(extra) = opts.changelog_extra_retention {
+        config = config.with_windowstore_changelog_additional_retention(extra);
+    }
     if opts.stores == E2eStores::InMemory {
         config.streams.default_dsl_store = Some(StoreType::InMemory);
     }
