@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use stoatflow_log::{
-    Consumer, EmbeddedLog, EmbeddedProducer, Log, LogError, Offset, Record, SeekTo, Timestamp,
-    TopicPartition, TransactionalProducer,
+    Consumer, EmbeddedLog, EmbeddedProducer, FetchedRecord, Log, LogError, Offset, Record, SeekTo,
+    Timestamp, TopicPartition, TransactionalProducer,
 };
 use stoatflow_runtime::partition_for_key;
 use stoatflow_server::{
@@ -50,6 +50,19 @@ pub(crate) struct EmbeddedLogAccess {
     producer: Mutex<Option<EmbeddedProducer>>,
     /// Round-robin for records with neither key nor partition.
     next: AtomicU64,
+}
+
+/// A fetched record of `partition` as the log routes answer it.
+fn stored(partition: u32, fetched: FetchedRecord) -> StoredRecord {
+    let r = fetched.record;
+    StoredRecord {
+        partition,
+        offset: fetched.offset.0,
+        timestamp: r.timestamp.0,
+        key: r.key,
+        value: r.value,
+        headers: r.headers.into_iter().map(|h| (h.key, h.value)).collect(),
+    }
 }
 
 fn log_failure(e: &LogError) -> LogAccessError {
@@ -246,19 +259,7 @@ impl LogAccess for EmbeddedLogAccess {
                 bytes += r.record.key.as_ref().map_or(0, Vec::len)
                     + r.record.value.as_ref().map_or(0, Vec::len);
                 next = r.offset.0 + 1;
-                records.push(StoredRecord {
-                    partition,
-                    offset: r.offset.0,
-                    timestamp: r.record.timestamp.0,
-                    key: r.record.key,
-                    value: r.record.value,
-                    headers: r
-                        .record
-                        .headers
-                        .into_iter()
-                        .map(|h| (h.key, h.value))
-                        .collect(),
-                });
+                records.push(stored(partition, r));
             }
             next = next.max(
                 consumer
