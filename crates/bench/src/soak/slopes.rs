@@ -74,6 +74,25 @@ pub struct GapSlope {
 }
 
 impl GapSlope {
+    /// The longest pause of the `first` minute's samples and of the
+    /// `judged` ones taken at `judged_from_s` or later, against the first
+    /// minute's mean commit interval.
+    fn of(first: &[&Sample], judged: &[&Sample], judged_from_s: f64) -> GapSlope {
+        let max_gap = |it: &mut dyn Iterator<Item = &&Sample>| {
+            it.map(|s| s.barrier_gap_max_ms).fold(f64::NAN, f64::max)
+        };
+        let intervals: Vec<f64> = first
+            .iter()
+            .map(|s| s.commit_interval_ms)
+            .filter(|i| i.is_finite())
+            .collect();
+        GapSlope {
+            first_minute_max_ms: max_gap(&mut first.iter()),
+            judged_max_ms: max_gap(&mut judged.iter().filter(|s| s.t_s >= judged_from_s)),
+            commit_interval_ms: intervals.iter().sum::<f64>() / intervals.len() as f64,
+        }
+    }
+
     /// `first_minute_max_ms` plus [`GAP_BOUND_INTERVALS`] commit intervals.
     pub fn bound_ms(&self) -> f64 {
         self.first_minute_max_ms + GAP_BOUND_INTERVALS * self.commit_interval_ms
@@ -82,6 +101,19 @@ impl GapSlope {
     /// Whether the judged part's longest pause is within the bound.
     pub fn ok(&self) -> bool {
         self.judged_max_ms <= self.bound_ms()
+    }
+}
+
+/// `per_min` in percent of `first_minute`: 0 for a series flat at (or
+/// falling from) 0, infinite for one growing from 0; NaN stays NaN.
+fn share_pct(per_min: f64, first_minute: f64) -> f64 {
+    if first_minute != 0.0 {
+        per_min / first_minute * 100.0
+    } else if per_min <= 0.0 {
+        0.0
+    } else {
+        // Growing from nothing: no share of it is small enough.
+        per_min * f64::INFINITY
     }
 }
 
@@ -140,20 +172,12 @@ impl Slopes {
             // A horizon the run never reached leaves nothing to judge.
             let bound = bound.filter(|_| series_from_s < duration.as_secs_f64());
             let per_min = least_squares_slope(&points);
-            let pct_per_min = if first_minute != 0.0 {
-                per_min / first_minute * 100.0
-            } else if per_min <= 0.0 {
-                0.0
-            } else {
-                // Growing from nothing: no share of it is small enough; NaN stays NaN.
-                per_min * f64::INFINITY
-            };
             Slope {
                 series: name,
                 from_s: series_from_s,
                 first_minute,
                 per_min,
-                pct_per_min,
+                pct_per_min: share_pct(per_min, first_minute),
                 bound_pct: bound,
             }
         };
@@ -171,24 +195,11 @@ impl Slopes {
             series("watermark_lag_ms", from_s, None, &lag),
             series("late_records", from_s, None, &|s| s.late_records as f64),
         ];
-        let max_gap = |it: &mut dyn Iterator<Item = &&Sample>| {
-            it.map(|s| s.barrier_gap_max_ms).fold(f64::NAN, f64::max)
-        };
-        let intervals: Vec<f64> = first
-            .iter()
-            .map(|s| s.commit_interval_ms)
-            .filter(|i| i.is_finite())
-            .collect();
-        let gap = GapSlope {
-            first_minute_max_ms: max_gap(&mut first.iter()),
-            judged_max_ms: max_gap(&mut judged.iter().filter(|s| s.t_s >= from_s + period)),
-            commit_interval_ms: intervals.iter().sum::<f64>() / intervals.len() as f64,
-        };
         Slopes {
             first_minute_s,
             from_s,
             series,
-            gap,
+            gap: GapSlope::of(&first, &judged, from_s + period),
         }
     }
 
