@@ -38,6 +38,7 @@ mod config;
 mod consumer;
 mod errors;
 mod generation;
+mod group_description;
 mod log;
 mod member;
 mod offset_reset;

@@ -32,13 +32,15 @@ use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{ClientContext, TopicPartitionList};
 use stoatflow_log::{
-    ErrorKind, GroupEvent, GroupMember, LogError, OffsetAndMetadata, TopicPartition,
+    ErrorKind, GroupEvent, GroupMember, LogError, MemberAssignment, OffsetAndMetadata,
+    TopicPartition,
 };
 
 use crate::committed::committed;
 use crate::config::KafkaConfig;
 use crate::errors::map;
 use crate::generation::{Generations, MemberCommit, MemberToken};
+use crate::group_description::{assignments, member_client_id};
 
 /// What the rebalance callback saw, in order.
 #[derive(Debug)]
@@ -162,6 +164,8 @@ impl KafkaMember {
         if config.static_membership {
             client.set("group.instance.id", member);
         }
+        // The group's description names members by client id.
+        client.set("client.id", member_client_id(&config.client_id, member));
         let token = MemberToken::next();
         let consumer: BaseConsumer<MemberContext> = client
             .set("group.id", group)
@@ -281,6 +285,18 @@ impl GroupMember for KafkaMember {
             self.request_timeout,
             &self.group,
         ))
+    }
+
+    /// The group's description (DescribeGroups) through the member's own
+    /// connection; members are named by their client id.
+    fn describe_group(&self) -> Option<Result<Vec<MemberAssignment>, LogError>> {
+        let op = || format!("describing consumer group {:?}", self.group);
+        Some(
+            self.consumer
+                .fetch_group_list(Some(&self.group), self.request_timeout)
+                .map_err(|e| map(&e, op(), None))
+                .and_then(|list| assignments(&list, &self.group)),
+        )
     }
 
     fn release(&mut self) -> Result<(), LogError> {

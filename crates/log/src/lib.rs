@@ -89,7 +89,7 @@ pub use embedded::{
     MaintenanceReport,
 };
 pub use error::{ErrorKind, LogError};
-pub use membership::{GroupEvent, GroupMember, SoleMember};
+pub use membership::{GroupEvent, GroupMember, MemberAssignment, SoleMember};
 pub use topic_name::check_topic_name;
 pub use types::MAX_TOPIC_NAME_LEN;
 pub use types::{

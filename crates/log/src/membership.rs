@@ -2,7 +2,8 @@
 //! member owns, and when that changes.
 //!
 //! Owns: [`GroupMember`] (poll for [`GroupEvent`]s, release what a
-//! rebalance revokes), [`GroupEvent`], and [`SoleMember`], the member of a
+//! rebalance revokes, describe the group), [`GroupEvent`],
+//! [`MemberAssignment`], and [`SoleMember`], the member of a
 //! log that has no group coordination (the embedded log): it owns every
 //! partition of its topics from the start, and nothing ever changes. A
 //! member never reads records: the partitions it owns are read by an
@@ -29,6 +30,16 @@ pub enum GroupEvent {
     /// the group too long): another member may own them already, so their
     /// open work must not commit. No release is needed.
     Lost(Vec<TopicPartition>),
+}
+
+/// One member of a group and what it owns, as the group's description
+/// shows every member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberAssignment {
+    /// The member's name (the `member` it joined with).
+    pub member: String,
+    /// The partitions it owns in the group's current generation.
+    pub partitions: Vec<TopicPartition>,
 }
 
 /// A member of a consumer group subscribed to a fixed set of topics.
@@ -59,6 +70,16 @@ pub trait GroupMember: Send + Debug {
         partitions: &[TopicPartition],
     ) -> Option<Result<Vec<(TopicPartition, Option<OffsetAndMetadata>)>, LogError>> {
         let _ = partitions;
+        None
+    }
+
+    /// Every member of the group and what it owns now, if the backend can
+    /// describe the group (`None`: it cannot). Members whose name the
+    /// description does not carry are left out.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn describe_group(&self) -> Option<Result<Vec<MemberAssignment>, LogError>> {
         None
     }
 }

@@ -4,6 +4,7 @@
 mod bad_input;
 mod broker;
 mod contract;
+mod describe;
 mod fencing;
 mod group_kill;
 mod groups;

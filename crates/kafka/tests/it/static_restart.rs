@@ -19,19 +19,19 @@ use stoatflow_log::{GroupEvent, GroupMember, Log, TopicPartition, TopicSpec};
 use crate::broker::TestBroker;
 
 const GROUP: &str = "restart-app";
-const TOPIC: &str = "restart-in";
-const PARTITIONS: u32 = 6;
+pub(crate) const TOPIC: &str = "restart-in";
+pub(crate) const PARTITIONS: u32 = 6;
 
 /// What each member holds, and every event each has seen, in order.
 #[derive(Default)]
-struct Seen {
-    held: Vec<BTreeSet<TopicPartition>>,
-    events: Vec<Vec<String>>,
+pub(crate) struct Seen {
+    pub(crate) held: Vec<BTreeSet<TopicPartition>>,
+    pub(crate) events: Vec<Vec<String>>,
 }
 
 /// Serves every member in turns (releasing revocations) until `done` says
 /// the holdings are what the test waits for.
-fn serve(
+pub(crate) fn serve(
     members: &mut [&mut dyn GroupMember],
     seen: &mut Seen,
     done: impl Fn(&[BTreeSet<TopicPartition>]) -> bool,
@@ -64,7 +64,7 @@ fn serve(
 }
 
 /// Two members that hold three partitions each.
-fn split(held: &[BTreeSet<TopicPartition>]) -> bool {
+pub(crate) fn split(held: &[BTreeSet<TopicPartition>]) -> bool {
     held.iter().all(|h| h.len() == 3)
 }
 

@@ -26,6 +26,7 @@ use stoatflow_log::{GroupEvent, GroupMember, Log, OffsetAndMetadata, TopicPartit
 use stoatflow_streams::Topology;
 
 use crate::config::layout::log_topic_name;
+use crate::engine::restore::placement::GroupView;
 use crate::error::RuntimeError;
 use crate::task_id::TaskId;
 
@@ -189,6 +190,39 @@ impl Membership {
         member
             .committed_offsets(partitions)
             .map(|r| r.map_err(RuntimeError::from))
+    }
+
+    /// The group as every member sees it (members and the owner of each
+    /// task), from the group's description; `None` when the log cannot
+    /// describe its groups, the description fails, or it does not list
+    /// this instance as the owner of its own tasks (a description of
+    /// another generation).
+    pub(crate) fn group_view(&self, me: &str) -> Option<GroupView> {
+        let described = match self.member.as_ref()?.describe_group()? {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::warn!(error = %e, "the group could not be described; copying every task owned elsewhere");
+                return None;
+            }
+        };
+        let mut view = GroupView::default();
+        for m in described {
+            for task in tasks_of(&self.leading, &m.partitions) {
+                view.owners.insert(task, m.member.clone());
+            }
+            view.members.insert(m.member);
+        }
+        let mine: BTreeSet<TaskId> = view
+            .owners
+            .iter()
+            .filter(|(_, owner)| *owner == me)
+            .map(|(t, _)| *t)
+            .collect();
+        if !view.members.contains(me) || mine != self.current {
+            tracing::warn!(described = ?view, "the group's description is not of this generation; copying every task owned elsewhere");
+            return None;
+        }
+        Some(view)
     }
 
     /// After the epoch committed: lets the rebalance go on.

@@ -172,7 +172,7 @@ impl<L: Log + 'static> Engine<L> {
             return Ok(None);
         };
         announce_resumed(&inboxes, &resumed)?;
-        let standby = start_standby(&s, &owned)?;
+        let standby = start_standby(&s, membership, &owned)?;
         let barrier = seeded.last_barrier;
         let upkeep = upkeep_front(config, upkeep, &sources.slots);
         let committer = Committer::start(
@@ -618,13 +618,25 @@ fn upkeep_front(config: &RuntimeConfig, upkeep: &UpkeepThread, slots: &[SourceSl
 /// directory keeps them), and the assignment published with them.
 fn start_standby<L: Log + 'static>(
     s: &Starting<'_, L>,
+    membership: &Membership,
     owned: &BTreeSet<TaskId>,
 ) -> Result<Option<Standby>, RuntimeError> {
     let all_tasks = (0..s.topology.subtopology_count()).flat_map(|st| {
         let partitions = s.plan.partitions.get(&st).copied().unwrap_or(0);
         (0..partitions).map(move |p| TaskId::new(st, p))
     });
-    let standby_tasks = standby::standby_tasks(s.config.standby_replicas, all_tasks, owned);
+    let me = s.config.transactional_id();
+    let group = match s.config.standby_replicas {
+        0 => None,
+        _ => membership.group_view(&me),
+    };
+    let standby_tasks = standby::standby_tasks(
+        s.config.standby_replicas,
+        all_tasks,
+        owned,
+        &me,
+        group.as_ref(),
+    );
     let standby = Standby::start_for(
         standby_tasks.clone(),
         s.config,

@@ -31,6 +31,7 @@ mod restore_progress;
 mod run_signals;
 mod scripted_group;
 mod standby;
+mod standby_placement;
 mod summary;
 mod support;
 mod timed;

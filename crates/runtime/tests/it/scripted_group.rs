@@ -1,11 +1,12 @@
 //! A consumer group whose rebalances a test scripts: each member's events,
-//! in order, handed to the runtime through the hooked log's group hook.
+//! in order, handed to the runtime through the hooked log's group hook, and
+//! what describing the group answers.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use stoatflow_log::{EmbeddedLog, GroupEvent, GroupMember, LogError};
+use stoatflow_log::{EmbeddedLog, GroupEvent, GroupMember, LogError, MemberAssignment};
 
 use crate::hooked_log::{HookedLog, Hooks};
 use crate::support::create_topics;
@@ -28,9 +29,16 @@ pub fn scripted_log() -> (Arc<EmbeddedLog>, Arc<ScriptedGroup>, Arc<HookedLog<Sc
 #[derive(Debug, Default)]
 pub struct ScriptedGroup {
     events: Mutex<HashMap<String, VecDeque<GroupEvent>>>,
+    /// What describing the group answers (`None`: it cannot be described).
+    description: Mutex<Option<Vec<MemberAssignment>>>,
 }
 
 impl ScriptedGroup {
+    /// From now on, describing the group answers `members`.
+    pub fn describe(&self, members: Vec<MemberAssignment>) {
+        *self.description.lock().unwrap() = Some(members);
+    }
+
     pub fn push(&self, member: &str, event: GroupEvent) {
         self.events
             .lock()
@@ -64,6 +72,10 @@ impl GroupMember for ScriptedMember {
 
     fn release(&mut self) -> Result<(), LogError> {
         Ok(())
+    }
+
+    fn describe_group(&self) -> Option<Result<Vec<MemberAssignment>, LogError>> {
+        self.group.description.lock().unwrap().clone().map(Ok)
     }
 }
 

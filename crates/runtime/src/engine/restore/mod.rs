@@ -4,6 +4,7 @@
 //! docs/scale-out.md#standbys, docs/state.md#takeover).
 
 pub(crate) mod changelog_read;
+pub(crate) mod placement;
 pub(crate) mod standby;
 pub(crate) mod store_restore;
 pub(crate) mod takeover;

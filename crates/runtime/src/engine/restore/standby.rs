@@ -4,11 +4,10 @@
 //! group moves such a task here its restore starts from the standby's
 //! checkpoint (the tail written since), not from the changelog's beginning.
 //!
-//! Which tasks: every stateful task this instance does not own. The group's
-//! assignor (librdkafka's) decides where a task goes when its owner dies and
-//! cannot be told where the warm copies are, as Kafka Streams' own assignor
-//! is; a copy of every other task is the one placement that makes every
-//! promotion warm. (With two instances that is exactly one replica.)
+//! Which tasks: those the placement gives this instance from the group's
+//! description (`placement`: `num.standby.replicas` copies of each task,
+//! never on its owner); when the group cannot be described, every task this
+//! instance does not own.
 //!
 //! Only stores on disk are copied (an in-memory copy would go with the
 //! engine; a promotion restores those in full, as the emit-frontier stores,
@@ -40,6 +39,7 @@ use crate::config::RuntimeConfig;
 use crate::engine::Shared;
 use crate::engine::guard::{Panicked, guarded};
 use crate::engine::restore::changelog_read::changelog_entry;
+use crate::engine::restore::placement::{self, GroupView};
 use crate::engine::restore::store_restore::{
     ChangelogPartitions, apply_entries, changelog_partitions, close_and_checkpoint,
 };
@@ -52,16 +52,24 @@ const FETCH_WAIT: Duration = Duration::from_millis(100);
 /// The pause after a retriable error of the log.
 const RETRY_AFTER: Duration = Duration::from_millis(200);
 
-/// The standby tasks of an instance owning `owned` among `all`.
+/// The standby tasks among `all` of instance `me`, owning `owned`: those
+/// the placement gives it when the group's view is known, else every task
+/// it does not own.
 pub(crate) fn standby_tasks(
     replicas: u32,
     all: impl IntoIterator<Item = TaskId>,
     owned: &BTreeSet<TaskId>,
+    me: &str,
+    group: Option<&GroupView>,
 ) -> BTreeSet<TaskId> {
     if replicas == 0 {
         return BTreeSet::new();
     }
-    all.into_iter().filter(|t| !owned.contains(t)).collect()
+    let others = all.into_iter().filter(|t| !owned.contains(t));
+    match group {
+        Some(group) => placement::copies_of(replicas, me, others, group),
+        None => others.collect(),
+    }
 }
 
 /// What the standby thread starts with.
@@ -425,16 +433,47 @@ mod tests {
     }
 
     #[test]
-    fn a_standby_keeps_every_task_it_does_not_own_and_none_without_replicas() {
+    fn without_a_view_of_the_group_a_standby_keeps_every_task_it_does_not_own() {
         let all: Vec<TaskId> = (0..2)
             .flat_map(|st| (0..3).map(move |p| task(st, p)))
             .collect();
         let owned: BTreeSet<TaskId> = [task(0, 1), task(1, 1)].into();
-        let standby = standby_tasks(1, all.iter().copied(), &owned);
+        let standby = standby_tasks(1, all.iter().copied(), &owned, "a", None);
         assert_eq!(
             standby,
             [task(0, 0), task(0, 2), task(1, 0), task(1, 2)].into()
         );
-        assert!(standby_tasks(0, all.iter().copied(), &owned).is_empty());
+        assert!(standby_tasks(0, all.iter().copied(), &owned, "a", None).is_empty());
+    }
+
+    #[test]
+    fn with_a_view_of_the_group_a_standby_keeps_only_what_the_placement_gives_it() {
+        let all: Vec<TaskId> = (0..12).map(|p| task(0, p)).collect();
+        let members = ["a", "b", "c", "d"];
+        let group = GroupView {
+            members: members.iter().map(|m| (*m).to_owned()).collect(),
+            owners: all
+                .iter()
+                .map(|t| (*t, members[t.partition as usize % 4].to_owned()))
+                .collect(),
+        };
+        let mut copies = 0;
+        for m in members {
+            let owned: BTreeSet<TaskId> = all
+                .iter()
+                .copied()
+                .filter(|t| group.owners[t] == m)
+                .collect();
+            let standby = standby_tasks(1, all.iter().copied(), &owned, m, Some(&group));
+            assert!(standby.is_disjoint(&owned), "{m} copies a task it owns");
+            assert!(
+                standby.len() < all.len() - owned.len(),
+                "{m} copies every other task"
+            );
+            copies += standby.len();
+        }
+        assert_eq!(copies, all.len(), "one copy per task");
+        let none = standby_tasks(0, all.iter().copied(), &BTreeSet::new(), "a", Some(&group));
+        assert!(none.is_empty());
     }
 }
