@@ -23,6 +23,7 @@ use crate::engine::{Assignment, Shared, run_engine, tracks_event_time};
 use crate::error::RuntimeError;
 use crate::observe::metrics::{MetricsSnapshot, lag_at};
 use crate::observe::summary::RunSummary;
+use crate::query::{QueryAnswer, QueryError, StateQueryRequest, StoreQuery, run_query};
 use crate::signals::stop_on_signals;
 
 /// How long [`StreamsApp::run`] gives its close.
@@ -395,6 +396,21 @@ impl<L: Log + 'static> StreamsApp<L> {
     /// (the newest 100,000 of each): final-result latencies.
     pub fn timeline(&self) -> crate::Timeline {
         self.shared.timeline.lock().expect("timeline lock").clone()
+    }
+
+    /// Answers `request` from this instance's stores (Kafka Streams'
+    /// `KafkaStreams::query`, IQv2): committed state unless the request asks
+    /// for the latest processed, each window with how final it is
+    /// (docs/queries.md).
+    ///
+    /// # Errors
+    /// [`QueryError`]: no such store here, another store type, not running,
+    /// the engine stopped before the answer committed, or the timeout.
+    pub fn query<Q: StoreQuery>(
+        &self,
+        request: StateQueryRequest<Q>,
+    ) -> Result<QueryAnswer<Q::Answer>, QueryError> {
+        run_query(&self.shared, request)
     }
 
     /// A cheap, shareable read-only view of the application (state,

@@ -7,7 +7,8 @@
 //!
 //! A short tour:
 //! - [`StreamsApp`]: `new` (the embedded log of the config) or `with_log`
-//!   (any [`stoatflow_log::Log`]), `start`, `state`, `close`, `run`.
+//!   (any [`stoatflow_log::Log`]), `start`, `state`, `close`, `run`, and
+//!   `query` ([`StateQueryRequest`]: interactive queries, docs/queries.md).
 //! - [`RuntimeConfig`]: backend, processing guarantee, barrier cadence
 //!   ([`CommitBarrierConfig`]), lanes, the tracker's knobs.
 //! - [`AppState`]: Kafka Streams' lifecycle; `RUNNING` is 4.
@@ -43,6 +44,7 @@ mod config;
 mod engine;
 mod error;
 mod observe;
+mod query;
 mod signals;
 mod task_id;
 
@@ -64,5 +66,10 @@ pub use observe::metrics::{
 };
 pub use observe::summary::RunSummary;
 pub use observe::timeline::{BarrierTiming, ResultLatency, Timeline};
+pub use query::{
+    DEFAULT_LIMIT, DEFAULT_QUERY_TIMEOUT, Finality, KeyQuery, QueryAnswer, QueryError, RangeAnswer,
+    RangeQuery, ReadMode, SessionQuery, SourcePosition, StateQueryRequest, StoreQuery, TaskClock,
+    WindowEntry, WindowQuery,
+};
 pub use signals::stop_on_signals;
 pub use task_id::TaskId;

@@ -174,7 +174,7 @@
 //! | `WindowedSerdes.timeWindowedSerdeFrom(..)`, `sessionWindowedSerdeFrom(..)` | `TimeWindows::windowed_serde`, `SlidingWindows::windowed_serde`, `Serdes::session_windowed` |
 //! | **Settings** `Consumed`, `Produced`, `Grouped`, `Materialized`, `Joined`, `StreamJoined`, `Suppressed` | same names; `Consumed::with_timestamp_extractor` or a `WatermarkStrategy` |
 //! | `Named`, `Branched`, `Printed`, `TableJoined` | `Consumed::with_name`/`Grouped::as_`/`split().named(..)` where a name matters; the rest not supported (`Repartitioned`: above, without a `StreamPartitioner`) |
-//! | Interactive queries (`KafkaStreams.store(..)`) | not supported in the runtime yet; the test driver reads stores (`key_value_store`, `window_store`, `session_store`) |
+//! | Interactive queries v2 `KafkaStreams.query(StateQueryRequest)` with `KeyQuery`, `RangeQuery`, `WindowKeyQuery` (IQv1's `store(StoreQueryParameters)` is not ported) | `StreamsApp::query(StateQueryRequest::in_store(name, q))` with `KeyQuery`, `RangeQuery`, `WindowQuery`, `SessionQuery`: committed state by default (`latest_processed()` to read what is processed), each window `final`, `open` or `expired`, the answer's barrier, watermark and position (docs/queries.md); not yet: standbys (`enableStaleStores`) and `queryMetadataForKey`. The test driver reads stores directly (`key_value_store`, `window_store`, `session_store`) |
 
 #![warn(missing_docs)]
 
@@ -187,6 +187,10 @@ pub use stoatflow_runtime::{
     AppState, Backend, BarrierCadence, CommitBarrierConfig, HandlerOutcome, ProcessingGuarantee,
     RunSummary, RuntimeConfig, RuntimeError, StreamThreadExceptionResponse, StreamsApp, TaskId,
     partition_for_key, stop_on_signals,
+};
+pub use stoatflow_runtime::{
+    Finality, KeyQuery, QueryAnswer, QueryError, RangeAnswer, RangeQuery, ReadMode, SessionQuery,
+    SourcePosition, StateQueryRequest, StoreQuery, WindowEntry, WindowQuery,
 };
 pub use stoatflow_streams::*;
 pub use stoatflow_time::{

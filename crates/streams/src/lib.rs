@@ -104,7 +104,7 @@ pub use topology::task::{EpochCommit, RawRecord, StreamTask, TypedInput};
 pub use topology::{
     BytesStoreSupplier, EventTimeReader, GlobalKeyValueStore, GlobalRecord, GlobalStores,
     PersistentStore, SourceDescription, StoreShape, StoreType, TaskStores, TopicCatalog,
-    TopicLookup, Topology,
+    TopicLookup, Topology, WindowShape,
 };
 pub use windows::{EmitStrategy, SessionWindows, SlidingWindows, TimeWindows};
 

@@ -35,6 +35,7 @@ use crate::engine::restore::store_restore::{StoreReader, close_and_checkpoint};
 use crate::engine::restore::takeover;
 use crate::error::RuntimeError;
 use crate::observe::metrics::MetricsCells;
+use crate::query::{LaneQuery, TaskClock};
 use crate::task_id::TaskId;
 
 /// Everything a lane thread starts with.
@@ -150,8 +151,14 @@ fn serve<L: Log + 'static>(
     // The tasks holding final results for the next commit (an emission
     // pass at a crossing leaves them; nothing else produces any).
     let mut holding_finals = BTreeSet::new();
+    // Committed reads waiting for the next crossing.
+    let mut parked: Vec<Box<dyn LaneQuery>> = Vec::new();
     while let Ok(msg) = inbox.recv() {
         match msg {
+            LaneMsg::Query(query) => {
+                answer_or_park(&tasks, query, &mut parked, pending_output);
+                continue;
+            }
             LaneMsg::Records(runs) => process_runs(&mut tasks, runs, current)?,
             LaneMsg::Watermark {
                 subtopology,
@@ -173,7 +180,10 @@ fn serve<L: Log + 'static>(
                 flush,
                 reply,
             } => {
-                let commits = cross(&mut tasks, &stamps, flush, current)?;
+                let commits = cross(&mut tasks, &stamps, flush, current, &mut parked)?;
+                for query in parked.drain(..) {
+                    query.finish(Some(barrier));
+                }
                 note_pending(&tasks, pending_output);
                 epoch = barrier + 1;
                 holding_finals = tasks_holding_output(&tasks);
@@ -289,14 +299,40 @@ fn fire_event_time(
     Ok(())
 }
 
+/// A query reading what the lanes processed is answered now, between
+/// records; a committed read waits for the next crossing, which it asks
+/// for (an idle application cuts no barrier otherwise).
+fn answer_or_park(
+    tasks: &BTreeMap<TaskId, StreamTask>,
+    mut query: Box<dyn LaneQuery>,
+    parked: &mut Vec<Box<dyn LaneQuery>>,
+    pending_output: &AtomicBool,
+) {
+    if query.committed() {
+        parked.push(query);
+        pending_output.store(true, Ordering::Release);
+        return;
+    }
+    for (id, task) in tasks {
+        let clock = TaskClock {
+            watermark: task.watermark(),
+            floor: task.floor(),
+        };
+        query.visit(*id, task, clock);
+    }
+    query.finish(None);
+}
+
 /// Every task crosses the barrier stamped `stamps`: the epoch's commits, in
 /// task order. The final barrier (`flush`) emits everything closing at or
-/// before its stamp into this epoch.
+/// before its stamp into this epoch. Each `parked` query reads each task
+/// where its stores hold exactly what the epoch commits.
 fn cross(
     tasks: &mut BTreeMap<TaskId, StreamTask>,
     stamps: &[Watermark],
     flush: bool,
     current: &Cell<Option<TaskId>>,
+    parked: &mut [Box<dyn LaneQuery>],
 ) -> Result<Vec<(TaskId, EpochCommit)>, RuntimeError> {
     let kind = if flush {
         BarrierKind::FinalFlush
@@ -307,7 +343,17 @@ fn cross(
     for (id, task) in tasks.iter_mut() {
         current.set(Some(*id));
         let stamp = stamps[id.subtopology];
-        let commit = BarrierSchedule::cross(task, stamp, kind).map_err(process_err(*id))?;
+        let mut observe = |task: &StreamTask| {
+            let clock = TaskClock {
+                watermark: stamp,
+                floor: task.floor(),
+            };
+            for query in parked.iter_mut() {
+                query.visit(*id, task, clock);
+            }
+        };
+        let commit = BarrierSchedule::cross_observed(task, stamp, kind, &mut observe)
+            .map_err(process_err(*id))?;
         commits.push((*id, commit));
     }
     Ok(commits)

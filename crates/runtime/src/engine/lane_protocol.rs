@@ -8,7 +8,8 @@
 //!    [`LaneRun`]s); a barrier carries the channel its [`Crossed`] answer
 //!    goes to, which lives only while that barrier is in flight; a failure
 //!    goes to the lanes' failure channel ([`LaneFailed`]), the only answer
-//!    there is between barriers;
+//!    there is between barriers besides a query's, which goes to the
+//!    channel the query carries;
 //! 3. **checkpoint**: the last message of a graceful end; nothing answers it.
 //!
 //! A leaf: the lane, the dispatcher and the barrier driver all speak it, and
@@ -22,6 +23,7 @@ use stoatflow_streams::EpochCommit;
 use stoatflow_time::{WallTime, Watermark};
 
 use crate::error::RuntimeError;
+use crate::query::LaneQuery;
 use crate::task_id::TaskId;
 
 /// A run of one task's records: consecutive records of one fetched batch,
@@ -59,6 +61,9 @@ pub(crate) enum LaneMsg {
         flush: bool,
         reply: SyncSender<Crossed>,
     },
+    /// An interactive query: read the tasks' stores now, or, for a
+    /// committed read, at the next barrier crossing (`crate::query`).
+    Query(Box<dyn LaneQuery>),
     /// After the final barrier of a graceful shutdown committed: close the
     /// persistent stores and write each one's checkpoint, then stop.
     Checkpoint,

@@ -357,7 +357,15 @@ struct Engine<L: Log> {
 impl<L: Log + 'static> Engine<L> {
     fn run(&mut self, membership: &mut Membership) -> Result<Exit, RuntimeError> {
         let result = self.poll_loop(membership);
-        // Hang up on the lanes and wait for them.
+        // Hang up on the lanes and wait for them (queries first: their
+        // copies of the inboxes would keep the lanes alive).
+        self.shared
+            .query_lanes
+            .lock()
+            .expect("query lanes lock")
+            .lanes
+            .clear();
+        self.shared.committed_barriers.wake();
         self.lanes.clear();
         for h in self.lane_threads.drain(..) {
             let _ = h.join();

@@ -2,7 +2,8 @@
 //! the state and its listener, the uncaught-error handler and its
 //! decisions, the stop and halt flags, and what the engine publishes for
 //! the handle to read (the `/watermarks` view, committed and consumed
-//! positions, counters, the timeline, the assignment).
+//! positions, counters, the timeline, the assignment), and the lanes'
+//! inboxes an interactive query goes to.
 //!
 //! Owns the state machine's transitions and the calls into the two user
 //! callbacks it holds: each runs with no lock held, behind a panic guard. A
@@ -14,6 +15,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
 
 use stoatflow_log::TopicPartition;
@@ -22,9 +24,11 @@ use stoatflow_time::WatermarksSnapshot;
 use crate::app_state::AppState;
 use crate::engine::error_response::{StreamThreadExceptionResponse, default_response};
 use crate::engine::guard::{self, ERROR_HANDLER, Panicked, STATE_LISTENER};
+use crate::engine::lane_protocol::LaneMsg;
 use crate::error::RuntimeError;
 use crate::observe::metrics::MetricsCells;
 use crate::observe::timeline::Timeline;
+use crate::query::CommittedBarriers;
 use crate::task_id::TaskId;
 
 /// What the application and the engine share.
@@ -64,6 +68,31 @@ pub(crate) struct Shared {
     /// How far the running engine's standby copies are behind their
     /// changelogs ([`STANDBY_LAG_UNKNOWN`] before they measured it).
     pub(crate) standby_lag: Arc<AtomicU64>,
+    /// The running engine's lane inboxes, where queries go (empty while no
+    /// engine runs; cleared before the engine hangs up on its lanes, so
+    /// they end).
+    pub(crate) query_lanes: Mutex<QueryLanes>,
+    /// The barriers committed lately, what committed reads wait for.
+    pub(crate) committed_barriers: CommittedBarriers,
+}
+
+/// The running engine's lane inboxes, and which engine that is: a
+/// committed read waits for its barrier on the engine that read it, never
+/// on a successor that numbers its barriers alike.
+#[derive(Debug, Default)]
+pub(crate) struct QueryLanes {
+    /// Counts the engines that published their lanes.
+    pub(crate) generation: u64,
+    /// Empty while no engine runs.
+    pub(crate) lanes: Vec<SyncSender<LaneMsg>>,
+}
+
+impl QueryLanes {
+    /// A new engine's lanes.
+    pub(crate) fn publish(&mut self, lanes: Vec<SyncSender<LaneMsg>>) {
+        self.generation += 1;
+        self.lanes = lanes;
+    }
 }
 
 /// The standby copies' lag before they first measured it.
@@ -124,6 +153,8 @@ impl Shared {
             assignment: Mutex::new(Assignment::default()),
             standby_applied: Arc::default(),
             standby_lag: Arc::new(AtomicU64::new(STANDBY_LAG_UNKNOWN)),
+            query_lanes: Mutex::new(QueryLanes::default()),
+            committed_barriers: CommittedBarriers::default(),
         }
     }
 

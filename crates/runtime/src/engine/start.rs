@@ -219,6 +219,12 @@ impl<L: Log + 'static> Engine<L> {
             standby,
             direct: !s.tracking && config.streams.dispatch != DispatchMode::Lane,
         };
+        shared.committed_barriers.committed(barrier, Vec::new());
+        shared
+            .query_lanes
+            .lock()
+            .expect("query lanes lock")
+            .publish(engine.lanes.clone());
         shared.transition(AppState::Running);
         Ok(Some(engine))
     }

@@ -22,6 +22,7 @@ mod output_sequence;
 mod overlap;
 mod panics;
 mod partition_time;
+mod queries;
 mod persistent_stores;
 mod rebalance;
 mod recovery;

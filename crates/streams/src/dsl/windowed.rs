@@ -85,6 +85,10 @@ pub(crate) trait WindowKind: Copy + std::fmt::Debug + Send + Sync + 'static {
     /// `close − window.end`, for `suppress(until_window_closes)`.
     fn close_offset(&self) -> i64;
 
+    /// `window.end − window.start`, for a window of fixed size (time and
+    /// sliding windows); `None` for sessions, whose store keeps each end.
+    fn size_ms(&self) -> Option<i64>;
+
     fn key_serde<K: 'static>(&self, key: SerdeRef<K>) -> SerdeRef<Windowed<K>>;
 
     /// Creates and registers the store, and the operator over it.
@@ -221,6 +225,10 @@ impl WindowKind for TimeWindows {
         self.grace_ms()
     }
 
+    fn size_ms(&self) -> Option<i64> {
+        Some(TimeWindows::size_ms(self))
+    }
+
     fn key_serde<K: 'static>(&self, key: SerdeRef<K>) -> SerdeRef<Windowed<K>> {
         Arc::new(self.windowed_serde_of(key))
     }
@@ -262,6 +270,10 @@ impl WindowKind for SlidingWindows {
 
     fn close_offset(&self) -> i64 {
         1 + self.grace_ms()
+    }
+
+    fn size_ms(&self) -> Option<i64> {
+        Some(self.time_difference_ms())
     }
 
     fn key_serde<K: 'static>(&self, key: SerdeRef<K>) -> SerdeRef<Windowed<K>> {
@@ -306,6 +318,10 @@ impl WindowKind for SessionWindows {
 
     fn close_offset(&self) -> i64 {
         self.close_span()
+    }
+
+    fn size_ms(&self) -> Option<i64> {
+        None
     }
 
     fn key_serde<K: 'static>(&self, key: SerdeRef<K>) -> SerdeRef<Windowed<K>> {
@@ -445,6 +461,7 @@ where
                     value_serde: &vs,
                 };
                 let op = windows.operator(cx, store, fold.clone(), out);
+                cx.note_window_shape(&store_name, windows.size_ms(), windows.close_offset());
                 let op = Rc::new(RefCell::new(op));
                 cx.add_frontier_op(op.clone());
                 let port: Port<K, V> = op;

@@ -75,7 +75,24 @@ impl BarrierSchedule {
         stamp: Watermark,
         kind: BarrierKind,
     ) -> Result<EpochCommit, ProcessError> {
-        cross_engine(task, stamp, kind)
+        cross_engine(task, stamp, kind, &mut |_| {})
+    }
+
+    /// [`BarrierSchedule::cross`], calling `observe` with the task at the
+    /// one moment its stores hold exactly what the returned epoch commits:
+    /// right after the epoch is taken (before the emission pass, whose
+    /// writes belong to the next epoch), or for a final barrier once its
+    /// own pass has been taken too. What a read-committed query reads.
+    ///
+    /// # Errors
+    /// As [`BarrierSchedule::cross`].
+    pub fn cross_observed(
+        task: &mut StreamTask,
+        stamp: Watermark,
+        kind: BarrierKind,
+        observe: &mut dyn FnMut(&StreamTask),
+    ) -> Result<EpochCommit, ProcessError> {
+        cross_engine(task, stamp, kind, observe)
     }
 
     /// The simpler clock: event time moved to `watermark`. Each task in
@@ -163,14 +180,19 @@ fn cross_engine<T: TaskSteps>(
     task: &mut T,
     stamp: Watermark,
     kind: BarrierKind,
+    observe: &mut dyn FnMut(&T),
 ) -> Result<EpochCommit, ProcessError> {
     let mut commit = task.cross()?;
+    if kind == BarrierKind::Regular {
+        observe(task);
+    }
     if let Some(previous) = task.stamp(stamp) {
         task.flush(previous)?;
     }
     if kind == BarrierKind::FinalFlush {
         task.flush(stamp)?;
         commit.absorb(task.cross()?);
+        observe(task);
     }
     Ok(commit)
 }
@@ -369,8 +391,8 @@ mod tests {
     fn an_engine_barrier_crosses_then_stamps_then_flushes_on_the_stamp_before() {
         let log = Log::default();
         let mut task = Recorder::new(0, &log);
-        let first = cross_engine(&mut task, w(10), BarrierKind::Regular).unwrap();
-        let second = cross_engine(&mut task, w(20), BarrierKind::Regular).unwrap();
+        let first = cross_engine(&mut task, w(10), BarrierKind::Regular, &mut |_| {}).unwrap();
+        let second = cross_engine(&mut task, w(20), BarrierKind::Regular, &mut |_| {}).unwrap();
         assert_eq!(
             *log.borrow(),
             [
@@ -385,13 +407,45 @@ mod tests {
         assert_eq!((first.epoch, second.epoch), (1, 2));
     }
 
+    /// A read-committed query sees the stores as the epoch commits them:
+    /// after the epoch is taken and before the pass of the next epoch; on a
+    /// final barrier, after its own pass was taken too.
+    #[test]
+    fn the_observer_sees_the_task_where_its_stores_hold_the_epoch_committed() {
+        let log = Log::default();
+        let mut task = Recorder::new(0, &log);
+        let calls = |log: &Log| log.borrow().len();
+        let mut seen = Vec::new();
+        for (stamp, kind) in [
+            (10, BarrierKind::Regular),
+            (20, BarrierKind::Regular),
+            (30, BarrierKind::FinalFlush),
+        ] {
+            let l = log.clone();
+            cross_engine(&mut task, w(stamp), kind, &mut |_| seen.push(calls(&l))).unwrap();
+        }
+        let at = |n: usize| log.borrow()[n - 1].clone();
+        assert_eq!(seen.len(), 3, "once per barrier");
+        assert_eq!([at(seen[0]), at(seen[1])], [Call::Cross(0), Call::Cross(0)]);
+        assert_eq!(
+            at(seen[2]),
+            Call::Cross(0),
+            "the final one after its second take"
+        );
+        assert_eq!(seen[2], calls(&log), "nothing after it on a final barrier");
+        assert!(
+            matches!(log.borrow()[seen[2] - 2], Call::Flush(0, 30)),
+            "the final barrier's own pass came before it"
+        );
+    }
+
     #[test]
     fn a_final_barrier_flushes_on_its_own_stamp_into_the_epoch_it_closes() {
         let log = Log::default();
         let mut task = Recorder::new(0, &log);
-        cross_engine(&mut task, w(10), BarrierKind::Regular).unwrap();
+        cross_engine(&mut task, w(10), BarrierKind::Regular, &mut |_| {}).unwrap();
         log.borrow_mut().clear();
-        let last = cross_engine(&mut task, w(30), BarrierKind::FinalFlush).unwrap();
+        let last = cross_engine(&mut task, w(30), BarrierKind::FinalFlush, &mut |_| {}).unwrap();
         assert_eq!(
             *log.borrow(),
             [

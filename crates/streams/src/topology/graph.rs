@@ -202,6 +202,37 @@ pub(crate) struct StoreHandle {
     /// A window or session store's retention, ms (its changelog deletes
     /// past it plus a margin); `None` for other stores.
     pub(crate) retention_ms: Option<i64>,
+    /// The windows of a windowed aggregation's store; `None` for other stores.
+    pub(crate) window: Option<WindowShape>,
+}
+
+/// The windows a windowed aggregation's store holds: what says when one of
+/// them closes (no record can change it any more) and when it expires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowShape {
+    /// `end − start` of time and sliding windows; `None` for sessions, whose
+    /// store keeps each session's end.
+    pub size_ms: Option<i64>,
+    /// `close − end`: the grace (plus the gap and one for sessions, one for
+    /// sliding windows).
+    pub close_offset_ms: i64,
+    /// How long after its start (a session: its end) the store keeps an entry.
+    pub retention_ms: i64,
+}
+
+impl WindowShape {
+    /// The end of the window starting at `start`; a session's end is
+    /// `session_end`, its own.
+    pub fn end_of(&self, start: i64, session_end: i64) -> i64 {
+        self.size_ms
+            .map_or(session_end, |size| start.saturating_add(size))
+    }
+
+    /// The close of a window ending at `end`: from then on no record can
+    /// change it.
+    pub fn close_of(&self, end: i64) -> i64 {
+        end.saturating_add(self.close_offset_ms)
+    }
 }
 
 /// What instantiating a sub-topology collects.
@@ -253,6 +284,7 @@ impl Instantiation {
                 state,
                 value_layout: stoatflow_state::ChangelogValueLayout::Plain,
                 retention_ms: None,
+                window: None,
             },
         );
     }

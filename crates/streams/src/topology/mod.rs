@@ -25,6 +25,7 @@ pub(crate) mod topic_catalog;
 
 pub use event_time::EventTimeReader;
 pub use global::{GlobalKeyValueStore, GlobalRecord, GlobalStores};
+pub use graph::WindowShape;
 pub use store_choice::{BytesStoreSupplier, PersistentStore, StoreShape, StoreType, TaskStores};
 pub use topic_catalog::{TopicCatalog, TopicLookup};
 

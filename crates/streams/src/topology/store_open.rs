@@ -103,6 +103,23 @@ impl Instantiation {
         store
     }
 
+    /// Records the windows a windowed aggregation's store holds (what a
+    /// query's answer says of each window's finality).
+    pub(crate) fn note_window_shape(
+        &mut self,
+        name: &str,
+        size_ms: Option<i64>,
+        close_offset_ms: i64,
+    ) {
+        if let Some(handle) = self.stores.get_mut(name) {
+            handle.window = Some(crate::topology::graph::WindowShape {
+                size_ms,
+                close_offset_ms,
+                retention_ms: handle.retention_ms.unwrap_or(i64::MAX),
+            });
+        }
+    }
+
     /// Records a window or session store's retention with its handle (what
     /// its changelog's retention is sized from).
     fn note_retention(&mut self, name: &str, segmented: &SegmentedConfig) {

@@ -128,6 +128,11 @@ impl StreamTask {
         self.cx.floor
     }
 
+    /// The last watermark delivered to the task (`current_watermark_ms`).
+    pub fn watermark(&self) -> Watermark {
+        self.cx.watermark
+    }
+
     /// The frontier final results were last emitted against.
     pub fn frontier(&self) -> Watermark {
         self.frontier
@@ -486,6 +491,11 @@ impl StreamTask {
     /// its entries expire without tombstones. `None` for other stores.
     pub fn store_retention_ms(&self, name: &str) -> Option<i64> {
         self.stores.get(name).and_then(|s| s.retention_ms)
+    }
+
+    /// The windows store `name` holds, if a windowed aggregation writes it.
+    pub fn store_window_shape(&self, name: &str) -> Option<crate::topology::graph::WindowShape> {
+        self.stores.get(name).and_then(|s| s.window)
     }
 
     /// A store as a [`StateStore`] (for restore).

@@ -340,6 +340,13 @@ impl<L: Log + 'static> Engine<L> {
                 committed.insert(tp.clone(), om.offset.0);
             }
         }
+        let offsets = done
+            .offsets
+            .iter()
+            .map(|(tp, om)| (tp.clone(), om.offset.0));
+        self.shared
+            .committed_barriers
+            .committed(n, offsets.collect());
         self.upkeep.after_commit(&done.offsets);
         self.timeline.barrier_committed(BarrierTiming {
             barrier: n,

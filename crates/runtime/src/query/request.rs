@@ -1,0 +1,391 @@
+//! A query's way there and back: [`StateQueryRequest`] in, one
+//! [`LaneQuery`] per lane, the lanes' parts merged into a [`QueryAnswer`],
+//! and for a committed read the wait for the transaction that makes it
+//! committed ([`CommittedBarriers`]).
+//!
+//! Knows nothing of the store kinds (`kinds`) or of how a lane schedules
+//! the read (`engine::lane`).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::mpsc::{RecvTimeoutError, SyncSender, sync_channel};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use stoatflow_log::TopicPartition;
+use stoatflow_streams::StreamTask;
+use stoatflow_time::Watermark;
+
+use crate::engine::Shared;
+use crate::engine::lane_protocol::LaneMsg;
+use crate::query::finality::TaskClock;
+use crate::query::kinds::StoreQuery;
+use crate::task_id::TaskId;
+
+/// What state a query reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ReadMode {
+    /// What the last committed transaction holds (the default): under
+    /// `exactly_once_v2` nothing an answer shows can be rolled back. Waits
+    /// up to about one barrier interval plus a commit.
+    #[default]
+    Committed,
+    /// What the lanes have processed so far, committed or not: at once, but
+    /// a crash can take back what it shows.
+    LatestProcessed,
+}
+
+/// A query on one store: Kafka Streams' `StateQueryRequest`.
+#[derive(Debug, Clone)]
+pub struct StateQueryRequest<Q> {
+    store: String,
+    query: Q,
+    mode: ReadMode,
+    timeout: Duration,
+}
+
+/// How long a query waits for its answer unless told otherwise.
+pub const DEFAULT_QUERY_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl<Q: StoreQuery> StateQueryRequest<Q> {
+    /// `query` on the store `store`, reading committed state.
+    pub fn in_store(store: impl Into<String>, query: Q) -> Self {
+        StateQueryRequest {
+            store: store.into(),
+            query,
+            mode: ReadMode::Committed,
+            timeout: DEFAULT_QUERY_TIMEOUT,
+        }
+    }
+
+    /// Reads what the lanes have processed, committed or not.
+    #[must_use]
+    pub fn latest_processed(mut self) -> Self {
+        self.mode = ReadMode::LatestProcessed;
+        self
+    }
+
+    /// Waits at most `timeout` for the answer.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The store asked.
+    pub fn store(&self) -> &str {
+        &self.store
+    }
+}
+
+/// One source partition's committed offset: Kafka Streams' `Position`,
+/// one entry of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourcePosition {
+    /// The topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: i32,
+    /// The offset of the next record to process.
+    pub offset: u64,
+}
+
+/// An answer and what state it reflects.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryAnswer<A> {
+    /// The answer.
+    pub answer: A,
+    /// The committed barrier (transaction) it reflects; `None` for a
+    /// [`ReadMode::LatestProcessed`] answer.
+    pub barrier: Option<u64>,
+    /// The watermark it reflects (the lowest of the tasks read): the
+    /// barrier's stamp, or the last watermark the tasks were told.
+    pub watermark: Watermark,
+    /// The floor (the lowest of the tasks read): every window closing at or
+    /// before it is final.
+    pub floor: Watermark,
+    /// The source offsets committed with that barrier; empty for a
+    /// [`ReadMode::LatestProcessed`] answer.
+    pub position: Vec<SourcePosition>,
+}
+
+/// Why a query has no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueryError {
+    /// No task of this instance has the store.
+    #[error("no store '{store}' on this instance (stores: {known})")]
+    NoStore {
+        /// The store asked.
+        store: String,
+        /// The stores there are.
+        known: String,
+    },
+    /// The store is of another type than the query reads.
+    #[error("store '{store}' is a {actual}, not a {expected}")]
+    StoreType {
+        /// The store asked.
+        store: String,
+        /// The type the query reads.
+        expected: &'static str,
+        /// The store's type.
+        actual: &'static str,
+    },
+    /// A window or session query on a store no windowed aggregation writes.
+    #[error("store '{store}' holds no windows a window query can say the finality of")]
+    NotWindowed {
+        /// The store asked.
+        store: String,
+    },
+    /// The store refused the read.
+    #[error("store '{store}' refused the read: {message}")]
+    Store {
+        /// The store asked.
+        store: String,
+        /// Why.
+        message: String,
+    },
+    /// The application is not processing (not started, restoring, closed).
+    #[error("the application is not running: no store can be queried")]
+    NotRunning,
+    /// The engine stopped or was replaced before the answer committed: ask
+    /// again.
+    #[error("the engine stopped before the answer committed; ask again")]
+    Interrupted,
+    /// No answer within the timeout.
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+}
+
+/// What a lane runs for a query: `visit` each of its tasks (at once, or at
+/// the barrier crossing a committed read waits for), then `finish`.
+pub(crate) trait LaneQuery: Send {
+    /// Reads committed state (at the next crossing) rather than at once.
+    fn committed(&self) -> bool;
+    /// Reads task `id` at `clock`.
+    fn visit(&mut self, id: TaskId, task: &StreamTask, clock: TaskClock);
+    /// Sends the parts read; `barrier` is the crossing they were read at.
+    fn finish(self: Box<Self>, barrier: Option<u64>);
+}
+
+impl std::fmt::Debug for dyn LaneQuery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LaneQuery")
+    }
+}
+
+/// One lane's parts of an answer.
+struct LaneParts<P> {
+    parts: Result<Vec<(P, TaskClock)>, QueryError>,
+    barrier: Option<u64>,
+}
+
+/// A query's visit to one lane: its parts, sent back on `reply`.
+struct Visit<Q: StoreQuery> {
+    query: Arc<Q>,
+    store: Arc<str>,
+    committed: bool,
+    parts: Result<Vec<(Q::Part, TaskClock)>, QueryError>,
+    reply: SyncSender<LaneParts<Q::Part>>,
+}
+
+impl<Q: StoreQuery> LaneQuery for Visit<Q> {
+    fn committed(&self) -> bool {
+        self.committed
+    }
+
+    fn visit(&mut self, _id: TaskId, task: &StreamTask, clock: TaskClock) {
+        let Ok(parts) = &mut self.parts else { return };
+        match self.query.read(task, &self.store, clock) {
+            Ok(Some(part)) => parts.push((part, clock)),
+            Ok(None) => {}
+            Err(e) => self.parts = Err(e),
+        }
+    }
+
+    fn finish(self: Box<Self>, barrier: Option<u64>) {
+        let _ = self.reply.send(LaneParts {
+            parts: self.parts,
+            barrier,
+        });
+    }
+}
+
+/// The barriers committed lately and the offsets each committed, newest
+/// last: what a committed answer waits on and reports as its position.
+#[derive(Debug, Default)]
+pub(crate) struct CommittedBarriers {
+    recent: Mutex<VecDeque<(u64, Arc<[(TopicPartition, u64)]>)>>,
+    changed: Condvar,
+}
+
+/// How many committed barriers' offsets are kept for answers to report.
+const KEPT: usize = 16;
+
+impl CommittedBarriers {
+    /// Barrier `n` committed `offsets`.
+    pub(crate) fn committed(&self, n: u64, offsets: Vec<(TopicPartition, u64)>) {
+        let mut recent = self.recent.lock().expect("committed barriers lock");
+        if recent.len() == KEPT {
+            recent.pop_front();
+        }
+        recent.push_back((n, offsets.into()));
+        self.changed.notify_all();
+    }
+
+    /// Wakes every waiter (the engine stopped).
+    pub(crate) fn wake(&self) {
+        let _guard = self.recent.lock().expect("committed barriers lock");
+        self.changed.notify_all();
+    }
+
+    /// Waits until barrier `n` has committed (its offsets: `Some`; `None`
+    /// if it was already forgotten), or `running` turns false, or
+    /// `deadline`.
+    fn wait_for(
+        &self,
+        n: u64,
+        deadline: Instant,
+        running: &dyn Fn() -> bool,
+    ) -> Result<Option<Arc<[(TopicPartition, u64)]>>, QueryError> {
+        let mut recent = self.recent.lock().expect("committed barriers lock");
+        loop {
+            if recent.back().is_some_and(|(last, _)| *last >= n) {
+                return Ok(recent.iter().find(|(b, _)| *b == n).map(|(_, o)| o.clone()));
+            }
+            if !running() {
+                return Err(QueryError::Interrupted);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(QueryError::Timeout(Duration::ZERO));
+            }
+            // Bounded, so a stop that wakes no one is still seen.
+            let step = left.min(Duration::from_millis(100));
+            recent = self
+                .changed
+                .wait_timeout(recent, step)
+                .expect("committed barriers lock")
+                .0;
+        }
+    }
+}
+
+/// What [`run_query`] needs of the application.
+struct QueryTarget<'a> {
+    /// The running engine's lane inboxes (empty: not running).
+    lanes: Vec<SyncSender<LaneMsg>>,
+    committed: &'a CommittedBarriers,
+    /// Whether the engine that took the query still runs.
+    running: &'a dyn Fn() -> bool,
+}
+
+/// Runs `request` on every lane of the engine running now and merges the
+/// parts.
+pub(crate) fn run_query<Q: StoreQuery>(
+    shared: &Shared,
+    request: StateQueryRequest<Q>,
+) -> Result<QueryAnswer<Q::Answer>, QueryError> {
+    let (generation, lanes) = {
+        let q = shared.query_lanes.lock().expect("query lanes lock");
+        (q.generation, q.lanes.clone())
+    };
+    let running = || {
+        let q = shared.query_lanes.lock().expect("query lanes lock");
+        q.generation == generation && !q.lanes.is_empty()
+    };
+    let target = QueryTarget {
+        lanes,
+        committed: &shared.committed_barriers,
+        running: &running,
+    };
+    query_lanes(target, request)
+}
+
+fn query_lanes<Q: StoreQuery>(
+    target: QueryTarget<'_>,
+    request: StateQueryRequest<Q>,
+) -> Result<QueryAnswer<Q::Answer>, QueryError> {
+    let deadline = Instant::now() + request.timeout;
+    let timeout = || QueryError::Timeout(request.timeout);
+    if target.lanes.is_empty() {
+        return Err(QueryError::NotRunning);
+    }
+    let query = Arc::new(request.query);
+    let store: Arc<str> = request.store.as_str().into();
+    let committed = request.mode == ReadMode::Committed;
+    let (reply, answers) = sync_channel(target.lanes.len());
+    for lane in &target.lanes {
+        let visit = Visit {
+            query: query.clone(),
+            store: store.clone(),
+            committed,
+            parts: Ok(Vec::new()),
+            reply: reply.clone(),
+        };
+        if lane.send(LaneMsg::Query(Box::new(visit))).is_err() {
+            return Err(QueryError::Interrupted);
+        }
+    }
+    drop(reply);
+    let mut parts = Vec::new();
+    let mut barrier = None;
+    for _ in 0..target.lanes.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let lane = match answers.recv_timeout(left) {
+            Ok(lane) => lane,
+            Err(RecvTimeoutError::Timeout) => return Err(timeout()),
+            Err(RecvTimeoutError::Disconnected) => return Err(QueryError::Interrupted),
+        };
+        parts.extend(lane.parts?);
+        barrier = barrier.max(lane.barrier);
+    }
+    if parts.is_empty() {
+        return Err(QueryError::NoStore {
+            store: request.store,
+            known: String::new(),
+        });
+    }
+    let position = match barrier {
+        Some(n) => {
+            let offsets = target
+                .committed
+                .wait_for(n, deadline, target.running)
+                .map_err(|e| match e {
+                    QueryError::Timeout(_) => timeout(),
+                    e => e,
+                })?;
+            positions(offsets.as_deref().unwrap_or(&[]))
+        }
+        None => Vec::new(),
+    };
+    let lowest = |f: fn(&TaskClock) -> Watermark| {
+        parts
+            .iter()
+            .map(|(_, c)| f(c))
+            .min()
+            .unwrap_or(Watermark::MIN)
+    };
+    let (watermark, floor) = (lowest(|c| c.watermark), lowest(|c| c.floor));
+    let answer = query.merge(parts.into_iter().map(|(p, _)| p).collect());
+    Ok(QueryAnswer {
+        answer,
+        barrier,
+        watermark,
+        floor,
+        position,
+    })
+}
+
+fn positions(offsets: &[(TopicPartition, u64)]) -> Vec<SourcePosition> {
+    let sorted: BTreeMap<(String, i32), u64> = offsets
+        .iter()
+        .map(|(tp, o)| ((tp.topic.clone(), tp.partition.0 as i32), *o))
+        .collect();
+    sorted
+        .into_iter()
+        .map(|((topic, partition), offset)| SourcePosition {
+            topic,
+            partition,
+            offset,
+        })
+        .collect()
+}
