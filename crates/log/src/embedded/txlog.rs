@@ -144,34 +144,7 @@ impl Meta {
                 epoch,
                 parts,
                 offsets,
-            } => {
-                if *txn != self.next_txn || txn.checked_add(1).is_none() {
-                    return Err(format!(
-                        "commit of transaction {txn} where {} is next",
-                        self.next_txn
-                    ));
-                }
-                // An empty id is a plain producer's flush or a commit of
-                // offsets alone: nothing fences those.
-                if !tid.is_empty() && self.producers.get(tid) != Some(epoch) {
-                    return Err(format!(
-                        "commit by producer {tid:?} epoch {epoch}, which is not current"
-                    ));
-                }
-                for (i, p) in parts.iter().enumerate() {
-                    let end = self.check_known(&p.tp)?;
-                    if p.base != end || p.end < p.base || parts[..i].iter().any(|q| q.tp == p.tp) {
-                        return Err(format!(
-                            "commit appends {}..{} to partition {} whose end is {end}",
-                            p.base, p.end, p.tp
-                        ));
-                    }
-                }
-                for (_, tp, _) in offsets {
-                    self.check_known(tp)?;
-                }
-                Ok(())
-            }
+            } => self.check_commit(*txn, tid, *epoch, parts, offsets),
             Entry::LogStart { tp, start } => {
                 let end = self.check_known(tp)?;
                 let old = self.starts.get(tp).copied().unwrap_or(0);
@@ -183,6 +156,45 @@ impl Meta {
                 Ok(())
             }
         }
+    }
+
+    /// Why a commit cannot follow this state, if it cannot: it must be the
+    /// next transaction, by its producer's current epoch, and append each
+    /// partition once, at its end.
+    fn check_commit(
+        &self,
+        txn: u64,
+        tid: &str,
+        epoch: u32,
+        parts: &[CommitPart],
+        offsets: &[(String, TopicPartition, OffsetAndMetadata)],
+    ) -> Result<(), String> {
+        if txn != self.next_txn || txn.checked_add(1).is_none() {
+            return Err(format!(
+                "commit of transaction {txn} where {} is next",
+                self.next_txn
+            ));
+        }
+        // An empty id is a plain producer's flush or a commit of
+        // offsets alone: nothing fences those.
+        if !tid.is_empty() && self.producers.get(tid) != Some(&epoch) {
+            return Err(format!(
+                "commit by producer {tid:?} epoch {epoch}, which is not current"
+            ));
+        }
+        for (i, p) in parts.iter().enumerate() {
+            let end = self.check_known(&p.tp)?;
+            if p.base != end || p.end < p.base || parts[..i].iter().any(|q| q.tp == p.tp) {
+                return Err(format!(
+                    "commit appends {}..{} to partition {} whose end is {end}",
+                    p.base, p.end, p.tp
+                ));
+            }
+        }
+        for (_, tp, _) in offsets {
+            self.check_known(tp)?;
+        }
+        Ok(())
     }
 
     /// The committed end of a partition of a known topic.
