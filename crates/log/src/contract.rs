@@ -278,27 +278,7 @@ pub fn committed_epoch_visible<L: Log>(log: &L, prefix: &str) {
             p.send(tp, &v(&format!("s{i}"))).expect("send");
         }
     }
-    let meta0 = PartitionMetadata::with_partition_time(1_700_000_000_000);
-    let meta1 = PartitionMetadata {
-        partition_time: Some(5),
-        processor: vec![("emit".into(), 3)],
-    };
-    let offsets = vec![
-        (
-            src[0].clone(),
-            OffsetAndMetadata {
-                offset: Offset(17),
-                metadata: offset_metadata::encode(&meta0),
-            },
-        ),
-        (
-            src[1].clone(),
-            OffsetAndMetadata {
-                offset: Offset(3),
-                metadata: offset_metadata::encode(&meta1),
-            },
-        ),
-    ];
+    let (meta0, offsets) = epoch_offsets(&src);
     p.send_offsets(&group, &offsets).expect("offsets");
     p.commit().expect("commit");
 
@@ -331,6 +311,36 @@ pub fn committed_epoch_visible<L: Log>(log: &L, prefix: &str) {
     let mut g = log.consumer(&group).expect("consumer");
     g.assign(&src).expect("assign");
     assert_eq!(g.position(&src[0]).expect("position"), Offset(17));
+}
+
+/// The offsets [`committed_epoch_visible`] commits for `src`'s two
+/// partitions: 17 with a partition time, 3 with a partition time and a
+/// processor's entry; and the first one's metadata.
+fn epoch_offsets(
+    src: &[TopicPartition],
+) -> (PartitionMetadata, Vec<(TopicPartition, OffsetAndMetadata)>) {
+    let meta0 = PartitionMetadata::with_partition_time(1_700_000_000_000);
+    let meta1 = PartitionMetadata {
+        partition_time: Some(5),
+        processor: vec![("emit".into(), 3)],
+    };
+    let offsets = vec![
+        (
+            src[0].clone(),
+            OffsetAndMetadata {
+                offset: Offset(17),
+                metadata: offset_metadata::encode(&meta0),
+            },
+        ),
+        (
+            src[1].clone(),
+            OffsetAndMetadata {
+                offset: Offset(3),
+                metadata: offset_metadata::encode(&meta1),
+            },
+        ),
+    ];
+    (meta0, offsets)
 }
 
 /// A producer with the same transactional id fences the older one: the
@@ -535,16 +545,7 @@ pub fn batched_fetch<L: Log>(log: &L, prefix: &str) {
         p.begin().expect("begin");
         for i in 0..500i64 {
             let n = epoch * 1000 + i;
-            // Timestamps from 1: a producer may read 0 as "now".
-            let ts = Timestamp(n + 1);
-            let mut r = match n % 5 {
-                0 => Record::new(None, Some(&n.to_be_bytes()), ts),
-                1 => Record::new(Some(&n.to_be_bytes()), None, ts),
-                _ => Record::new(Some(&n.to_be_bytes()), Some(&[7u8; 3]), ts),
-            };
-            if n % 7 == 0 {
-                r = r.with_header("h", Some(b"x")).with_header("null", None);
-            }
+            let r = shaped_record(n);
             let part = (n % 2) as usize;
             p.send(&tps[part], &r).expect("send");
             sent[part].push(r);
@@ -600,6 +601,23 @@ pub fn batched_fetch<L: Log>(log: &L, prefix: &str) {
         got, sent,
         "batches hand out each partition's records as sent, once"
     );
+}
+
+/// Record `n` of [`batched_fetch`]: every fifth with a null key, every
+/// fifth with a null value, every seventh with headers (one of them null).
+fn shaped_record(n: i64) -> Record {
+    // Timestamps from 1: a producer may read 0 as "now".
+    let ts = Timestamp(n + 1);
+    let r = match n % 5 {
+        0 => Record::new(None, Some(&n.to_be_bytes()), ts),
+        1 => Record::new(Some(&n.to_be_bytes()), None, ts),
+        _ => Record::new(Some(&n.to_be_bytes()), Some(&[7u8; 3]), ts),
+    };
+    if n % 7 == 0 {
+        r.with_header("h", Some(b"x")).with_header("null", None)
+    } else {
+        r
+    }
 }
 
 fn p_end<L: Log>(log: &L, prefix: &str, tp: &TopicPartition) -> Offset {
@@ -720,11 +738,22 @@ pub fn at_least_once_producer<L: Log>(log: &L, prefix: &str) {
         "flushed records are readable, in the order sent"
     );
     assert_eq!(of(&p1), ["c", "u"].map(|s| s.as_bytes().to_vec()));
+    offsets_committed_outside_a_transaction(log, prefix, &p0, &p1);
+}
 
+/// Offsets committed with [`Log::commit_offsets`] (at the ends of `p0` and
+/// `p1`) are the group's committed offsets, metadata included, where its
+/// consumers start.
+fn offsets_committed_outside_a_transaction<L: Log>(
+    log: &L,
+    prefix: &str,
+    p0: &TopicPartition,
+    p1: &TopicPartition,
+) {
     let group = format!("{prefix}-alos-g");
     let ends = [
-        (p0.clone(), p_end(log, prefix, &p0)),
-        (p1.clone(), p_end(log, prefix, &p1)),
+        (p0.clone(), p_end(log, prefix, p0)),
+        (p1.clone(), p_end(log, prefix, p1)),
     ];
     let offsets: Vec<(TopicPartition, OffsetAndMetadata)> = ends
         .iter()
@@ -750,9 +779,9 @@ pub fn at_least_once_producer<L: Log>(log: &L, prefix: &str) {
         .collect();
     assert_eq!(committed, offsets, "committed offsets and metadata");
     let mut member = log.consumer(&group).expect("consumer");
-    member.assign(std::slice::from_ref(&p0)).expect("assign");
+    member.assign(std::slice::from_ref(p0)).expect("assign");
     assert_eq!(
-        member.position(&p0).expect("position"),
+        member.position(p0).expect("position"),
         ends[0].1,
         "the group's consumer starts at its committed offset"
     );
