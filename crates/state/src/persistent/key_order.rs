@@ -65,11 +65,39 @@ impl<K> StoredKeys<K> {
         }
     }
 
+    /// `stored` as an error names it: by its encoding, the bytes the key's serializer
+    /// wrote (and the changelog carries), not the sortable form the engine keeps.
+    pub(crate) fn shown<'a>(&self, stored: &'a [u8]) -> ShownKey<'a> {
+        ShownKey {
+            stored,
+            form: self.form,
+        }
+    }
+
     /// Appends the encoding (the changelog's bytes) of the stored key `stored`.
     #[inline]
     pub(crate) fn push_encoded(&self, stored: &[u8], out: &mut Vec<u8>) {
         // Each rewrite is its own inverse.
         self.push_stored(stored, out);
+    }
+}
+
+/// A stored key as an error names it ([`StoredKeys::shown`]); converted only when an error
+/// is made.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ShownKey<'a> {
+    stored: &'a [u8],
+    form: Option<SortableForm>,
+}
+
+impl ShownKey<'_> {
+    /// The key's encoding.
+    pub(crate) fn encoding(&self) -> Vec<u8> {
+        let mut out = self.stored.to_vec();
+        if let Some(form) = self.form {
+            form.apply(&mut out);
+        }
+        out
     }
 }
 

@@ -137,7 +137,7 @@ impl<K, V> PersistentKeyValueStore<K, V> {
             bytes,
             "value",
             self.config.name(),
-            encoded,
+            self.keys.shown(encoded),
         )
     }
 
@@ -166,7 +166,7 @@ impl<K, V> PersistentKeyValueStore<K, V> {
                     detail: format!("stored key {} lacks the key prefix", hex(k)),
                 });
             };
-            let key = decode_stored(&self.keys, encoded, "key", name, encoded)?;
+            let key = decode_stored(&self.keys, encoded, "key", name, self.keys.shown(encoded))?;
             f(key, k, v)
         })
     }
@@ -225,7 +225,8 @@ impl<K: Ord, V> StateStore for PersistentKeyValueStore<K, V> {
                 .iter()
                 .map(|((), k, t)| {
                     let stored = &k[1..];
-                    let key = decode_stored(&self.keys, stored, "key", name, stored)?;
+                    let key =
+                        decode_stored(&self.keys, stored, "key", name, self.keys.shown(stored))?;
                     Ok((key, k.as_slice(), *t))
                 })
                 .collect();
@@ -311,7 +312,12 @@ impl<K: Ord, V> StateStore for PersistentKeyValueStore<K, V> {
 impl<K: Ord, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
     fn put(&mut self, key: K, value: V, timestamp: i64) -> Result<(), StateError> {
         let k = self.key_bytes(&key, "put")?;
-        let v = encode_value(&*self.value_codec, &value, self.config.name(), &k[1..])?;
+        let v = encode_value(
+            &*self.value_codec,
+            &value,
+            self.config.name(),
+            self.keys.shown(&k[1..]),
+        )?;
         self.write_raw(&k, Some(&v), self.logged(timestamp))
     }
 

@@ -53,6 +53,7 @@ use crate::codec::Codec;
 use crate::error::{StateError, hex};
 use crate::restore_batch::RestoreRecord;
 use bulk_load::SortedLoad;
+use key_order::ShownKey;
 pub(crate) use segment_set::SegmentSet;
 
 /// Maps an engine error to a [`StateError`] naming the store.
@@ -147,11 +148,11 @@ pub(crate) fn encode_value<T>(
     codec: &dyn Codec<T>,
     value: &T,
     store: &str,
-    key: &[u8],
+    key: ShownKey<'_>,
 ) -> Result<Vec<u8>, StateError> {
     codec
         .to_bytes(value)
-        .map_err(|e| StateError::encode_value(store, key, e))
+        .map_err(|e| StateError::encode_value(store, &key.encoding(), e))
 }
 
 /// Decodes a stored key or value, naming the store and key on failure.
@@ -160,12 +161,12 @@ pub(crate) fn decode_stored<T>(
     bytes: &[u8],
     what: &'static str,
     store: &str,
-    key: &[u8],
+    key: ShownKey<'_>,
 ) -> Result<T, StateError> {
     codec.decode(bytes).map_err(|source| StateError::Decode {
         store: store.to_string(),
         what,
-        key: hex(key),
+        key: hex(&key.encoding()),
         source,
     })
 }

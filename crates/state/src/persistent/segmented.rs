@@ -195,7 +195,12 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
             return Ok(());
         }
         self.with_key(key, "put", |core, k| {
-            let v = encode_value(&*core.value_codec, value, core.config.name(), k)?;
+            let v = encode_value(
+                &*core.value_codec,
+                value,
+                core.config.name(),
+                core.keys.shown(k),
+            )?;
             let logged = core.logged(timestamp);
             core.write_raw(k, window, Some(&v), logged)
         })
@@ -251,11 +256,12 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         let admitted = self.retention.admit(name, L::time(window));
         let logged = self.config.changelog_enabled().then_some(timestamp);
         let value_codec = &*self.value_codec;
-        let decode = |v: &[u8]| decode_stored(value_codec, v, "value", name, k);
+        let keys = &self.keys;
+        let decode = |v: &[u8]| decode_stored(value_codec, v, "value", name, keys.shown(k));
         let encode = |value: &V, out: &mut Vec<u8>| {
             value_codec
                 .encode(value, out)
-                .map_err(|e| StateError::encode_value(name, k, e))
+                .map_err(|e| StateError::encode_value(name, &keys.shown(k).encoding(), e))
         };
         // An entry the cache holds is read and rewritten in one lookup.
         let in_cache = self
@@ -296,7 +302,9 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         let k = encode_key(&self.keys, key, name, "fetch")?;
         match self.get_raw(&k, window)? {
             None => Ok(None),
-            Some(v) => decode_stored(&*self.value_codec, &v, "value", name, &k).map(Some),
+            Some(v) => {
+                decode_stored(&*self.value_codec, &v, "value", name, self.keys.shown(&k)).map(Some)
+            }
         }
     }
 
@@ -328,7 +336,10 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         let mut out = Vec::new();
         self.visit_key_range(&k, segments, from, to, |w, v| {
             if keep(w) {
-                out.push((w, decode_stored(&*self.value_codec, v, "value", name, &k)?));
+                out.push((
+                    w,
+                    decode_stored(&*self.value_codec, v, "value", name, self.keys.shown(&k))?,
+                ));
             }
             Ok(())
         })?;
@@ -352,7 +363,8 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         if L::order(from) > L::order(to) {
             return Ok(());
         }
-        let decode = |v: &[u8]| decode_stored(&*self.value_codec, v, "value", name, &k);
+        let decode =
+            |v: &[u8]| decode_stored(&*self.value_codec, v, "value", name, self.keys.shown(&k));
         if !backward {
             let mut done = false;
             let segments = self.segments_between(L::time(from), L::time(to));
@@ -423,10 +435,13 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         }
         let mut found = Vec::new();
         {
-            let (name, value_codec) = (self.config.name(), &*self.value_codec);
+            let (name, value_codec, keys) = (self.config.name(), &*self.value_codec, &self.keys);
             let segments = self.segments_between(L::time(from), L::time(to));
             self.visit_key_range(k, segments, from, to, |w, v| {
-                found.push((w, decode_stored(value_codec, v, "value", name, k)?));
+                found.push((
+                    w,
+                    decode_stored(value_codec, v, "value", name, keys.shown(k))?,
+                ));
                 Ok(())
             })?;
         }
@@ -436,7 +451,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
                 continue;
             }
             let value = f(window, value);
-            let (name, value_codec) = (self.config.name(), &*self.value_codec);
+            let (name, value_codec, keys) = (self.config.name(), &*self.value_codec, &self.keys);
             let segment = self.retention.segment_id(L::time(window));
             let segments = &self.segments;
             self.cache.write_encoded(
@@ -448,7 +463,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
                 |out| {
                     value_codec
                         .encode(&value, out)
-                        .map_err(|e| StateError::encode_value(name, k, e))
+                        .map_err(|e| StateError::encode_value(name, &keys.shown(k).encoding(), e))
                 },
             )?;
             self.spill_if_over()?;
@@ -539,8 +554,9 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         }
         rows.into_iter()
             .map(|(w, kb, v)| {
-                let key = decode_stored(&self.keys, &kb, "key", name, &kb)?;
-                let value = decode_stored(&*self.value_codec, &v, "value", name, &kb)?;
+                let key = decode_stored(&self.keys, &kb, "key", name, self.keys.shown(&kb))?;
+                let value =
+                    decode_stored(&*self.value_codec, &v, "value", name, self.keys.shown(&kb))?;
                 Ok((w, key, value))
             })
             .collect()
@@ -682,7 +698,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
             let decoded: Result<Vec<(L::Id<K>, &[u8], i64)>, StateError> = logged
                 .into_iter()
                 .map(|(_, key, w, timestamp)| {
-                    let k = decode_stored(&self.keys, key, "key", name, key)?;
+                    let k = decode_stored(&self.keys, key, "key", name, self.keys.shown(key))?;
                     Ok((L::id(k, L::window_of(w)), key, timestamp))
                 })
                 .collect();

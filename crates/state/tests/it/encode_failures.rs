@@ -191,3 +191,30 @@ fn persistent_write_that_does_not_encode_names_store_and_key_and_writes_nothing(
         assert_eq!(keys, vec![b'a'], "{name}");
     }
 }
+
+/// A persistent store keeps an `i64` key in a sortable form (its sign bit flipped), but an
+/// error names the key by its encoding, the bytes its serializer wrote, as the in-memory
+/// store does: key 5 is `0000000000000005` on both engines, not `8000000000000005`.
+#[test]
+fn an_error_names_a_sortable_key_by_its_encoding_on_both_engines() {
+    let want = "cannot encode the value of key 0000000000000005: refused -1";
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = PersistentConfig::new(tmp.path(), "it-app");
+    let mut persistent = PersistentWindowStore::open(
+        &cfg,
+        StoreConfig::new("win"),
+        segmented(),
+        I64Codec,
+        NoNegatives,
+    )
+    .expect("open");
+    let err = persistent.put(5, 0, -1, 10).unwrap_err();
+    assert!(err.to_string().ends_with(want), "{err}");
+    let mut in_memory =
+        InMemoryWindowStore::new(StoreConfig::new("win"), segmented(), I64Codec, NoNegatives);
+    in_memory.put(5, 0, -1, 10).unwrap();
+    let err = in_memory
+        .flush_changelog(&mut ChangelogBatch::new())
+        .unwrap_err();
+    assert!(err.to_string().ends_with(want), "{err}");
+}
