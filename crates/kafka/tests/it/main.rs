@@ -10,6 +10,7 @@ mod group_kill;
 mod groups;
 mod kill;
 mod offset_reset;
+mod rolling_restart;
 mod runtime_eos;
 mod standby;
 mod static_restart;

@@ -30,7 +30,8 @@ use crate::runtime_eos::{
 };
 
 /// The changelog of the topology's one window store (on disk).
-const WINDOW_CHANGELOG: &str = "group-app-KSTREAM-AGGREGATE-STATE-STORE-0000000001-changelog";
+pub(crate) const WINDOW_CHANGELOG: &str =
+    "group-app-KSTREAM-AGGREGATE-STATE-STORE-0000000001-changelog";
 
 fn instance(log: &Arc<KafkaLog>, id: &str, state: &Path) -> StreamsApp<KafkaLog> {
     let mut config = config_for(APP)
@@ -44,7 +45,7 @@ fn instance(log: &Arc<KafkaLog>, id: &str, state: &Path) -> StreamsApp<KafkaLog>
 
 /// The committed records of the window store's changelog in `tasks`'
 /// partitions: what a cold restore of them reads.
-fn cold_restore(log: &KafkaLog, tasks: &BTreeSet<TaskId>) -> u64 {
+pub(crate) fn cold_restore(log: &KafkaLog, tasks: &BTreeSet<TaskId>) -> u64 {
     read_topic_of(log, WINDOW_CHANGELOG, SIX)
         .iter()
         .filter(|r| tasks.iter().any(|t| t.partition == r.partition.partition.0))
