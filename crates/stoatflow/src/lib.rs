@@ -113,9 +113,13 @@
 //! changelog partitions, and each instance's watermark covers its own
 //! partitions (a window's keys live on one task). `num.standby.replicas`
 //! above 0, with `state.dir` set, keeps warm copies of the other instances'
-//! tasks so that a task moved here restores only the changelog tail; unlike
-//! Kafka Streams' own assignor, the consumer group cannot be told where the
-//! copies are, so every instance copies every task it does not own.
+//! tasks so that a task moved here restores only the changelog tail: each
+//! task has `num.standby.replicas` copies whatever the instance count, placed
+//! from the group's description; unlike Kafka Streams' own assignor, the
+//! consumer group cannot be told where the copies are, so a moved task lands
+//! on its copy only by chance. Members are static (`group.instance.id`), and
+//! as in Kafka Streams a closed instance does not leave the group: restarted
+//! within the session timeout, it gets its tasks back and nothing moves.
 //! `stoatflow.migration.from-kafka-streams: true` takes over an existing
 //! Kafka Streams application's stores, offsets and emitted windows on the
 //! first start.
