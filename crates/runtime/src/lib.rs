@@ -56,8 +56,8 @@ pub use config::{
     Backend, CommitBarrierConfig, ProcessingGuarantee, RuntimeConfig,
     WINDOWSTORE_CHANGELOG_ADDITIONAL_RETENTION,
 };
-pub use engine::commit::partitioner::{murmur2, partition_for_key};
 pub use engine::error_response::{HandlerOutcome, StreamThreadExceptionResponse};
+pub use engine::partitioner::{murmur2, partition_for_key};
 pub use engine::{Assignment, ErrorHandler, StateListener};
 pub use error::RuntimeError;
 pub use observe::metrics::{

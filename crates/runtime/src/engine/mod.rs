@@ -33,6 +33,7 @@ mod global;
 pub(crate) mod guard;
 pub(crate) mod lane;
 pub(crate) mod lane_protocol;
+pub(crate) mod partitioner;
 mod poll;
 pub(crate) mod restore;
 pub(crate) mod shared;

@@ -47,8 +47,8 @@ use stoatflow_streams::{EpochCommit, OutputRecord, TopicCatalog, TopicLookup};
 
 use crate::engine::backoff::Backoff;
 use crate::engine::commit::output_order::output_order;
-use crate::engine::commit::partitioner::partition_for_key;
 use crate::engine::guard::{Panicked, guarded};
+use crate::engine::partitioner::partition_for_key;
 use crate::error::RuntimeError;
 use crate::task_id::TaskId;
 

@@ -8,5 +8,4 @@
 pub(in crate::engine) mod barrier;
 pub(crate) mod committer;
 mod output_order;
-pub(crate) mod partitioner;
 pub(crate) mod task_stamps;

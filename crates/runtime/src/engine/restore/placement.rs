@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::engine::commit::partitioner::murmur2;
+use crate::engine::partitioner::murmur2;
 use crate::task_id::TaskId;
 
 /// The group as every member sees it: its members (instance ids) and the
