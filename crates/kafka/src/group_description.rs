@@ -11,8 +11,10 @@
 use rdkafka::groups::GroupList;
 use stoatflow_log::{LogError, MemberAssignment, TopicPartition};
 
-/// What separates the client id's prefix from the member's name.
-pub(crate) const NAME_MARK: &str = "-member@";
+/// What separates the client id's prefix from the member's name: only
+/// characters every broker accepts in a client id (letters, digits, `.`,
+/// `_`, `-`); a name containing it is cut at its last occurrence.
+pub(crate) const NAME_MARK: &str = "--member--";
 
 /// The client id of the member named `member`.
 pub(crate) fn member_client_id(prefix: &str, member: &str) -> String {
@@ -145,7 +147,8 @@ mod tests {
 
     #[test]
     fn the_name_comes_back_from_the_client_id() {
-        let id = member_client_id("stoatflow-member", "app-b");
+        let id = member_client_id("stoatflow", "app-b");
+        assert_eq!(id, "stoatflow--member--app-b");
         assert_eq!(id.rsplit_once(NAME_MARK).map(|x| x.1), Some("app-b"));
     }
 }
