@@ -437,6 +437,17 @@ pub struct AppHandle {
 }
 
 impl AppHandle {
+    /// As [`StreamsApp::query`]: what the store routes ask.
+    ///
+    /// # Errors
+    /// As [`StreamsApp::query`].
+    pub fn query<Q: StoreQuery>(
+        &self,
+        request: StateQueryRequest<Q>,
+    ) -> Result<QueryAnswer<Q::Answer>, QueryError> {
+        run_query(&self.shared, request)
+    }
+
     /// The current state.
     pub fn state(&self) -> AppState {
         self.shared.state()

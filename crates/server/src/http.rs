@@ -37,6 +37,7 @@ use crate::log_access::LogAccess;
 use crate::metrics::RecordingLevel;
 use crate::routing::ServerState;
 use crate::shedding;
+use crate::store_access::StoreAccess;
 
 pub use crate::routing::OPENAPI;
 
@@ -132,12 +133,19 @@ pub struct HttpServerBuilder {
     refresh: Duration,
     listener_nice: i32,
     log: Option<Arc<dyn LogAccess>>,
+    stores: Option<Arc<dyn StoreAccess>>,
     address_file: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for dyn LogAccess {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("LogAccess")
+    }
+}
+
+impl std::fmt::Debug for dyn StoreAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StoreAccess")
     }
 }
 
@@ -156,6 +164,7 @@ impl Default for HttpServerBuilder {
             refresh: DEFAULT_REFRESH,
             listener_nice: crate::priority::LISTENER_NICE,
             log: None,
+            stores: None,
             address_file: None,
         }
     }
@@ -260,6 +269,13 @@ impl HttpServerBuilder {
         self
     }
 
+    /// Serves the store routes (`/stores...`) from `stores`; without it
+    /// they answer 404.
+    pub fn stores(mut self, stores: Arc<dyn StoreAccess>) -> Self {
+        self.stores = Some(stores);
+        self
+    }
+
     /// The wall clock the history's samples are stamped with.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
@@ -325,6 +341,12 @@ impl BoundListener {
         self
     }
 
+    /// Serves the store routes from `stores`.
+    pub fn stores(mut self, stores: Arc<dyn StoreAccess>) -> Self {
+        self.builder.stores = Some(stores);
+        self
+    }
+
     /// Serves `app` on the listener's own thread.
     ///
     /// # Errors
@@ -346,7 +368,8 @@ impl BoundListener {
             WatermarkHistory::new(builder.history_every, builder.history_span),
             builder.refresh,
         )
-        .with_log(builder.log);
+        .with_log(builder.log)
+        .with_stores(builder.stores);
         let serving = Serving {
             listener,
             state,

@@ -45,6 +45,8 @@ mod priority;
 mod response;
 mod routing;
 mod shedding;
+mod store_access;
+mod store_routes;
 mod watermarks;
 
 pub use connection::MAX_BODY;
@@ -61,4 +63,8 @@ pub use metrics::{
     BadRecordingLevel, METRICS_CONTENT_TYPE, Metric, MetricKind, MetricsRegistry, RecordingLevel,
 };
 pub use priority::LISTENER_NICE;
+pub use store_access::{
+    StoreAccess, StoreAccessError, StoreAnswer, StoreEntry, StoreInfo, StoreRequest, WindowFinality,
+};
+pub use store_routes::MAX_STORE_ENTRIES;
 pub use watermarks::{info_json, watermarks_json, watermarks_response};

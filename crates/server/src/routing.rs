@@ -30,6 +30,8 @@ use crate::log_access::LogAccess;
 use crate::log_routes;
 use crate::metrics::{METRICS_CONTENT_TYPE, MetricsRegistry, RecordingLevel};
 use crate::response::{Encoded, Response};
+use crate::store_access::StoreAccess;
+use crate::store_routes;
 use crate::watermarks::{info_json, watermarks_response};
 
 /// The live watermark page, embedded in the binary.
@@ -47,6 +49,8 @@ enum Route {
     App(Read),
     /// The application's log, read or written (never cached).
     Log(LogRoute),
+    /// The application's queryable stores (never cached).
+    Stores,
 }
 
 /// The log routes.
@@ -67,6 +71,9 @@ enum Read {
 }
 
 fn find_route(path: &str) -> Option<Route> {
+    if path == "/stores" || path.starts_with("/stores/") {
+        return Some(Route::Stores);
+    }
     Some(match path {
         "/" | "/index.html" => Route::Page,
         "/watermarks" => Route::App(Read::Watermarks),
@@ -94,6 +101,8 @@ pub(crate) struct ServerState {
     too_large: Arc<Encoded>,
     /// The log the log routes serve, if the application offers one.
     log: Option<Arc<dyn LogAccess>>,
+    /// The stores the store routes query, if the application offers any.
+    stores: Option<Arc<dyn StoreAccess>>,
 }
 
 impl ServerState {
@@ -116,7 +125,14 @@ impl ServerState {
             openapi: Response::text("application/json", OPENAPI.to_owned()).encode(),
             too_large: Response::json(431, &json!({ "error": "request head too large" })).encode(),
             log: None,
+            stores: None,
         }
+    }
+
+    /// Serves the store routes from `stores`.
+    pub(crate) fn with_stores(mut self, stores: Option<Arc<dyn StoreAccess>>) -> Self {
+        self.stores = stores;
+        self
     }
 
     /// Serves the log routes from `log`.
@@ -254,6 +270,7 @@ pub(crate) fn respond(
                 .get(route, now, || build(read, app, metrics, show))
         }
         Route::Log(which) => log_route(which, method, target, body, loopback, state).encode(),
+        Route::Stores => store_route(path, target, state).encode(),
     };
     (reply, head_only)
 }
@@ -304,6 +321,18 @@ fn log_route(
         (LogRoute::Records, "POST") => log_routes::append(log, query_param(target, "topic"), body),
         (LogRoute::Records, _) => log_routes::read(log, |name| query_param(target, name)),
     }
+}
+
+/// A store route's response, when the application serves its stores.
+fn store_route(path: &str, target: &str, state: &ServerState) -> Response {
+    let Some(stores) = state.stores.as_deref() else {
+        return Response::json(
+            404,
+            &json!({ "error": "this application serves no queryable stores" }),
+        );
+    };
+    let rest = &path["/stores".len()..];
+    store_routes::respond(stores, rest, |name| query_param(target, name))
 }
 
 /// An application-dependent response, read from the application now.

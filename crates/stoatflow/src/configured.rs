@@ -273,6 +273,20 @@ impl App {
     /// [`AppError::Endpoints`] when the listener's thread cannot start or
     /// the address file cannot be written.
     pub fn serve_endpoints(&self, bound: BoundListener) -> Result<HttpServer, AppError> {
+        self.serve_endpoints_with(bound, &crate::QueryableStores::new())
+    }
+
+    /// [`App::serve_endpoints`], with the store routes answering from
+    /// `stores` (docs/operating.md#store-routes).
+    ///
+    /// # Errors
+    /// As [`App::serve_endpoints`].
+    pub fn serve_endpoints_with(
+        &self,
+        bound: BoundListener,
+        stores: &crate::QueryableStores,
+    ) -> Result<HttpServer, AppError> {
+        let bound = bound.stores(stores.access(self.handle()));
         let bound = match self {
             App::Embedded(app) => bound.log(Arc::new(crate::log_routes::EmbeddedLogAccess::new(
                 app.log().clone(),

@@ -184,9 +184,11 @@
 
 mod configured;
 mod log_routes;
+mod queryable;
 
 pub use configured::{App, AppError};
 pub use log_routes::ENDPOINT_FILE;
+pub use queryable::{QueryableStores, TextKey, TextValue};
 pub use stoatflow_runtime::{
     AppState, Backend, BarrierCadence, CommitBarrierConfig, HandlerOutcome, ProcessingGuarantee,
     RunSummary, RuntimeConfig, RuntimeError, StreamThreadExceptionResponse, StreamsApp, TaskId,

@@ -6,4 +6,5 @@
 mod broker;
 mod from_config;
 mod kafka_backend;
+mod store_routes;
 mod support;
