@@ -160,3 +160,67 @@ fn assert_one_copy_each(apps: &[&StreamsApp<KafkaLog>]) {
         );
     }
 }
+
+/// Four instances (six under `STOATFLOW_HEAVY_TESTS`) with one standby
+/// replica each: once the group settles, the copies the instances keep,
+/// placed from the broker's description of the group, are one per task,
+/// never on its owner, and each is on its holder's disk. (Copies of
+/// placements before the group settled stay on disk too: nothing deletes a
+/// task directory, so the disk alone is counted on the scripted group, in
+/// the runtime's `standby_placement.rs`.)
+#[test]
+fn instances_keep_one_copy_of_each_task_whatever_their_number() {
+    let n = if std::env::var_os("STOATFLOW_HEAVY_TESTS").is_some() {
+        6
+    } else {
+        4
+    };
+    let broker = TestBroker::start("instances_keep_one_copy_of_each_task_whatever_their_number");
+    let log = broker.log();
+    log.create_topic(&TopicSpec::new(INPUT, SIX)).unwrap();
+    log.create_topic(&TopicSpec::new(OUTPUT, SIX)).unwrap();
+    produce_of(&log, &records(0, 600), SIX);
+    let dirs: Vec<_> = (0..n).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut apps: Vec<StreamsApp<KafkaLog>> = (0..n)
+        .map(|i| instance(&Arc::new(broker.log()), &format!("i{i}"), dirs[i].path()))
+        .collect();
+    let refs: Vec<&StreamsApp<KafkaLog>> = apps.iter().collect();
+    until_spread(&refs);
+    until_group_caught_up(&log, &refs);
+    for app in &refs {
+        until_copies_caught_up(app);
+    }
+    assert_one_copy_each(&refs);
+    for (app, dir) in refs.iter().zip(&dirs) {
+        for task in app.assignment().standby {
+            assert!(
+                dir.path().join(task.to_string()).is_dir(),
+                "copy of {task} not on its holder's disk"
+            );
+        }
+    }
+    for app in &mut apps {
+        assert!(app.close(Duration::from_secs(60)), "{:?}", app.error());
+    }
+}
+
+/// Waits until every input partition is owned by exactly one of `apps`
+/// and each owns at least one.
+fn until_spread(apps: &[&StreamsApp<KafkaLog>]) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let sets: Vec<_> = apps.iter().map(|a| crate::groups::owned(a)).collect();
+        let all: BTreeSet<&String> = sets.iter().flatten().collect();
+        let total: usize = sets.iter().map(BTreeSet::len).sum();
+        if all.len() == SIX as usize && total == SIX as usize && sets.iter().all(|s| !s.is_empty())
+        {
+            return;
+        }
+        assert_no_error(apps);
+        assert!(
+            Instant::now() < deadline,
+            "partitions never spread: {sets:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
