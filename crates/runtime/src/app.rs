@@ -19,11 +19,12 @@ use crate::app_state::AppState;
 use crate::config::layout::log_topic_name;
 use crate::config::{Backend, RuntimeConfig};
 use crate::engine::error_response::HandlerOutcome;
+use crate::engine::shared::run_query;
 use crate::engine::{Assignment, Shared, run_engine, tracks_event_time};
 use crate::error::RuntimeError;
 use crate::observe::metrics::{MetricsSnapshot, lag_at};
 use crate::observe::summary::RunSummary;
-use crate::query::{QueryAnswer, QueryError, StateQueryRequest, StoreQuery, run_query};
+use crate::query::{QueryAnswer, QueryError, StateQueryRequest, StoreQuery};
 use crate::signals::stop_on_signals;
 
 /// How long [`StreamsApp::run`] gives its close.

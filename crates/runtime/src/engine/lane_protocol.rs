@@ -23,7 +23,7 @@ use stoatflow_streams::EpochCommit;
 use stoatflow_time::{WallTime, Watermark};
 
 use crate::error::RuntimeError;
-use crate::query::LaneQuery;
+use crate::query::{LaneInbox, LaneQuery};
 use crate::task_id::TaskId;
 
 /// A run of one task's records: consecutive records of one fetched batch,
@@ -90,4 +90,10 @@ pub(crate) struct Crossed {
 pub(crate) struct LaneFailed {
     pub(crate) lane: usize,
     pub(crate) error: RuntimeError,
+}
+
+impl LaneInbox for SyncSender<LaneMsg> {
+    fn send_query(&self, query: Box<dyn LaneQuery>) -> bool {
+        self.send(LaneMsg::Query(query)).is_ok()
+    }
 }

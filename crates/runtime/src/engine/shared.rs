@@ -28,7 +28,10 @@ use crate::engine::lane_protocol::LaneMsg;
 use crate::error::RuntimeError;
 use crate::observe::metrics::MetricsCells;
 use crate::observe::timeline::Timeline;
-use crate::query::CommittedBarriers;
+use crate::query::{
+    CommittedBarriers, QueryAnswer, QueryError, QueryTarget, StateQueryRequest, StoreQuery,
+    query_lanes,
+};
 use crate::task_id::TaskId;
 
 /// What the application and the engine share.
@@ -266,4 +269,26 @@ impl std::fmt::Debug for Shared {
             .field("halt", &self.halt)
             .finish_non_exhaustive()
     }
+}
+
+/// Runs `request` on every lane of the engine running now and merges the
+/// parts.
+pub(crate) fn run_query<Q: StoreQuery>(
+    shared: &Shared,
+    request: StateQueryRequest<Q>,
+) -> Result<QueryAnswer<Q::Answer>, QueryError> {
+    let (generation, lanes) = {
+        let q = shared.query_lanes.lock().expect("query lanes lock");
+        (q.generation, q.lanes.clone())
+    };
+    let running = || {
+        let q = shared.query_lanes.lock().expect("query lanes lock");
+        q.generation == generation && !q.lanes.is_empty()
+    };
+    let target = QueryTarget {
+        lanes,
+        committed: &shared.committed_barriers,
+        running: &running,
+    };
+    query_lanes(target, request)
 }

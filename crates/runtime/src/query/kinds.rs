@@ -11,8 +11,8 @@ use std::ops::Bound;
 use stoatflow_state::{KeyValueStore, SessionStore, ValueAndTimestamp, WindowStore};
 use stoatflow_streams::{KeyValueStoreOf, SessionStoreOf, StreamTask, WindowStoreOf};
 
+use crate::query::error::QueryError;
 use crate::query::finality::{Finality, TaskClock};
-use crate::query::request::QueryError;
 
 /// A query one task's store answers; the application merges the tasks'
 /// parts (a store has one instance per task of its sub-topology).

@@ -14,17 +14,19 @@
 //! (`kinds`) and the finality of a window (`finality`). Knows nothing of how
 //! the engine polls or commits, of HTTP or of JSON.
 
+mod error;
 mod finality;
 mod kinds;
 mod request;
 
+pub use error::QueryError;
 pub use finality::{Finality, TaskClock};
 pub use kinds::DEFAULT_LIMIT;
 pub use kinds::{
     KeyQuery, RangeAnswer, RangeQuery, SessionQuery, StoreQuery, WindowEntry, WindowQuery,
 };
 pub use request::{
-    DEFAULT_QUERY_TIMEOUT, QueryAnswer, QueryError, ReadMode, SourcePosition, StateQueryRequest,
+    DEFAULT_QUERY_TIMEOUT, QueryAnswer, ReadMode, SourcePosition, StateQueryRequest,
 };
 
-pub(crate) use request::{CommittedBarriers, LaneQuery, run_query};
+pub(crate) use request::{CommittedBarriers, LaneInbox, LaneQuery, QueryTarget, query_lanes};

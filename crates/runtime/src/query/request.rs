@@ -3,8 +3,9 @@
 //! and for a committed read the wait for the transaction that makes it
 //! committed ([`CommittedBarriers`]).
 //!
-//! Knows nothing of the store kinds (`kinds`) or of how a lane schedules
-//! the read (`engine::lane`).
+//! Knows nothing of the store kinds (`kinds`) beyond [`StoreQuery`], of a
+//! lane's inbox beyond [`LaneInbox`], or of how a lane schedules the read
+//! (`engine::lane`).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::mpsc::{RecvTimeoutError, SyncSender, sync_channel};
@@ -15,8 +16,7 @@ use stoatflow_log::TopicPartition;
 use stoatflow_streams::StreamTask;
 use stoatflow_time::Watermark;
 
-use crate::engine::Shared;
-use crate::engine::lane_protocol::LaneMsg;
+use crate::query::error::QueryError;
 use crate::query::finality::TaskClock;
 use crate::query::kinds::StoreQuery;
 use crate::task_id::TaskId;
@@ -106,53 +106,6 @@ pub struct QueryAnswer<A> {
     /// The source offsets committed with that barrier; empty for a
     /// [`ReadMode::LatestProcessed`] answer.
     pub position: Vec<SourcePosition>,
-}
-
-/// Why a query has no answer.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum QueryError {
-    /// No task of this instance has the store.
-    #[error("no store '{store}' on this instance (stores: {known})")]
-    NoStore {
-        /// The store asked.
-        store: String,
-        /// The stores there are.
-        known: String,
-    },
-    /// The store is of another type than the query reads.
-    #[error("store '{store}' is a {actual}, not a {expected}")]
-    StoreType {
-        /// The store asked.
-        store: String,
-        /// The type the query reads.
-        expected: &'static str,
-        /// The store's type.
-        actual: &'static str,
-    },
-    /// A window or session query on a store no windowed aggregation writes.
-    #[error("store '{store}' holds no windows a window query can say the finality of")]
-    NotWindowed {
-        /// The store asked.
-        store: String,
-    },
-    /// The store refused the read.
-    #[error("store '{store}' refused the read: {message}")]
-    Store {
-        /// The store asked.
-        store: String,
-        /// Why.
-        message: String,
-    },
-    /// The application is not processing (not started, restoring, closed).
-    #[error("the application is not running: no store can be queried")]
-    NotRunning,
-    /// The engine stopped or was replaced before the answer committed: ask
-    /// again.
-    #[error("the engine stopped before the answer committed; ask again")]
-    Interrupted,
-    /// No answer within the timeout.
-    #[error("no answer within {0:?}")]
-    Timeout(Duration),
 }
 
 /// What a lane runs for a query: `visit` each of its tasks (at once, or at
@@ -269,39 +222,25 @@ impl CommittedBarriers {
     }
 }
 
-/// What [`run_query`] needs of the application.
-struct QueryTarget<'a> {
+/// A lane's inbox, as a query reaches it.
+pub(crate) trait LaneInbox {
+    /// Hands `query` to the lane; `false` when the lane is gone.
+    fn send_query(&self, query: Box<dyn LaneQuery>) -> bool;
+}
+
+/// What [`query_lanes`] needs of the application.
+pub(crate) struct QueryTarget<'a, I> {
     /// The running engine's lane inboxes (empty: not running).
-    lanes: Vec<SyncSender<LaneMsg>>,
-    committed: &'a CommittedBarriers,
+    pub(crate) lanes: Vec<I>,
+    /// What committed lately.
+    pub(crate) committed: &'a CommittedBarriers,
     /// Whether the engine that took the query still runs.
-    running: &'a dyn Fn() -> bool,
+    pub(crate) running: &'a dyn Fn() -> bool,
 }
 
-/// Runs `request` on every lane of the engine running now and merges the
-/// parts.
-pub(crate) fn run_query<Q: StoreQuery>(
-    shared: &Shared,
-    request: StateQueryRequest<Q>,
-) -> Result<QueryAnswer<Q::Answer>, QueryError> {
-    let (generation, lanes) = {
-        let q = shared.query_lanes.lock().expect("query lanes lock");
-        (q.generation, q.lanes.clone())
-    };
-    let running = || {
-        let q = shared.query_lanes.lock().expect("query lanes lock");
-        q.generation == generation && !q.lanes.is_empty()
-    };
-    let target = QueryTarget {
-        lanes,
-        committed: &shared.committed_barriers,
-        running: &running,
-    };
-    query_lanes(target, request)
-}
-
-fn query_lanes<Q: StoreQuery>(
-    target: QueryTarget<'_>,
+/// Runs `request` on every lane of `target` and merges the parts.
+pub(crate) fn query_lanes<Q: StoreQuery, I: LaneInbox>(
+    target: QueryTarget<'_, I>,
     request: StateQueryRequest<Q>,
 ) -> Result<QueryAnswer<Q::Answer>, QueryError> {
     let deadline = Instant::now() + request.timeout;
@@ -321,7 +260,7 @@ fn query_lanes<Q: StoreQuery>(
             parts: Ok(Vec::new()),
             reply: reply.clone(),
         };
-        if lane.send(LaneMsg::Query(Box::new(visit))).is_err() {
+        if !lane.send_query(Box::new(visit)) {
             return Err(QueryError::Interrupted);
         }
     }
