@@ -4,12 +4,17 @@
 //! out, so `stoatflow log produce` feeds them and `stoatflow log consume`
 //! shows their results; event time is each record's timestamp.
 //!
-//! Owns only the topologies and their topic names.
+//! Owns only the topologies, their topic names and their queryable stores.
 
 use std::time::Duration;
 
 use clap::ValueEnum;
 use stoatflow::*;
+
+/// The windowed count's store, queryable (`stoatflow query`).
+pub const WINDOWED_COUNT_STORE: &str = "click-counts-store";
+/// How long the windowed count keeps a window queryable after its start.
+const QUERYABLE_FOR: Duration = Duration::from_secs(24 * 3_600);
 
 /// A bundled example.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -54,6 +59,17 @@ impl Example {
         }
     }
 
+    /// The stores `stoatflow query` can ask it (the store routes'),
+    /// with their types.
+    pub fn stores(self) -> QueryableStores {
+        match self {
+            Example::WindowedCount => {
+                QueryableStores::new().window::<String, i64>(WINDOWED_COUNT_STORE)
+            }
+            Example::Join | Example::Suppress => QueryableStores::new(),
+        }
+    }
+
     /// The topology.
     pub fn topology(self) -> Result<Topology, TopologyError> {
         let text = || Consumed::with(Serdes::string(), Serdes::string());
@@ -75,7 +91,9 @@ impl Example {
                         Duration::from_secs(2),
                     ))
                     .emit_strategy(EmitStrategy::on_window_close())
-                    .count()
+                    .count_with(
+                        Materialized::as_(WINDOWED_COUNT_STORE).with_retention(QUERYABLE_FOR),
+                    )
                     .to_stream()
                     .skip_tombstones()
                     .map(move |w, n| (window(&w), n.to_string()))

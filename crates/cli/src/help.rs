@@ -28,6 +28,12 @@ const EXAMPLES: &[(&[&str], &str)] = &[
   STOATFLOW_PROCESSING_LANES=4 stoatflow run --config app.yaml   # a key set from the environment",
     ),
     (
+        &["query"],
+        "  stoatflow query --dir log click-counts-store u1 --windows    # u1's windows, each final or open
+  stoatflow query --dir log click-counts-store u1 --windows --from 1790000000000 --latest
+  stoatflow query --dir log totals --from a --limit 10           # a key-value store's keys from a",
+    ),
+    (
         &["watermarks"],
         "  stoatflow watermarks --url http://127.0.0.1:8080
   stoatflow watermarks --url http://127.0.0.1:8080 --interval-ms 5000   # a slower source",

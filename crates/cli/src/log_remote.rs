@@ -92,7 +92,8 @@ impl Running {
         Ok(json)
     }
 
-    fn get(&self, what: &str, path: &str) -> anyhow::Result<Value> {
+    /// `GET path`'s JSON, an error naming `what` unless it answered 200.
+    pub fn get(&self, what: &str, path: &str) -> anyhow::Result<Value> {
         let url = format!("{}{path}", self.base);
         let reply = http_get::get(&url, TIMEOUT).with_context(|| {
             format!(

@@ -14,6 +14,7 @@ mod log_cmd;
 mod log_remote;
 mod logging;
 mod out;
+mod query_cmd;
 mod quickstart;
 mod report;
 mod run;
@@ -107,6 +108,34 @@ enum Command {
         /// Which example.
         #[arg(long, value_enum)]
         example: Example,
+    },
+    /// Ask a store of the application running on an embedded log's
+    /// directory (its store routes): a key's value, a key's windows with
+    /// how final each is, or a range of keys. Committed state unless
+    /// --latest.
+    Query {
+        /// The embedded log's directory the application holds.
+        #[arg(long)]
+        dir: PathBuf,
+        /// The store.
+        store: String,
+        /// The key (as text); without it, a range of keys.
+        key: Option<String>,
+        /// The key's windows (a window or session store).
+        #[arg(long)]
+        windows: bool,
+        /// The earliest window start in ms (with --windows), or the lowest key.
+        #[arg(long)]
+        from: Option<String>,
+        /// The latest window start in ms (with --windows), or the highest key.
+        #[arg(long)]
+        to: Option<String>,
+        /// The most keys of a range (1 to 1000; 100 by default).
+        #[arg(long)]
+        limit: Option<u32>,
+        /// Read what the application has processed, committed or not.
+        #[arg(long)]
+        latest: bool,
     },
     /// Inspect the embedded log: topics, records, offsets.
     Log {
@@ -222,6 +251,27 @@ fn command(command: Command) -> anyhow::Result<()> {
             outln!("{}", example.topology()?.describe().trim_end())?;
             Ok(())
         }
+        Command::Query {
+            dir,
+            store,
+            key,
+            windows,
+            from,
+            to,
+            limit,
+            latest,
+        } => query_cmd::run(
+            &dir,
+            &store,
+            &query_cmd::Ask {
+                key,
+                windows,
+                from,
+                to,
+                limit,
+                latest,
+            },
+        ),
         Command::Log { command } => match command {
             LogCommand::Topics { dir } => log_cmd::topics(&dir),
             LogCommand::Produce {

@@ -57,7 +57,10 @@ pub fn run(
         app.ensure_topic(&spec)
             .with_context(|| format!("topic {}", spec.name))?;
     }
-    let server = bound.map(|b| app.serve_endpoints(b)).transpose()?;
+    let server = match bound {
+        Some(b) => Some(app.serve_endpoints_with(b, &example.stores())?),
+        None => None,
+    };
     sayln!(
         "running example {} (application id {}) on the {backend}",
         example.name(),

@@ -176,6 +176,47 @@ fn log_commands_feed_and_read_a_running_app() {
     seen.sort();
     assert_eq!(seen, want, "the follower saw each count once");
 
+    // The same counts asked of the store, committed: both of u0's windows
+    // final (the last click moved the watermark past their close).
+    let asked = loop {
+        let out = ok(
+            &[
+                "query",
+                "--dir",
+                log,
+                "click-counts-store",
+                "u0",
+                "--windows",
+            ],
+            "",
+        );
+        let text = stdout(&out);
+        if text.lines().filter(|l| l.ends_with("\tfinal")).count() == 2 {
+            assert!(
+                stderr(&out).contains("committed at barrier"),
+                "{}",
+                stderr(&out)
+            );
+            break text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no final windows in time: {text}"
+        );
+    };
+    let values: Vec<&str> = asked
+        .lines()
+        .map(|l| l.split('\t').nth(2).unwrap())
+        .collect();
+    assert_eq!(values, ["5", "5"], "{asked}");
+    let refused = run(&["query", "--dir", log, "nope", "k"], "");
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("no queryable store nope"),
+        "{}",
+        stderr(&refused)
+    );
+
     terminate(&follower);
     let follower_exit = follower.wait_with_output().unwrap();
     assert!(follower_exit.status.success(), "{follower_exit:?}");
