@@ -118,11 +118,13 @@ mod tests {
 
     #[test]
     fn a_session_closes_and_expires_by_its_end() {
+        // Gap 5, no grace, kept 50 ms past its end.
         let shape = WindowShape {
             size_ms: None,
             close_offset_ms: 5 + 1,
-            retention_ms: 5,
+            retention_ms: 50,
         };
+        // The session [0, 100] closes at 106.
         assert_eq!(Finality::of(&shape, 0, 100, at(200, 106)), Finality::Final);
         assert_eq!(
             Finality::of(&shape, 0, 100, at(104, 105)),
@@ -130,11 +132,15 @@ mod tests {
                 watermark_to_close_ms: 2
             }
         );
-        assert_eq!(Finality::of(&shape, 0, 100, at(200, 106)).name(), "final");
-        assert_eq!(Finality::of(&shape, 0, 100, at(200, 107)).name(), "final");
+        assert_eq!(Finality::of(&shape, 0, 100, at(200, 150)).name(), "final");
+        // End 100 + retention 50 < 151, whatever its start.
         assert_eq!(
-            Finality::of(&shape, 0, 100, at(200, 106 + 100)),
+            Finality::of(&shape, 0, 100, at(200, 151)),
             Finality::Expired
+        );
+        assert_eq!(
+            Finality::of(&shape, 99, 100, at(200, 151)).name(),
+            "expired"
         );
     }
 
