@@ -7,7 +7,7 @@
 //! lane's inbox beyond [`LaneInbox`], or of how a lane schedules the read
 //! (`engine::lane`).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::mpsc::{RecvTimeoutError, SyncSender, sync_channel};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -129,6 +129,8 @@ impl std::fmt::Debug for dyn LaneQuery {
 struct LaneParts<P> {
     parts: Result<Vec<(P, TaskClock)>, QueryError>,
     barrier: Option<u64>,
+    /// The stores of its tasks, for an error naming those there are.
+    known: BTreeSet<String>,
 }
 
 /// A query's visit to one lane: its parts, sent back on `reply`.
@@ -137,6 +139,7 @@ struct Visit<Q: StoreQuery> {
     store: Arc<str>,
     committed: bool,
     parts: Result<Vec<(Q::Part, TaskClock)>, QueryError>,
+    known: BTreeSet<String>,
     reply: SyncSender<LaneParts<Q::Part>>,
 }
 
@@ -149,7 +152,7 @@ impl<Q: StoreQuery> LaneQuery for Visit<Q> {
         let Ok(parts) = &mut self.parts else { return };
         match self.query.read(task, &self.store, clock) {
             Ok(Some(part)) => parts.push((part, clock)),
-            Ok(None) => {}
+            Ok(None) => self.known.extend(task.store_names().map(str::to_owned)),
             Err(e) => self.parts = Err(e),
         }
     }
@@ -158,6 +161,7 @@ impl<Q: StoreQuery> LaneQuery for Visit<Q> {
         let _ = self.reply.send(LaneParts {
             parts: self.parts,
             barrier,
+            known: self.known,
         });
     }
 }
@@ -258,6 +262,7 @@ pub(crate) fn query_lanes<Q: StoreQuery, I: LaneInbox>(
             store: store.clone(),
             committed,
             parts: Ok(Vec::new()),
+            known: BTreeSet::new(),
             reply: reply.clone(),
         };
         if !lane.send_query(Box::new(visit)) {
@@ -267,6 +272,7 @@ pub(crate) fn query_lanes<Q: StoreQuery, I: LaneInbox>(
     drop(reply);
     let mut parts = Vec::new();
     let mut barrier = None;
+    let mut known = BTreeSet::new();
     for _ in 0..target.lanes.len() {
         let left = deadline.saturating_duration_since(Instant::now());
         let lane = match answers.recv_timeout(left) {
@@ -274,13 +280,14 @@ pub(crate) fn query_lanes<Q: StoreQuery, I: LaneInbox>(
             Err(RecvTimeoutError::Timeout) => return Err(timeout()),
             Err(RecvTimeoutError::Disconnected) => return Err(QueryError::Interrupted),
         };
+        known.extend(lane.known);
         parts.extend(lane.parts?);
         barrier = barrier.max(lane.barrier);
     }
     if parts.is_empty() {
         return Err(QueryError::NoStore {
             store: request.store,
-            known: String::new(),
+            known: known.into_iter().collect::<Vec<_>>().join(", "),
         });
     }
     let position = match barrier {

@@ -240,7 +240,8 @@ fn a_query_names_a_missing_store_and_a_wrong_type() {
     let q = || KeyQuery::<String, i64>::with_key("k0".into());
     let missing = app.query(StateQueryRequest::in_store("nope", q()));
     assert!(
-        matches!(&missing, Err(QueryError::NoStore { store, .. }) if store == "nope"),
+        matches!(&missing, Err(QueryError::NoStore { store, known })
+            if store == "nope" && known.contains(TOTALS) && known.contains(COUNTS)),
         "{missing:?}"
     );
     let wrong = app.query(StateQueryRequest::in_store(COUNTS, q()));
