@@ -20,6 +20,7 @@ use stoatflow_streams::{
     StreamsConfig, TimeWindows, Topology,
 };
 
+use crate::hooked_log::{Durable, HookedLog, Hooks};
 use crate::support::*;
 
 const COUNTS: &str = "window-counts";
@@ -307,4 +308,84 @@ fn a_session_answer_says_each_session_is_final_once_closed() {
         "the last session is open: {:?}",
         answer.answer
     );
+}
+
+/// Holds every transaction commit while `held`, until released.
+#[derive(Debug, Default)]
+struct CommitGate {
+    held: std::sync::Mutex<bool>,
+    released: std::sync::Condvar,
+}
+
+impl CommitGate {
+    fn hold(&self, held: bool) {
+        *self.held.lock().unwrap() = held;
+        self.released.notify_all();
+    }
+}
+
+impl Hooks for CommitGate {
+    fn durable<T>(
+        &self,
+        op: Durable,
+        run: impl FnOnce() -> Result<T, stoatflow_log::LogError>,
+    ) -> Result<T, stoatflow_log::LogError> {
+        if op == Durable::Commit {
+            let mut held = self.held.lock().unwrap();
+            while *held {
+                held = self.released.wait(held).unwrap();
+            }
+        }
+        run()
+    }
+}
+
+/// While the transaction holding new records cannot commit, a latest read
+/// shows them and a committed one shows nothing (it waits, here past its
+/// timeout); once it commits, the committed read shows them.
+#[test]
+fn a_committed_read_never_shows_what_has_not_committed() {
+    let k0 = |n: usize, from: i64| -> Vec<Input> {
+        (0..n as i64)
+            .map(|i| Input {
+                key: "k0".into(),
+                ts: START + (from + i) * 100,
+                value: i,
+            })
+            .collect()
+    };
+    let inner = Arc::new(EmbeddedLog::in_memory());
+    create_topics(&*inner);
+    produce(&*inner, &k0(10, 0), 10);
+    let gate = Arc::new(CommitGate::default());
+    let log = Arc::new(HookedLog {
+        inner: inner.clone(),
+        hooks: gate.clone(),
+    });
+    let mut app = StreamsApp::with_log(counts_and_totals(), config("gated", 1), log).unwrap();
+    app.start().unwrap();
+    assert!(app.wait_until_caught_up(Duration::from_secs(60)).unwrap());
+    let total = |latest: bool, timeout: Duration| {
+        let q = KeyQuery::<String, i64>::with_key("k0".into());
+        let mut r = StateQueryRequest::in_store(TOTALS, q).with_timeout(timeout);
+        if latest {
+            r = r.latest_processed();
+        }
+        app.query(r).map(|a| a.answer.map(|v| v.value))
+    };
+    assert_eq!(total(false, Duration::from_secs(30)), Ok(Some(10)));
+    gate.hold(true);
+    produce(&*inner, &k0(5, 10), 5);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while total(true, Duration::from_secs(30)) != Ok(Some(15)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the records are processed"
+        );
+    }
+    let held = total(false, Duration::from_millis(300));
+    assert_eq!(held, Err(QueryError::Timeout(Duration::from_millis(300))));
+    gate.hold(false);
+    assert_eq!(total(false, Duration::from_secs(30)), Ok(Some(15)));
+    assert!(app.close(Duration::from_secs(30)), "{:?}", app.error());
 }
