@@ -219,14 +219,21 @@ impl<L: Log + 'static> Engine<L> {
             standby,
             direct: !s.tracking && config.streams.dispatch != DispatchMode::Lane,
         };
+        engine.announce_running(barrier);
+        Ok(Some(engine))
+    }
+
+    /// Step 8's end: the last committed barrier and the lanes, published to
+    /// waiters and queries, then RUNNING.
+    fn announce_running(&self, barrier: u64) {
+        let shared = &self.shared;
         shared.committed_barriers.committed(barrier, Vec::new());
         shared
             .query_lanes
             .lock()
             .expect("query lanes lock")
-            .publish(engine.lanes.clone());
+            .publish(self.lanes.clone());
         shared.transition(AppState::Running);
-        Ok(Some(engine))
     }
 }
 
