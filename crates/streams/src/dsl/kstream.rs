@@ -552,24 +552,44 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     where
         K: Ord,
     {
+        let (stream, store) = self.to_table_input(
+            materialized.name.clone(),
+            materialized.key_serde.clone(),
+            materialized.value_serde.clone(),
+        );
+        let ks = materialized.key_serde.or(stream.key_serde.clone());
+        let vs = materialized.value_serde.or(stream.value_serde.clone());
+        crate::dsl::grouped::note_missing(&self.graph, &store, materialized.logging, &ks, &vs);
+        crate::dsl::ktable::table_from::<K, V, V>(&self.graph, stream.node, &store, ks, vs)
+    }
+
+    /// What a `to_table` reads: the stream, repartitioned first (with these
+    /// serdes) if its key changed, and its table's store, `name` or a
+    /// generated one.
+    fn to_table_input(
+        &self,
+        name: Option<String>,
+        key_serde: Option<SerdeRef<K>>,
+        value_serde: Option<SerdeRef<V>>,
+    ) -> (Self, String)
+    where
+        K: Ord,
+    {
         let stream = if self.repartition_required {
             self.repartition(Grouped {
-                key_serde: materialized.key_serde.clone(),
-                value_serde: materialized.value_serde.clone(),
+                key_serde,
+                value_serde,
                 name: None,
             })
         } else {
             self.clone()
         };
-        let store = materialized.name.clone().unwrap_or_else(|| {
+        let store = name.unwrap_or_else(|| {
             self.graph
                 .borrow_mut()
                 .next_name("KSTREAM-TOTABLE-STATE-STORE")
         });
-        let ks = materialized.key_serde.or(stream.key_serde.clone());
-        let vs = materialized.value_serde.or(stream.value_serde.clone());
-        crate::dsl::grouped::note_missing(&self.graph, &store, materialized.logging, &ks, &vs);
-        crate::dsl::ktable::table_from::<K, V, V>(&self.graph, stream.node, &store, ks, vs)
+        (stream, store)
     }
 }
 
@@ -599,23 +619,14 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, Option<V>> {
     where
         K: Ord,
     {
-        let stream = if self.repartition_required {
-            self.repartition(Grouped {
-                key_serde: materialized.key_serde.clone(),
-                value_serde: materialized
-                    .value_serde
-                    .clone()
-                    .map(crate::serde::nullable_ref),
-                name: None,
-            })
-        } else {
-            self.clone()
-        };
-        let store = materialized.name.clone().unwrap_or_else(|| {
-            self.graph
-                .borrow_mut()
-                .next_name("KSTREAM-TOTABLE-STATE-STORE")
-        });
+        let (stream, store) = self.to_table_input(
+            materialized.name.clone(),
+            materialized.key_serde.clone(),
+            materialized
+                .value_serde
+                .clone()
+                .map(crate::serde::nullable_ref),
+        );
         let ks = materialized.key_serde.or(stream.key_serde.clone());
         let vs = materialized
             .value_serde
