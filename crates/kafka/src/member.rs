@@ -12,9 +12,11 @@
 //! of waiting for the dead member to leave the group, and a static member
 //! closes without leaving it, so a restart within the session timeout moves
 //! nothing; a dynamic member leaves when it is closed. Eager rebalancing
-//! (librdkafka's default `range,roundrobin` assignors):
-//! the engine above rebuilds itself on every change of assignment, so the
-//! cooperative protocol would buy nothing yet. Each assignment's group
+//! by default (librdkafka's `range,roundrobin` assignors); with
+//! `partition.assignment.strategy: cooperative-sticky` the protocol is
+//! incremental: each rebalance names only the partitions added or taken
+//! back ([`GroupEvent::Added`], [`GroupEvent::Removed`]), handed to
+//! `incremental_assign` / `incremental_unassign`. Each assignment's group
 //! metadata (generation, member id) goes to the log's [`Generations`], so
 //! the log's producers commit offsets as this member (KIP-447). Knows
 //! nothing of streams, tasks or watermarks.
@@ -26,7 +28,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer as _, ConsumerContext};
+use rdkafka::consumer::{
+    BaseConsumer, CommitMode, Consumer as _, ConsumerContext, RebalanceProtocol,
+};
 use rdkafka::error::KafkaResult;
 use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::types::RDKafkaRespErr;
@@ -45,10 +49,14 @@ use crate::group_description::{assignments, member_client_id};
 /// What the rebalance callback saw, in order.
 #[derive(Debug)]
 enum Seen {
-    Assign(Vec<TopicPartition>),
+    Assign {
+        partitions: Vec<TopicPartition>,
+        incremental: bool,
+    },
     Revoke {
         partitions: Vec<TopicPartition>,
         lost: bool,
+        incremental: bool,
     },
     Failed(String),
 }
@@ -84,6 +92,10 @@ impl ConsumerContext for MemberContext {
         err: RDKafkaRespErr,
         tpl: &mut TopicPartitionList,
     ) {
+        let incremental = matches!(
+            consumer.rebalance_protocol(),
+            RebalanceProtocol::Cooperative
+        );
         let seen = match err {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
                 // The generation this assignment belongs to: offsets sent
@@ -91,16 +103,23 @@ impl ConsumerContext for MemberContext {
                 if let Some(metadata) = consumer.group_metadata() {
                     self.generations.set(&self.group, self.token, metadata);
                 }
-                Seen::Assign(partitions(tpl))
+                Seen::Assign {
+                    partitions: partitions(tpl),
+                    incremental,
+                }
             }
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
                 if self.closing.load(Ordering::Acquire) {
-                    let _ = consumer.unassign();
+                    let _ = match incremental {
+                        true => consumer.incremental_unassign(tpl),
+                        false => consumer.unassign(),
+                    };
                     return;
                 }
                 Seen::Revoke {
                     partitions: partitions(tpl),
                     lost: consumer.assignment_lost(),
+                    incremental,
                 }
             }
             other => {
@@ -131,6 +150,9 @@ pub struct KafkaMember {
     request_timeout: Duration,
     /// Joined with `group.instance.id`: closing does not leave the group.
     is_static: bool,
+    /// Incremental rebalancing: what the last [`GroupEvent::Removed`] named,
+    /// to be unassigned by [`GroupMember::release`] (eager: everything).
+    to_release: Option<Vec<TopicPartition>>,
 }
 
 impl std::fmt::Debug for KafkaMember {
@@ -196,6 +218,7 @@ impl KafkaMember {
             group: group.to_owned(),
             request_timeout: config.request_timeout,
             is_static: config.static_membership,
+            to_release: None,
         })
     }
 
@@ -218,15 +241,18 @@ impl KafkaMember {
         }
     }
 
-    fn assign_paused(&self, partitions: &[TopicPartition]) -> Result<(), LogError> {
-        let mut tpl = TopicPartitionList::new();
-        for tp in partitions {
-            tpl.add_partition(&tp.topic, tp.partition.0 as i32);
-        }
+    fn assign_paused(
+        &self,
+        partitions: &[TopicPartition],
+        incremental: bool,
+    ) -> Result<(), LogError> {
+        let tpl = list(partitions);
         let op = || format!("taking the assignment of group {:?}", self.group);
-        self.consumer
-            .assign(&tpl)
-            .map_err(|e| map(&e, op(), None))?;
+        match incremental {
+            true => self.consumer.incremental_assign(&tpl),
+            false => self.consumer.assign(&tpl),
+        }
+        .map_err(|e| map(&e, op(), None))?;
         if !partitions.is_empty() {
             self.consumer.pause(&tpl).map_err(|e| map(&e, op(), None))?;
         }
@@ -255,15 +281,31 @@ impl GroupMember for KafkaMember {
             .pop_front();
         match next {
             None => Ok(None),
-            Some(Seen::Assign(partitions)) => {
-                self.assign_paused(&partitions)?;
-                Ok(Some(GroupEvent::Assigned(partitions)))
+            Some(Seen::Assign {
+                partitions,
+                incremental,
+            }) => {
+                self.assign_paused(&partitions, incremental)?;
+                Ok(Some(match incremental {
+                    true => GroupEvent::Added(partitions),
+                    false => GroupEvent::Assigned(partitions),
+                }))
             }
-            Some(Seen::Revoke { partitions, lost }) if lost => {
-                self.release()?;
-                Ok(Some(GroupEvent::Lost(partitions)))
+            Some(Seen::Revoke {
+                partitions,
+                lost,
+                incremental,
+            }) => {
+                self.to_release = incremental.then(|| partitions.clone());
+                if lost {
+                    self.release()?;
+                    return Ok(Some(GroupEvent::Lost(partitions)));
+                }
+                Ok(Some(match incremental {
+                    true => GroupEvent::Removed(partitions),
+                    false => GroupEvent::Revoked(partitions),
+                }))
             }
-            Some(Seen::Revoke { partitions, .. }) => Ok(Some(GroupEvent::Revoked(partitions))),
             Some(Seen::Failed(message)) => Err(LogError::Broker {
                 op: format!("rebalancing consumer group {:?}", self.group),
                 message,
@@ -300,7 +342,11 @@ impl GroupMember for KafkaMember {
     }
 
     fn release(&mut self) -> Result<(), LogError> {
-        self.consumer.unassign().map_err(|e| {
+        match self.to_release.take() {
+            Some(partitions) => self.consumer.incremental_unassign(&list(&partitions)),
+            None => self.consumer.unassign(),
+        }
+        .map_err(|e| {
             map(
                 &e,
                 format!("releasing the partitions of group {:?}", self.group),
@@ -330,6 +376,15 @@ impl Drop for KafkaMember {
         }
         // The consumer's own drop closes it.
     }
+}
+
+/// `partitions` as librdkafka's list.
+fn list(partitions: &[TopicPartition]) -> TopicPartitionList {
+    let mut tpl = TopicPartitionList::new();
+    for tp in partitions {
+        tpl.add_partition(&tp.topic, tp.partition.0 as i32);
+    }
+    tpl
 }
 
 /// How long dropping a member serves the group while it leaves.

@@ -30,6 +30,16 @@ pub enum GroupEvent {
     /// the group too long): another member may own them already, so their
     /// open work must not commit. No release is needed.
     Lost(Vec<TopicPartition>),
+    /// Incremental (cooperative) rebalancing: the group added these
+    /// partitions to what the member owns, which it keeps. May be empty: a
+    /// rebalance that gave this member nothing new.
+    Added(Vec<TopicPartition>),
+    /// Incremental (cooperative) rebalancing: the group takes these
+    /// partitions back and the member keeps the rest. As with
+    /// [`GroupEvent::Revoked`], the member finishes their work, then calls
+    /// [`GroupMember::release`]; no whole assignment follows, only an
+    /// [`GroupEvent::Added`] (maybe empty) once the group settles.
+    Removed(Vec<TopicPartition>),
 }
 
 /// One member of a group and what it owns, as the group's description
@@ -47,14 +57,15 @@ pub struct MemberAssignment {
 pub trait GroupMember: Send + Debug {
     /// Serves the group protocol for at most `max_wait`, returning the next
     /// change of assignment if there is one. The first event after joining
-    /// is an [`GroupEvent::Assigned`].
+    /// is an [`GroupEvent::Assigned`] (eager rebalancing) or an
+    /// [`GroupEvent::Added`] (incremental).
     ///
     /// # Errors
     /// Backend failures, a rebalance the coordinator reported as failed.
     fn poll(&mut self, max_wait: Duration) -> Result<Option<GroupEvent>, LogError>;
 
-    /// Gives back what the last [`GroupEvent::Revoked`] named, letting the
-    /// rebalance go on.
+    /// Gives back what the last [`GroupEvent::Revoked`] or
+    /// [`GroupEvent::Removed`] named, letting the rebalance go on.
     ///
     /// # Errors
     /// Backend failures.

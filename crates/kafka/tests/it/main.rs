@@ -4,6 +4,7 @@
 mod bad_input;
 mod broker;
 mod contract;
+mod cooperative;
 mod describe;
 mod fencing;
 mod group_kill;
