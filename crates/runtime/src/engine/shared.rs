@@ -29,8 +29,8 @@ use crate::error::RuntimeError;
 use crate::observe::metrics::MetricsCells;
 use crate::observe::timeline::Timeline;
 use crate::query::{
-    CommittedBarriers, QueryAnswer, QueryError, QueryTarget, StateQueryRequest, StoreQuery,
-    query_lanes,
+    CommittedBarriers, CopyInbox, QueryAnswer, QueryError, QueryTarget, StateQueryRequest,
+    StoreQuery, query_lanes,
 };
 use crate::task_id::TaskId;
 
@@ -88,6 +88,10 @@ pub(crate) struct QueryLanes {
     pub(crate) generation: u64,
     /// Empty while no engine runs.
     pub(crate) lanes: Vec<SyncSender<LaneMsg>>,
+    /// The standby thread's inbox, while it keeps copies.
+    pub(crate) standby: Option<CopyInbox>,
+    /// The lanes' inboxes while they restore (empty once they serve).
+    pub(crate) restoring: Vec<CopyInbox>,
 }
 
 impl QueryLanes {
@@ -95,6 +99,7 @@ impl QueryLanes {
     pub(crate) fn publish(&mut self, lanes: Vec<SyncSender<LaneMsg>>) {
         self.generation += 1;
         self.lanes = lanes;
+        self.restoring.clear();
     }
 }
 
@@ -277,9 +282,10 @@ pub(crate) fn run_query<Q: StoreQuery>(
     shared: &Shared,
     request: StateQueryRequest<Q>,
 ) -> Result<QueryAnswer<Q::Answer>, QueryError> {
-    let (generation, lanes) = {
+    let (generation, lanes, copies) = {
         let q = shared.query_lanes.lock().expect("query lanes lock");
-        (q.generation, q.lanes.clone())
+        let copies = q.standby.iter().chain(&q.restoring).cloned().collect();
+        (q.generation, q.lanes.clone(), copies)
     };
     let running = || {
         let q = shared.query_lanes.lock().expect("query lanes lock");
@@ -287,6 +293,7 @@ pub(crate) fn run_query<Q: StoreQuery>(
     };
     let target = QueryTarget {
         lanes,
+        copies,
         committed: &shared.committed_barriers,
         running: &running,
     };

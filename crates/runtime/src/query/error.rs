@@ -40,6 +40,16 @@ pub enum QueryError {
         /// Why.
         message: String,
     },
+    /// The store is here only in tasks that may be behind (standby copies,
+    /// tasks still restoring) and the request did not allow stale answers,
+    /// or their copies cannot answer.
+    #[error("store '{store}' has no up-to-date task on this instance: {why}")]
+    Stale {
+        /// The store asked.
+        store: String,
+        /// Each task that has it, and why it was not read.
+        why: String,
+    },
     /// The application is not processing (not started, restoring, closed).
     #[error("the application is not running: no store can be queried")]
     NotRunning,

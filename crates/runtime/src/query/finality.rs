@@ -19,6 +19,16 @@ pub struct TaskClock {
     pub floor: Watermark,
 }
 
+impl TaskClock {
+    /// The clocks of a copy that may be behind (a standby, a task
+    /// restoring): it judged no record, so it knows no floor, and no window
+    /// of it is final.
+    pub const UNKNOWN: TaskClock = TaskClock {
+        watermark: Watermark::MIN,
+        floor: Watermark::MIN,
+    };
+}
+
 /// How final a window of an answer is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Finality {

@@ -8,7 +8,10 @@
 //! moment its stores hold exactly what that barrier's transaction commits;
 //! the answer is handed out only once that transaction has committed. A
 //! lane copies the part of the answer its tasks hold and goes on: no lock is
-//! held and no barrier waits for the caller.
+//! held and no barrier waits for the caller. Copies that may be behind (the
+//! standby thread's, the lanes' while they restore) take the same visit on
+//! an inbox of their own ([`CopyInbox`]) and answer it between two steps of
+//! their work, only if the request allows stale answers.
 //!
 //! Owns the request, the answer and the error types, the four query kinds
 //! (`kinds`) and the finality of a window (`finality`). Knows nothing of how
@@ -26,7 +29,10 @@ pub use kinds::{
     KeyQuery, RangeAnswer, RangeQuery, SessionQuery, StoreQuery, WindowEntry, WindowQuery,
 };
 pub use request::{
-    DEFAULT_QUERY_TIMEOUT, QueryAnswer, ReadMode, SourcePosition, StateQueryRequest,
+    ChangelogLag, DEFAULT_QUERY_TIMEOUT, QueryAnswer, ReadMode, SourcePosition, StaleRead,
+    StaleSource, StateQueryRequest,
 };
 
-pub(crate) use request::{CommittedBarriers, LaneInbox, LaneQuery, QueryTarget, query_lanes};
+pub(crate) use request::{
+    CommittedBarriers, CopyInbox, LaneInbox, LaneQuery, QueryTarget, query_lanes,
+};

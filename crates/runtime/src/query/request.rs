@@ -8,7 +8,7 @@
 //! (`engine::lane`).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::mpsc::{RecvTimeoutError, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -41,6 +41,8 @@ pub struct StateQueryRequest<Q> {
     query: Q,
     mode: ReadMode,
     timeout: Duration,
+    /// Answer from copies that may be behind too (standbys, restoring tasks).
+    stale: bool,
 }
 
 /// How long a query waits for its answer unless told otherwise.
@@ -54,7 +56,20 @@ impl<Q: StoreQuery> StateQueryRequest<Q> {
             query,
             mode: ReadMode::Committed,
             timeout: DEFAULT_QUERY_TIMEOUT,
+            stale: false,
         }
+    }
+
+    /// Answers from the store's copies that may be behind too: the standby
+    /// copies this instance keeps and its tasks still restoring (Kafka
+    /// Streams' `StoreQueryParameters::enableStaleStores`). Their parts are
+    /// read at once, whatever the read mode, and the answer says how far
+    /// behind each was ([`QueryAnswer::stale`]). Without it such a store is
+    /// refused ([`QueryError::Stale`]).
+    #[must_use]
+    pub fn enable_stale(mut self) -> Self {
+        self.stale = true;
+        self
     }
 
     /// Reads what the lanes have processed, committed or not.
@@ -106,6 +121,61 @@ pub struct QueryAnswer<A> {
     /// The source offsets committed with that barrier; empty for a
     /// [`ReadMode::LatestProcessed`] answer.
     pub position: Vec<SourcePosition>,
+    /// The tasks read that may be behind (a request that
+    /// [`enable_stale`](StateQueryRequest::enable_stale)s them), each with
+    /// how far; empty when every part came from a task up to date.
+    pub stale: Vec<StaleRead>,
+}
+
+/// Why a task read may be behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StaleSource {
+    /// A standby copy, kept by tailing the changelogs of a task another
+    /// instance owns.
+    Standby,
+    /// A task of this instance whose stores are still being restored from
+    /// their changelogs.
+    Restoring,
+}
+
+impl StaleSource {
+    /// Its name in JSON and the CLI: `standby` or `restoring`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            StaleSource::Standby => "standby",
+            StaleSource::Restoring => "restoring",
+        }
+    }
+}
+
+/// One changelog partition of a stale read: where the copy is in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangelogLag {
+    /// The changelog topic.
+    pub topic: String,
+    /// Its partition (the task's).
+    pub partition: i32,
+    /// The offset after the last record applied: where the copy's
+    /// checkpoint would put it.
+    pub position: u64,
+    /// The partition's end as the copy last saw it (a standby measures it
+    /// every 500 ms; a restore reads up to the end it saw at its start);
+    /// `None` before it first looked.
+    pub end: Option<u64>,
+    /// `end` minus the copy's read position: offsets still to read
+    /// (transaction markers included).
+    pub behind: Option<u64>,
+}
+
+/// A task read that may be behind, and how far.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaleRead {
+    /// The task.
+    pub task: TaskId,
+    /// A standby copy or a task restoring.
+    pub source: StaleSource,
+    /// Where it is in each changelog partition of the store asked.
+    pub changelogs: Vec<ChangelogLag>,
 }
 
 /// What a lane runs for a query: `visit` each of its tasks (at once, or at
@@ -115,6 +185,13 @@ pub(crate) trait LaneQuery: Send {
     fn committed(&self) -> bool;
     /// Reads task `id` at `clock`.
     fn visit(&mut self, id: TaskId, task: &StreamTask, clock: TaskClock);
+    /// The store asked.
+    fn store(&self) -> &str;
+    /// Task `id` may be behind, as `read` says: read it now (no clock: no
+    /// window of it is final) if stale answers are allowed, else note it
+    /// as refused. `refuse` says why its copy of the store cannot answer
+    /// at all (a standby keeps no copy of a store in memory).
+    fn visit_stale(&mut self, task: &StreamTask, read: StaleRead, refuse: Option<&str>);
     /// Sends the parts read; `barrier` is the crossing they were read at.
     fn finish(self: Box<Self>, barrier: Option<u64>);
 }
@@ -131,6 +208,10 @@ struct LaneParts<P> {
     barrier: Option<u64>,
     /// The stores of its tasks, for an error naming those there are.
     known: BTreeSet<String>,
+    /// The tasks read that may be behind.
+    stale: Vec<StaleRead>,
+    /// The tasks with the store that were not read, and why.
+    refused: Vec<String>,
 }
 
 /// A query's visit to one lane: its parts, sent back on `reply`.
@@ -141,6 +222,10 @@ struct Visit<Q: StoreQuery> {
     parts: Result<Vec<(Q::Part, TaskClock)>, QueryError>,
     known: BTreeSet<String>,
     reply: SyncSender<LaneParts<Q::Part>>,
+    /// Stale answers allowed.
+    allow_stale: bool,
+    stale: Vec<StaleRead>,
+    refused: Vec<String>,
 }
 
 impl<Q: StoreQuery> LaneQuery for Visit<Q> {
@@ -157,11 +242,45 @@ impl<Q: StoreQuery> LaneQuery for Visit<Q> {
         }
     }
 
+    fn store(&self) -> &str {
+        &self.store
+    }
+
+    fn visit_stale(&mut self, task: &StreamTask, read: StaleRead, refuse: Option<&str>) {
+        let what = match read.source {
+            StaleSource::Standby => "is a standby copy",
+            StaleSource::Restoring => "is still restoring",
+        };
+        if let Some(why) = refuse {
+            self.refused
+                .push(format!("task {} {what}, {why}", read.task));
+            return;
+        }
+        if !self.allow_stale {
+            self.refused.push(format!(
+                "task {} {what} (allow stale answers to read it)",
+                read.task
+            ));
+            return;
+        }
+        let Ok(parts) = &mut self.parts else { return };
+        match self.query.read(task, &self.store, TaskClock::UNKNOWN) {
+            Ok(Some(part)) => {
+                parts.push((part, TaskClock::UNKNOWN));
+                self.stale.push(read);
+            }
+            Ok(None) => {}
+            Err(e) => self.parts = Err(e),
+        }
+    }
+
     fn finish(self: Box<Self>, barrier: Option<u64>) {
         let _ = self.reply.send(LaneParts {
             parts: self.parts,
             barrier,
             known: self.known,
+            stale: self.stale,
+            refused: self.refused,
         });
     }
 }
@@ -236,10 +355,28 @@ pub(crate) trait LaneInbox {
 pub(crate) struct QueryTarget<'a, I> {
     /// The running engine's lane inboxes (empty: not running).
     pub(crate) lanes: Vec<I>,
+    /// Where the copies that may be behind take queries: the standby
+    /// thread's, the lanes' while they restore. One that is gone (its
+    /// receiver dropped) is skipped.
+    pub(crate) copies: Vec<CopyInbox>,
     /// What committed lately.
     pub(crate) committed: &'a CommittedBarriers,
     /// Whether the engine that took the query still runs.
     pub(crate) running: &'a dyn Fn() -> bool,
+}
+
+/// Where a thread holding copies that may be behind takes queries: it
+/// answers each between two steps of its work ([`LaneQuery::visit_stale`]
+/// per task, then [`LaneQuery::finish`]).
+pub(crate) type CopyInbox = SyncSender<Box<dyn LaneQuery>>;
+
+/// What the lanes' and the copies' parts add up to.
+struct Gathered<P> {
+    parts: Vec<(P, TaskClock)>,
+    barrier: Option<u64>,
+    known: BTreeSet<String>,
+    stale: Vec<StaleRead>,
+    refused: Vec<String>,
 }
 
 /// Runs `request` on every lane of `target` and merges the parts.
@@ -249,48 +386,31 @@ pub(crate) fn query_lanes<Q: StoreQuery, I: LaneInbox>(
 ) -> Result<QueryAnswer<Q::Answer>, QueryError> {
     let deadline = Instant::now() + request.timeout;
     let timeout = || QueryError::Timeout(request.timeout);
-    if target.lanes.is_empty() {
+    if target.lanes.is_empty() && target.copies.is_empty() {
         return Err(QueryError::NotRunning);
     }
     let query = Arc::new(request.query);
-    let store: Arc<str> = request.store.as_str().into();
-    let committed = request.mode == ReadMode::Committed;
-    let (reply, answers) = sync_channel(target.lanes.len());
-    for lane in &target.lanes {
-        let visit = Visit {
-            query: query.clone(),
-            store: store.clone(),
-            committed,
-            parts: Ok(Vec::new()),
-            known: BTreeSet::new(),
-            reply: reply.clone(),
-        };
-        if !lane.send_query(Box::new(visit)) {
-            return Err(QueryError::Interrupted);
+    let sent = send_visits(&target, &query, &request.store, request.mode, request.stale)?;
+    let g = gather(sent, deadline).map_err(|e| match e {
+        QueryError::Timeout(_) => timeout(),
+        e => e,
+    })?;
+    if g.parts.is_empty() {
+        if !g.refused.is_empty() {
+            return Err(QueryError::Stale {
+                store: request.store,
+                why: g.refused.join("; "),
+            });
         }
-    }
-    drop(reply);
-    let mut parts = Vec::new();
-    let mut barrier = None;
-    let mut known = BTreeSet::new();
-    for _ in 0..target.lanes.len() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let lane = match answers.recv_timeout(left) {
-            Ok(lane) => lane,
-            Err(RecvTimeoutError::Timeout) => return Err(timeout()),
-            Err(RecvTimeoutError::Disconnected) => return Err(QueryError::Interrupted),
-        };
-        known.extend(lane.known);
-        parts.extend(lane.parts?);
-        barrier = barrier.max(lane.barrier);
-    }
-    if parts.is_empty() {
+        if target.lanes.is_empty() {
+            return Err(QueryError::NotRunning);
+        }
         return Err(QueryError::NoStore {
             store: request.store,
-            known: known.into_iter().collect::<Vec<_>>().join(", "),
+            known: g.known.into_iter().collect::<Vec<_>>().join(", "),
         });
     }
-    let position = match barrier {
+    let position = match g.barrier {
         Some(n) => {
             let offsets = target
                 .committed
@@ -303,6 +423,7 @@ pub(crate) fn query_lanes<Q: StoreQuery, I: LaneInbox>(
         }
         None => Vec::new(),
     };
+    let parts = g.parts;
     let lowest = |f: fn(&TaskClock) -> Watermark| {
         parts
             .iter()
@@ -312,13 +433,89 @@ pub(crate) fn query_lanes<Q: StoreQuery, I: LaneInbox>(
     };
     let (watermark, floor) = (lowest(|c| c.watermark), lowest(|c| c.floor));
     let answer = query.merge(parts.into_iter().map(|(p, _)| p).collect());
+    let mut stale = g.stale;
+    stale.sort_by_key(|s| s.task);
     Ok(QueryAnswer {
         answer,
-        barrier,
+        barrier: g.barrier,
         watermark,
         floor,
         position,
+        stale,
     })
+}
+
+/// Sends one visit to every lane and copy of `target`; the channel their
+/// parts come back on, and how many will.
+fn send_visits<Q: StoreQuery, I: LaneInbox>(
+    target: &QueryTarget<'_, I>,
+    query: &Arc<Q>,
+    store: &str,
+    mode: ReadMode,
+    allow_stale: bool,
+) -> Result<(Receiver<LaneParts<Q::Part>>, usize), QueryError> {
+    let store: Arc<str> = store.into();
+    let (reply, answers) = sync_channel(target.lanes.len() + target.copies.len());
+    let visit = || Visit {
+        query: query.clone(),
+        store: store.clone(),
+        committed: mode == ReadMode::Committed,
+        parts: Ok(Vec::new()),
+        known: BTreeSet::new(),
+        reply: reply.clone(),
+        allow_stale,
+        stale: Vec::new(),
+        refused: Vec::new(),
+    };
+    for lane in &target.lanes {
+        if !lane.send_query(Box::new(visit())) {
+            return Err(QueryError::Interrupted);
+        }
+    }
+    let copies = target
+        .copies
+        .iter()
+        .filter(|copy| copy.send_query(Box::new(visit())))
+        .count();
+    Ok((answers, target.lanes.len() + copies))
+}
+
+/// Receives `n` parts from `answers` by `deadline`.
+fn gather<P>(
+    (answers, n): (Receiver<LaneParts<P>>, usize),
+    deadline: Instant,
+) -> Result<Gathered<P>, QueryError> {
+    let mut g = Gathered {
+        parts: Vec::new(),
+        barrier: None,
+        known: BTreeSet::new(),
+        stale: Vec::new(),
+        refused: Vec::new(),
+    };
+    for _ in 0..n {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let lane = match answers.recv_timeout(left) {
+            Ok(lane) => lane,
+            Err(RecvTimeoutError::Timeout) => return Err(QueryError::Timeout(Duration::ZERO)),
+            Err(RecvTimeoutError::Disconnected) => return Err(QueryError::Interrupted),
+        };
+        g.known.extend(lane.known);
+        let parts = lane.parts?;
+        // A lane (or copy) that read nothing reflects no barrier.
+        if !parts.is_empty() {
+            g.barrier = g.barrier.max(lane.barrier);
+        }
+        g.parts.extend(parts);
+        g.stale.extend(lane.stale);
+        g.refused.extend(lane.refused);
+    }
+    Ok(g)
+}
+
+impl LaneInbox for CopyInbox {
+    fn send_query(&self, query: Box<dyn LaneQuery>) -> bool {
+        self.send(query).is_ok()
+    }
 }
 
 fn positions(offsets: &[(TopicPartition, u64)]) -> Vec<SourcePosition> {

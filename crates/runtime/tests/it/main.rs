@@ -31,6 +31,7 @@ mod repartitioned;
 mod restore_progress;
 mod run_signals;
 mod scripted_group;
+mod stale_queries;
 mod standby;
 mod standby_placement;
 mod summary;

@@ -24,11 +24,16 @@
 //! logged as an error naming the thread, the task and the store it struck
 //! in): the copy is abandoned (no checkpoint), its lag reads unknown, and
 //! a promotion restores in full.
+//!
+//! It answers interactive queries that allow stale answers
+//! (docs/queries.md#stale) from its stores, between two fetches: a query
+//! waits for it at most one fetch, and it copies an answer and goes on.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, sync_channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -45,6 +50,7 @@ use crate::engine::restore::store_restore::{
 };
 use crate::engine::shared::STANDBY_LAG_UNKNOWN as LAG_UNKNOWN;
 use crate::error::RuntimeError;
+use crate::query::{ChangelogLag, LaneQuery, StaleRead, StaleSource};
 use crate::task_id::TaskId;
 
 /// How long one fetch of the changelogs waits.
@@ -91,7 +97,12 @@ struct StandbySetup<L: Log> {
     /// Records the copies are behind their changelogs' ends, last measured
     /// ([`LAG_UNKNOWN`] until then; shared with the application's view).
     lag: Arc<AtomicU64>,
+    /// The queries that read the copies.
+    queries: Receiver<Box<dyn LaneQuery>>,
 }
+
+/// How many queries wait for the standby thread before a caller blocks.
+const QUERIES_WAITING: usize = 64;
 
 /// How often the copies measure how far behind their changelogs they are.
 const LAG_EVERY: Duration = Duration::from_millis(500);
@@ -128,6 +139,9 @@ impl Standby {
         let standby = match config.effective_state_dir() {
             Some(state_dir) if config.streams.changelog_enabled && !tasks.is_empty() => {
                 shared.standby_lag.store(LAG_UNKNOWN, Ordering::Release);
+                let (inbox, queries) = sync_channel(QUERIES_WAITING);
+                let q = &shared.query_lanes;
+                q.lock().expect("query lanes lock").standby = Some(inbox);
                 Standby::start(StandbySetup {
                     tasks,
                     topology: topology.clone(),
@@ -138,12 +152,15 @@ impl Standby {
                     reader: format!("{}-standby", config.transactional_id()),
                     applied: shared.standby_applied.clone(),
                     lag: shared.standby_lag.clone(),
+                    queries,
                 })?
             }
             _ => None,
         };
         if standby.is_none() {
             shared.standby_lag.store(0, Ordering::Release);
+            let q = &shared.query_lanes;
+            q.lock().expect("query lanes lock").standby = None;
         }
         Ok(standby)
     }
@@ -251,6 +268,7 @@ fn keep_warm<L: Log>(
             }
             Err(error) => return Err(error),
         }
+        copy.answer(&setup.queries, doing);
     }
     if stop.checkpoint.load(Ordering::Acquire) {
         "closing and checkpointing the standby stores".clone_into(doing);
@@ -271,6 +289,8 @@ struct WarmCopy<C> {
     consumer: C,
     /// Per changelog partition, the offset after the last record applied.
     next: BTreeMap<TopicPartition, u64>,
+    /// Per changelog partition, its end as last measured.
+    ends: BTreeMap<TopicPartition, u64>,
 }
 
 impl<C: Consumer> WarmCopy<C> {
@@ -293,12 +313,12 @@ impl<C: Consumer> WarmCopy<C> {
                     task: id.to_string(),
                     source,
                 })?;
-            if !task.persistent_stores().is_empty() {
-                tasks.insert(id, task);
-            }
+            tasks.insert(id, task);
         }
-        // Only the stores on disk: an in-memory copy would be dropped with
-        // this engine, and a promotion restores those in full anyway.
+        // Only the stores on disk are filled: an in-memory copy would be
+        // dropped with this engine, and a promotion restores those in full
+        // anyway. (Their tasks are kept, so that a query says why they have
+        // no copy.)
         let mut partitions = changelog_partitions(app, &tasks);
         partitions.retain(|_, (id, store, _)| {
             tasks[id]
@@ -322,6 +342,7 @@ impl<C: Consumer> WarmCopy<C> {
             partitions,
             consumer,
             next,
+            ends: BTreeMap::new(),
         })
     }
 
@@ -332,9 +353,56 @@ impl<C: Consumer> WarmCopy<C> {
         let mut lag = 0;
         for tp in self.partitions.keys() {
             let end = self.consumer.end_offset(tp)?.0;
+            self.ends.insert(tp.clone(), end);
             lag += end.saturating_sub(self.consumer.position(tp)?.0);
         }
         Ok(lag)
+    }
+
+    /// Answers every query waiting: each task with the store asked is read
+    /// as a copy that may be behind, saying where it is in each changelog
+    /// partition of the store; a store kept in memory has no copy here.
+    fn answer(&mut self, queries: &Receiver<Box<dyn LaneQuery>>, doing: &mut String) {
+        while let Ok(mut query) = queries.try_recv() {
+            let store = query.store().to_owned();
+            *doing = format!("answering a query on store {store}");
+            for (&id, task) in &self.tasks {
+                if !task.store_names().any(|s| s == store) {
+                    continue;
+                }
+                let copied = task.persistent_stores().iter().any(|p| p.name == store);
+                let read = StaleRead {
+                    task: id,
+                    source: StaleSource::Standby,
+                    changelogs: self.lag_of(id, &store),
+                };
+                let refuse = (!copied).then_some("which keeps no copy of a store in memory");
+                query.visit_stale(task, read, refuse);
+            }
+            query.finish(None);
+        }
+    }
+
+    /// Where task `id`'s copy of `store` is in its changelog partitions.
+    fn lag_of(&self, id: TaskId, store: &str) -> Vec<ChangelogLag> {
+        let mine =
+            |(_, (t, s, _)): &(&TopicPartition, &(TaskId, String, u64))| *t == id && s == store;
+        self.partitions
+            .iter()
+            .filter(mine)
+            .map(|(tp, _)| {
+                let read = self.consumer.position(tp).ok().map(|o| o.0);
+                // What it has read since is part of the end it has seen.
+                let end = self.ends.get(tp).map(|&e| e.max(read.unwrap_or(0)));
+                ChangelogLag {
+                    topic: tp.topic.to_string(),
+                    partition: tp.partition.0 as i32,
+                    position: self.next.get(tp).copied().unwrap_or(0),
+                    end,
+                    behind: end.zip(read).map(|(e, r)| e.saturating_sub(r)),
+                }
+            })
+            .collect()
     }
 
     /// Applies what one fetch brings.
@@ -411,6 +479,7 @@ mod tests {
             reader: "warm-standby-reader".into(),
             applied: Arc::default(),
             lag: Arc::new(AtomicU64::new(0)),
+            queries: sync_channel(1).1,
         }
     }
 

@@ -1,0 +1,266 @@
+//! Queries against copies that may be behind (docs/queries.md#stale): two
+//! instances on one log through a scripted group; A owns every input
+//! partition, B owns none and keeps a standby copy of each task. B refuses
+//! a query on a store it has only as standby copies, naming the tasks and
+//! why; with stale answers allowed it answers from its copies, saying how
+//! far behind each is, with no window final, and once the copies caught up
+//! with the same values A's committed answer holds.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use stoatflow_log::{Consumer, GroupEvent, Log, TopicPartition};
+use stoatflow_runtime::{
+    AppState, Finality, KeyQuery, QueryAnswer, QueryError, RuntimeConfig, StaleSource,
+    StateQueryRequest, StreamsApp, TaskId, WindowQuery,
+};
+use stoatflow_state::ValueAndTimestamp;
+use stoatflow_streams::{
+    EmitStrategy, Materialized, Produced, Serdes, StoreType, StreamsBuilder, StreamsConfig,
+    TimeWindows, Topology,
+};
+
+use crate::hooked_log::HookedLog;
+use crate::scripted_group::{Script, scripted_log};
+use crate::support::*;
+
+const APP: &str = "stale-app";
+const COUNTS: &str = "stale-window-counts";
+const TOTALS: &str = "stale-totals";
+
+/// A tumbling count in [`COUNTS`] (kept a day, so final windows stay
+/// queryable) and a running count per key in [`TOTALS`].
+fn counts_and_totals() -> Topology {
+    let mut builder = StreamsBuilder::new();
+    let s = source(&mut builder, INPUT);
+    s.group_by_key()
+        .windowed_by(TimeWindows::of_size_and_grace(
+            Duration::from_millis(WINDOW_MS as u64),
+            Duration::from_millis(GRACE_MS as u64),
+        ))
+        .emit_strategy(EmitStrategy::on_window_close())
+        .count_with(Materialized::as_(COUNTS).with_retention(Duration::from_secs(86_400)))
+        .to_stream()
+        .to(
+            OUTPUT,
+            Produced::with(
+                Serdes::time_windowed(Serdes::string(), WINDOW_MS),
+                Serdes::i64(),
+            ),
+        );
+    let _totals = s.group_by_key().count_with(Materialized::as_(TOTALS));
+    builder.build().expect("the topology builds")
+}
+
+fn instance(
+    log: &Arc<HookedLog<Script>>,
+    id: &str,
+    state: &Path,
+    store: StoreType,
+) -> StreamsApp<HookedLog<Script>> {
+    let mut config: RuntimeConfig = config(APP, 2)
+        .with_state_dir(state)
+        .with_standby_replicas(1)
+        .with_streams(StreamsConfig::new(APP).with_default_dsl_store(store));
+    config.instance_id = id.into();
+    let mut app = StreamsApp::with_log(counts_and_totals(), config, log.clone()).unwrap();
+    app.start().unwrap();
+    app
+}
+
+fn tasks() -> Vec<TaskId> {
+    (0..PARTITIONS).map(|p| TaskId::new(0, p)).collect()
+}
+
+/// Waits until `app` runs, owning `active` and keeping `standby`.
+fn until_assigned(app: &StreamsApp<HookedLog<Script>>, active: &[TaskId], standby: &[TaskId]) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let a = app.assignment();
+        if app.state() == AppState::Running && a.active == active && a.standby == standby {
+            return;
+        }
+        assert_ne!(app.state(), AppState::Error, "{:?}", app.error());
+        assert!(Instant::now() < deadline, "assignment {a:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Waits until the group's committed offsets reach every input partition's
+/// end.
+fn until_committed<L: Log>(log: &L) {
+    let tps: Vec<_> = (0..PARTITIONS)
+        .map(|p| TopicPartition::new(INPUT, p))
+        .collect();
+    let mut consumer = log.consumer("stale-ends").unwrap();
+    let ends: Vec<u64> = tps
+        .iter()
+        .map(|tp| consumer.end_offset(tp).unwrap().0)
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let committed = log.committed_offsets(APP, &tps).unwrap();
+        let done = committed
+            .iter()
+            .zip(&ends)
+            .all(|((_, om), end)| om.as_ref().is_some_and(|om| om.offset.0 >= *end));
+        if done {
+            return;
+        }
+        assert!(Instant::now() < deadline, "not committed: {committed:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A (owning every task) and B (owning none, a copy of each) running,
+/// with `records` processed and committed and B's copies caught up.
+struct Pair {
+    a: StreamsApp<HookedLog<Script>>,
+    b: StreamsApp<HookedLog<Script>>,
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+}
+
+fn pair(records: &[Input], store: StoreType) -> Pair {
+    let (_inner, group, log) = scripted_log();
+    produce(&*log, records, 50);
+    let all: Vec<_> = (0..PARTITIONS)
+        .map(|p| TopicPartition::new(INPUT, p))
+        .collect();
+    group.push(&format!("{APP}-a"), GroupEvent::Assigned(all));
+    group.push(&format!("{APP}-b"), GroupEvent::Assigned(Vec::new()));
+    let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = instance(&log, "a", dirs.0.path(), store);
+    let b = instance(&log, "b", dirs.1.path(), store);
+    until_assigned(&a, &tasks(), &[]);
+    until_assigned(&b, &[], &tasks());
+    until_committed(&*log);
+    Pair { a, b, _dirs: dirs }
+}
+
+/// B's answer (stale allowed) for `key`'s total, retried until it equals
+/// A's committed one (the copy catches up); the last answer.
+fn caught_up_total(p: &Pair, key: &str) -> QueryAnswer<Option<ValueAndTimestamp<i64>>> {
+    let q = || KeyQuery::<String, i64>::with_key(key.to_owned());
+    let want =
+        p.a.query(StateQueryRequest::in_store(TOTALS, q()))
+            .unwrap()
+            .answer
+            .map(|v| v.value);
+    assert!(want.is_some(), "A counted {key}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let stale = StateQueryRequest::in_store(TOTALS, q()).enable_stale();
+        let answer = p.b.query(stale).unwrap();
+        let behind = answer
+            .stale
+            .iter()
+            .flat_map(|s| &s.changelogs)
+            .any(|c| c.behind != Some(0));
+        let got = answer.answer.as_ref().map(|v| v.value);
+        if got == want && !behind {
+            return answer;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "B's copy never caught up: {got:?} vs {want:?}, {:?}",
+            answer.stale
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_standby_copy_is_refused_unless_stale_answers_are_allowed_then_says_how_far_behind() {
+    let records = input(600, 6, 11);
+    let mut p = pair(&records, StoreType::Persistent);
+    let q = || KeyQuery::<String, i64>::with_key("k1".into());
+
+    let refused = p.b.query(StateQueryRequest::in_store(TOTALS, q()));
+    let Err(QueryError::Stale { store, why }) = &refused else {
+        panic!("B answered without stale answers allowed: {refused:?}");
+    };
+    assert_eq!(store, TOTALS);
+    for t in tasks() {
+        assert!(
+            why.contains(&format!("task {t} is a standby copy (allow stale answers")),
+            "{why}"
+        );
+    }
+
+    let answer = caught_up_total(&p, "k1");
+    assert_eq!(answer.barrier, None, "a copy reflects no barrier of B's");
+    assert!(answer.position.is_empty());
+    let read: Vec<TaskId> = answer.stale.iter().map(|s| s.task).collect();
+    assert_eq!(read, tasks(), "every copy read");
+    for s in &answer.stale {
+        assert_eq!(s.source, StaleSource::Standby);
+        assert_eq!(s.changelogs.len(), 1, "{s:?}");
+        let c = &s.changelogs[0];
+        assert!(c.topic.contains(TOTALS), "{c:?}");
+        assert_eq!(c.partition as u32, s.task.partition);
+        assert!(c.position > 0 && c.end >= Some(c.position), "{c:?}");
+    }
+
+    // Windows: the values A commits, none of them final on the copy.
+    let windows = |app: &StreamsApp<HookedLog<Script>>, stale: bool| {
+        let q = WindowQuery::<String, i64>::with_key_and_window_starts(
+            "k1".into(),
+            START - WINDOW_MS,
+            START + 600 * 100,
+        );
+        let mut r = StateQueryRequest::in_store(COUNTS, q);
+        if stale {
+            r = r.enable_stale();
+        }
+        let a = app.query(r).unwrap();
+        a.answer
+            .iter()
+            .map(|w| (w.start, (w.value.value, w.finality)))
+            .collect::<BTreeMap<i64, (i64, Finality)>>()
+    };
+    let committed = windows(&p.a, false);
+    assert!(
+        committed.values().any(|(_, f)| *f == Finality::Final),
+        "A has final windows: {committed:?}"
+    );
+    let copied = windows(&p.b, true);
+    assert_eq!(
+        copied
+            .iter()
+            .map(|(s, (v, _))| (*s, *v))
+            .collect::<Vec<_>>(),
+        committed
+            .iter()
+            .map(|(s, (v, _))| (*s, *v))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        copied
+            .values()
+            .all(|(_, f)| matches!(f, Finality::Open { .. })),
+        "a copy calls no window final: {copied:?}"
+    );
+    assert!(p.a.close(Duration::from_secs(30)), "{:?}", p.a.error());
+    assert!(p.b.close(Duration::from_secs(30)), "{:?}", p.b.error());
+}
+
+#[test]
+fn a_standby_keeps_no_copy_of_a_store_in_memory_and_says_so() {
+    let records = input(100, 4, 5);
+    let mut p = pair(&records, StoreType::InMemory);
+    let q = KeyQuery::<String, i64>::with_key("k1".into());
+    let refused =
+        p.b.query(StateQueryRequest::in_store(TOTALS, q).enable_stale());
+    let Err(QueryError::Stale { store, why }) = &refused else {
+        panic!("B answered from a store it does not copy: {refused:?}");
+    };
+    assert_eq!(store, TOTALS);
+    assert!(
+        why.contains("task 0_0 is a standby copy, which keeps no copy of a store in memory"),
+        "{why}"
+    );
+    assert!(p.a.close(Duration::from_secs(30)), "{:?}", p.a.error());
+    assert!(p.b.close(Duration::from_secs(30)), "{:?}", p.b.error());
+}
