@@ -11,7 +11,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use stoatflow_runtime::{Backend, ProcessingGuarantee, RuntimeConfig, RuntimeError};
+use stoatflow_runtime::{Backend, HostInfo, ProcessingGuarantee, RuntimeConfig, RuntimeError};
 use stoatflow_streams::{
     CoordinationMode, DeserializationHandler, DispatchMode, ProductionHandler, StoreType,
 };
@@ -281,6 +281,7 @@ impl Draft {
             PURGE_INTERVAL => rt.purge_interval = millis(e, 1, 24 * HOUR_MS)?,
             FROM_KAFKA_STREAMS => rt.migration_from_kafka_streams = boolean(e)?,
             STANDBY_REPLICAS => rt.standby_replicas = int(e, 0, 16)? as u32,
+            APPLICATION_SERVER => rt.application_server = Some(host_port(e)?),
             WINDOWSTORE_ADDITIONAL_RETENTION => {
                 rt.windowstore_changelog_additional_retention = millis(e, 0, YEAR_MS)?
             }
@@ -539,6 +540,13 @@ fn scalar<'e>(e: &'e Entry, expected: &str) -> Result<&'e str, ConfigError> {
         Raw::Scalar(s) => Ok(s.trim()),
         Raw::Null | Raw::Sequence => Err(wrong(e, expected)),
     }
+}
+
+/// A `host:port` another instance can reach this one at.
+fn host_port(e: &Entry) -> Result<String, ConfigError> {
+    let s = scalar(e, "host:port")?;
+    HostInfo::parse(s).map_err(|reason| out_of_range(e, reason))?;
+    Ok(s.to_owned())
 }
 
 fn string(e: &Entry) -> Result<String, ConfigError> {

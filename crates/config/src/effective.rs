@@ -107,6 +107,10 @@ impl AppConfig {
             PURGE_INTERVAL => ms(rt.purge_interval),
             FROM_KAFKA_STREAMS => rt.migration_from_kafka_streams.to_string(),
             STANDBY_REPLICAS => rt.standby_replicas.to_string(),
+            APPLICATION_SERVER => rt
+                .application_server
+                .clone()
+                .unwrap_or_else(|| "none".into()),
             WINDOWSTORE_ADDITIONAL_RETENTION => ms(rt.windowstore_changelog_additional_retention),
             MAX_OOO => ms(rt.streams.max_out_of_orderness),
             IDLENESS => ms(rt.tracker.default_idleness),

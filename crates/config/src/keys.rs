@@ -97,6 +97,8 @@ pub const STATE_DIR: &str = "state.dir";
 pub const PURGE_INTERVAL: &str = "repartition.purge.interval.ms";
 /// `num.standby.replicas`.
 pub const STANDBY_REPLICAS: &str = "num.standby.replicas";
+/// `application.server`.
+pub const APPLICATION_SERVER: &str = "application.server";
 /// `windowstore.changelog.additional.retention.ms`.
 pub const WINDOWSTORE_ADDITIONAL_RETENTION: &str = "windowstore.changelog.additional.retention.ms";
 /// `default.dsl.store`.
@@ -169,6 +171,11 @@ pub const KEYS: &[KeySpec] = &[
         STANDBY_REPLICAS,
         "0..=16 (above 0: warm copies of the tasks other instances own; needs state.dir)",
         "0",
+    ),
+    k(
+        APPLICATION_SERVER,
+        "host:port where this instance serves interactive queries, advertised to the others",
+        "none",
     ),
     k(
         WINDOWSTORE_ADDITIONAL_RETENTION,

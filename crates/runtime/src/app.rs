@@ -12,12 +12,14 @@ use std::time::{Duration, Instant};
 
 use stoatflow_log::EmbeddedLog;
 use stoatflow_log::{Consumer, Log, TopicPartition};
-use stoatflow_streams::Topology;
+use stoatflow_streams::{Serde, Topology};
 use stoatflow_time::{Clock, SystemClock, WatermarksSnapshot};
 
 use crate::app_state::AppState;
 use crate::config::layout::log_topic_name;
 use crate::config::{Backend, RuntimeConfig};
+use crate::discovery::endpoints::advertise;
+use crate::discovery::{KeyQueryMetadata, Locator, LocatorConfig, MetadataError};
 use crate::engine::error_response::HandlerOutcome;
 use crate::engine::shared::run_query;
 use crate::engine::{Assignment, Shared, run_engine, tracks_event_time};
@@ -43,6 +45,7 @@ pub struct StreamsApp<L: Log + 'static = EmbeddedLog> {
     log: Arc<L>,
     clock: Arc<dyn Clock>,
     shared: Arc<Shared>,
+    locator: Arc<Locator>,
     engine: Option<JoinHandle<()>>,
 }
 
@@ -89,7 +92,18 @@ impl<L: Log + 'static> StreamsApp<L> {
     ) -> Result<Self, RuntimeError> {
         config.validate()?;
         topology.validate(&config.streams)?;
+        let locator = Locator::new(
+            &topology,
+            LocatorConfig {
+                app: config.application_id(),
+                me: config.transactional_id(),
+                server: config.application_server.as_deref(),
+                replicas: config.standby_replicas,
+            },
+            log.clone(),
+        );
         Ok(StreamsApp {
+            locator: Arc::new(locator),
             topology: Arc::new(topology),
             config: Arc::new(config),
             log,
@@ -156,14 +170,22 @@ impl<L: Log + 'static> StreamsApp<L> {
         self.shared.error.lock().expect("error lock").clone()
     }
 
-    /// Starts processing on its own threads and returns.
+    /// Starts processing on its own threads and returns. With
+    /// `application.server` set, it first writes that endpoint to the
+    /// application's endpoints topic, so that the other members can name
+    /// this one (docs/queries.md#endpoints).
     ///
     /// # Errors
-    /// [`RuntimeError::NotStartable`] unless the application is CREATED.
+    /// [`RuntimeError::NotStartable`] unless the application is CREATED;
+    /// the log's error if the endpoint could not be written.
     pub fn start(&mut self) -> Result<(), RuntimeError> {
         let state = self.state();
         if state != AppState::Created || self.engine.is_some() {
             return Err(RuntimeError::NotStartable { state });
+        }
+        if let Some(server) = &self.config.application_server {
+            let (app, me) = (self.config.application_id(), self.config.transactional_id());
+            advertise(&*self.log, app, &me, server)?;
         }
         let (topology, config, log, clock, shared) = (
             self.topology.clone(),
@@ -414,11 +436,29 @@ impl<L: Log + 'static> StreamsApp<L> {
         run_query(&self.shared, request)
     }
 
+    /// Which instance owns `key` of `store` and which keep standby copies
+    /// of it, each with its `application.server` (Kafka Streams'
+    /// `queryMetadataForKey(store, key, keySerializer)`): `key_serde` must
+    /// write the key as the store's source topic was partitioned by.
+    ///
+    /// # Errors
+    /// [`MetadataError`]: no such store in the topology, a key the serde
+    /// refuses, no owner known now (not running, a rebalance), or the log.
+    pub fn query_metadata_for_key<K>(
+        &self,
+        store: &str,
+        key: &K,
+        key_serde: &dyn Serde<K>,
+    ) -> Result<KeyQueryMetadata, MetadataError> {
+        self.locator.locate(&self.shared, store, key, key_serde)
+    }
+
     /// A cheap, shareable read-only view of the application (state,
     /// watermarks) for the operating surface.
     pub fn handle(&self) -> AppHandle {
         let event_time_tracking = tracks_event_time(&self.topology, &self.config);
         AppHandle {
+            locator: self.locator.clone(),
             shared: self.shared.clone(),
             application_id: self.config.application_id().into(),
             clock: self.clock.clone(),
@@ -432,6 +472,7 @@ impl<L: Log + 'static> StreamsApp<L> {
 #[derive(Debug, Clone)]
 pub struct AppHandle {
     shared: Arc<Shared>,
+    locator: Arc<Locator>,
     application_id: Arc<str>,
     clock: Arc<dyn Clock>,
     event_time_tracking: bool,
@@ -447,6 +488,19 @@ impl AppHandle {
         request: StateQueryRequest<Q>,
     ) -> Result<QueryAnswer<Q::Answer>, QueryError> {
         run_query(&self.shared, request)
+    }
+
+    /// As [`StreamsApp::query_metadata_for_key`].
+    ///
+    /// # Errors
+    /// As [`StreamsApp::query_metadata_for_key`].
+    pub fn query_metadata_for_key<K>(
+        &self,
+        store: &str,
+        key: &K,
+        key_serde: &dyn Serde<K>,
+    ) -> Result<KeyQueryMetadata, MetadataError> {
+        self.locator.locate(&self.shared, store, key, key_serde)
     }
 
     /// The current state.

@@ -41,8 +41,10 @@
 mod app;
 mod app_state;
 mod config;
+mod discovery;
 mod engine;
 mod error;
+mod host_info;
 mod observe;
 mod query;
 mod signals;
@@ -56,10 +58,12 @@ pub use config::{
     Backend, CommitBarrierConfig, ProcessingGuarantee, RuntimeConfig,
     WINDOWSTORE_CHANGELOG_ADDITIONAL_RETENTION,
 };
+pub use discovery::{InstanceInfo, KeyQueryMetadata, MetadataError};
 pub use engine::error_response::{HandlerOutcome, StreamThreadExceptionResponse};
 pub use engine::partitioner::{murmur2, partition_for_key};
 pub use engine::{Assignment, ErrorHandler, StateListener};
 pub use error::RuntimeError;
+pub use host_info::HostInfo;
 pub use observe::metrics::{
     BARRIER_BUCKETS_MS, BarrierFigures, DurationHistogram, MetricsSnapshot, RestoreFigures,
     StoreSegments, UpkeepFigures,

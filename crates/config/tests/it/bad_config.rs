@@ -171,3 +171,15 @@ fn syntax_errors_and_unreadable_files_name_the_file() {
         .unwrap_err();
     assert!(e.to_string().contains("/nonexistent/app.yaml"), "{e}");
 }
+
+#[test]
+fn a_bad_application_server_names_the_key_and_what_is_wrong() {
+    let e = err("application.id: a\napplication.server: localhost\n");
+    let message = e.to_string();
+    assert!(
+        message.contains("application.server at app.yaml:2:21") && message.contains("host:port"),
+        "{message}"
+    );
+    let e = err("application.id: a\napplication.server: localhost:99999\n");
+    assert!(e.to_string().contains("port \"99999\""), "{e}");
+}

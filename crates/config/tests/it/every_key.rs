@@ -127,6 +127,9 @@ fn table() -> Vec<(&'static str, &'static str, Check)> {
         ("num.standby.replicas", "1", |c| {
             c.runtime.standby_replicas == 1
         }),
+        ("application.server", "10.0.0.7:8080", |c| {
+            c.runtime.application_server.as_deref() == Some("10.0.0.7:8080")
+        }),
         (
             "windowstore.changelog.additional.retention.ms",
             "86400000",
@@ -223,9 +226,15 @@ fn nested_yaml(pairs: &[(&str, &str)]) -> String {
         return "{}\n".into();
     }
     let mut out = String::new();
+    // The mappings the last key opened: a key under the same ones
+    // (`application.id`, then `application.server`) goes on in them.
+    let mut open: Vec<&str> = Vec::new();
     for (key, value) in pairs {
         let parts: Vec<&str> = key.split('.').collect();
-        for (depth, part) in parts.iter().enumerate() {
+        let parents = &parts[..parts.len() - 1];
+        let shared = open.iter().zip(parents).take_while(|(a, b)| a == b).count();
+        open = parents.to_vec();
+        for (depth, part) in parts.iter().enumerate().skip(shared) {
             out.push_str(&"  ".repeat(depth));
             out.push_str(part);
             out.push(':');

@@ -17,6 +17,7 @@ use stoatflow_streams::{StoreType, StreamsConfig};
 use stoatflow_time::TrackerConfig;
 
 use crate::error::RuntimeError;
+use crate::host_info::HostInfo;
 
 /// Where the log lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,6 +172,11 @@ pub struct RuntimeConfig {
     /// it does not own in `state.dir` (`engine::restore::standby`), so a task moved
     /// to it restores only the changelog tail since the copy's checkpoint.
     pub standby_replicas: u32,
+    /// `application.server` (Kafka Streams' name): the `host:port` where
+    /// this instance serves interactive queries, advertised to the other
+    /// members so that key metadata can name it (docs/queries.md#metadata).
+    /// `None`: it advertises nothing.
+    pub application_server: Option<String>,
 }
 
 impl RuntimeConfig {
@@ -198,7 +204,15 @@ impl RuntimeConfig {
             migration_from_kafka_streams: false,
             state_dir: None,
             standby_replicas: 0,
+            application_server: None,
         }
+    }
+
+    /// Sets `application.server`, the `host:port` this instance advertises.
+    #[must_use]
+    pub fn with_application_server(mut self, server: impl Into<String>) -> Self {
+        self.application_server = Some(server.into());
+        self
     }
 
     /// Sets `num.standby.replicas`.
@@ -345,6 +359,13 @@ impl RuntimeConfig {
                 reason: "standby replicas are kept on disk: set state.dir".into(),
             });
         }
+        if let Some(server) = &self.application_server {
+            HostInfo::parse(server).map_err(|reason| RuntimeError::Config {
+                key: "application.server".into(),
+                value: server.clone(),
+                reason,
+            })?;
+        }
         self.barrier.validate()
     }
 }
@@ -415,6 +436,21 @@ mod tests {
             .validate()
             .unwrap_err();
         assert!(err.to_string().contains("default.dsl.store"), "{err}");
+        let err = base
+            .clone()
+            .with_application_server("localhost")
+            .validate()
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("application.server") && err.to_string().contains("localhost"),
+            "{err}"
+        );
+        assert!(
+            base.clone()
+                .with_application_server("localhost:8080")
+                .validate()
+                .is_ok()
+        );
     }
 
     #[test]

@@ -25,6 +25,7 @@ use crate::app_state::AppState;
 use crate::engine::error_response::{StreamThreadExceptionResponse, default_response};
 use crate::engine::guard::{self, ERROR_HANDLER, Panicked, STATE_LISTENER};
 use crate::engine::lane_protocol::LaneMsg;
+use crate::engine::restore::placement::GroupView;
 use crate::error::RuntimeError;
 use crate::observe::metrics::MetricsCells;
 use crate::observe::timeline::Timeline;
@@ -66,6 +67,10 @@ pub(crate) struct Shared {
     pub(crate) timeline: Mutex<Timeline>,
     /// The tasks the running engine owns, and those it keeps standby copies of.
     pub(crate) assignment: Mutex<Assignment>,
+    /// The group as the running engine was built with it (who is in it and
+    /// who owns what), when the log could describe it: what key metadata
+    /// reads (docs/queries.md#metadata).
+    pub(crate) group: Mutex<Option<GroupView>>,
     /// Changelog records the standby copies applied since start.
     pub(crate) standby_applied: Arc<AtomicU64>,
     /// How far the running engine's standby copies are behind their
@@ -159,6 +164,7 @@ impl Shared {
             metrics: Arc::default(),
             timeline: Mutex::new(Timeline::default()),
             assignment: Mutex::new(Assignment::default()),
+            group: Mutex::new(None),
             standby_applied: Arc::default(),
             standby_lag: Arc::new(AtomicU64::new(STANDBY_LAG_UNKNOWN)),
             query_lanes: Mutex::new(QueryLanes::default()),

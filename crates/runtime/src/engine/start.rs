@@ -639,10 +639,18 @@ fn start_standby<L: Log + 'static>(
         (0..partitions).map(move |p| TaskId::new(st, p))
     });
     let me = s.config.transactional_id();
-    let group = match s.config.standby_replicas {
-        0 => None,
+    // Described for the copies' placement, and for key metadata when the
+    // instance advertises where it serves queries.
+    let described = match (s.config.standby_replicas, &s.config.application_server) {
+        (0, None) => None,
         _ => membership.group_view(&me),
     };
+    s.shared
+        .group
+        .lock()
+        .expect("group lock")
+        .clone_from(&described);
+    let group = described.filter(|_| s.config.standby_replicas > 0);
     let standby_tasks = standby::standby_tasks(
         s.config.standby_replicas,
         all_tasks,

@@ -15,6 +15,7 @@ mod fetch_retry;
 mod global_tables;
 mod hooked_log;
 mod idle;
+mod key_metadata;
 mod kill;
 mod late_arrivals;
 mod migration;

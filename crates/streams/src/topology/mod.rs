@@ -170,6 +170,17 @@ impl Topology {
         self.subtopologies
     }
 
+    /// Each store the tasks hold (not the global stores), with the
+    /// sub-topology whose tasks hold it, by name.
+    pub fn task_stores(&self) -> BTreeMap<String, usize> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .flat_map(|(i, n)| n.stores.iter().map(move |s| (s.clone(), i)))
+            .map(|(s, i)| (s, self.subtopology_of[i]))
+            .collect()
+    }
+
     /// The source topics with their time policies.
     pub fn sources(&self) -> Vec<SourceDescription> {
         self.nodes
