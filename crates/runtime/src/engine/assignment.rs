@@ -13,11 +13,16 @@
 //! to the same topics, and it piles the extra partitions of every topic on
 //! the same members).
 //!
-//! Rebalancing is eager and rebuilds the engine: on a revocation the engine
-//! commits its epoch at a barrier, releases, and is built again from the next
-//! assignment, restoring state, floors, frontiers and partition times as a
-//! restart does. Owns the member across engine rebuilds; knows nothing of
-//! lanes, stores or the tracker.
+//! A change of this instance's tasks rebuilds the engine: on a revocation
+//! the engine commits its epoch at a barrier, releases, and is built again
+//! from the next assignment, restoring state, floors, frontiers and
+//! partition times as a restart does. Under eager rebalancing every
+//! rebalance revokes everything, so every member rebuilds; under
+//! incremental rebalancing ([`GroupEvent::Added`], [`GroupEvent::Removed`])
+//! only a member whose tasks change does, and a member that keeps its tasks
+//! goes on processing and committing as if nothing happened. Owns the
+//! member across engine rebuilds; knows nothing of lanes, stores or the
+//! tracker.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -85,6 +90,8 @@ pub(crate) struct Membership {
     last_poll: Option<Instant>,
     /// Joined since the last [`Membership::tasks`]: no assignment built yet.
     joined_now: bool,
+    /// The group took tasks back and waits for [`Membership::release`].
+    owes_release: bool,
 }
 
 impl Membership {
@@ -119,6 +126,9 @@ impl Membership {
         stopping: impl Fn() -> bool,
     ) -> Result<BTreeSet<TaskId>, RuntimeError> {
         self.join(log, topology, app, member)?;
+        // The engine that was to release failed first: its epoch is aborted,
+        // nothing of it to commit.
+        self.release()?;
         // After a first join the group's first assignment is awaited; a
         // rebuilt engine keeps the tasks it had unless they were revoked.
         let first = std::mem::take(&mut self.joined_now);
@@ -133,8 +143,18 @@ impl Membership {
             }
             match member.poll(ASSIGNMENT_POLL)? {
                 Some(GroupEvent::Assigned(p)) => self.next = Some(tasks_of(&self.leading, &p)),
+                Some(GroupEvent::Added(p)) => {
+                    let added = tasks_of(&self.leading, &p);
+                    self.next = Some(self.current.union(&added).copied().collect());
+                }
                 // Nothing is built yet: nothing to commit.
                 Some(GroupEvent::Revoked(_)) => member.release()?,
+                Some(GroupEvent::Removed(p)) => {
+                    for task in tasks_of(&self.leading, &p) {
+                        self.current.remove(&task);
+                    }
+                    member.release()?;
+                }
                 Some(_) | None => {}
             }
         }
@@ -154,30 +174,83 @@ impl Membership {
             return Ok(None);
         }
         self.last_poll = Some(Instant::now());
-        Ok(match member.poll(Duration::ZERO)? {
-            None => None,
-            Some(GroupEvent::Assigned(p)) => {
+        let Some(event) = member.poll(Duration::ZERO)? else {
+            return Ok(None);
+        };
+        Ok(match event {
+            GroupEvent::Assigned(p) => {
                 let tasks = tasks_of(&self.leading, &p);
                 let changed = tasks != self.current;
                 self.next = Some(tasks);
                 changed.then_some(Rebalance::CommitAndRebuild)
             }
-            Some(GroupEvent::Revoked(p)) => {
+            GroupEvent::Revoked(p) => {
                 self.revoked = true;
+                self.owes_release = true;
                 tracing::info!(revoked = ?tasks_of(&self.leading, &p), "rebalance: committing, then releasing");
                 Some(Rebalance::CommitAndRebuild)
             }
-            Some(GroupEvent::Lost(p)) => {
+            GroupEvent::Added(p) => self.added(&p),
+            GroupEvent::Removed(p) => self.removed(&p)?,
+            GroupEvent::Lost(p) => {
+                let lost = tasks_of(&self.leading, &p);
+                for task in &lost {
+                    self.current.remove(task);
+                }
                 self.revoked = true;
-                tracing::warn!(lost = ?tasks_of(&self.leading, &p), "rebalance: tasks lost, their open epoch is dropped");
+                tracing::warn!(?lost, "rebalance: tasks lost, their open epoch is dropped");
                 Some(Rebalance::Abandon)
             }
-            Some(other) => {
+            other => {
                 self.revoked = true;
                 tracing::warn!(event = ?other, "unknown group event; rebuilding");
                 Some(Rebalance::Abandon)
             }
         })
+    }
+
+    /// Incremental rebalancing gave this member `partitions`: the engine is
+    /// rebuilt with them only if they are tasks it does not run yet.
+    fn added(&mut self, partitions: &[TopicPartition]) -> Option<Rebalance> {
+        let added: BTreeSet<TaskId> = tasks_of(&self.leading, partitions)
+            .difference(&self.current)
+            .copied()
+            .collect();
+        if added.is_empty() {
+            tracing::debug!("rebalance: no task added; going on");
+            return None;
+        }
+        tracing::info!(
+            ?added,
+            "rebalance: tasks added; committing, then rebuilding"
+        );
+        self.next = Some(self.current.union(&added).copied().collect());
+        Some(Rebalance::CommitAndRebuild)
+    }
+
+    /// Incremental rebalancing takes `partitions` back: the engine commits,
+    /// releases and is rebuilt with the tasks it keeps, without waiting for
+    /// the group; a removal of no task of this engine is released at once.
+    fn removed(
+        &mut self,
+        partitions: &[TopicPartition],
+    ) -> Result<Option<Rebalance>, RuntimeError> {
+        let removed: BTreeSet<TaskId> = tasks_of(&self.leading, partitions)
+            .intersection(&self.current)
+            .copied()
+            .collect();
+        if removed.is_empty() {
+            self.owes_release = true;
+            self.release()?;
+            return Ok(None);
+        }
+        tracing::info!(
+            ?removed,
+            "rebalance: tasks taken back; committing, then releasing"
+        );
+        self.next = Some(self.current.difference(&removed).copied().collect());
+        self.owes_release = true;
+        Ok(Some(Rebalance::CommitAndRebuild))
     }
 
     /// The group's committed offsets of `partitions` through the member's
@@ -225,8 +298,12 @@ impl Membership {
         Some(view)
     }
 
-    /// After the epoch committed: lets the rebalance go on.
+    /// After the epoch committed: lets the rebalance go on, if the group
+    /// took tasks back (a rebuild for added tasks releases nothing).
     pub(crate) fn release(&mut self) -> Result<(), RuntimeError> {
+        if !std::mem::take(&mut self.owes_release) {
+            return Ok(());
+        }
         if let Some(m) = self.member.as_mut() {
             m.release()?;
         }
@@ -237,6 +314,93 @@ impl Membership {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use std::collections::VecDeque;
+    use std::sync::{Arc, Mutex};
+
+    use stoatflow_log::LogError;
+
+    /// A member handing out scripted events; counts its releases.
+    #[derive(Debug)]
+    struct Scripted {
+        events: VecDeque<GroupEvent>,
+        released: Arc<Mutex<usize>>,
+    }
+
+    impl GroupMember for Scripted {
+        fn poll(&mut self, _max_wait: Duration) -> Result<Option<GroupEvent>, LogError> {
+            Ok(self.events.pop_front())
+        }
+
+        fn release(&mut self) -> Result<(), LogError> {
+            *self.released.lock().unwrap() += 1;
+            Ok(())
+        }
+    }
+
+    fn input(partitions: &[u32]) -> Vec<TopicPartition> {
+        partitions
+            .iter()
+            .map(|&p| TopicPartition::new("in", p))
+            .collect()
+    }
+
+    fn tasks(partitions: &[u32]) -> BTreeSet<TaskId> {
+        partitions.iter().map(|&p| TaskId::new(0, p)).collect()
+    }
+
+    /// A membership running tasks `running`, its member about to hand out
+    /// `events`; the member's release count.
+    fn running(running: &[u32], events: Vec<GroupEvent>) -> (Membership, Arc<Mutex<usize>>) {
+        let released = Arc::new(Mutex::new(0));
+        let membership = Membership {
+            member: Some(Box::new(Scripted {
+                events: events.into(),
+                released: released.clone(),
+            })),
+            leading: vec!["in".to_owned()],
+            current: tasks(running),
+            ..Membership::default()
+        };
+        (membership, released)
+    }
+
+    fn poll(m: &mut Membership) -> Option<Rebalance> {
+        m.last_poll = None;
+        m.poll().unwrap()
+    }
+
+    #[test]
+    fn an_incremental_rebalance_that_changes_nothing_here_goes_on() {
+        let (mut m, released) = running(&[0, 1], vec![GroupEvent::Added(vec![])]);
+        assert_eq!(poll(&mut m), None);
+        assert_eq!(m.next, None);
+        m.release().unwrap();
+        assert_eq!(*released.lock().unwrap(), 0, "nothing was taken back");
+    }
+
+    #[test]
+    fn removed_tasks_commit_release_and_rebuild_with_the_rest() {
+        let (mut m, released) = running(&[0, 1], vec![GroupEvent::Removed(input(&[1]))]);
+        assert_eq!(poll(&mut m), Some(Rebalance::CommitAndRebuild));
+        assert_eq!(*released.lock().unwrap(), 0, "released before the commit");
+        m.release().unwrap();
+        assert_eq!(*released.lock().unwrap(), 1);
+        assert_eq!(m.next, Some(tasks(&[0])));
+        assert!(
+            !m.revoked,
+            "the rest is built without waiting for the group"
+        );
+    }
+
+    #[test]
+    fn added_tasks_rebuild_with_them_and_release_nothing() {
+        let (mut m, released) = running(&[0], vec![GroupEvent::Added(input(&[2]))]);
+        assert_eq!(poll(&mut m), Some(Rebalance::CommitAndRebuild));
+        m.release().unwrap();
+        assert_eq!(*released.lock().unwrap(), 0);
+        assert_eq!(m.next, Some(tasks(&[0, 2])));
+    }
 
     #[test]
     fn owning_a_leading_partition_is_owning_that_task_only() {

@@ -14,6 +14,7 @@ mod fence_first;
 mod fetch_retry;
 mod global_tables;
 mod hooked_log;
+mod incremental_rebalance;
 mod idle;
 mod key_metadata;
 mod kill;

@@ -31,12 +31,24 @@ pub struct ScriptedGroup {
     events: Mutex<HashMap<String, VecDeque<GroupEvent>>>,
     /// What describing the group answers (`None`: it cannot be described).
     description: Mutex<Option<Vec<MemberAssignment>>>,
+    /// Per member, how many times it released what was taken back.
+    released: Mutex<HashMap<String, usize>>,
 }
 
 impl ScriptedGroup {
     /// From now on, describing the group answers `members`.
     pub fn describe(&self, members: Vec<MemberAssignment>) {
         *self.description.lock().unwrap() = Some(members);
+    }
+
+    /// How many times `member` released what the group took back.
+    pub fn released(&self, member: &str) -> usize {
+        self.released
+            .lock()
+            .unwrap()
+            .get(member)
+            .copied()
+            .unwrap_or(0)
     }
 
     pub fn push(&self, member: &str, event: GroupEvent) {
@@ -71,6 +83,13 @@ impl GroupMember for ScriptedMember {
     }
 
     fn release(&mut self) -> Result<(), LogError> {
+        *self
+            .group
+            .released
+            .lock()
+            .unwrap()
+            .entry(self.name.clone())
+            .or_default() += 1;
         Ok(())
     }
 

@@ -1,0 +1,208 @@
+//! Incremental (cooperative) rebalancing through a scripted consumer group
+//! (docs/scale-out.md#incremental-rebalancing): three instances own one
+//! input partition each under a constant flow; a fourth joins and the
+//! group moves one task to it, as a cooperative assignor does: the member
+//! giving it up hears `Removed` for that task only, the others an empty
+//! `Added`, the joiner `Added` with the task once it was released. The
+//! instances whose tasks do not move never rebalance and keep committing
+//! barriers throughout (no gap longer than two commit intervals), and each
+//! final result is committed once (read committed).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use stoatflow_log::{Consumer, GroupEvent, Log, TopicPartition};
+use stoatflow_runtime::{AppState, CommitBarrierConfig, RuntimeConfig, StreamsApp, TaskId};
+
+use crate::hooked_log::HookedLog;
+use crate::scripted_group::{Script, scripted_log};
+use crate::support::*;
+
+const APP: &str = "incremental-app";
+const INTERVAL: Duration = Duration::from_millis(250);
+
+type App = StreamsApp<HookedLog<Script>>;
+
+fn member(id: &str) -> String {
+    format!("{APP}-{id}")
+}
+
+fn partition(p: u32) -> Vec<TopicPartition> {
+    vec![TopicPartition::new(INPUT, p)]
+}
+
+/// An instance committing every [`INTERVAL`]; every state it entered.
+fn instance(log: &Arc<HookedLog<Script>>, id: &str) -> (App, Arc<Mutex<Vec<AppState>>>) {
+    let mut config: RuntimeConfig = config(APP, 1).with_barrier(CommitBarrierConfig {
+        interval: INTERVAL,
+        min_interval: INTERVAL,
+        max_interval: INTERVAL,
+        ..CommitBarrierConfig::default()
+    });
+    config.instance_id = id.into();
+    let app = StreamsApp::with_log(tumbling_count(), config, log.clone()).unwrap();
+    let states = Arc::new(Mutex::new(Vec::new()));
+    let seen = states.clone();
+    app.set_state_listener(move |new, _old| seen.lock().unwrap().push(new));
+    let mut app = app;
+    app.start().unwrap();
+    (app, states)
+}
+
+/// Waits until `app` runs exactly `active` and committed a barrier since.
+fn until_running(app: &App, active: &[u32]) {
+    let want: Vec<TaskId> = active.iter().map(|&p| TaskId::new(0, p)).collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !(app.state() == AppState::Running && app.assignment().active == want) {
+        assert_ne!(app.state(), AppState::Error, "{:?}", app.error());
+        assert!(Instant::now() < deadline, "never ran {want:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let barriers = app.committed_barriers();
+    while app.committed_barriers() <= barriers {
+        assert_ne!(app.state(), AppState::Error, "{:?}", app.error());
+        assert!(Instant::now() < deadline, "no barrier on {want:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The longest time between `from`, each barrier `app` committed until
+/// `to`, and `to`.
+fn longest_gap(app: &App, from: Instant, to: Instant) -> Duration {
+    let mut points = vec![from];
+    points.extend(
+        app.timeline()
+            .barriers()
+            .map(|b| b.committed)
+            .filter(|t| *t > from && *t < to),
+    );
+    points.push(to);
+    points.sort();
+    points
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .max()
+        .unwrap_or_default()
+}
+
+/// Waits until the group's committed offsets reach every input
+/// partition's end (each instance commits only its own partitions).
+fn until_committed<L: Log>(log: &L, apps: &[&App]) {
+    let tps: Vec<TopicPartition> = (0..PARTITIONS).flat_map(partition).collect();
+    let mut consumer = log.consumer("incremental-ends").unwrap();
+    let ends: Vec<u64> = tps
+        .iter()
+        .map(|tp| consumer.end_offset(tp).unwrap().0)
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let committed = log.committed_offsets(APP, &tps).unwrap();
+        if committed
+            .iter()
+            .zip(&ends)
+            .all(|((_, om), end)| om.as_ref().is_some_and(|om| om.offset.0 >= *end))
+        {
+            return;
+        }
+        for app in apps {
+            assert_ne!(app.state(), AppState::Error, "{:?}", app.error());
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the input was never all committed: {committed:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn an_instance_joining_three_under_flow_leaves_the_others_committing() {
+    let (inner, group, log) = scripted_log();
+    let records = input(40_000, 30, 17);
+    let (regular_records, sentinels) = records.split_at(records.len() - PARTITIONS as usize);
+    // The flow: 20 records every 10 ms until told to stop, then the
+    // sentinels that close every window.
+    let stop = Arc::new(AtomicBool::new(false));
+    let producer = {
+        let (log, stop) = (log.clone(), stop.clone());
+        let (regular_records, sentinels) = (regular_records.to_vec(), sentinels.to_vec());
+        std::thread::spawn(move || {
+            let mut sent = Vec::new();
+            for chunk in regular_records.chunks(20) {
+                if stop.load(Ordering::Acquire) {
+                    break;
+                }
+                produce(&*log, chunk, 20);
+                sent.extend_from_slice(chunk);
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            produce(&*log, &sentinels, 10);
+            sent.extend(sentinels);
+            sent
+        })
+    };
+
+    for (id, p) in [("a", 0), ("b", 1), ("c", 2)] {
+        group.push(&member(id), GroupEvent::Added(partition(p)));
+    }
+    let (mut a, a_states) = instance(&log, "a");
+    let (mut b, b_states) = instance(&log, "b");
+    let (mut c, _) = instance(&log, "c");
+    until_running(&a, &[0]);
+    until_running(&b, &[1]);
+    until_running(&c, &[2]);
+    a_states.lock().unwrap().clear();
+    b_states.lock().unwrap().clear();
+
+    // D joins; the group moves task 0_2 from C to D.
+    let joined_at = Instant::now();
+    group.push(&member("d"), GroupEvent::Added(vec![]));
+    let (mut d, _) = instance(&log, "d");
+    group.push(&member("c"), GroupEvent::Removed(partition(2)));
+    for id in ["a", "b"] {
+        group.push(&member(id), GroupEvent::Added(vec![]));
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while group.released(&member("c")) == 0 {
+        assert_ne!(c.state(), AppState::Error, "{:?}", c.error());
+        assert!(Instant::now() < deadline, "C never released task 0_2");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    group.push(&member("c"), GroupEvent::Added(vec![]));
+    group.push(&member("d"), GroupEvent::Added(partition(2)));
+    until_running(&d, &[2]);
+    while !(c.state() == AppState::Running && c.assignment().active.is_empty()) {
+        assert_ne!(c.state(), AppState::Error, "{:?}", c.error());
+        assert!(Instant::now() < deadline, "C still runs task 0_2");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let settled_at = Instant::now();
+    stop.store(true, Ordering::Release);
+
+    for (name, app, states) in [("A", &a, &a_states), ("B", &b, &b_states)] {
+        let gap = longest_gap(app, joined_at, settled_at);
+        assert!(
+            gap <= 2 * INTERVAL,
+            "{name} kept its task but committed no barrier for {gap:?}"
+        );
+        assert_eq!(
+            *states.lock().unwrap(),
+            Vec::<AppState>::new(),
+            "{name} kept its task but changed state"
+        );
+        assert_eq!(app.assignment().active.len(), 1, "{name} lost its task");
+    }
+
+    let sent = producer.join().unwrap();
+    until_committed(&*log, &[&a, &b, &c, &d]);
+    for app in [&mut a, &mut b, &mut c, &mut d] {
+        assert!(app.close(Duration::from_secs(30)), "{:?}", app.error());
+    }
+    let finals = read_output(&*inner);
+    assert_each_once(&finals);
+    assert_same_finals(
+        &regular(finals),
+        &regular(driver_finals(tumbling_count(), &sent)),
+    );
+}
