@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use super::bulk_load::SortedLoad;
 use super::key_order::StoredKeys;
-use super::segmented::Stored;
 use super::write_cache::{WriteCache, merge};
 use super::{
     BULK_LOAD_MIN_BYTES, PersistentConfig, StoreDirectory, closed, decode_stored, encode_value,
@@ -29,6 +28,23 @@ fn engine_key(stored: &[u8]) -> Vec<u8> {
     k.push(KEY_PREFIX);
     k.extend_from_slice(stored);
     k
+}
+
+/// A value read through the cache: borrowed from it, or owned from the engine.
+enum Stored<'a> {
+    Cached(&'a [u8]),
+    Engine(fjall::UserValue),
+}
+
+impl std::ops::Deref for Stored<'_> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Stored::Cached(v) => v,
+            Stored::Engine(v) => v,
+        }
+    }
 }
 
 /// A key-value store on disk: encoded keys (behind `KEY_PREFIX`) and values in one fjall
@@ -167,7 +183,7 @@ impl<K, V> PersistentKeyValueStore<K, V> {
                 });
             };
             let key = decode_stored(&self.keys, encoded, "key", name, self.keys.shown(encoded))?;
-            f(key, k, v)
+            f(key, k, v.bytes())
         })
     }
 

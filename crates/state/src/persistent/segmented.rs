@@ -28,7 +28,7 @@ use std::sync::Arc;
 use super::key_order::StoredKeys;
 
 use super::bulk_load::SortedLoad;
-use super::write_cache::{WindowCache, merge};
+use super::write_cache::{Seen, WindowCache, merge};
 use super::{
     BULK_LOAD_MIN_BYTES, PersistentConfig, SegmentSet, StoreDirectory, closed, decode_stored,
     encode_key, encode_value, engine_err, ingest, open_database, validate_entry, validate_record,
@@ -108,31 +108,23 @@ pub(crate) struct SegmentedCore<K, V, L: DiskLayout> {
     segments: SegmentSet,
     /// Writes not yet in the engine (and the last ones that are), by segment and key, with
     /// the entries written since the last flush.
-    cache: WindowCache<L::Order>,
+    cache: WindowCache<L::Order, V>,
     /// The keys as the engine and the cache keep them (docs/state.md#key-order).
     keys: StoredKeys<K>,
     value_codec: Arc<dyn Codec<V>>,
     /// The buffer the write paths encode a key into, kept between calls so that a write
     /// to a key the cache holds allocates nothing.
     key_buf: Vec<u8>,
+    /// The buffer a value newly cached is encoded into to weigh it.
+    value_buf: Vec<u8>,
     layout: PhantomData<L>,
 }
 
-/// A value read through the cache: borrowed from it, or owned from the engine.
-pub(crate) enum Stored<'a> {
-    Cached(&'a [u8]),
+/// A value of a window or session store read through its cache: the cache's typed value,
+/// or the engine's bytes.
+pub(crate) enum Found<'a, V> {
+    Cached(&'a V),
     Engine(fjall::UserValue),
-}
-
-impl std::ops::Deref for Stored<'_> {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        match self {
-            Stored::Cached(v) => v,
-            Stored::Engine(v) => v,
-        }
-    }
 }
 
 impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
@@ -156,6 +148,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
             keys: StoredKeys::new(key_codec),
             value_codec: Arc::new(value_codec),
             key_buf: Vec::new(),
+            value_buf: Vec::new(),
             layout: PhantomData,
         })
     }
@@ -187,7 +180,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         &mut self,
         key: &K,
         window: L::Window,
-        value: &V,
+        value: V,
         timestamp: i64,
     ) -> Result<(), StateError> {
         let name = self.config.name();
@@ -195,15 +188,47 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
             return Ok(());
         }
         self.with_key(key, "put", |core, k| {
-            let v = encode_value(
-                &*core.value_codec,
-                value,
-                core.config.name(),
-                core.keys.shown(k),
-            )?;
             let logged = core.logged(timestamp);
-            core.write_raw(k, window, Some(&v), logged)
+            core.store_value(k, window, value, logged)
         })
+    }
+
+    /// Caches `value` under (stored key `k`, window) as a write at `logged`: in place if the
+    /// cache holds the entry (keeping its weight), otherwise weighed by its encoding (a
+    /// value that does not encode is refused here, naming the key); then the cache is
+    /// written back if it is over its bound.
+    fn store_value(
+        &mut self,
+        k: &[u8],
+        window: L::Window,
+        value: V,
+        logged: Option<i64>,
+    ) -> Result<(), StateError> {
+        let segment = self.segment_id(L::time(window));
+        let mut value = Some(value);
+        let fallback = size_of::<V>();
+        self.cache
+            .rewrite(segment, k, L::order(window), logged, fallback, |slot| {
+                *slot = value.take();
+                true
+            });
+        if let Some(v) = value {
+            let weight = self.weigh(k, &v)?;
+            self.write_value(k, window, Some((v, weight)), logged);
+        }
+        self.spill_if_over()
+    }
+
+    /// What `value`, to be cached under stored key `k`, weighs against the cache's bound:
+    /// its encoded size (and not less than its own), or the encoder's error naming the key.
+    fn weigh(&mut self, k: &[u8], value: &V) -> Result<usize, StateError> {
+        self.value_buf.clear();
+        self.value_codec
+            .encode(value, &mut self.value_buf)
+            .map_err(|e| {
+                StateError::encode_value(self.config.name(), &self.keys.shown(k).encoding(), e)
+            })?;
+        Ok(self.value_buf.len().max(size_of::<V>()))
     }
 
     /// Runs `write` with `key` encoded into the reused key buffer.
@@ -236,7 +261,10 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         window: L::Window,
         timestamp: i64,
         f: &mut dyn FnMut(Option<V>) -> V,
-    ) -> Result<(), StateError> {
+    ) -> Result<(), StateError>
+    where
+        V: Clone,
+    {
         self.with_key(key, "update", |core, k| {
             core.update_encoded(k, window, timestamp, f)
         })
@@ -249,30 +277,27 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         window: L::Window,
         timestamp: i64,
         f: &mut dyn FnMut(Option<V>) -> V,
-    ) -> Result<(), StateError> {
+    ) -> Result<(), StateError>
+    where
+        V: Clone,
+    {
         let name = self.config.name();
         let order = L::order(window);
         let segment = self.segment_id(L::time(window));
         let admitted = self.retention.admit(name, L::time(window));
         let logged = self.config.changelog_enabled().then_some(timestamp);
-        let value_codec = &*self.value_codec;
-        let keys = &self.keys;
-        let decode = |v: &[u8]| decode_stored(value_codec, v, "value", name, keys.shown(k));
-        let encode = |value: &V, out: &mut Vec<u8>| {
-            value_codec
-                .encode(value, out)
-                .map_err(|e| StateError::encode_value(name, &keys.shown(k).encoding(), e))
-        };
-        // An entry the cache holds is read and rewritten in one lookup.
+        // An entry the cache holds is read and rewritten in place, in one lookup.
         let in_cache = self
             .cache
-            .rewrite(segment, k, order, logged, |current, out| {
-                let value = f(current.map(decode).transpose()?);
+            .rewrite(segment, k, order, logged, size_of::<V>(), |slot| {
                 if admitted {
-                    encode(&value, out)?;
+                    let current = slot.take();
+                    *slot = Some(f(current));
+                } else {
+                    f(slot.clone());
                 }
-                Ok(admitted)
-            })?;
+                admitted
+            });
         if in_cache.is_some() {
             return self.spill_if_over();
         }
@@ -280,31 +305,48 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
             None => None,
             Some(ks) => ks.get(L::engine_key(k, window)).map_err(engine_err(name))?,
         };
-        let value = f(current.as_deref().map(decode).transpose()?);
+        let current = current
+            .as_deref()
+            .map(|v| decode_stored(&*self.value_codec, v, "value", name, self.keys.shown(k)))
+            .transpose()?;
+        let value = f(current);
         if !admitted {
             return Ok(());
         }
-        let segments = &self.segments;
-        self.cache.write_encoded(
-            segment,
-            k,
-            order,
-            logged,
-            || segments.get(segment).is_some(),
-            |out| encode(&value, out),
-        )?;
+        let weight = self.weigh(k, &value)?;
+        self.write_value(k, window, Some((value, weight)), logged);
         self.spill_if_over()
     }
 
     /// The value of (key, window).
-    pub(crate) fn fetch(&self, key: &K, window: L::Window) -> Result<Option<V>, StateError> {
-        let name = self.config.name();
-        let k = encode_key(&self.keys, key, name, "fetch")?;
-        match self.get_raw(&k, window)? {
-            None => Ok(None),
-            Some(v) => {
-                decode_stored(&*self.value_codec, &v, "value", name, self.keys.shown(&k)).map(Some)
-            }
+    pub(crate) fn fetch(&self, key: &K, window: L::Window) -> Result<Option<V>, StateError>
+    where
+        V: Clone,
+    {
+        let k = encode_key(&self.keys, key, self.config.name(), "fetch")?;
+        self.get_raw(&k, window)?
+            .map(|found| match found {
+                Found::Cached(v) => Ok(v.clone()),
+                Found::Engine(b) => self.owned(&k, Seen::Engine(&b)),
+            })
+            .transpose()
+    }
+
+    /// The value `seen` under stored key `k`, owned: the cache's cloned, the engine's
+    /// decoded.
+    fn owned(&self, k: &[u8], seen: Seen<'_, &V>) -> Result<V, StateError>
+    where
+        V: Clone,
+    {
+        match seen {
+            Seen::Cached(v) => Ok(v.clone()),
+            Seen::Engine(b) => decode_stored(
+                &*self.value_codec,
+                b,
+                "value",
+                self.config.name(),
+                self.keys.shown(k),
+            ),
         }
     }
 
@@ -317,7 +359,8 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
     ) -> Result<(), StateError> {
         let k = encode_key(&self.keys, key, self.config.name(), "delete")?;
         let logged = self.logged(timestamp);
-        self.write_raw(&k, window, None, logged)
+        self.write_value(&k, window, None, logged);
+        self.spill_if_over()
     }
 
     /// The entries of `key` in `segments` whose engine keys lie in `from..=to` and whose
@@ -330,16 +373,15 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         from: L::Window,
         to: L::Window,
         keep: impl Fn(L::Window) -> bool,
-    ) -> Result<Vec<(L::Window, V)>, StateError> {
-        let name = self.config.name();
-        let k = encode_key(&self.keys, key, name, "a key range query")?;
+    ) -> Result<Vec<(L::Window, V)>, StateError>
+    where
+        V: Clone,
+    {
+        let k = encode_key(&self.keys, key, self.config.name(), "a key range query")?;
         let mut out = Vec::new();
         self.visit_key_range(&k, segments, from, to, |w, v| {
             if keep(w) {
-                out.push((
-                    w,
-                    decode_stored(&*self.value_codec, v, "value", name, self.keys.shown(&k))?,
-                ));
+                out.push((w, self.owned(&k, v)?));
             }
             Ok(())
         })?;
@@ -357,32 +399,33 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         to: L::Window,
         backward: bool,
         f: &mut dyn FnMut(L::Window, V) -> ControlFlow<()>,
-    ) -> Result<(), StateError> {
+    ) -> Result<(), StateError>
+    where
+        V: Clone,
+    {
         let name = self.config.name();
         let k = encode_key(&self.keys, key, name, "a key range query")?;
         if L::order(from) > L::order(to) {
             return Ok(());
         }
-        let decode =
-            |v: &[u8]| decode_stored(&*self.value_codec, v, "value", name, self.keys.shown(&k));
         if !backward {
             let mut done = false;
             let segments = self.segments_between(L::time(from), L::time(to));
             return self.visit_key_range(&k, segments, from, to, |w, v| {
                 if !done {
-                    done = f(w, decode(v)?).is_break();
+                    done = f(w, self.owned(&k, v)?).is_break();
                 }
                 Ok(())
             });
         }
         let (lo, hi) = (L::order(from), L::order(to));
-        let mut rows: Vec<(L::Window, Vec<u8>)> = Vec::new();
+        let mut rows: Vec<(L::Window, V)> = Vec::new();
         let segments = self.segment_ids(self.segments_between(L::time(from), L::time(to)));
         for id in segments.into_iter().rev() {
             if self.engine_segment(id).is_none() {
                 for (w, v) in self.cache.windows(id, &k, lo, hi).rev() {
                     if let Some(v) = v
-                        && f(L::window_of(*w), decode(v)?).is_break()
+                        && f(L::window_of(*w), v.clone()).is_break()
                     {
                         return Ok(());
                     }
@@ -392,11 +435,11 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
             // Merged forwards, then visited backwards.
             rows.clear();
             self.visit_key_range(&k, id..=id, from, to, |w, v| {
-                rows.push((w, v.to_vec()));
+                rows.push((w, self.owned(&k, v)?));
                 Ok(())
             })?;
-            for (w, v) in rows.iter().rev() {
-                if f(*w, decode(v)?).is_break() {
+            for (w, v) in rows.drain(..).rev() {
+                if f(w, v).is_break() {
                     return Ok(());
                 }
             }
@@ -415,7 +458,10 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         to: L::Window,
         timestamp: i64,
         f: &mut dyn FnMut(L::Window, V) -> V,
-    ) -> Result<(), StateError> {
+    ) -> Result<(), StateError>
+    where
+        V: Clone,
+    {
         self.with_key(key, "update_key_range", |core, k| {
             core.update_key_range_encoded(k, from, to, timestamp, f)
         })
@@ -429,44 +475,26 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         to: L::Window,
         timestamp: i64,
         f: &mut dyn FnMut(L::Window, V) -> V,
-    ) -> Result<(), StateError> {
+    ) -> Result<(), StateError>
+    where
+        V: Clone,
+    {
         if L::order(from) > L::order(to) {
             return Ok(());
         }
         let mut found = Vec::new();
-        {
-            let (name, value_codec, keys) = (self.config.name(), &*self.value_codec, &self.keys);
-            let segments = self.segments_between(L::time(from), L::time(to));
-            self.visit_key_range(k, segments, from, to, |w, v| {
-                found.push((
-                    w,
-                    decode_stored(value_codec, v, "value", name, keys.shown(k))?,
-                ));
-                Ok(())
-            })?;
-        }
+        let segments = self.segments_between(L::time(from), L::time(to));
+        self.visit_key_range(k, segments, from, to, |w, v| {
+            found.push((w, self.owned(k, v)?));
+            Ok(())
+        })?;
         let logged = self.logged(timestamp);
         for (window, value) in found {
             if !self.retention.admit(self.config.name(), L::time(window)) {
                 continue;
             }
             let value = f(window, value);
-            let (name, value_codec, keys) = (self.config.name(), &*self.value_codec, &self.keys);
-            let segment = self.retention.segment_id(L::time(window));
-            let segments = &self.segments;
-            self.cache.write_encoded(
-                segment,
-                k,
-                L::order(window),
-                logged,
-                || segments.get(segment).is_some(),
-                |out| {
-                    value_codec
-                        .encode(&value, out)
-                        .map_err(|e| StateError::encode_value(name, &keys.shown(k).encoding(), e))
-                },
-            )?;
-            self.spill_if_over()?;
+            self.store_value(k, window, value, logged)?;
         }
         Ok(())
     }
@@ -480,7 +508,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         segments: impl RangeBounds<i64>,
         from: L::Window,
         to: L::Window,
-        mut visit: impl FnMut(L::Window, &[u8]) -> Result<(), StateError>,
+        mut visit: impl FnMut(L::Window, Seen<'_, &V>) -> Result<(), StateError>,
     ) -> Result<(), StateError> {
         let name = self.config.name();
         let (lo, hi) = (L::order(from), L::order(to));
@@ -493,7 +521,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
             let Some(ks) = self.engine_segment(id) else {
                 for (w, v) in cached {
                     if let Some(v) = v {
-                        visit(L::window_of(*w), v)?;
+                        visit(L::window_of(*w), Seen::Cached(v))?;
                     }
                 }
                 continue;
@@ -522,7 +550,10 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         &self,
         from: i64,
         to: i64,
-    ) -> Result<Vec<(L::Window, K, V)>, StateError> {
+    ) -> Result<Vec<(L::Window, K, V)>, StateError>
+    where
+        V: Clone,
+    {
         if from > to {
             return Ok(Vec::new());
         }
@@ -539,7 +570,7 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
                         && within(w)
                         && self.cache.get(id, kb, L::order(w)).is_none()
                     {
-                        rows.push((w, kb.to_vec(), v.to_vec()));
+                        rows.push((w, kb.to_vec(), self.owned(kb, Seen::Engine(&v))?));
                     }
                 }
             }
@@ -548,15 +579,13 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
                 if let Some(v) = v
                     && within(w)
                 {
-                    rows.push((w, kb.to_vec(), v.to_vec()));
+                    rows.push((w, kb.to_vec(), v.clone()));
                 }
             }
         }
         rows.into_iter()
-            .map(|(w, kb, v)| {
+            .map(|(w, kb, value)| {
                 let key = decode_stored(&self.keys, &kb, "key", name, self.keys.shown(&kb))?;
-                let value =
-                    decode_stored(&*self.value_codec, &v, "value", name, self.keys.shown(&kb))?;
                 Ok((w, key, value))
             })
             .collect()
@@ -578,17 +607,17 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
     }
 
     /// The value of (encoded key, window), from the cache or the engine.
-    fn get_raw(&self, key: &[u8], window: L::Window) -> Result<Option<Stored<'_>>, StateError> {
+    fn get_raw(&self, key: &[u8], window: L::Window) -> Result<Option<Found<'_, V>>, StateError> {
         let segment = self.segment_id(L::time(window));
         if let Some(cached) = self.cache.get(segment, key, L::order(window)) {
-            return Ok(cached.map(Stored::Cached));
+            return Ok(cached.map(Found::Cached));
         }
         match self.engine_segment(segment) {
             None => Ok(None),
             Some(ks) => Ok(ks
                 .get(L::engine_key(key, window))
                 .map_err(engine_err(self.config.name()))?
-                .map(Stored::Engine)),
+                .map(Found::Engine)),
         }
     }
 
@@ -602,22 +631,21 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         }
     }
 
-    /// Writes `value` (`None`: removes) under (key, window) into the cache, and the cache to
-    /// the engine if it is over its bound.
-    fn write_raw(
+    /// Caches `value` with its weight (`None`: removes) under (stored key, window) as a
+    /// write at `logged`; the caller then spills if the cache is over its bound.
+    fn write_value(
         &mut self,
         key: &[u8],
         window: L::Window,
-        value: Option<&[u8]>,
+        value: Option<(V, usize)>,
         logged: Option<i64>,
-    ) -> Result<(), StateError> {
+    ) {
         let segment = self.segment_id(L::time(window));
         let segments = &self.segments;
         self.cache
             .write(segment, key, L::order(window), value, logged, || {
                 segments.get(segment).is_some()
             });
-        self.spill_if_over()
     }
 
     /// Past its bound, the cache is written to the engine and emptied.
@@ -643,18 +671,20 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         }
         // One sorted table per segment. A failure part-way leaves every entry dirty; writing
         // an already written segment again is harmless (the same values, newer).
-        let mut rows: Vec<(Vec<u8>, Option<&[u8]>)> = Vec::new();
+        let name = self.config.name();
+        let mut rows: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
         for &(segment, _) in &dirty {
             if let Some(ks) = self.segments.get(segment) {
                 rows.clear();
-                rows.extend(
-                    self.cache
-                        .dirty_in(segment)
-                        .map(|(k, w, v)| (L::engine_key(k, L::window_of(w)), v)),
-                );
+                for (k, w, v) in self.cache.dirty_in(segment) {
+                    let value = v
+                        .map(|v| encode_value(&*self.value_codec, v, name, self.keys.shown(k)))
+                        .transpose()?;
+                    rows.push((L::engine_key(k, L::window_of(w)), value));
+                }
                 rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-                let sorted = rows.iter().map(|(k, v)| (k.as_slice(), *v));
-                write_sorted(ks, sorted, self.config.name())?;
+                let sorted = rows.iter().map(|(k, v)| (k.as_slice(), v.as_deref()));
+                write_sorted(ks, sorted, name)?;
             }
         }
         drop(rows);
@@ -722,13 +752,26 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         records: impl Iterator<Item = (&'k [u8], L::Window, i64)>,
         out: &mut ChangelogBatch,
     ) -> Result<(), StateError> {
+        let name = self.config.name();
         let mut record_key = Vec::new();
+        let mut encoded = Vec::new();
         for (key, window, timestamp) in records {
             record_key.clear();
             record_key.reserve(key.len() + L::KEY_SUFFIX);
             self.keys.push_encoded(key, &mut record_key);
             L::push_key_suffix(window, &mut record_key);
-            let value = self.get_raw(key, window)?;
+            let value = match self.get_raw(key, window)? {
+                None => None,
+                Some(Found::Engine(b)) => Some(b),
+                Some(Found::Cached(v)) => {
+                    encoded.clear();
+                    self.value_codec.encode(v, &mut encoded).map_err(|e| {
+                        StateError::encode_value(name, &self.keys.shown(key).encoding(), e)
+                    })?;
+                    out.push(&record_key, Some(&encoded), timestamp);
+                    continue;
+                }
+            };
             out.push(&record_key, value.as_deref(), timestamp);
         }
         Ok(())
@@ -745,16 +788,20 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
         let mut stored = Vec::with_capacity(key.len());
         self.keys.push_stored(key, &mut stored);
         match &entry.value {
-            None => self.write_raw(&stored, window, None, None),
+            None => self.write_value(&stored, window, None, None),
             Some(v) => {
-                validate_entry(&*self.value_codec, v, "value", name, entry)?;
-                if self.retention.restores(L::time(window)) {
-                    self.write_raw(&stored, window, Some(v), None)
-                } else {
-                    Ok(())
+                let value = self
+                    .value_codec
+                    .decode(v)
+                    .map_err(|e| entry.corrupt(name, format!("value does not decode: {e}")))?;
+                if !self.retention.restores(L::time(window)) {
+                    return Ok(());
                 }
+                let weight = v.len().max(size_of::<V>());
+                self.write_value(&stored, window, Some((value, weight)), None);
             }
         }
+        self.spill_if_over()
     }
 
     /// Applies a restore batch in bulk: the cache is written back and emptied (so nothing it
@@ -865,7 +912,9 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
             || self.engine_segment(segment).is_some_and(|ks| {
                 ks.iter().any(|g| {
                     g.key().is_ok_and(|ek| match L::split(&ek) {
-                        Some((k, w)) => self.cache.get(segment, k, L::order(w)) != Some(None),
+                        Some((k, w)) => {
+                            !matches!(self.cache.get(segment, k, L::order(w)), Some(None))
+                        }
                         None => true,
                     })
                 })

@@ -51,7 +51,7 @@ impl<K, V> PersistentSessionStore<K, V> {
     }
 }
 
-impl<K: Ord, V> SessionStore<K, V> for PersistentSessionStore<K, V> {
+impl<K: Ord, V: Clone> SessionStore<K, V> for PersistentSessionStore<K, V> {
     fn put(
         &mut self,
         key: K,
@@ -59,7 +59,7 @@ impl<K: Ord, V> SessionStore<K, V> for PersistentSessionStore<K, V> {
         value: V,
         timestamp: i64,
     ) -> Result<(), StateError> {
-        self.core.put(&key, window, &value, timestamp)
+        self.core.put(&key, window, value, timestamp)
     }
 
     fn fetch(&self, key: &K, window: SessionWindow) -> Result<Option<V>, StateError> {

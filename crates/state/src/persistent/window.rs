@@ -56,7 +56,7 @@ impl<K, V> PersistentWindowStore<K, V> {
     }
 }
 
-impl<K: Ord, V> WindowStore<K, V> for PersistentWindowStore<K, V> {
+impl<K: Ord, V: Clone> WindowStore<K, V> for PersistentWindowStore<K, V> {
     fn put(
         &mut self,
         key: K,
@@ -64,7 +64,7 @@ impl<K: Ord, V> WindowStore<K, V> for PersistentWindowStore<K, V> {
         value: V,
         timestamp: i64,
     ) -> Result<(), StateError> {
-        self.core.put(&key, window_start, &value, timestamp)
+        self.core.put(&key, window_start, value, timestamp)
     }
 
     fn update(

@@ -49,11 +49,12 @@ pub const DEFAULT_CACHE_MAX_BYTES: usize = 32 << 20;
 /// this much, so the engine gets tables of a sensible size to compact.
 pub const MIN_CACHE_MAX_BYTES: usize = 1 << 20;
 
-/// One cached entry.
+/// One cached entry: of encoded bytes in the key-value store's cache, of typed values in
+/// the window and session stores'.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Cached {
+pub(crate) struct Cached<T = Vec<u8>> {
     /// The value, `None` if the key is deleted.
-    pub(crate) value: Option<Vec<u8>>,
+    pub(crate) value: Option<T>,
     /// Whether the engine does not have it yet.
     pub(crate) dirty: bool,
     /// Written live since the changelog was last flushed: the last such write's timestamp.
@@ -86,7 +87,7 @@ impl Counts {
     /// Counts `entry` as just written: dirty, and owed to the changelog at `logged`'s
     /// timestamp if that is given. Returns whether the changelog newly owes it (the caller
     /// then forgets the key among those it had spilled: the entry carries it now).
-    pub(crate) fn written(&mut self, entry: &mut Cached, logged: Option<i64>) -> bool {
+    pub(crate) fn written<T>(&mut self, entry: &mut Cached<T>, logged: Option<i64>) -> bool {
         if !entry.dirty {
             entry.dirty = true;
             self.dirty += 1;
@@ -101,7 +102,7 @@ impl Counts {
     }
 
     /// Forgets `entry`, which the cache lets go of.
-    pub(crate) fn forget(&mut self, entry: &Cached) {
+    pub(crate) fn forget<T>(&mut self, entry: &Cached<T>) {
         self.dirty -= usize::from(entry.dirty);
         self.logged -= usize::from(entry.logged.is_some());
     }
@@ -307,13 +308,31 @@ impl<S: Ord + Copy> WriteCache<S> {
     }
 }
 
+/// A value a merge visits: the engine's bytes, or the cache's value (bytes or typed).
+#[derive(Debug)]
+pub(crate) enum Seen<'e, C> {
+    /// Read from the engine.
+    Engine(&'e [u8]),
+    /// Held by the cache.
+    Cached(C),
+}
+
+impl<'e> Seen<'e, &'e [u8]> {
+    /// The bytes, wherever they come from (a cache of bytes).
+    pub(crate) fn bytes(self) -> &'e [u8] {
+        match self {
+            Seen::Engine(b) | Seen::Cached(b) => b,
+        }
+    }
+}
+
 /// Visits, in key order, the union of `engine` (key order, as the engine reads it) and
 /// `cache` (key order): a key in the cache shadows the engine's, and a deleted one is
 /// skipped. Keys compare as `Q`: engine key bytes, or one key's windows.
-pub(crate) fn merge<'c, Q, KE, KC, VE>(
+pub(crate) fn merge<'c, Q, KE, KC, VE, C>(
     engine: impl Iterator<Item = Result<(KE, VE), StateError>>,
-    cache: impl Iterator<Item = (&'c KC, Option<&'c [u8]>)>,
-    mut visit: impl FnMut(&Q, &[u8]) -> Result<(), StateError>,
+    cache: impl Iterator<Item = (&'c KC, Option<C>)>,
+    mut visit: impl FnMut(&Q, Seen<'_, C>) -> Result<(), StateError>,
 ) -> Result<(), StateError>
 where
     Q: Ord + ?Sized,
@@ -342,10 +361,10 @@ where
         };
         if take_cache {
             if let Some((key, Some(value))) = cache.next() {
-                visit(key.borrow(), value)?;
+                visit(key.borrow(), Seen::Cached(value))?;
             }
         } else if let Some(Ok((key, value))) = engine.next() {
-            visit(key.borrow(), value.as_ref())?;
+            visit(key.borrow(), Seen::Engine(value.as_ref()))?;
         }
     }
 }
@@ -368,7 +387,7 @@ mod tests {
             |k, v| {
                 out.push((
                     String::from_utf8(k.to_vec()).unwrap(),
-                    String::from_utf8(v.to_vec()).unwrap(),
+                    String::from_utf8(v.bytes().to_vec()).unwrap(),
                 ));
                 Ok(())
             },

@@ -1,14 +1,22 @@
 //! The write-back cache of a window or session store, laid out as the in-memory engine
-//! lays out its segments.
+//! lays out its segments, holding the task's typed values.
 //!
 //! Owns [`WindowCache`]: per segment, a hash map from the encoded key to that key's windows
-//! (ascending by the window's order, one held inline), each a [`Cached`] entry; the keys
-//! it has let go of that the changelog still owes, in the same layout; the byte bound; and,
-//! per segment, whether the engine may hold entries of it. A point read or write is one
-//! hash of the key plus a search among its few windows, and one key's time range is a slice
-//! of its windows: nothing compares long byte keys. Order across keys exists nowhere here;
-//! the store sorts where it needs one (the write-back, the changelog flush, a scan of every
-//! key).
+//! (ascending by the window's order, one held inline), each a [`Cached`] entry of the
+//! store's value type with what it weighs against the bound; the keys it has let go of that
+//! the changelog still owes, in the same layout; the byte bound; and, per segment, whether
+//! the engine may hold entries of it. A point read or write is one hash of the key plus a
+//! search among its few windows, and one key's time range is a slice of its windows:
+//! nothing compares long byte keys. Order across keys exists nowhere here; the store sorts
+//! where it needs one (the write-back, the changelog flush, a scan of every key).
+//!
+//! Why typed values: a stream task rewrites the same windows many times an epoch (a count,
+//! an aggregate); holding its values as the task made them saves a decode and an encode per
+//! record, and the store encodes a value only when the changelog or the engine needs its
+//! bytes (the barrier's flush, a write-back). What a value weighs against the bound is what
+//! the store says when it first caches the entry (its encoded size); a rewrite in place
+//! keeps that weight, so a value that grows in place is counted at its first size until the
+//! entry is cached anew.
 //!
 //! Whether the engine may hold a segment: decided by the store when the segment's first
 //! entry arrives (the engine has nothing of a segment it never wrote), set again by
@@ -26,8 +34,7 @@ use std::hash::Hash;
 
 use smallvec::SmallVec;
 
-use super::{Cached, Counts, cost};
-use crate::error::StateError;
+use super::{Cached, Counts, ENTRY_OVERHEAD};
 
 /// One key's windows in a segment, ascending; one window is held inline.
 type Windows<W, T> = SmallVec<[(W, T); 1]>;
@@ -47,19 +54,26 @@ fn within<'a, W: Ord, T>(windows: &'a [(W, T)], from: &W, to: &W) -> &'a [(W, T)
     windows.get(lo..hi).unwrap_or_default()
 }
 
+/// A cached window: its entry and what its value weighs (0 for a deletion).
+#[derive(Debug)]
+struct Slot<V> {
+    entry: Cached<V>,
+    weight: usize,
+}
+
 /// One segment's entries.
 #[derive(Debug)]
-struct Segment<W> {
-    keys: ByKey<W, Cached>,
+struct Segment<W, V> {
+    keys: ByKey<W, Slot<V>>,
     /// Whether the engine may hold entries of this segment.
     engine: bool,
 }
 
 /// The cache of one window or session store (see the module docs). `W` orders a key's
-/// windows as the engine's bytes do.
+/// windows as the engine's bytes do; `V` is the store's value.
 #[derive(Debug)]
-pub(crate) struct WindowCache<W> {
-    segments: BTreeMap<i64, Segment<W>>,
+pub(crate) struct WindowCache<W, V> {
+    segments: BTreeMap<i64, Segment<W, V>>,
     counts: Counts,
     entries: usize,
     /// Keys written live since the last changelog flush whose entries the cache has let go
@@ -68,17 +82,14 @@ pub(crate) struct WindowCache<W> {
     spilled_len: usize,
     bytes: usize,
     max_bytes: usize,
-    /// A buffer values are encoded into before they replace an entry's (so a failed encoding
-    /// leaves the entry as it was); it keeps the replaced value's allocation for the next.
-    scratch: Vec<u8>,
 }
 
-/// What an entry of `key` costs the bound.
-fn entry_cost<W>(key: &[u8], value: Option<&[u8]>) -> usize {
-    cost(key, value) + size_of::<W>()
+/// What an entry of `key` whose value weighs `weight` costs the bound.
+fn entry_cost<W>(key: &[u8], weight: usize) -> usize {
+    key.len() + weight + ENTRY_OVERHEAD + size_of::<W>()
 }
 
-impl<W: Ord + Copy + Hash> WindowCache<W> {
+impl<W: Ord + Copy + Hash, V> WindowCache<W, V> {
     /// An empty cache bounded by `max_bytes`.
     pub(crate) fn new(max_bytes: usize) -> Self {
         Self {
@@ -89,16 +100,15 @@ impl<W: Ord + Copy + Hash> WindowCache<W> {
             spilled_len: 0,
             bytes: 0,
             max_bytes,
-            scratch: Vec::new(),
         }
     }
 
     /// `Some(value or None if deleted)` if the cache knows (`key`, `window`) in `segment`;
     /// `None` if the engine must be asked.
-    pub(crate) fn get(&self, segment: i64, key: &[u8], window: W) -> Option<Option<&[u8]>> {
+    pub(crate) fn get(&self, segment: i64, key: &[u8], window: W) -> Option<Option<&V>> {
         let windows = self.segments.get(&segment)?.keys.get(key)?;
         let i = find(windows, &window).ok()?;
-        Some(windows[i].1.value.as_deref())
+        Some(windows[i].1.entry.value.as_ref())
     }
 
     /// Whether the engine may hold entries of `segment`: `false` only for a segment the
@@ -107,92 +117,20 @@ impl<W: Ord + Copy + Hash> WindowCache<W> {
         self.segments.get(&segment).is_none_or(|s| s.engine)
     }
 
-    /// Writes `value` (`None`: a deletion) under (`key`, `window`) in `segment`, dirty;
-    /// `logged` is the timestamp of a live write the changelog must carry (`None` for a
-    /// restored one). `engine` says, if the segment is new to the cache, whether the engine
-    /// may hold entries of it.
+    /// Writes `value` with its weight (`None`: a deletion) under (`key`, `window`) in
+    /// `segment`, dirty; `logged` is the timestamp of a live write the changelog must carry
+    /// (`None` for a restored one). `engine` says, if the segment is new to the cache,
+    /// whether the engine may hold entries of it.
     pub(crate) fn write(
         &mut self,
         segment: i64,
         key: &[u8],
         window: W,
-        value: Option<&[u8]>,
+        value: Option<(V, usize)>,
         logged: Option<i64>,
         engine: impl FnOnce() -> bool,
     ) {
-        self.scratch.clear();
-        if let Some(v) = value {
-            self.scratch.extend_from_slice(v);
-        }
-        self.install(segment, key, window, value.is_some(), logged, engine);
-    }
-
-    /// Writes the value `encode` puts into an empty buffer, as [`WindowCache::write`] does;
-    /// if `encode` fails the cache is unchanged.
-    pub(crate) fn write_encoded(
-        &mut self,
-        segment: i64,
-        key: &[u8],
-        window: W,
-        logged: Option<i64>,
-        engine: impl FnOnce() -> bool,
-        encode: impl FnOnce(&mut Vec<u8>) -> Result<(), StateError>,
-    ) -> Result<(), StateError> {
-        self.scratch.clear();
-        encode(&mut self.scratch)?;
-        self.install(segment, key, window, true, logged, engine);
-        Ok(())
-    }
-
-    /// Replaces, in place, the value of (`key`, `window`) in `segment` if the cache holds it
-    /// (one lookup): `encode` gets the current value (`None` if deleted) and an empty buffer,
-    /// and returns whether to write what it put there. `None` if the cache does not hold it
-    /// (nothing is called); on an error the cache is unchanged.
-    pub(crate) fn rewrite(
-        &mut self,
-        segment: i64,
-        key: &[u8],
-        window: W,
-        logged: Option<i64>,
-        encode: impl FnOnce(Option<&[u8]>, &mut Vec<u8>) -> Result<bool, StateError>,
-    ) -> Result<Option<()>, StateError> {
-        let Some(windows) = self
-            .segments
-            .get_mut(&segment)
-            .and_then(|s| s.keys.get_mut(key))
-        else {
-            return Ok(None);
-        };
-        let Ok(i) = find(windows, &window) else {
-            return Ok(None);
-        };
-        let entry = &mut windows[i].1;
-        self.scratch.clear();
-        if !encode(entry.value.as_deref(), &mut self.scratch)? {
-            return Ok(Some(()));
-        }
-        self.bytes -= entry_cost::<W>(key, entry.value.as_deref());
-        match &mut entry.value {
-            Some(old) => std::mem::swap(old, &mut self.scratch),
-            slot => *slot = Some(std::mem::take(&mut self.scratch)),
-        }
-        self.bytes += entry_cost::<W>(key, entry.value.as_deref());
-        if self.counts.written(entry, logged) {
-            self.unspill(segment, key, window);
-        }
-        Ok(Some(()))
-    }
-
-    /// Puts the scratch buffer (if `present`) or a deletion under (`key`, `window`).
-    fn install(
-        &mut self,
-        segment: i64,
-        key: &[u8],
-        window: W,
-        present: bool,
-        logged: Option<i64>,
-        engine: impl FnOnce() -> bool,
-    ) {
+        let (value, weight) = value.map_or((None, 0), |(v, w)| (Some(v), w));
         let seg = self.segments.entry(segment).or_insert_with(|| Segment {
             keys: ByKey::default(),
             engine: engine(),
@@ -201,34 +139,65 @@ impl<W: Ord + Copy + Hash> WindowCache<W> {
             Some(windows) => windows,
             None => seg.keys.entry(key.into()).or_default(),
         };
-        let added = entry_cost::<W>(key, present.then_some(self.scratch.as_slice()));
-        let entry = match find(windows, &window) {
+        let slot = match find(windows, &window) {
             Ok(i) => {
-                let entry = &mut windows[i].1;
-                self.bytes -= entry_cost::<W>(key, entry.value.as_deref());
-                match (&mut entry.value, present) {
-                    (Some(old), true) => std::mem::swap(old, &mut self.scratch),
-                    (slot, true) => *slot = Some(std::mem::take(&mut self.scratch)),
-                    (slot, false) => *slot = None,
-                }
-                entry
+                let slot = &mut windows[i].1;
+                self.bytes -= entry_cost::<W>(key, slot.weight);
+                slot.entry.value = value;
+                slot.weight = weight;
+                slot
             }
             Err(i) => {
-                let value = present.then(|| std::mem::take(&mut self.scratch));
                 let entry = Cached {
                     value,
                     dirty: false,
                     logged: None,
                 };
-                windows.insert(i, (window, entry));
+                windows.insert(i, (window, Slot { entry, weight }));
                 self.entries += 1;
                 &mut windows[i].1
             }
         };
-        self.bytes += added;
-        if self.counts.written(entry, logged) {
+        self.bytes += entry_cost::<W>(key, weight);
+        if self.counts.written(&mut slot.entry, logged) {
             self.unspill(segment, key, window);
         }
+    }
+
+    /// Rewrites, in place, the value of (`key`, `window`) in `segment` if the cache holds it
+    /// (one lookup): `update` gets the value (`None` if deleted) and returns whether it
+    /// wrote, which counts the entry as written at `logged`. `None` if the cache does not
+    /// hold it (`update` is not called). A rewrite keeps the entry's weight (a deletion
+    /// rewritten to a value weighs `fallback`).
+    pub(crate) fn rewrite(
+        &mut self,
+        segment: i64,
+        key: &[u8],
+        window: W,
+        logged: Option<i64>,
+        fallback: usize,
+        update: impl FnOnce(&mut Option<V>) -> bool,
+    ) -> Option<()> {
+        let windows = self
+            .segments
+            .get_mut(&segment)
+            .and_then(|s| s.keys.get_mut(key))?;
+        let i = find(windows, &window).ok()?;
+        let slot = &mut windows[i].1;
+        if !update(&mut slot.entry.value) {
+            return Some(());
+        }
+        let weight = match (&slot.entry.value, slot.weight) {
+            (None, _) => 0,
+            (Some(_), 0) => fallback,
+            (Some(_), w) => w,
+        };
+        self.bytes = self.bytes - entry_cost::<W>(key, slot.weight) + entry_cost::<W>(key, weight);
+        slot.weight = weight;
+        if self.counts.written(&mut slot.entry, logged) {
+            self.unspill(segment, key, window);
+        }
+        Some(())
     }
 
     /// Forgets that the changelog owes (`key`, `window`) of `segment` as a spilled key: an
@@ -278,21 +247,21 @@ impl<W: Ord + Copy + Hash> WindowCache<W> {
     }
 
     /// The entries of `segment`, in no order.
-    fn cached_in(&self, segment: i64) -> impl Iterator<Item = (&[u8], W, &Cached)> + '_ {
+    fn cached_in(&self, segment: i64) -> impl Iterator<Item = (&[u8], W, &Cached<V>)> + '_ {
         self.segments
             .get(&segment)
             .into_iter()
             .flat_map(|s| s.keys.iter())
-            .flat_map(|(key, windows)| windows.iter().map(move |(w, c)| (&**key, *w, c)))
+            .flat_map(|(key, windows)| windows.iter().map(move |(w, s)| (&**key, *w, &s.entry)))
     }
 
     /// The entries of `segment`, in no order: (key, window, value or `None` if deleted).
     pub(crate) fn entries_in(
         &self,
         segment: i64,
-    ) -> impl Iterator<Item = (&[u8], W, Option<&[u8]>)> + '_ {
+    ) -> impl Iterator<Item = (&[u8], W, Option<&V>)> + '_ {
         self.cached_in(segment)
-            .map(|(key, w, c)| (key, w, c.value.as_deref()))
+            .map(|(key, w, c)| (key, w, c.value.as_ref()))
     }
 
     /// The entries of `key` in `segment` with windows in `from..=to`, ascending.
@@ -302,13 +271,13 @@ impl<W: Ord + Copy + Hash> WindowCache<W> {
         key: &[u8],
         from: W,
         to: W,
-    ) -> impl DoubleEndedIterator<Item = (&W, Option<&[u8]>)> + '_ {
+    ) -> impl DoubleEndedIterator<Item = (&W, Option<&V>)> + '_ {
         let windows = self
             .segments
             .get(&segment)
             .and_then(|s| s.keys.get(key))
             .map_or(&[][..], |w| within(w, &from, &to));
-        windows.iter().map(|(w, c)| (w, c.value.as_deref()))
+        windows.iter().map(|(w, s)| (w, s.entry.value.as_ref()))
     }
 
     /// Whether `segment` holds a value (not only deletions).
@@ -321,12 +290,12 @@ impl<W: Ord + Copy + Hash> WindowCache<W> {
     pub(crate) fn segments_with_dirty(&self) -> Vec<(i64, bool)> {
         let mut out = Vec::new();
         for (&id, seg) in &self.segments {
-            let dirty = seg.keys.values().flatten().filter(|(_, c)| c.dirty);
+            let dirty = seg.keys.values().flatten().filter(|(_, s)| s.entry.dirty);
             let mut any = false;
             let mut value = false;
-            for (_, c) in dirty {
+            for (_, s) in dirty {
                 any = true;
-                if c.value.is_some() {
+                if s.entry.value.is_some() {
                     value = true;
                     break;
                 }
@@ -342,18 +311,18 @@ impl<W: Ord + Copy + Hash> WindowCache<W> {
     pub(crate) fn dirty_in(
         &self,
         segment: i64,
-    ) -> impl Iterator<Item = (&[u8], W, Option<&[u8]>)> + '_ {
+    ) -> impl Iterator<Item = (&[u8], W, Option<&V>)> + '_ {
         self.cached_in(segment)
             .filter(|(_, _, c)| c.dirty)
-            .map(|(key, w, c)| (key, w, c.value.as_deref()))
+            .map(|(key, w, c)| (key, w, c.value.as_ref()))
     }
 
     /// Marks every entry clean: the engine has them all now, so it may hold every segment.
     pub(crate) fn mark_clean(&mut self) {
         for seg in self.segments.values_mut() {
             seg.engine = true;
-            for (_, entry) in seg.keys.values_mut().flatten() {
-                entry.dirty = false;
+            for (_, slot) in seg.keys.values_mut().flatten() {
+                slot.entry.dirty = false;
             }
         }
         self.counts.dirty = 0;
@@ -366,8 +335,8 @@ impl<W: Ord + Copy + Hash> WindowCache<W> {
         if self.counts.logged > 0 {
             for (&id, seg) in &self.segments {
                 for (key, windows) in &seg.keys {
-                    for (w, c) in windows {
-                        if let Some(ts) = c.logged {
+                    for (w, s) in windows {
+                        if let Some(ts) = s.entry.logged {
                             out.push((id, &**key, *w, ts));
                         }
                     }
@@ -385,13 +354,13 @@ impl<W: Ord + Copy + Hash> WindowCache<W> {
     /// Forgets which keys the changelog must carry (it has them now).
     pub(crate) fn clear_logged(&mut self) {
         if self.counts.logged > 0 {
-            for (_, entry) in self
+            for (_, slot) in self
                 .segments
                 .values_mut()
                 .flat_map(|s| s.keys.values_mut())
                 .flatten()
             {
-                entry.logged = None;
+                slot.entry.logged = None;
             }
         }
         self.counts.logged = 0;
@@ -412,11 +381,11 @@ impl<W: Ord + Copy + Hash> WindowCache<W> {
     }
 
     /// Keeps what the entries of `seg` owe the changelog among the spilled keys.
-    fn spill(&mut self, id: i64, seg: Segment<W>) {
+    fn spill(&mut self, id: i64, seg: Segment<W, V>) {
         for (key, windows) in seg.keys {
             let mut owed = windows
                 .into_iter()
-                .filter_map(|(w, c)| c.logged.map(|ts| (w, ts)))
+                .filter_map(|(w, s)| s.entry.logged.map(|ts| (w, ts)))
                 .peekable();
             if owed.peek().is_none() {
                 continue;
@@ -441,9 +410,9 @@ impl<W: Ord + Copy + Hash> WindowCache<W> {
         let dropped = std::mem::replace(&mut self.segments, live);
         for (id, seg) in dropped {
             for (key, windows) in &seg.keys {
-                for (_, entry) in windows {
-                    self.bytes -= entry_cost::<W>(key, entry.value.as_deref());
-                    self.counts.forget(entry);
+                for (_, slot) in windows {
+                    self.bytes -= entry_cost::<W>(key, slot.weight);
+                    self.counts.forget(&slot.entry);
                     self.entries -= 1;
                 }
             }
@@ -456,10 +425,16 @@ impl<W: Ord + Copy + Hash> WindowCache<W> {
 mod tests {
     use super::*;
 
-    fn values(cache: &WindowCache<i64>, segment: i64, key: &[u8]) -> Vec<(i64, Option<Vec<u8>>)> {
+    type Bytes = Vec<u8>;
+
+    fn values(
+        cache: &WindowCache<i64, Bytes>,
+        segment: i64,
+        key: &[u8],
+    ) -> Vec<(i64, Option<Bytes>)> {
         cache
             .windows(segment, key, i64::MIN, i64::MAX)
-            .map(|(w, v)| (*w, v.map(<[u8]>::to_vec)))
+            .map(|(w, v)| (*w, v.cloned()))
             .collect()
     }
 
@@ -467,10 +442,12 @@ mod tests {
     fn a_keys_windows_stay_ascending_and_a_range_is_a_slice_of_them() {
         let mut cache = WindowCache::new(1 << 20);
         for w in [30, 10, 20, 40] {
-            cache.write(0, b"k", w, Some(&[w as u8]), None, || false);
+            cache.write(0, b"k", w, Some((vec![w as u8], 1)), None, || false);
         }
         cache.write(0, b"k", 20, None, None, || false);
-        cache.write(0, b"k\x00", 25, Some(b"other"), None, || false);
+        cache.write(0, b"k\x00", 25, Some((b"other".to_vec(), 5)), None, || {
+            false
+        });
         assert_eq!(
             values(&cache, 0, b"k"),
             vec![
@@ -498,99 +475,93 @@ mod tests {
 
     #[test]
     fn the_engine_flag_is_decided_once_per_segment_and_set_by_a_write_back() {
-        let mut cache = WindowCache::new(1 << 20);
+        let mut cache = WindowCache::<i64, u64>::new(1 << 20);
         assert!(
             cache.engine_may_hold(0),
             "unknown to the cache: ask the engine"
         );
-        cache.write(0, b"a", 1, Some(b"1"), None, || false);
-        cache.write(0, b"b", 1, Some(b"1"), None, || panic!("asked twice"));
-        cache.write(1, b"a", 1, Some(b"1"), None, || true);
+        cache.write(0, b"a", 1, Some((1, 8)), None, || false);
+        cache.write(0, b"b", 1, Some((1, 8)), None, || panic!("asked twice"));
+        cache.write(1, b"a", 1, Some((1, 8)), None, || true);
         assert!(!cache.engine_may_hold(0));
         assert!(cache.engine_may_hold(1));
         cache.mark_clean();
         assert!(cache.engine_may_hold(0), "written back: the engine has it");
         cache.clear();
-        cache.write(0, b"a", 1, Some(b"2"), None, || false);
+        cache.write(0, b"a", 1, Some((2, 8)), None, || false);
         assert!(!cache.engine_may_hold(0), "asked again once emptied");
     }
 
     #[test]
     fn counts_bytes_and_owed_keys_follow_rewrites_spills_and_drops() {
-        let mut cache = WindowCache::<i64>::new(1 << 20);
-        cache.write(1, b"a", 10, Some(b"1"), Some(100), || false);
-        cache.write(1, b"a", 10, Some(b"2"), Some(101), || false);
+        let mut cache = WindowCache::<i64, Bytes>::new(1 << 20);
+        cache.write(1, b"a", 10, Some((b"1".to_vec(), 1)), Some(100), || false);
+        cache.write(1, b"a", 10, Some((b"2".to_vec(), 1)), Some(101), || false);
         cache.write(1, b"a", 20, None, None, || false);
-        cache.write(2, b"b", 30, Some(b"3"), Some(102), || false);
+        cache.write(2, b"b", 30, Some((b"3".to_vec(), 1)), Some(102), || false);
         assert_eq!(
             (cache.dirty_len(), cache.len(), cache.logged_len()),
             (3, 3, 2)
         );
-        let one = entry_cost::<i64>(b"a", Some(b"2"));
-        let bytes = one + entry_cost::<i64>(b"a", None) + entry_cost::<i64>(b"b", Some(b"3"));
-        assert_eq!(cache.bytes, bytes);
+        let one = entry_cost::<i64>(b"a", 1);
+        let bytes = one + entry_cost::<i64>(b"a", 0) + entry_cost::<i64>(b"b", 1);
+        assert_eq!(cache.bytes, bytes, "a deletion weighs nothing");
         assert_eq!(cache.segments_with_dirty(), vec![(1, true), (2, true)]);
-        let rewritten = cache
-            .rewrite(1, b"a", 10, Some(103), |old, out| {
-                assert_eq!(old, Some(&b"2"[..]));
-                out.extend_from_slice(b"22");
-                Ok(true)
-            })
-            .unwrap();
+        let rewritten = cache.rewrite(1, b"a", 10, Some(103), 7, |v| {
+            assert_eq!(v.as_deref(), Some(&b"2"[..]));
+            *v = Some(b"22".to_vec());
+            true
+        });
         assert_eq!(rewritten, Some(()));
-        assert_eq!(cache.bytes, bytes + 1);
-        assert_eq!(
-            cache.rewrite(1, b"a", 11, None, |_, _| Ok(true)).unwrap(),
-            None
-        );
+        assert_eq!(cache.bytes, bytes, "a rewrite in place keeps the weight");
+        assert_eq!(cache.rewrite(1, b"a", 11, None, 7, |_| true), None);
         cache.mark_clean();
         assert_eq!(cache.dirty_len(), 0);
         assert_eq!(cache.segments_with_dirty(), vec![]);
+        // A deletion rewritten to a value weighs the fallback.
+        cache.rewrite(1, b"a", 20, None, 7, |v| {
+            *v = Some(b"x".to_vec());
+            true
+        });
+        assert_eq!(
+            cache.bytes,
+            bytes - entry_cost::<i64>(b"a", 0) + entry_cost::<i64>(b"a", 7)
+        );
+        cache.mark_clean();
         // Past the bound: emptied, still owing the two logged keys.
         cache.clear();
         assert_eq!((cache.len(), cache.bytes, cache.logged_len()), (0, 0, 2));
         // A live write of a spilled key carries it again: owed once, with the new time.
-        cache.write(1, b"a", 10, Some(b"4"), Some(104), || true);
+        cache.write(1, b"a", 10, Some((b"4".to_vec(), 1)), Some(104), || true);
         assert_eq!(cache.logged_len(), 2);
         let mut owed = cache.logged_keys();
         owed.sort();
         assert_eq!(owed, vec![(1, &b"a"[..], 10, 104), (2, &b"b"[..], 30, 102)]);
         // A dropped segment's entries go, but what they owe stays owed.
-        cache.write(0, b"c", 5, Some(b"5"), Some(105), || false);
+        cache.write(0, b"c", 5, Some((b"5".to_vec(), 1)), Some(105), || false);
         cache.drop_below(1);
         assert_eq!(cache.segment_ids().collect::<Vec<_>>(), vec![1]);
         assert_eq!(
             (cache.len(), cache.dirty_len(), cache.logged_len()),
             (1, 1, 3)
         );
-        assert_eq!(cache.bytes, entry_cost::<i64>(b"a", Some(b"4")));
+        assert_eq!(cache.bytes, entry_cost::<i64>(b"a", 1));
         cache.clear_logged();
         assert_eq!(cache.logged_len(), 0);
         assert!(cache.logged_keys().is_empty());
     }
 
     #[test]
-    fn a_failed_encoding_leaves_the_entry_as_it_was() {
-        let mut cache = WindowCache::new(1 << 20);
-        cache.write(0, b"k", 1, Some(b"old"), Some(1), || false);
-        let failed = |out: &mut Vec<u8>| {
-            out.extend_from_slice(b"half");
-            Err(StateError::Engine {
-                store: "s".into(),
-                detail: "cannot encode".into(),
-            })
-        };
-        assert!(
-            cache
-                .write_encoded(0, b"k", 1, Some(2), || false, failed)
-                .is_err()
-        );
-        assert!(
-            cache
-                .rewrite(0, b"k", 1, Some(2), |_, out| failed(out).map(|()| true))
-                .is_err()
-        );
-        assert_eq!(cache.get(0, b"k", 1), Some(Some(&b"old"[..])));
-        assert_eq!(cache.logged_keys(), vec![(0, &b"k"[..], 1, 1)]);
+    fn a_declined_rewrite_leaves_the_entry_clean_and_unowed() {
+        let mut cache = WindowCache::<i64, u64>::new(1 << 20);
+        cache.write(0, b"k", 1, Some((5, 8)), None, || false);
+        cache.mark_clean();
+        let seen = cache.rewrite(0, b"k", 1, Some(2), 8, |v| {
+            assert_eq!(*v, Some(5));
+            false
+        });
+        assert_eq!(seen, Some(()));
+        assert_eq!((cache.dirty_len(), cache.logged_len()), (0, 0));
+        assert_eq!(cache.get(0, b"k", 1), Some(Some(&5)));
     }
 }
