@@ -36,8 +36,8 @@ use stoatflow_log::{
 };
 use stoatflow_runtime::{Backend, RuntimeConfig, StreamsApp, Timeline};
 use stoatflow_streams::{
-    Consumed, EmitStrategy, Produced, Serde, Serdes, StoreType, StreamsBuilder, TimeWindows,
-    Topology,
+    Consumed, EmitStrategy, Materialized, Produced, Serde, Serdes, StoreType, StreamsBuilder,
+    TimeWindows, Topology,
 };
 use stoatflow_time::WatermarkStrategy;
 
@@ -85,7 +85,7 @@ impl E2eStores {
     }
 
     /// The runtime's configuration for a run on the log in `dir`.
-    fn config(self, dir: &std::path::Path, lanes: usize) -> RuntimeConfig {
+    pub(crate) fn config(self, dir: &std::path::Path, lanes: usize) -> RuntimeConfig {
         let mut config = RuntimeConfig::new(
             "bench-e2e",
             Backend::Embedded {
@@ -156,8 +156,14 @@ impl Drop for RunDir {
 }
 
 fn tumbling_topology() -> Result<Topology, BenchError> {
+    tumbling_topology_in(None)
+}
+
+/// The tumbling count, its window store named `store` if given (a query
+/// names it).
+pub(crate) fn tumbling_topology_in(store: Option<&str>) -> Result<Topology, BenchError> {
     let mut builder = StreamsBuilder::new();
-    builder
+    let windowed = builder
         .stream(
             INPUT,
             Consumed::with(Serdes::i64(), Serdes::i64())
@@ -167,16 +173,18 @@ fn tumbling_topology() -> Result<Topology, BenchError> {
         .windowed_by(TimeWindows::of_size_with_no_grace(Duration::from_millis(
             TUMBLING_WINDOW_MS,
         )))
-        .emit_strategy(EmitStrategy::on_window_close())
-        .count()
-        .to_stream()
-        .to(
-            OUTPUT,
-            Produced::with(
-                Serdes::time_windowed(Serdes::i64(), TUMBLING_WINDOW_MS as i64),
-                Serdes::i64(),
-            ),
-        );
+        .emit_strategy(EmitStrategy::on_window_close());
+    let counts = match store {
+        Some(name) => windowed.count_with(Materialized::as_(name)),
+        None => windowed.count(),
+    };
+    counts.to_stream().to(
+        OUTPUT,
+        Produced::with(
+            Serdes::time_windowed(Serdes::i64(), TUMBLING_WINDOW_MS as i64),
+            Serdes::i64(),
+        ),
+    );
     builder.build().map_err(|source| BenchError::Topology {
         query: "e2e-tumbling",
         source,

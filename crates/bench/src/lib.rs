@@ -22,6 +22,7 @@
 
 pub mod check;
 pub mod e2e;
+pub mod e2e_queried;
 pub mod e2e_queries;
 mod error;
 pub mod nexmark;

@@ -22,6 +22,7 @@ use stoatflow_bench::soak::{SoakOptions, run_soak};
 
 const USAGE: &str = "usage: stoatflow-bench --query <gen|q0|q1|q2|q5|q7|q8|tumbling|sliding|session|join-inner|join-left|e2e-tumbling-1-lane|e2e-tumbling-2-lanes|e2e-q5-1-lane|e2e-q5-2-lanes|e2e-tumbling-paced|e2e-q7-1-lane|e2e-q8-1-lane|e2e-sliding-1-lane|e2e-session-1-lane|e2e-join-inner-1-lane|e2e-join-left-1-lane|all> [--events N] [--pace RECORDS_PER_S (e2e-tumbling-paced)] [--stores default|in-memory (e2e-)] [--changelog on|off] [--rate EVENTS_PER_S] [--out-of-order GROUP] [--frontier-every N] [--windows-out PATH (tumbling only)]\n       stoatflow-bench --query soak [--duration-s 600] [--rate RECORDS_PER_S (30000)] [--keys 100000] [--segment-mib 4] [--stores default|in-memory] [--lanes 2] [--window-s 10] [--grace-s 1] [--input-retention-s 300] [--sample-s 10] [--changelog-extra-retention-s 600]
        stoatflow-bench --query e2e-restore [--entries 2000000]
+       stoatflow-bench --query e2e-tumbling-queried [--events 2000000] [--pairs 3] [--queries-per-s 100] [--lanes 2] [--stores default|in-memory]
        stoatflow-bench --check-windows SYSTEM=PATH SYSTEM=PATH...";
 
 fn main() -> anyhow::Result<()> {
@@ -37,6 +38,12 @@ fn main() -> anyhow::Result<()> {
         .any(|w| w[0] == "--query" && w[1] == "e2e-restore")
     {
         return stoatflow_bench::restore::run_from_args(&args);
+    }
+    if args
+        .windows(2)
+        .any(|w| w[0] == "--query" && w[1] == "e2e-tumbling-queried")
+    {
+        return stoatflow_bench::e2e_queried::run_from_args(&args);
     }
     let mut query = None;
     let mut changelog = None;
