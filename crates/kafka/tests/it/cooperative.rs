@@ -4,15 +4,22 @@
 //! A second member joining takes half of the first's partitions: the first
 //! is asked to give back only those (`Removed`), keeps the rest, and is
 //! never handed a whole assignment again; the second is given its half
-//! (`Added`).
+//! (`Added`). Then the runtime: a fourth instance joining three under a
+//! constant flow leaves those that keep their tasks committing.
 
 use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use stoatflow_kafka::KafkaLog;
 use stoatflow_log::{GroupEvent, GroupMember, Log, TopicPartition, TopicSpec};
+use stoatflow_runtime::{AppState, CommitBarrierConfig, StreamsApp};
 
 use crate::broker::TestBroker;
+use crate::groups::{APP, BATCH, Load, SIX, assert_no_error, owned, until_group_caught_up};
+use crate::runtime_eos::{
+    INPUT, OUTPUT, config_for, expected, produce_of, read_committed_of, sentinels_of, topology,
+};
 
 const GROUP: &str = "cooperative-app";
 const TOPIC: &str = "cooperative-in";
@@ -112,4 +119,141 @@ fn a_member_joining_a_cooperative_group_takes_only_what_moves() {
         );
     }
     eprintln!("cooperative rebalance on the test broker: {seen:?}");
+}
+
+/// An instance of the groups' application on its own connection, members
+/// joining with `cooperative-sticky`, committing every [`INTERVAL`]; every
+/// state it entered.
+fn instance(broker: &TestBroker, id: &str) -> (StreamsApp<KafkaLog>, Arc<Mutex<Vec<AppState>>>) {
+    let log = Arc::new(cooperative_log(broker));
+    let mut config = config_for(APP).with_barrier(CommitBarrierConfig {
+        interval: INTERVAL,
+        min_interval: INTERVAL,
+        max_interval: INTERVAL,
+        ..CommitBarrierConfig::default()
+    });
+    config.instance_id = id.into();
+    let mut app = StreamsApp::with_log(topology(), config, log).unwrap();
+    let states = Arc::new(Mutex::new(Vec::new()));
+    let seen = states.clone();
+    app.set_state_listener(move |new, _old| seen.lock().unwrap().push(new));
+    app.start().unwrap();
+    (app, states)
+}
+
+fn cooperative_log(broker: &TestBroker) -> KafkaLog {
+    let config = broker
+        .config()
+        .with_property("partition.assignment.strategy", "cooperative-sticky")
+        .unwrap();
+    KafkaLog::connect(config).unwrap()
+}
+
+const INTERVAL: Duration = Duration::from_millis(500);
+
+/// Waits until the instances own every input partition between them, each
+/// once, in shares of `sizes` (in any order); what each owns.
+fn until_spread(apps: &[&StreamsApp<KafkaLog>], sizes: &[usize]) -> Vec<BTreeSet<String>> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let sets: Vec<BTreeSet<String>> = apps.iter().map(|a| owned(a)).collect();
+        let all: BTreeSet<&String> = sets.iter().flatten().collect();
+        let mut got: Vec<usize> = sets.iter().map(BTreeSet::len).collect();
+        got.sort_unstable();
+        if all.len() == SIX as usize && got == sizes {
+            return sets;
+        }
+        assert_no_error(apps);
+        assert!(
+            Instant::now() < deadline,
+            "never spread as {sizes:?}: {sets:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The longest time between `from`, each barrier `app` committed until
+/// `to`, and `to`.
+fn longest_gap(app: &StreamsApp<KafkaLog>, from: Instant, to: Instant) -> Duration {
+    let mut points = vec![from];
+    points.extend(
+        app.timeline()
+            .barriers()
+            .map(|b| b.committed)
+            .filter(|t| *t > from && *t < to),
+    );
+    points.push(to);
+    points.sort();
+    points
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .max()
+        .unwrap_or_default()
+}
+
+/// Three instances share six partitions under a constant flow; a fourth
+/// joins. With `cooperative-sticky` two of the three keep their tasks: they
+/// never rebalance and keep committing barriers (no gap longer than two
+/// commit intervals); read committed, each final result is in the output
+/// once.
+#[test]
+fn an_instance_joining_three_on_the_broker_leaves_those_keeping_their_tasks_committing() {
+    let broker = TestBroker::start(
+        "an_instance_joining_three_on_the_broker_leaves_those_keeping_their_tasks_committing",
+    );
+    let admin = Arc::new(cooperative_log(&broker));
+    admin.create_topic(&TopicSpec::new(INPUT, SIX)).unwrap();
+    admin.create_topic(&TopicSpec::new(OUTPUT, SIX)).unwrap();
+    let load = Load::start(Arc::new(cooperative_log(&broker)));
+    load.until_more(BATCH);
+    let mut apps: Vec<_> = ["a", "b", "c"]
+        .iter()
+        .map(|id| instance(&broker, id))
+        .collect();
+    let before = until_spread(&apps.iter().map(|(a, _)| a).collect::<Vec<_>>(), &[2, 2, 2]);
+    load.until_more(2 * BATCH);
+    for (_, states) in &apps {
+        states.lock().unwrap().clear();
+    }
+
+    let joined_at = Instant::now();
+    apps.push(instance(&broker, "d"));
+    let after = until_spread(
+        &apps.iter().map(|(a, _)| a).collect::<Vec<_>>(),
+        &[1, 1, 2, 2],
+    );
+    let settled_at = Instant::now();
+    let kept: Vec<usize> = (0..3).filter(|&i| after[i] == before[i]).collect();
+    assert!(
+        !kept.is_empty(),
+        "every instance's tasks moved: {before:?} → {after:?}"
+    );
+    for &i in &kept {
+        let (app, states) = &apps[i];
+        let gap = longest_gap(app, joined_at, settled_at);
+        assert!(
+            gap <= 2 * INTERVAL,
+            "instance {i} kept its tasks but committed no barrier for {gap:?}"
+        );
+        assert_eq!(
+            *states.lock().unwrap(),
+            Vec::<AppState>::new(),
+            "instance {i} kept its tasks but changed state"
+        );
+    }
+    eprintln!(
+        "joined in {:?}; kept their tasks: {kept:?}; {before:?} → {after:?}",
+        settled_at - joined_at
+    );
+
+    load.until_more(2 * BATCH);
+    let mut all = load.stop();
+    let sentinels = sentinels_of(SIX);
+    produce_of(&admin, &sentinels, SIX);
+    all.extend(sentinels);
+    until_group_caught_up(&admin, &apps.iter().map(|(a, _)| a).collect::<Vec<_>>());
+    for (mut app, _) in apps {
+        assert!(app.close(Duration::from_secs(60)), "{:?}", app.error());
+    }
+    assert_eq!(read_committed_of(&admin, SIX), expected(&all));
 }

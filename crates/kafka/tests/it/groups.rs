@@ -150,16 +150,16 @@ fn two_instances_share_the_input_and_one_takes_over_each_final_result_once() {
 }
 
 /// Records written from a thread, in transactions of [`BATCH`], until stopped.
-struct Load {
+pub(crate) struct Load {
     stop: Arc<AtomicBool>,
     sent: Arc<AtomicI64>,
     thread: std::thread::JoinHandle<Vec<(String, i64)>>,
 }
 
-const BATCH: i64 = 100;
+pub(crate) const BATCH: i64 = 100;
 
 impl Load {
-    fn start(log: Arc<KafkaLog>) -> Load {
+    pub(crate) fn start(log: Arc<KafkaLog>) -> Load {
         let stop = Arc::new(AtomicBool::new(false));
         let sent = Arc::new(AtomicI64::new(0));
         let (s, n) = (stop.clone(), sent.clone());
@@ -178,7 +178,7 @@ impl Load {
     }
 
     /// Waits until `n` more records have been written.
-    fn until_more(&self, n: i64) {
+    pub(crate) fn until_more(&self, n: i64) {
         let target = self.sent.load(Ordering::Acquire) + n;
         let deadline = Instant::now() + Duration::from_secs(60);
         while self.sent.load(Ordering::Acquire) < target {
@@ -188,7 +188,7 @@ impl Load {
     }
 
     /// Stops writing; every record written.
-    fn stop(self) -> Vec<(String, i64)> {
+    pub(crate) fn stop(self) -> Vec<(String, i64)> {
         self.stop.store(true, Ordering::Release);
         self.thread.join().expect("the load thread")
     }
