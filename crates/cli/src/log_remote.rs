@@ -104,6 +104,22 @@ impl Running {
         self.answer(what, reply)
     }
 
+    /// `GET path`'s status and JSON when it answered 200 or `also`; an
+    /// error naming `what` otherwise.
+    pub fn get_or(&self, what: &str, path: &str, also: u16) -> anyhow::Result<(u16, Value)> {
+        let url = format!("{}{path}", self.base);
+        let (status, body) = http_get::get(&url, TIMEOUT).with_context(|| {
+            format!(
+                "{what}: asking the application that holds the data directory ({})",
+                self.base
+            )
+        })?;
+        if status == also {
+            return Ok((status, serde_json::from_str(&body).unwrap_or(Value::Null)));
+        }
+        Ok((200, self.answer(what, (status, body))?))
+    }
+
     /// Every topic with its partitions' offsets.
     pub fn topics(&self) -> anyhow::Result<Vec<TopicRow>> {
         let json = self.get("listing the topics", "/log/topics")?;

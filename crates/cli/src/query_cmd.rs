@@ -2,7 +2,9 @@
 //! store routes (docs/operating.md#store-routes), found through the address
 //! file its endpoints write into the directory it holds, as `stoatflow log`
 //! finds it. Prints one line per entry (tab-separated: key, window, value,
-//! finality) and, on stderr, what state the answer reflects.
+//! finality) and, on stderr, what state the answer reflects. A key another
+//! instance owns (421) fails naming that instance's `application.server`
+//! and the route to ask there.
 //!
 //! Owns the command's paths and its printing; what an answer means (which
 //! windows are final, what committed is) is the application's.
@@ -35,13 +37,33 @@ pub struct Ask {
 pub fn run(dir: &Path, store: &str, ask: &Ask) -> anyhow::Result<()> {
     let app = Running::find(dir)?;
     let path = path_of(store, ask)?;
-    let answer = app.get(&format!("store {store}"), &path)?;
+    let (status, answer) = app.get_or(&format!("store {store}"), &path, MISDIRECTED)?;
+    if status == MISDIRECTED {
+        anyhow::bail!("{}", elsewhere(&answer, &path));
+    }
     let empty = Vec::new();
     for e in answer["entries"].as_array().unwrap_or(&empty) {
         outln!("{}", entry_line(e))?;
     }
     noteln!("{}", reflects(&answer));
     Ok(())
+}
+
+/// The status of a key another instance owns.
+const MISDIRECTED: u16 = 421;
+
+/// Where to ask for a key owned elsewhere, from the 421 answer to `path`.
+fn elsewhere(answer: &Value, path: &str) -> String {
+    let member = answer["member"].as_str().unwrap_or("another instance");
+    let partition = answer["partition"].as_u64().unwrap_or_default();
+    match answer["owner"].as_str() {
+        Some(owner) => {
+            format!("owned by {member} (partition {partition}): ask it at http://{owner}{path}")
+        }
+        None => format!(
+            "owned by {member} (partition {partition}), which advertises no application.server"
+        ),
+    }
 }
 
 /// The route and query of `ask`.
@@ -165,5 +187,25 @@ mod tests {
             ..Ask::default()
         };
         assert!(path_of("t", &bad).unwrap_err().to_string().contains("--to"));
+    }
+
+    #[test]
+    fn a_key_owned_elsewhere_names_where_to_ask() {
+        let answer = serde_json::json!({
+            "error": "owned elsewhere",
+            "owner": "10.0.0.2:8080",
+            "member": "app-b",
+            "partition": 1,
+        });
+        assert_eq!(
+            elsewhere(&answer, "/stores/totals/keys/k"),
+            "owned by app-b (partition 1): ask it at http://10.0.0.2:8080/stores/totals/keys/k"
+        );
+        let silent = serde_json::json!({ "owner": null, "member": "app-b", "partition": 0 });
+        assert!(
+            elsewhere(&silent, "/x").contains("advertises no application.server"),
+            "{}",
+            elsewhere(&silent, "/x")
+        );
     }
 }

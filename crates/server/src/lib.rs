@@ -64,7 +64,8 @@ pub use metrics::{
 };
 pub use priority::LISTENER_NICE;
 pub use store_access::{
-    StoreAccess, StoreAccessError, StoreAnswer, StoreEntry, StoreInfo, StoreRequest, WindowFinality,
+    KeyHolder, KeyMetadata, StoreAccess, StoreAccessError, StoreAnswer, StoreEntry, StoreInfo,
+    StoreRequest, WindowFinality,
 };
 pub use store_routes::MAX_STORE_ENTRIES;
 pub use watermarks::{info_json, watermarks_json, watermarks_response};

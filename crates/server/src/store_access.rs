@@ -118,6 +118,21 @@ pub enum StoreAccessError {
         /// What does not fit.
         reason: String,
     },
+    /// Another instance owns the key's task: ask it (its
+    /// `application.server`, when it advertises one).
+    #[error("store {store}: key {key:?} is owned by {member} ({}); ask there", owner.as_deref().unwrap_or("no application.server advertised"))]
+    Elsewhere {
+        /// The store.
+        store: String,
+        /// The key as given.
+        key: String,
+        /// The owner's `application.server`, `host:port`.
+        owner: Option<String>,
+        /// The owner's member name in the group.
+        member: String,
+        /// The key's partition.
+        partition: u32,
+    },
     /// The application could not answer now (not running, timed out).
     #[error("store {store}: {reason}")]
     Unavailable {
@@ -126,6 +141,29 @@ pub enum StoreAccessError {
         /// Why.
         reason: String,
     },
+}
+
+/// One instance holding a key's state, as key metadata names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyHolder {
+    /// Its member name in the group.
+    pub member: String,
+    /// Its `application.server`, `host:port`, if it advertises one.
+    pub server: Option<String>,
+    /// It is the instance answering.
+    pub local: bool,
+}
+
+/// Where a key's state is: the instance owning its task and those keeping
+/// standby copies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyMetadata {
+    /// The key's partition of the store's source topic.
+    pub partition: u32,
+    /// The owner: ask it.
+    pub active: KeyHolder,
+    /// The standby holders.
+    pub standbys: Vec<KeyHolder>,
 }
 
 /// The application's queryable stores.
@@ -144,4 +182,17 @@ pub trait StoreAccess: Send + Sync {
         request: StoreRequest,
         latest: bool,
     ) -> Result<StoreAnswer, StoreAccessError>;
+
+    /// Which instance owns `key` of `store` and which keep standby copies
+    /// of it. By default: unavailable (the stores cannot place keys).
+    ///
+    /// # Errors
+    /// [`StoreAccessError`], naming the store (and key).
+    fn metadata(&self, store: &str, key: &str) -> Result<KeyMetadata, StoreAccessError> {
+        let _ = key;
+        Err(StoreAccessError::Unavailable {
+            store: store.to_owned(),
+            reason: "these stores cannot say which instance owns a key".into(),
+        })
+    }
 }

@@ -2,7 +2,10 @@
 //! `GET /stores/{name}/keys/{key}`, `GET /stores/{name}/keys?from&to&limit`
 //! (a key range) and `GET /stores/{name}/keys/{key}/windows?from&to` (a key's
 //! windows or sessions), each with `latest=true` to read what is processed
-//! rather than what is committed.
+//! rather than what is committed; `GET /stores/{name}/metadata/{key}` (which
+//! instance owns the key, which keep standby copies). A key owned by
+//! another instance is answered 421 with that instance's
+//! `application.server` as `owner`.
 //!
 //! Owns the paths, the percent-decoding of a key's path segment, the query
 //! parameters and their bounds, the JSON (with each window's finality) and
@@ -12,7 +15,9 @@
 use serde_json::{Value, json};
 
 use crate::response::Response;
-use crate::store_access::{StoreAccess, StoreAccessError, StoreAnswer, StoreEntry, StoreRequest};
+use crate::store_access::{
+    KeyHolder, StoreAccess, StoreAccessError, StoreAnswer, StoreEntry, StoreRequest,
+};
 
 /// The most entries one answer holds (`limit`'s bound, and a key's windows).
 pub const MAX_STORE_ENTRIES: usize = 1_000;
@@ -36,6 +41,7 @@ pub(crate) fn respond<'a>(
         [store, "keys"] => range(&param).map(|r| (store, r)),
         [store, "keys", key] => decode(key).map(|key| (store, StoreRequest::Key { key })),
         [store, "keys", key, "windows"] => windows(key, &param).map(|r| (store, r)),
+        [store, "metadata", key] => return metadata(stores, store, key),
         _ => {
             return Response::json(
                 404,
@@ -52,6 +58,30 @@ pub(crate) fn respond<'a>(
     };
     match stores.query(&store, request, latest) {
         Ok(answer) => Response::json(200, &answer_json(&store, &answer)),
+        Err(e) => failure(&e),
+    }
+}
+
+/// `GET /stores/{name}/metadata/{key}`: which instance owns the key.
+fn metadata(stores: &dyn StoreAccess, store: &str, key: &str) -> Response {
+    let (Ok(store), Ok(key)) = (decode(store), decode(key)) else {
+        return bad_request("the store name or key is not valid percent-encoded UTF-8");
+    };
+    match stores.metadata(&store, &key) {
+        Ok(m) => {
+            let holder =
+                |h: &KeyHolder| json!({ "member": h.member, "server": h.server, "local": h.local });
+            Response::json(
+                200,
+                &json!({
+                    "store": store,
+                    "key": key,
+                    "partition": m.partition,
+                    "active": holder(&m.active),
+                    "standbys": m.standbys.iter().map(holder).collect::<Vec<_>>(),
+                }),
+            )
+        }
         Err(e) => failure(&e),
     }
 }
@@ -176,6 +206,20 @@ fn failure(e: &StoreAccessError) -> Response {
         StoreAccessError::NoStore { .. } => 404,
         StoreAccessError::BadKey { .. } | StoreAccessError::WrongKind { .. } => 400,
         StoreAccessError::Unavailable { .. } => 503,
+        StoreAccessError::Elsewhere {
+            owner,
+            member,
+            partition,
+            ..
+        } => {
+            let body = json!({
+                "error": e.to_string(),
+                "owner": owner,
+                "member": member,
+                "partition": partition,
+            });
+            return Response::json(421, &body);
+        }
     };
     Response::json(status, &json!({ "error": e.to_string() }))
 }
@@ -185,7 +229,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::store_access::{StoreInfo, WindowFinality};
+    use crate::store_access::{KeyMetadata, StoreInfo, WindowFinality};
 
     /// One key-value store `totals` of `i64` keys, one window store `counts`.
     #[derive(Default)]
@@ -224,6 +268,17 @@ mod tests {
                 });
             }
             if let StoreRequest::Key { key } = &request
+                && key == "7"
+            {
+                return Err(StoreAccessError::Elsewhere {
+                    store: store.into(),
+                    key: key.clone(),
+                    owner: Some("10.0.0.2:8080".into()),
+                    member: "app-b".into(),
+                    partition: 1,
+                });
+            }
+            if let StoreRequest::Key { key } = &request
                 && key.parse::<i64>().is_err()
             {
                 return Err(StoreAccessError::BadKey {
@@ -251,6 +306,25 @@ mod tests {
                 floor: 2,
                 position: vec![("in".into(), 0, 42)],
             })
+        }
+
+        fn metadata(&self, store: &str, key: &str) -> Result<KeyMetadata, StoreAccessError> {
+            let holder = |member: &str, server: Option<&str>, local| KeyHolder {
+                member: member.into(),
+                server: server.map(str::to_owned),
+                local,
+            };
+            match store {
+                "totals" => Ok(KeyMetadata {
+                    partition: key.len() as u32,
+                    active: holder("app-b", Some("10.0.0.2:8080"), false),
+                    standbys: vec![holder("app-a", None, true)],
+                }),
+                _ => Err(StoreAccessError::NoStore {
+                    store: store.into(),
+                    known: "totals".into(),
+                }),
+            }
         }
     }
 
@@ -349,5 +423,37 @@ mod tests {
             limit: DEFAULT_RANGE_ENTRIES,
         };
         assert_eq!(fake.asked.lock().unwrap()[1].1, default);
+    }
+
+    #[test]
+    fn a_key_owned_elsewhere_answers_421_naming_the_owner() {
+        let (status, body) = get(&Fake::default(), "/totals/keys/7", "");
+        assert_eq!(status, 421, "{body}");
+        assert_eq!(body["owner"], "10.0.0.2:8080");
+        assert_eq!(body["member"], "app-b");
+        assert_eq!(body["partition"], 1);
+        let error = body["error"].as_str().unwrap();
+        assert!(
+            error.contains("totals") && error.contains("\"7\""),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn the_metadata_route_names_the_owner_and_the_standbys() {
+        let (status, body) = get(&Fake::default(), "/totals/metadata/k%201", "");
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(
+            body,
+            json!({
+                "store": "totals",
+                "key": "k 1",
+                "partition": 3,
+                "active": { "member": "app-b", "server": "10.0.0.2:8080", "local": false },
+                "standbys": [{ "member": "app-a", "server": null, "local": true }],
+            })
+        );
+        let (status, body) = get(&Fake::default(), "/nope/metadata/k", "");
+        assert_eq!(status, 404, "{body}");
     }
 }

@@ -7,7 +7,14 @@
 //! decimal digits), and keys and values are written back with `Display`.
 //! A user key type offers its own text form by implementing both. Knows no
 //! HTTP and no JSON (the server's); the queries are the runtime's.
+//!
+//! Owns, too, which instance a key route is for: a key is placed by the
+//! store's key serde (`Serdes::string()` for `String` keys and
+//! `Serdes::i64()` for `i64` ones unless [`QueryableStores::with_key_serde`]
+//! names another), and a key another instance owns is refused naming that
+//! instance's `application.server` (docs/queries.md#over-http).
 
+use std::any::Any;
 use std::fmt::Display;
 use std::ops::Bound;
 use std::str::FromStr;
@@ -15,12 +22,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use stoatflow_runtime::{
-    AppHandle, Finality, KeyQuery, QueryAnswer, QueryError, RangeQuery, SessionQuery,
-    StateQueryRequest, StoreQuery, WindowEntry, WindowQuery,
+    AppHandle, Finality, InstanceInfo, KeyQuery, KeyQueryMetadata, MetadataError, QueryAnswer,
+    QueryError, RangeQuery, SessionQuery, StateQueryRequest, StoreQuery, WindowEntry, WindowQuery,
 };
 use stoatflow_server::{
-    StoreAccess, StoreAccessError, StoreAnswer, StoreEntry, StoreInfo, StoreRequest, WindowFinality,
+    KeyHolder, KeyMetadata, StoreAccess, StoreAccessError, StoreAnswer, StoreEntry, StoreInfo,
+    StoreRequest, WindowFinality,
 };
+use stoatflow_streams::{Serde, SerdeRef, Serdes};
 
 /// How long a store route waits for a committed answer: the listener
 /// answers one request at a time.
@@ -78,6 +87,28 @@ impl QueryableStores {
         self
     }
 
+    /// Places the keys of the store `name` (registered before, with keys of
+    /// type `K`) by `serde`: the serde its source topic's keys are written
+    /// with, so that a key route knows which instance owns a key
+    /// (docs/queries.md#over-http). A store of another key type, or none
+    /// of that name, is left as it is.
+    #[must_use]
+    pub fn with_key_serde<K: TextKey>(
+        mut self,
+        name: &str,
+        serde: impl Serde<K> + 'static,
+    ) -> Self {
+        let serde: SerdeRef<K> = Arc::new(serde);
+        for store in &mut self.stores {
+            if store.info().name == name
+                && let Some(keyed) = store.keyed(&serde)
+            {
+                *store = keyed;
+            }
+        }
+        self
+    }
+
     /// The server's view of these stores on the application `app`.
     pub fn access(&self, app: AppHandle) -> Arc<dyn StoreAccess> {
         Arc::new(Access {
@@ -90,6 +121,11 @@ impl QueryableStores {
 /// One registered store.
 trait Queryable: Send + Sync + 'static {
     fn info(&self) -> StoreInfo;
+    /// This store placing keys by `serde` (a `SerdeRef<K>`), if `K` is
+    /// its key type.
+    fn keyed(&self, serde: &dyn Any) -> Option<Arc<dyn Queryable>>;
+    /// Where `key` lives.
+    fn metadata(&self, app: &AppHandle, key: &str) -> Result<KeyMetadata, StoreAccessError>;
     fn query(
         &self,
         app: &AppHandle,
@@ -101,16 +137,40 @@ trait Queryable: Send + Sync + 'static {
 struct Typed<K, V> {
     name: String,
     kind: &'static str,
-    _types: std::marker::PhantomData<fn() -> (K, V)>,
+    /// What places a key on its partition; `None`: every key is answered
+    /// here.
+    key_serde: Option<SerdeRef<K>>,
+    _types: std::marker::PhantomData<fn() -> V>,
 }
 
-impl<K, V> Typed<K, V> {
+impl<K: 'static, V> Typed<K, V> {
     fn new(name: &str, kind: &'static str) -> Self {
         Typed {
             name: name.to_owned(),
             kind,
+            key_serde: default_key_serde::<K>(),
             _types: std::marker::PhantomData,
         }
+    }
+}
+
+/// The serde a key type is written with unless told otherwise: the
+/// string serde for `String`, the 64-bit integer one for `i64`.
+fn default_key_serde<K: 'static>() -> Option<SerdeRef<K>> {
+    let string: SerdeRef<String> = Arc::new(Serdes::string());
+    let long: SerdeRef<i64> = Arc::new(Serdes::i64());
+    let known: [&dyn Any; 2] = [&string, &long];
+    known
+        .into_iter()
+        .find_map(|s| s.downcast_ref::<SerdeRef<K>>())
+        .cloned()
+}
+
+fn holder(i: &InstanceInfo) -> KeyHolder {
+    KeyHolder {
+        member: i.member.clone(),
+        server: i.server.as_ref().map(ToString::to_string),
+        local: i.local,
     }
 }
 
@@ -122,6 +182,38 @@ impl<K: TextKey, V: TextValue> Typed<K, V> {
             expected: std::any::type_name::<K>(),
             reason: e.to_string(),
         })
+    }
+
+    /// Where `k` lives, `None` when no serde places it.
+    fn locate(&self, app: &AppHandle, k: &K) -> Option<Result<KeyQueryMetadata, StoreAccessError>> {
+        let serde = self.key_serde.as_ref()?;
+        Some(
+            app.query_metadata_for_key(&self.name, k, &**serde)
+                .map_err(|e| match e {
+                    MetadataError::UnknownStore { .. } => StoreAccessError::NoStore {
+                        store: self.name.clone(),
+                        known: String::new(),
+                    },
+                    other => StoreAccessError::Unavailable {
+                        store: self.name.clone(),
+                        reason: other.to_string(),
+                    },
+                }),
+        )
+    }
+
+    /// `Err` naming the owner when another instance owns `k`.
+    fn here(&self, app: &AppHandle, text: &str, k: &K) -> Result<(), StoreAccessError> {
+        match self.locate(app, k).transpose()? {
+            Some(m) if !m.active.local => Err(StoreAccessError::Elsewhere {
+                store: self.name.clone(),
+                key: text.to_owned(),
+                owner: m.active_host().map(ToString::to_string),
+                member: m.active.member,
+                partition: m.partition,
+            }),
+            _ => Ok(()),
+        }
     }
 
     fn ask<Q: StoreQuery>(
@@ -176,6 +268,34 @@ impl<K: TextKey, V: TextValue> Queryable for Typed<K, V> {
         }
     }
 
+    fn keyed(&self, serde: &dyn Any) -> Option<Arc<dyn Queryable>> {
+        let serde = serde.downcast_ref::<SerdeRef<K>>()?;
+        Some(Arc::new(Typed::<K, V> {
+            name: self.name.clone(),
+            kind: self.kind,
+            key_serde: Some(serde.clone()),
+            _types: std::marker::PhantomData,
+        }))
+    }
+
+    fn metadata(&self, app: &AppHandle, key: &str) -> Result<KeyMetadata, StoreAccessError> {
+        let k = self.key(key)?;
+        let Some(m) = self.locate(app, &k).transpose()? else {
+            return Err(StoreAccessError::Unavailable {
+                store: self.name.clone(),
+                reason: format!(
+                    "no key serde places its {} keys (QueryableStores::with_key_serde)",
+                    std::any::type_name::<K>()
+                ),
+            });
+        };
+        Ok(KeyMetadata {
+            partition: m.partition,
+            active: holder(&m.active),
+            standbys: m.standbys.iter().map(holder).collect(),
+        })
+    }
+
     fn query(
         &self,
         app: &AppHandle,
@@ -185,6 +305,7 @@ impl<K: TextKey, V: TextValue> Queryable for Typed<K, V> {
         match (self.kind, request) {
             ("keyValue", StoreRequest::Key { key }) => {
                 let k = self.key(&key)?;
+                self.here(app, &key, &k)?;
                 let a = self.ask(app, KeyQuery::<K, V>::with_key(k.clone()), latest)?;
                 let entries = a.answer.iter().map(|v| StoreEntry {
                     key: k.to_string(),
@@ -213,6 +334,7 @@ impl<K: TextKey, V: TextValue> Queryable for Typed<K, V> {
             }
             ("window", StoreRequest::Windows { key, from, to }) => {
                 let k = self.key(&key)?;
+                self.here(app, &key, &k)?;
                 let q = WindowQuery::<K, V>::with_key_and_window_starts(k.clone(), from, to);
                 let a = self.ask(app, q, latest)?;
                 let entries = a.answer.iter().map(|w| {
@@ -222,6 +344,7 @@ impl<K: TextKey, V: TextValue> Queryable for Typed<K, V> {
             }
             ("session", StoreRequest::Windows { key, from, to }) => {
                 let k = self.key(&key)?;
+                self.here(app, &key, &k)?;
                 let a = self.ask(app, SessionQuery::<K, V>::with_key(k.clone()), latest)?;
                 let entries = a
                     .answer
@@ -299,5 +422,16 @@ impl StoreAccess for Access {
             });
         };
         s.query(&self.app, request, latest)
+    }
+
+    fn metadata(&self, store: &str, key: &str) -> Result<KeyMetadata, StoreAccessError> {
+        let Some(s) = self.stores.iter().find(|s| s.info().name == store) else {
+            let known: Vec<String> = self.stores.iter().map(|s| s.info().name).collect();
+            return Err(StoreAccessError::NoStore {
+                store: store.to_owned(),
+                known: known.join(", "),
+            });
+        };
+        s.metadata(&self.app, key)
     }
 }

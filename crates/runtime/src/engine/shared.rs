@@ -13,7 +13,7 @@
 //! application stops with. Knows nothing of how the engine polls,
 //! dispatches or commits.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
@@ -25,7 +25,6 @@ use crate::app_state::AppState;
 use crate::engine::error_response::{StreamThreadExceptionResponse, default_response};
 use crate::engine::guard::{self, ERROR_HANDLER, Panicked, STATE_LISTENER};
 use crate::engine::lane_protocol::LaneMsg;
-use crate::engine::restore::placement::GroupView;
 use crate::error::RuntimeError;
 use crate::observe::metrics::MetricsCells;
 use crate::observe::timeline::Timeline;
@@ -106,6 +105,18 @@ impl QueryLanes {
         self.lanes = lanes;
         self.restoring.clear();
     }
+}
+
+/// The group as every member sees it: its members (instance ids) and the
+/// owner of each task that has one (what standby placement ranks, and key
+/// metadata reads; defined here so that the shared state names no
+/// placement).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct GroupView {
+    /// Every member of the group, by instance id.
+    pub members: BTreeSet<String>,
+    /// The member owning each assigned task.
+    pub owners: BTreeMap<TaskId, String>,
 }
 
 /// The standby copies' lag before they first measured it.

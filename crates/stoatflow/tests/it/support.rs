@@ -137,3 +137,11 @@ pub fn produce_and_run<L: Log>(app: &mut App, log: &L) {
         app.error()
     );
 }
+
+/// The input and output topics with two partitions each: what the
+/// scripted group's log holds (`scripted_group::scripted_log`).
+pub fn create_topics<L: Log>(log: &L) {
+    for t in [INPUT, OUTPUT] {
+        log.create_topic(&TopicSpec::new(t, 2)).expect("topic");
+    }
+}

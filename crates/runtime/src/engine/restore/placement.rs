@@ -9,20 +9,11 @@
 //! Owns the ranking and nothing else; knows nothing of stores, threads or
 //! the log.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use crate::engine::partitioner::murmur2;
+pub(crate) use crate::engine::shared::GroupView;
 use crate::task_id::TaskId;
-
-/// The group as every member sees it: its members (instance ids) and the
-/// owner of each task that has one.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct GroupView {
-    /// Every member of the group, by instance id.
-    pub members: BTreeSet<String>,
-    /// The member owning each assigned task.
-    pub owners: BTreeMap<TaskId, String>,
-}
 
 /// How strongly `member` ranks for holding a copy of `task`: a hash of
 /// both, stable across processes and builds (murmur2, as the partitioner).
@@ -67,6 +58,8 @@ pub(crate) fn copies_of(
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
 
     fn tasks(subtopologies: usize, partitions: u32) -> Vec<TaskId> {
