@@ -43,6 +43,11 @@ use crate::segments::{Retention, SegmentedConfig};
 use crate::store::{SessionWindow, StoreConfig};
 use crate::windowed::{SessionKind, TimeWindowKind, WindowKind};
 
+/// What a spill leaves in a window or session store's cache, in percent of its bound: a
+/// quarter of the bound is written back and let go at a time, the oldest windows first, so
+/// that a spill costs a slice of the cache and the windows a task still writes stay in it.
+const SPILL_TO_PERCENT: usize = 75;
+
 /// How one key's windows order on disk (the order of the times a [`DiskLayout`] appends
 /// to the key): the cache keeps each key's windows in it.
 pub(crate) trait WindowOrder: WindowKind {
@@ -648,47 +653,62 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
             });
     }
 
-    /// Past its bound, the cache is written to the engine and emptied.
+    /// Past its bound, the cache lets go of its oldest windows (see [`WindowCache::cut_to`])
+    /// down to [`SPILL_TO_PERCENT`] of it, writing their dirty entries to the engine first.
     fn spill_if_over(&mut self) -> Result<(), StateError> {
         if self.cache.is_over() {
-            self.write_back()?;
-            self.cache.clear();
+            let cut = self
+                .cache
+                .cut_to(self.cache.max_bytes() / 100 * SPILL_TO_PERCENT);
+            self.write_back_where(|segment, w| cut.covers(segment, w))?;
+            self.cache.evict(cut);
         }
         Ok(())
     }
 
-    /// Writes the cache's dirty entries to the engine as sorted tables. All or nothing: on an
-    /// engine error they stay dirty in the cache.
+    /// Writes every dirty entry of the cache to the engine and marks them clean (a close, a
+    /// bulk restore). All or nothing: on an engine error they stay dirty.
     fn write_back(&mut self) -> Result<(), StateError> {
         if self.cache.dirty_len() == 0 {
             return Ok(());
         }
-        let dirty = self.cache.segments_with_dirty();
-        for &(segment, has_value) in &dirty {
-            if has_value {
-                self.segments.get_or_create(segment)?;
+        self.write_back_where(|_, _| true)?;
+        self.cache.mark_clean();
+        Ok(())
+    }
+
+    /// Writes the cache's dirty entries that `take` selects (by segment and window) to the
+    /// engine, one sorted table per segment; the entries stay in the cache as they are.
+    /// A failure part-way leaves them all dirty: writing an already written segment again
+    /// is harmless (the same values, newer).
+    fn write_back_where(&mut self, take: impl Fn(i64, L::Order) -> bool) -> Result<(), StateError> {
+        let name = self.config.name();
+        let mut tables: Vec<(i64, Vec<(Vec<u8>, Option<Vec<u8>>)>)> = Vec::new();
+        for segment in self.cache.segment_ids() {
+            let mut rows = Vec::new();
+            for (k, w, v) in self.cache.dirty_in(segment) {
+                if !take(segment, w) {
+                    continue;
+                }
+                let value = v
+                    .map(|v| encode_value(&*self.value_codec, v, name, self.keys.shown(k)))
+                    .transpose()?;
+                rows.push((L::engine_key(k, L::window_of(w)), value));
+            }
+            if !rows.is_empty() {
+                tables.push((segment, rows));
             }
         }
-        // One sorted table per segment. A failure part-way leaves every entry dirty; writing
-        // an already written segment again is harmless (the same values, newer).
-        let name = self.config.name();
-        let mut rows: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
-        for &(segment, _) in &dirty {
-            if let Some(ks) = self.segments.get(segment) {
-                rows.clear();
-                for (k, w, v) in self.cache.dirty_in(segment) {
-                    let value = v
-                        .map(|v| encode_value(&*self.value_codec, v, name, self.keys.shown(k)))
-                        .transpose()?;
-                    rows.push((L::engine_key(k, L::window_of(w)), value));
-                }
+        for (segment, rows) in &mut tables {
+            if rows.iter().any(|(_, v)| v.is_some()) {
+                self.segments.get_or_create(*segment)?;
+            }
+            if let Some(ks) = self.segments.get(*segment) {
                 rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
                 let sorted = rows.iter().map(|(k, v)| (k.as_slice(), v.as_deref()));
                 write_sorted(ks, sorted, name)?;
             }
         }
-        drop(rows);
-        self.cache.mark_clean();
         Ok(())
     }
 
@@ -934,6 +954,20 @@ impl<K, V, L: DiskLayout> SegmentedCore<K, V, L> {
     #[cfg(test)]
     pub(crate) fn cached_entries(&self) -> usize {
         self.cache.len()
+    }
+
+    /// The value the cache holds for (key, window), for tests of what a spill keeps.
+    #[cfg(test)]
+    pub(crate) fn cached_value(&self, key: &K, window: L::Window) -> Option<V>
+    where
+        V: Clone,
+    {
+        let k = encode_key(&self.keys, key, self.config.name(), "a test").ok()?;
+        let segment = self.segment_id(L::time(window));
+        self.cache
+            .get(segment, &k, L::order(window))
+            .flatten()
+            .cloned()
     }
 
     /// The engine's own keys (not the cache's), segment by segment in engine order, for

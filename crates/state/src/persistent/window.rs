@@ -306,6 +306,42 @@ mod tests {
     }
 
     #[test]
+    fn a_spill_lets_go_of_the_oldest_windows_and_keeps_the_newest() {
+        let tmp = tempfile::tempdir().unwrap();
+        // Room for about 49 entries (114 bytes each); ten keys, windows 0, 10, .. 90, all in
+        // segment 0.
+        let cfg = PersistentConfig::new(tmp.path(), "app").with_cache_max_bytes_unfloored(40 * 140);
+        let mut w = open_window_store(&cfg);
+        for start in (0..100).step_by(10) {
+            for key in 0..10 {
+                w.update(&format!("k{key}"), start, start, &mut |old| {
+                    old.unwrap_or(0) + 1
+                })
+                .unwrap();
+            }
+        }
+        let cached = w.core.cached_entries();
+        assert!(
+            (1..50).contains(&cached),
+            "a spill takes a slice, not the whole cache: {cached} entries left"
+        );
+        for key in 0..10 {
+            let k = format!("k{key}");
+            assert_eq!(
+                w.core.cached_value(&k, 90),
+                Some(1),
+                "the newest window of {k} stays in the cache"
+            );
+            assert_eq!(w.core.cached_value(&k, 0), None, "the oldest of {k} went");
+            assert_eq!(
+                w.fetch(&k, 0).unwrap(),
+                Some(1),
+                "and reads back from the engine"
+            );
+        }
+    }
+
+    #[test]
     fn a_close_writes_the_cache_back() {
         let tmp = tempfile::tempdir().unwrap();
         let cfg = PersistentConfig::new(tmp.path(), "app");

@@ -3,10 +3,11 @@
 //! Owns, per segment, the entries the store wrote since it was opened or the cache was last
 //! emptied: each is a value or a deletion, dirty until the engine has it, and marked while
 //! the changelog still owes it a record. Writes land here only; reads and scans look here
-//! first. The engine gets the dirty entries in one batch only when the cache outgrows its
-//! bound ([`WriteCache::is_over`]: the store then writes back and [`WriteCache::clear`]s)
-//! and when the store closes, so that a window opened and expired within the bound never
-//! reaches the engine at all.
+//! first. The engine gets dirty entries in one batch only when the cache outgrows its
+//! bound (the key-value store then writes back and [`WriteCache::clear`]s; a window or
+//! session store writes back and lets go of its oldest windows only, down to three
+//! quarters of the bound, [`WindowCache::cut_to`]) and when the store closes, so that a
+//! window opened and expired within the bound never reaches the engine at all.
 //!
 //! Why that is safe: a store is durable through its changelog (flushed at every barrier
 //! from what this cache and the engine hold) and, across a clean close, through the

@@ -89,6 +89,24 @@ fn entry_cost<W>(key: &[u8], weight: usize) -> usize {
     key.len() + weight + ENTRY_OVERHEAD + size_of::<W>()
 }
 
+/// Which entries an eviction takes: every entry of the segments below `below`, and in
+/// `partial`'s segment those whose window orders at or before its window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Cut<W> {
+    below: i64,
+    partial: Option<(i64, W)>,
+}
+
+impl<W: Ord + Copy> Cut<W> {
+    /// Whether the cut takes the entry of `window` in `segment`.
+    pub(crate) fn covers(&self, segment: i64, window: W) -> bool {
+        segment < self.below
+            || self
+                .partial
+                .is_some_and(|(s, through)| s == segment && window <= through)
+    }
+}
+
 impl<W: Ord + Copy + Hash, V> WindowCache<W, V> {
     /// An empty cache bounded by `max_bytes`.
     pub(crate) fn new(max_bytes: usize) -> Self {
@@ -226,6 +244,93 @@ impl<W: Ord + Copy + Hash, V> WindowCache<W, V> {
         self.bytes > self.max_bytes
     }
 
+    /// The bound.
+    pub(crate) fn max_bytes(&self) -> usize {
+        self.max_bytes
+    }
+
+    /// The oldest entries whose eviction leaves at most `target` bytes: whole segments from
+    /// the oldest, then, in the first segment that must stay, its entries by window order
+    /// (every entry of the last window taken goes with it). A stream task writes its newest
+    /// windows, so the oldest are those it is done with: closed, emitted, waiting for their
+    /// segment to expire. Entries of one window across keys go together.
+    pub(crate) fn cut_to(&self, target: usize) -> Cut<W> {
+        let mut bytes = self.bytes;
+        for (&id, seg) in &self.segments {
+            if bytes <= target {
+                return Cut {
+                    below: id,
+                    partial: None,
+                };
+            }
+            let costs = seg.keys.iter().flat_map(|(k, windows)| {
+                windows
+                    .iter()
+                    .map(move |(w, s)| (*w, entry_cost::<W>(k, s.weight)))
+            });
+            let seg_bytes: usize = costs.clone().map(|(_, c)| c).sum();
+            if bytes - seg_bytes > target {
+                bytes -= seg_bytes;
+                continue;
+            }
+            let mut by_window: Vec<(W, usize)> = costs.collect();
+            by_window.sort_unstable_by_key(|(w, _)| *w);
+            let mut through = None;
+            for (w, cost) in by_window {
+                if bytes <= target && through != Some(w) {
+                    break;
+                }
+                bytes -= cost;
+                through = Some(w);
+            }
+            return Cut {
+                below: id,
+                partial: through.map(|w| (id, w)),
+            };
+        }
+        Cut {
+            below: i64::MAX,
+            partial: None,
+        }
+    }
+
+    /// Lets go of the entries `cut` takes (the store has written their dirty ones back):
+    /// what they owe the changelog stays owed, and the engine may now hold entries of the
+    /// segment cut through.
+    pub(crate) fn evict(&mut self, cut: Cut<W>) {
+        let kept = self.segments.split_off(&cut.below);
+        let taken = std::mem::replace(&mut self.segments, kept);
+        for (id, seg) in taken {
+            self.forget_segment(id, seg);
+        }
+        let Some((id, through)) = cut.partial else {
+            return;
+        };
+        let Some(mut seg) = self.segments.remove(&id) else {
+            return;
+        };
+        seg.engine = true;
+        let mut owed: Vec<(Box<[u8]>, W, i64)> = Vec::new();
+        seg.keys.retain(|key, windows| {
+            let n = windows.partition_point(|(w, _)| *w <= through);
+            for (w, slot) in windows.drain(..n) {
+                self.bytes -= entry_cost::<W>(key, slot.weight);
+                self.counts.forget(&slot.entry);
+                self.entries -= 1;
+                if let Some(ts) = slot.entry.logged {
+                    owed.push((key.clone(), w, ts));
+                }
+            }
+            !windows.is_empty()
+        });
+        for (key, w, ts) in owed {
+            self.owe(id, key, w, ts);
+        }
+        if !seg.keys.is_empty() {
+            self.segments.insert(id, seg);
+        }
+    }
+
     /// Entries the engine does not have yet.
     pub(crate) fn dirty_len(&self) -> usize {
         self.counts.dirty
@@ -283,28 +388,6 @@ impl<W: Ord + Copy + Hash, V> WindowCache<W, V> {
     /// Whether `segment` holds a value (not only deletions).
     pub(crate) fn has_value_in(&self, segment: i64) -> bool {
         self.entries_in(segment).any(|(_, _, v)| v.is_some())
-    }
-
-    /// The segments holding a dirty entry, ascending, each with whether one of them is a
-    /// value (a segment with only deletions needs nothing created in the engine).
-    pub(crate) fn segments_with_dirty(&self) -> Vec<(i64, bool)> {
-        let mut out = Vec::new();
-        for (&id, seg) in &self.segments {
-            let dirty = seg.keys.values().flatten().filter(|(_, s)| s.entry.dirty);
-            let mut any = false;
-            let mut value = false;
-            for (_, s) in dirty {
-                any = true;
-                if s.entry.value.is_some() {
-                    value = true;
-                    break;
-                }
-            }
-            if any {
-                out.push((id, value));
-            }
-        }
-        out
     }
 
     /// The dirty entries of `segment`, in no order.
@@ -383,24 +466,43 @@ impl<W: Ord + Copy + Hash, V> WindowCache<W, V> {
     /// Keeps what the entries of `seg` owe the changelog among the spilled keys.
     fn spill(&mut self, id: i64, seg: Segment<W, V>) {
         for (key, windows) in seg.keys {
-            let mut owed = windows
-                .into_iter()
-                .filter_map(|(w, s)| s.entry.logged.map(|ts| (w, ts)))
-                .peekable();
-            if owed.peek().is_none() {
-                continue;
-            }
-            let spilled = self.spilled.entry(id).or_default().entry(key).or_default();
-            for (w, ts) in owed {
-                match find(spilled, &w) {
-                    Ok(i) => spilled[i].1 = ts,
-                    Err(i) => {
-                        spilled.insert(i, (w, ts));
-                        self.spilled_len += 1;
-                    }
+            for (w, slot) in windows {
+                if let Some(ts) = slot.entry.logged {
+                    self.owe(id, key.clone(), w, ts);
                 }
             }
         }
+    }
+
+    /// Notes that the changelog owes (`key`, `window`) of `segment`, last written at `ts`,
+    /// though the cache lets go of its entry.
+    fn owe(&mut self, segment: i64, key: Box<[u8]>, window: W, ts: i64) {
+        let spilled = self
+            .spilled
+            .entry(segment)
+            .or_default()
+            .entry(key)
+            .or_default();
+        match find(spilled, &window) {
+            Ok(i) => spilled[i].1 = ts,
+            Err(i) => {
+                spilled.insert(i, (window, ts));
+                self.spilled_len += 1;
+            }
+        }
+    }
+
+    /// Lets go of a whole segment: its bytes and counts, and what it owes the changelog
+    /// stays owed.
+    fn forget_segment(&mut self, id: i64, seg: Segment<W, V>) {
+        for (key, windows) in &seg.keys {
+            for (_, slot) in windows {
+                self.bytes -= entry_cost::<W>(key, slot.weight);
+                self.counts.forget(&slot.entry);
+                self.entries -= 1;
+            }
+        }
+        self.spill(id, seg);
     }
 
     /// Forgets the segments below `first_live` (the engine drops them too); what they owe
@@ -409,14 +511,7 @@ impl<W: Ord + Copy + Hash, V> WindowCache<W, V> {
         let live = self.segments.split_off(&first_live);
         let dropped = std::mem::replace(&mut self.segments, live);
         for (id, seg) in dropped {
-            for (key, windows) in &seg.keys {
-                for (_, slot) in windows {
-                    self.bytes -= entry_cost::<W>(key, slot.weight);
-                    self.counts.forget(&slot.entry);
-                    self.entries -= 1;
-                }
-            }
-            self.spill(id, seg);
+            self.forget_segment(id, seg);
         }
     }
 }
@@ -506,7 +601,6 @@ mod tests {
         let one = entry_cost::<i64>(b"a", 1);
         let bytes = one + entry_cost::<i64>(b"a", 0) + entry_cost::<i64>(b"b", 1);
         assert_eq!(cache.bytes, bytes, "a deletion weighs nothing");
-        assert_eq!(cache.segments_with_dirty(), vec![(1, true), (2, true)]);
         let rewritten = cache.rewrite(1, b"a", 10, Some(103), 7, |v| {
             assert_eq!(v.as_deref(), Some(&b"2"[..]));
             *v = Some(b"22".to_vec());
@@ -517,7 +611,6 @@ mod tests {
         assert_eq!(cache.rewrite(1, b"a", 11, None, 7, |_| true), None);
         cache.mark_clean();
         assert_eq!(cache.dirty_len(), 0);
-        assert_eq!(cache.segments_with_dirty(), vec![]);
         // A deletion rewritten to a value weighs the fallback.
         cache.rewrite(1, b"a", 20, None, 7, |v| {
             *v = Some(b"x".to_vec());
@@ -563,5 +656,41 @@ mod tests {
         assert_eq!(seen, Some(()));
         assert_eq!((cache.dirty_len(), cache.logged_len()), (0, 0));
         assert_eq!(cache.get(0, b"k", 1), Some(Some(&5)));
+    }
+
+    #[test]
+    fn an_eviction_takes_the_oldest_windows_whole_and_keeps_what_they_owe() {
+        let mut cache = WindowCache::<i64, u64>::new(1 << 20);
+        // Segment 0: windows 0 and 10 of three keys; segment 1: window 60 of two keys.
+        for key in [&b"a"[..], b"b", b"c"] {
+            cache.write(0, key, 0, Some((1, 8)), Some(1), || false);
+            cache.write(0, key, 10, Some((2, 8)), None, || false);
+        }
+        for key in [&b"a"[..], b"b"] {
+            cache.write(1, key, 60, Some((3, 8)), Some(2), || false);
+        }
+        let one = entry_cost::<i64>(b"a", 8);
+        assert_eq!(cache.bytes, 8 * one);
+        // Down to 5 entries' worth: window 0 goes, for every key, and nothing newer.
+        let cut = cache.cut_to(5 * one);
+        assert!(cut.covers(0, 0) && !cut.covers(0, 10) && !cut.covers(1, 60));
+        cache.evict(cut);
+        assert_eq!((cache.len(), cache.bytes), (5, 5 * one));
+        assert_eq!(cache.get(0, b"b", 0), None, "let go: the engine answers");
+        assert_eq!(cache.get(0, b"b", 10), Some(Some(&2)));
+        assert!(cache.engine_may_hold(0), "the engine has window 0 now");
+        assert_eq!(cache.logged_len(), 5, "what window 0 owed stays owed");
+        // Down to one entry: all of segment 0 and window 60 (both keys) go.
+        let cut = cache.cut_to(one);
+        assert!(cut.covers(0, 10) && cut.covers(1, 60));
+        cache.evict(cut);
+        assert_eq!((cache.len(), cache.bytes, cache.dirty_len()), (0, 0, 0));
+        assert_eq!(cache.segment_ids().count(), 0);
+        // Under the target already: nothing is taken.
+        cache.write(2, b"a", 120, Some((4, 8)), None, || false);
+        let cut = cache.cut_to(one);
+        assert!(!cut.covers(2, 120));
+        cache.evict(cut);
+        assert_eq!(cache.len(), 1);
     }
 }
