@@ -76,6 +76,9 @@ pub(crate) struct LaneSetup<L: Log> {
     pub(crate) first_epoch: u64,
     /// Where its tasks' dynamic sinks look their topics up.
     pub(crate) topics: Arc<dyn stoatflow_streams::TopicCatalog>,
+    /// The queries (those allowing stale answers) it answers while it
+    /// restores; dropped once restored, which ends the queries still there.
+    pub(crate) restore_queries: Option<Receiver<Box<dyn LaneQuery>>>,
 }
 
 /// Output records a lane's tasks hold before it hands them to the
@@ -86,7 +89,7 @@ const EARLY_OUTPUT: usize = 1024;
 /// the inbox until the poll loop hangs up or asks for the checkpoint. A
 /// failure while serving goes to `failures`.
 pub(crate) fn run_lane<L: Log + 'static>(
-    setup: LaneSetup<L>,
+    mut setup: LaneSetup<L>,
     inbox: Receiver<LaneMsg>,
     restored: SyncSender<Restored>,
     failures: SyncSender<LaneFailed>,
@@ -97,8 +100,12 @@ pub(crate) fn run_lane<L: Log + 'static>(
     // it becomes this lane's failure, naming the task it hit. `current`
     // names the task being worked on.
     let current = Cell::new(None);
-    let built = panic::catch_unwind(AssertUnwindSafe(|| build_tasks(&setup, &current)))
-        .unwrap_or_else(|payload| Err(task_panicked(lane, &current, &*payload)));
+    let queries = setup.restore_queries.take();
+    let built = panic::catch_unwind(AssertUnwindSafe(|| {
+        build_tasks(&setup, queries.as_ref(), &current)
+    }))
+    .unwrap_or_else(|payload| Err(task_panicked(lane, &current, &*payload)));
+    drop(queries);
     let tasks = match built {
         Ok((tasks, count)) => {
             if restored.send(Restored::Ready { restored: count }).is_err() {
@@ -378,9 +385,11 @@ fn note_pending(tasks: &BTreeMap<TaskId, StreamTask>, pending_output: &AtomicBoo
 }
 
 /// Instantiates this lane's tasks, restores their stores from the committed
-/// changelogs (partition = the task's partition) and seeds their clocks.
+/// changelogs (partition = the task's partition), answering `queries`
+/// meanwhile, and seeds their clocks.
 fn build_tasks<L: Log>(
     setup: &LaneSetup<L>,
+    queries: Option<&Receiver<Box<dyn LaneQuery>>>,
     current: &Cell<Option<TaskId>>,
 ) -> Result<(BTreeMap<TaskId, StreamTask>, u64), RuntimeError> {
     let mut tasks = BTreeMap::new();
@@ -408,6 +417,7 @@ fn build_tasks<L: Log>(
             ),
             stall: setup.restore_stall_timeout,
             cancel: Some(&setup.cancel_restore),
+            queries,
         };
         reader.restore(&tasks, Some(&setup.metrics))?
     } else {

@@ -45,6 +45,8 @@ use crate::error::RuntimeError;
 use crate::observe::timeline::Timeline;
 use crate::task_id::TaskId;
 
+/// How many queries wait for a restoring lane before a caller blocks.
+const RESTORE_QUERIES: usize = 64;
 /// How often the wait for the lanes' restore looks for a close.
 const RESTORE_POLL: Duration = Duration::from_millis(20);
 
@@ -495,8 +497,13 @@ fn spawn_lanes<L: Log + 'static, C>(
         pending_output: Arc::new(AtomicBool::new(false)),
         cancel_restore: Arc::new(AtomicBool::new(false)),
     };
+    // Queries allowing stale answers reach the lanes while they restore
+    // (until RUNNING publishes their inboxes instead).
+    let mut restoring = Vec::with_capacity(lanes_n);
     for (lane, tasks) in by_lane.into_iter().enumerate() {
         let (tx, rx) = sync_channel(LANE_QUEUE);
+        let (query_tx, restore_queries) = sync_channel(RESTORE_QUERIES);
+        restoring.push(query_tx);
         let setup = LaneSetup {
             lane,
             tasks,
@@ -516,6 +523,7 @@ fn spawn_lanes<L: Log + 'static, C>(
             early: early.clone(),
             first_epoch: seeded.last_barrier + 1,
             topics: s.topics.clone(),
+            restore_queries: Some(restore_queries),
         };
         let (restored_tx, failures_tx) = (restored_tx.clone(), failures_tx.clone());
         let handle = std::thread::Builder::new()
@@ -528,6 +536,11 @@ fn spawn_lanes<L: Log + 'static, C>(
         lanes.inboxes.push(tx);
         lanes.threads.push(handle);
     }
+    s.shared
+        .query_lanes
+        .lock()
+        .expect("query lanes lock")
+        .restoring = restoring;
     Ok(lanes)
 }
 

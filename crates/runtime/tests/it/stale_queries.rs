@@ -4,14 +4,17 @@
 //! a query on a store it has only as standby copies, naming the tasks and
 //! why; with stale answers allowed it answers from its copies, saying how
 //! far behind each is, with no window final, and once the copies caught up
-//! with the same values A's committed answer holds.
+//! with the same values A's committed answer holds. A task still restoring
+//! (its restore held) is refused, then answered with stale answers allowed,
+//! saying how far its restore has to go, on both store engines.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use stoatflow_log::{Consumer, GroupEvent, Log, TopicPartition};
+use stoatflow_log::{Consumer, EmbeddedLog, GroupEvent, Log, TopicPartition};
 use stoatflow_runtime::{
     AppState, Finality, KeyQuery, QueryAnswer, QueryError, RuntimeConfig, StaleSource,
     StateQueryRequest, StreamsApp, TaskId, WindowQuery,
@@ -22,7 +25,7 @@ use stoatflow_streams::{
     TimeWindows, Topology,
 };
 
-use crate::hooked_log::HookedLog;
+use crate::hooked_log::{HookedLog, Hooks};
 use crate::scripted_group::{Script, scripted_log};
 use crate::support::*;
 
@@ -263,4 +266,120 @@ fn a_standby_keeps_no_copy_of_a_store_in_memory_and_says_so() {
     );
     assert!(p.a.close(Duration::from_secs(30)), "{:?}", p.a.error());
     assert!(p.b.close(Duration::from_secs(30)), "{:?}", p.b.error());
+}
+
+/// The restore's readers (`<lane>-reader` threads) fetch nothing while
+/// held: a restore that cannot end until released.
+#[derive(Debug, Default)]
+struct HeldReaders(AtomicBool);
+
+impl Hooks for HeldReaders {
+    fn starve_fetch(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+            && std::thread::current()
+                .name()
+                .is_some_and(|n| n.ends_with("-reader"))
+    }
+}
+
+/// A task still restoring is refused without stale answers allowed, and
+/// answered with them, saying how far its restore has to go; released, it
+/// answers committed what the first run counted. On `store`.
+fn a_restoring_task(store: StoreType) {
+    let app_id = format!("restoring-{store:?}").to_lowercase();
+    let log = Arc::new(EmbeddedLog::in_memory());
+    create_topics(&*log);
+    produce(&*log, &input(300, 6, 3), 50);
+    let config = |dir: &Path| {
+        stoatflow_runtime::RuntimeConfig::new(&app_id, stoatflow_runtime::Backend::InMemory)
+            .with_lanes(2)
+            .with_state_dir(dir)
+            .with_streams(StreamsConfig::new(&app_id).with_default_dsl_store(store))
+    };
+    // A first run fills the changelogs; the next, on a fresh state
+    // directory, restores them in full.
+    let first_dir = tempfile::tempdir().unwrap();
+    let mut first =
+        StreamsApp::with_log(counts_and_totals(), config(first_dir.path()), log.clone()).unwrap();
+    first.start().unwrap();
+    assert!(first.wait_until_caught_up(Duration::from_secs(60)).unwrap());
+    let q = || KeyQuery::<String, i64>::with_key("k1".into());
+    let counted = first
+        .query(StateQueryRequest::in_store(TOTALS, q()))
+        .unwrap()
+        .answer
+        .map(|v| v.value);
+    assert!(counted.is_some());
+    assert!(first.close(Duration::from_secs(30)), "{:?}", first.error());
+
+    let held = Arc::new(HeldReaders(AtomicBool::new(true)));
+    let hooked = Arc::new(HookedLog {
+        inner: log,
+        hooks: held.clone(),
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = StreamsApp::with_log(counts_and_totals(), config(dir.path()), hooked).unwrap();
+    app.start().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let why = loop {
+        match app.query(StateQueryRequest::in_store(TOTALS, q())) {
+            Err(QueryError::Stale { store, why }) => {
+                assert_eq!(store, TOTALS);
+                break why;
+            }
+            Err(QueryError::NotRunning) => {}
+            other => panic!("a restoring app answered: {other:?}"),
+        }
+        assert!(Instant::now() < deadline, "the lanes never restored");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    for t in tasks() {
+        assert!(
+            why.contains(&format!("task {t} is still restoring (allow stale answers")),
+            "{why}"
+        );
+    }
+    let stale = app
+        .query(StateQueryRequest::in_store(TOTALS, q()).enable_stale())
+        .unwrap();
+    assert_eq!(stale.answer, None, "nothing restored yet");
+    assert_eq!(stale.barrier, None);
+    let read: Vec<TaskId> = stale.stale.iter().map(|s| s.task).collect();
+    assert_eq!(read, tasks());
+    let behind: u64 = stale
+        .stale
+        .iter()
+        .inspect(|s| assert_eq!(s.source, StaleSource::Restoring))
+        .flat_map(|s| &s.changelogs)
+        .map(|c| {
+            assert!(c.topic.contains(TOTALS), "{c:?}");
+            c.behind.unwrap()
+        })
+        .sum();
+    assert!(
+        behind > 0,
+        "the restore has records to go: {:?}",
+        stale.stale
+    );
+    assert_eq!(app.state(), AppState::Rebalancing);
+
+    held.0.store(false, Ordering::Release);
+    assert_eq!(
+        app.wait_for_state(AppState::Running, Duration::from_secs(60)),
+        AppState::Running
+    );
+    let answer = app.query(StateQueryRequest::in_store(TOTALS, q())).unwrap();
+    assert_eq!(answer.answer.map(|v| v.value), counted);
+    assert!(answer.stale.is_empty());
+    assert!(app.close(Duration::from_secs(30)), "{:?}", app.error());
+}
+
+#[test]
+fn a_restoring_task_is_refused_unless_stale_answers_are_allowed_in_memory() {
+    a_restoring_task(StoreType::InMemory);
+}
+
+#[test]
+fn a_restoring_task_is_refused_unless_stale_answers_are_allowed_on_disk() {
+    a_restoring_task(StoreType::Persistent);
 }

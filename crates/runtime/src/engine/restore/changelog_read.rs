@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use stoatflow_log::{Consumer, FetchedBatch, LogError, Offset, TopicPartition};
@@ -110,6 +111,10 @@ pub(crate) type Delivery = (TopicPartition, Result<RestoreBatch, ChangelogEntry>
 /// hold twice as much together, every one of them is.
 pub(crate) const BATCH_BYTES: usize = stoatflow_state::RESTORE_BATCH_BYTES;
 
+/// The ends a read reads its partitions to, once it has looked them up
+/// (a partition with nothing to read is not among them).
+pub(crate) type EndsSeen = Mutex<Option<BTreeMap<TopicPartition, u64>>>;
+
 /// When a read gives up: after `stall` without progress (the error names
 /// `what`), or as soon as `cancel` is set.
 #[derive(Debug, Clone, Copy)]
@@ -117,6 +122,9 @@ pub(crate) struct ReadLimits<'a> {
     pub(crate) stall: Duration,
     pub(crate) what: &'a str,
     pub(crate) cancel: Option<&'a AtomicBool>,
+    /// Where the ends read to are told, once known (what a query of a
+    /// restoring task reports as how far it has to go).
+    pub(crate) ends_seen: Option<&'a EndsSeen>,
 }
 
 /// Reads `partitions` as [`read_to_end`] does, handing each partition's
@@ -138,6 +146,9 @@ pub(crate) fn read_batches<C: Consumer>(
     deliver: &mut dyn FnMut(Delivery) -> bool,
 ) -> Result<(), LogError> {
     let mut ends = assign_to_end(consumer, partitions)?;
+    if let Some(seen) = limits.ends_seen {
+        *seen.lock().expect("restore ends lock") = Some(ends.clone());
+    }
     let mut filling: BTreeMap<TopicPartition, RestoreBatch> = BTreeMap::new();
     let mut last_progress = Instant::now();
     while !ends.is_empty() {
@@ -286,6 +297,7 @@ mod tests {
     use stoatflow_log::{EmbeddedLog, Log, Record, Timestamp, TopicSpec, TransactionalProducer};
 
     const LIMITS: ReadLimits<'static> = ReadLimits {
+        ends_seen: None,
         stall: Duration::from_secs(10),
         what: "test",
         cancel: None,
@@ -409,6 +421,7 @@ mod tests {
             end: 5,
         };
         let limits = ReadLimits {
+            ends_seen: None,
             stall: Duration::from_secs(2),
             ..LIMITS
         };

@@ -4,13 +4,14 @@
 //! store's layout, and the checkpoints of a clean close.
 //!
 //! Shared by the lanes (active tasks, restored before they process) and
-//! the standby thread (warm copies that tail the changelogs). Owns no
-//! thread and no task; knows nothing of barriers, the poll loop or the
-//! producer.
+//! the standby thread (warm copies that tail the changelogs). A lane's
+//! restore answers the queries that allow stale answers between two
+//! batches (docs/queries.md#stale). Owns no thread and no task; knows
+//! nothing of barriers, the poll loop or the producer.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::Duration;
 
 use stoatflow_log::{Consumer, Log, LogError, TopicPartition};
@@ -20,10 +21,15 @@ use stoatflow_state::{
 };
 use stoatflow_streams::StreamTask;
 
-use crate::engine::restore::changelog_read::{Delivery, ReadLimits, read_batches};
+use crate::engine::restore::changelog_read::{Delivery, EndsSeen, ReadLimits, read_batches};
 use crate::error::RuntimeError;
 use crate::observe::metrics::MetricsCells;
+use crate::query::{ChangelogLag, LaneQuery, StaleRead, StaleSource};
 use crate::task_id::TaskId;
+
+/// How long a restore waits for its next batch before it looks at its
+/// queries again.
+const QUERY_POLL: Duration = Duration::from_millis(50);
 
 /// Per changelog partition of a set of tasks: the task, the store and the
 /// offset its restore starts from.
@@ -110,6 +116,8 @@ pub(crate) struct StoreReader<'a, L: Log> {
     /// Set when the restore's result is no longer wanted (the application
     /// closes while restoring): the reading stops early.
     pub(crate) cancel: Option<&'a AtomicBool>,
+    /// The queries it answers while it restores (a lane's).
+    pub(crate) queries: Option<&'a Receiver<Box<dyn LaneQuery>>>,
 }
 
 impl<L: Log> StoreReader<'_, L> {
@@ -145,10 +153,12 @@ impl<L: Log> StoreReader<'_, L> {
             .collect();
         let mut consumer = self.log.consumer(&self.consumer)?;
         let what = format!("the stores read by {}", self.consumer);
+        let ends = EndsSeen::default();
         let limits = ReadLimits {
             stall: self.stall,
             what: &what,
             cancel: self.cancel,
+            ends_seen: Some(&ends),
         };
         let reader_name = format!(
             "{}-reader",
@@ -166,7 +176,10 @@ impl<L: Log> StoreReader<'_, L> {
                     thread: "restore reader".into(),
                     reason: e.to_string(),
                 })?;
-            if let Err(e) = applied.apply_all(&rx, &wanted, tasks, metrics) {
+            let queries = self
+                .queries
+                .map(|inbox| RestoreQueries { inbox, ends: &ends });
+            if let Err(e) = applied.apply_all(&rx, &wanted, tasks, metrics, queries.as_ref()) {
                 // The reader stops at its next hand-over.
                 drop(rx);
                 let _ = reader.join();
@@ -226,27 +239,98 @@ fn read_deliveries<C: Consumer>(
 struct Applied {
     total: u64,
     per_store: BTreeMap<(TaskId, String), u64>,
+    /// Per changelog partition, the offset after the last record applied.
+    next: BTreeMap<TopicPartition, u64>,
+}
+
+/// The queries a lane's restore answers, and the ends it reads to.
+struct RestoreQueries<'a> {
+    inbox: &'a Receiver<Box<dyn LaneQuery>>,
+    ends: &'a EndsSeen,
+}
+
+impl RestoreQueries<'_> {
+    /// Answers every query waiting: each task with the store asked is read
+    /// as it is so far, saying where its restore is in each changelog
+    /// partition of the store.
+    fn answer(
+        &self,
+        tasks: &BTreeMap<TaskId, StreamTask>,
+        wanted: &ChangelogPartitions,
+        next: &BTreeMap<TopicPartition, u64>,
+    ) {
+        while let Ok(mut query) = self.inbox.try_recv() {
+            let store = query.store().to_owned();
+            let ends = self.ends.lock().expect("restore ends lock").clone();
+            for (&id, task) in tasks {
+                if !task.store_names().any(|s| s == store) {
+                    continue;
+                }
+                let changelogs = wanted
+                    .iter()
+                    .filter(|(_, (t, s, _))| *t == id && *s == store)
+                    .map(|(tp, (_, _, from))| {
+                        let position = next.get(tp).copied().unwrap_or(*from);
+                        // Known ends: a partition not among them had nothing to read.
+                        let end = ends
+                            .as_ref()
+                            .map(|e| e.get(tp).copied().unwrap_or(position).max(position));
+                        ChangelogLag {
+                            topic: tp.topic.to_string(),
+                            partition: tp.partition.0 as i32,
+                            position,
+                            end,
+                            behind: end.map(|e| e - position),
+                        }
+                    })
+                    .collect();
+                let read = StaleRead {
+                    task: id,
+                    source: StaleSource::Restoring,
+                    changelogs,
+                };
+                query.visit_stale(task, read, None);
+            }
+            query.finish(None);
+        }
+    }
 }
 
 impl Applied {
     /// Applies each delivery from the reader as it comes, until the reader ends or a delivery
     /// fails (a record with no key, or a store that refuses a batch).
+    /// Between two deliveries (and at least every [`QUERY_POLL`]) it
+    /// answers `queries`.
     fn apply_all(
         &mut self,
         rx: &mpsc::Receiver<Delivery>,
         wanted: &ChangelogPartitions,
         tasks: &BTreeMap<TaskId, StreamTask>,
         metrics: Option<&MetricsCells>,
+        queries: Option<&RestoreQueries<'_>>,
     ) -> Result<(), RuntimeError> {
-        for (tp, batch) in rx {
+        loop {
+            let delivery = match queries {
+                None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                Some(_) => rx.recv_timeout(QUERY_POLL),
+            };
+            if let Some(q) = queries {
+                q.answer(tasks, wanted, &self.next);
+            }
+            let (tp, batch) = match delivery {
+                Ok(d) => d,
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => return Ok(()),
+            };
             let (id, store, _) = &wanted[&tp];
-            batch
-                .map_err(|entry| {
-                    state_err(store, entry.corrupt(store, "changelog record has no key"))
-                })
-                .and_then(|batch| self.apply(tasks, *id, store, &batch, metrics))?;
+            let batch = batch.map_err(|entry| {
+                state_err(store, entry.corrupt(store, "changelog record has no key"))
+            })?;
+            self.apply(tasks, *id, store, &batch, metrics)?;
+            if let Some(last) = batch.iter().last() {
+                self.next.insert(tp, last.offset.0 + 1);
+            }
         }
-        Ok(())
     }
 
     /// Applies `batch` to task `id`'s store `store` and counts it.
