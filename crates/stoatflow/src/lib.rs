@@ -194,6 +194,7 @@ pub use stoatflow_runtime::{
     RunSummary, RuntimeConfig, RuntimeError, StreamThreadExceptionResponse, StreamsApp, TaskId,
     partition_for_key, stop_on_signals,
 };
+pub use stoatflow_runtime::{ChangelogLag, StaleRead, StaleSource};
 pub use stoatflow_runtime::{
     Finality, KeyQuery, QueryAnswer, QueryError, RangeAnswer, RangeQuery, ReadMode, SessionQuery,
     SourcePosition, StateQueryRequest, StoreQuery, WindowEntry, WindowQuery,
