@@ -178,7 +178,7 @@
 //! | `WindowedSerdes.timeWindowedSerdeFrom(..)`, `sessionWindowedSerdeFrom(..)` | `TimeWindows::windowed_serde`, `SlidingWindows::windowed_serde`, `Serdes::session_windowed` |
 //! | **Settings** `Consumed`, `Produced`, `Grouped`, `Materialized`, `Joined`, `StreamJoined`, `Suppressed` | same names; `Consumed::with_timestamp_extractor` or a `WatermarkStrategy` |
 //! | `Named`, `Branched`, `Printed`, `TableJoined` | `Consumed::with_name`/`Grouped::as_`/`split().named(..)` where a name matters; the rest not supported (`Repartitioned`: above, without a `StreamPartitioner`) |
-//! | Interactive queries v2 `KafkaStreams.query(StateQueryRequest)` with `KeyQuery`, `RangeQuery`, `WindowKeyQuery` (IQv1's `store(StoreQueryParameters)` is not ported) | `StreamsApp::query(StateQueryRequest::in_store(name, q))` with `KeyQuery`, `RangeQuery`, `WindowQuery`, `SessionQuery`: committed state by default (`latest_processed()` to read what is processed), each window `final`, `open` or `expired`, the answer's barrier, watermark and position (docs/queries.md); stale answers from standby copies and restoring tasks (`StoreQueryParameters.enableStaleStores()`): `enable_stale()`, each task read saying how far behind it is, no window of it final (docs/queries.md#stale); not yet: `queryMetadataForKey`. The test driver reads stores directly (`key_value_store`, `window_store`, `session_store`) |
+//! | Interactive queries v2 `KafkaStreams.query(StateQueryRequest)` with `KeyQuery`, `RangeQuery`, `WindowKeyQuery` (IQv1's `store(StoreQueryParameters)` is not ported) | `StreamsApp::query(StateQueryRequest::in_store(name, q))` with `KeyQuery`, `RangeQuery`, `WindowQuery`, `SessionQuery`: committed state by default (`latest_processed()` to read what is processed), each window `final`, `open` or `expired`, the answer's barrier, watermark and position (docs/queries.md); `queryMetadataForKey(store, key, keySerializer)` and `application.server`: `query_metadata_for_key(store, &key, &serde)` (a `KeyQueryMetadata`: the owner and standby holders with their `application.server`, learnt through the endpoints topic; docs/queries.md#metadata); stale answers from standby copies and restoring tasks (`StoreQueryParameters.enableStaleStores()`): `enable_stale()`, each task read saying how far behind it is, no window of it final (docs/queries.md#stale). The test driver reads stores directly (`key_value_store`, `window_store`, `session_store`) |
 
 #![warn(missing_docs)]
 
@@ -196,8 +196,9 @@ pub use stoatflow_runtime::{
 };
 pub use stoatflow_runtime::{ChangelogLag, StaleRead, StaleSource};
 pub use stoatflow_runtime::{
-    Finality, KeyQuery, QueryAnswer, QueryError, RangeAnswer, RangeQuery, ReadMode, SessionQuery,
-    SourcePosition, StateQueryRequest, StoreQuery, WindowEntry, WindowQuery,
+    Finality, HostInfo, InstanceInfo, KeyQuery, KeyQueryMetadata, MetadataError, QueryAnswer,
+    QueryError, RangeAnswer, RangeQuery, ReadMode, SessionQuery, SourcePosition,
+    StateQueryRequest, StoreQuery, WindowEntry, WindowQuery,
 };
 pub use stoatflow_streams::*;
 pub use stoatflow_time::{
