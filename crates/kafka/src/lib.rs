@@ -14,8 +14,9 @@
 //!   with [`stoatflow_log::Log::commit_offsets`], as the log's group
 //!   member where it has one.
 //! - [`KafkaMember`]: a consumer-group member ([`stoatflow_log::Log::join_group`]):
-//!   librdkafka's group protocol, eager, a revocation released only once
-//!   the caller committed its work.
+//!   librdkafka's group protocol, eager by default, incremental with
+//!   `cooperative-sticky`; a revocation released only once the caller
+//!   committed its work.
 //! - [`KafkaConfig`]: typed configuration; the properties stoatflow's
 //!   semantics depend on cannot be overridden, and pass-through
 //!   [`ClientProperties`] never show their values.

@@ -120,6 +120,10 @@
 //! on its copy only by chance. Members are static (`group.instance.id`), and
 //! as in Kafka Streams a closed instance does not leave the group: restarted
 //! within the session timeout, it gets its tasks back and nothing moves.
+//! Rebalancing is eager by default; with the client property
+//! `partition.assignment.strategy: cooperative-sticky` it is incremental, as
+//! Kafka Streams' is: the instances whose tasks do not move go on processing
+//! and committing, and only those gaining or losing tasks pause.
 //! `stoatflow.migration.from-kafka-streams: true` takes over an existing
 //! Kafka Streams application's stores, offsets and emitted windows on the
 //! first start.

@@ -73,6 +73,10 @@ pub(crate) enum Rebalance {
     /// Rebuild without committing: the tasks may belong to another
     /// instance already.
     Abandon,
+    /// Go on: the group changed (incremental rebalancing) but not this
+    /// engine's tasks; only what is placed from the group's view (standby
+    /// copies, key metadata) is looked at again.
+    Regroup,
 }
 
 /// The instance's group membership, kept across engine rebuilds.
@@ -218,7 +222,7 @@ impl Membership {
             .collect();
         if added.is_empty() {
             tracing::debug!("rebalance: no task added; going on");
-            return None;
+            return Some(Rebalance::Regroup);
         }
         tracing::info!(
             ?added,
@@ -242,7 +246,7 @@ impl Membership {
         if removed.is_empty() {
             self.owes_release = true;
             self.release()?;
-            return Ok(None);
+            return Ok(Some(Rebalance::Regroup));
         }
         tracing::info!(
             ?removed,
@@ -373,7 +377,7 @@ mod tests {
     #[test]
     fn an_incremental_rebalance_that_changes_nothing_here_goes_on() {
         let (mut m, released) = running(&[0, 1], vec![GroupEvent::Added(vec![])]);
-        assert_eq!(poll(&mut m), None);
+        assert_eq!(poll(&mut m), Some(Rebalance::Regroup));
         assert_eq!(m.next, None);
         m.release().unwrap();
         assert_eq!(*released.lock().unwrap(), 0, "nothing was taken back");

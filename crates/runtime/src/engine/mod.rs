@@ -28,6 +28,7 @@
 pub(crate) mod assignment;
 pub(crate) mod backoff;
 pub(crate) mod commit;
+mod copies;
 pub(crate) mod error_response;
 mod global;
 pub(crate) mod guard;
@@ -67,11 +68,11 @@ use crate::engine::assignment::{Membership, Rebalance};
 use crate::engine::backoff::Backoff;
 use crate::engine::commit::committer::Committer;
 use crate::engine::commit::task_stamps::TaskStamps;
+use crate::engine::copies::Copies;
 use crate::engine::error_response::{REPLACEMENT_BACKOFF, StreamThreadExceptionResponse, fenced};
 use crate::engine::global::GlobalThread;
 use crate::engine::guard::{WATERMARK_GENERATOR, guarded};
 use crate::engine::lane_protocol::{LaneFailed, LaneMsg, LaneRun};
-use crate::engine::restore::standby::Standby;
 use crate::engine::upkeep::{Upkeep, UpkeepThread};
 use crate::error::RuntimeError;
 use crate::observe::metrics::combine;
@@ -208,7 +209,7 @@ fn run_engines<L: Log + 'static>(cx: &EngineContext<'_, L>) -> Result<(), Runtim
         shared.metrics.retire_lanes();
         let error = match result {
             Ok(Exit::Stopped) => return Ok(()),
-            // Eager rebalancing: the next engine runs the new assignment.
+            // This engine's tasks changed: the next one runs the new set.
             Ok(Exit::Rebalance) => continue,
             Err(e) => e,
         };
@@ -347,8 +348,9 @@ struct Engine<L: Log> {
     timeline: Timeline,
     /// Hands the upkeep thread a pass after a commit, when one is due.
     upkeep: Upkeep,
-    /// The standby copies' thread, if this instance keeps any.
-    standby: Option<Standby>,
+    /// The standby copies, placed again when the group changes but not
+    /// this engine's tasks.
+    copies: Copies<L>,
     /// DIRECT dispatch (docs/validation.md#dispatch-mode): no event time is
     /// tracked, so records go to their lanes in fetch order, past the tracker
     /// and ordered dispatch, and barriers carry no stamp.
@@ -383,9 +385,7 @@ impl<L: Log + 'static> Engine<L> {
         // The standby copies close and checkpoint where they got to, before
         // the next engine may open the same stores as its own (a
         // promotion); after a crash (halt) they leave nothing behind.
-        if let Some(standby) = self.standby.take() {
-            standby.stop(!self.shared.halt.load(Ordering::Acquire));
-        }
+        self.copies.stop(!self.shared.halt.load(Ordering::Acquire));
         result
     }
 
@@ -397,8 +397,11 @@ impl<L: Log + 'static> Engine<L> {
             // The state listener panicked (told of RUNNING, say): stop
             // before anything more is processed or committed.
             self.shared.callback_panicked()?;
-            if let Some(rebalance) = membership.poll()? {
-                return self.rebalance(rebalance, membership);
+            match membership.poll()? {
+                None => {}
+                // Incremental rebalancing that kept this engine's tasks.
+                Some(Rebalance::Regroup) => self.copies.regroup(membership)?,
+                Some(rebalance) => return self.rebalance(rebalance, membership),
             }
             if self.shared.stop.load(Ordering::Acquire) {
                 self.shared.transition(AppState::PendingShutdown);

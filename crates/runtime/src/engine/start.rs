@@ -29,16 +29,16 @@ use crate::engine::assignment::Membership;
 use crate::engine::commit::barrier::lane_failed;
 use crate::engine::commit::committer::{self, CommitPath, Committer, EarlyOutput, SinkRouting};
 use crate::engine::commit::task_stamps::TaskStamps;
+use crate::engine::copies::Copies;
 use crate::engine::guard::{WATERMARK_GENERATOR, guarded};
 use crate::engine::lane::{LaneSetup, run_lane};
 use crate::engine::lane_protocol::{LaneFailed, LaneMsg, Restored};
 use crate::engine::poll::dispatch::SourceSlot;
 use crate::engine::poll::marker_time::marker_policy;
-use crate::engine::restore::standby::{self, Standby};
 use crate::engine::restore::takeover;
 use crate::engine::upkeep::{Upkeep, UpkeepThread};
 use crate::engine::{
-    Assignment, Engine, EngineContext, LANE_QUEUE, MARKER_METADATA_KEY, SNAPSHOT_EVERY, Shared,
+    Engine, EngineContext, LANE_QUEUE, MARKER_METADATA_KEY, SNAPSHOT_EVERY, Shared,
     SubtopologyTime, send, tracks_event_time,
 };
 use crate::error::RuntimeError;
@@ -140,7 +140,7 @@ impl<L: Log + 'static> Engine<L> {
     /// 6. [`spawn_lanes`], then [`await_restore`]: the lanes build, restore
     ///    and seed their tasks, then hear the resumed watermark before any
     ///    record;
-    /// 7. [`start_standby`]: copies of the tasks owned elsewhere, once this
+    /// 7. [`start_copies`]: copies of the tasks owned elsewhere, once this
     ///    instance's own are restored;
     /// 8. the committer and the upkeep's front, then RUNNING.
     ///
@@ -174,7 +174,7 @@ impl<L: Log + 'static> Engine<L> {
             return Ok(None);
         };
         announce_resumed(&inboxes, &resumed)?;
-        let standby = start_standby(&s, membership, &owned)?;
+        let copies = start_copies(&s, membership, &owned)?;
         let barrier = seeded.last_barrier;
         let upkeep = upkeep_front(config, upkeep, &sources.slots);
         let committer = Committer::start(
@@ -218,7 +218,7 @@ impl<L: Log + 'static> Engine<L> {
             last_snapshot: Instant::now() - SNAPSHOT_EVERY,
             timeline: Timeline::default(),
             upkeep,
-            standby,
+            copies,
             direct: !s.tracking && config.streams.dispatch != DispatchMode::Lane,
         };
         engine.announce_running(barrier);
@@ -642,51 +642,19 @@ fn upkeep_front(config: &RuntimeConfig, upkeep: &UpkeepThread, slots: &[SourceSl
 
 /// Standby copies of the tasks owned elsewhere (none when no state
 /// directory keeps them), and the assignment published with them.
-fn start_standby<L: Log + 'static>(
+fn start_copies<L: Log + 'static>(
     s: &Starting<'_, L>,
     membership: &Membership,
     owned: &BTreeSet<TaskId>,
-) -> Result<Option<Standby>, RuntimeError> {
-    let all_tasks = (0..s.topology.subtopology_count()).flat_map(|st| {
-        let partitions = s.plan.partitions.get(&st).copied().unwrap_or(0);
-        (0..partitions).map(move |p| TaskId::new(st, p))
-    });
-    let me = s.config.transactional_id();
-    // Described for the copies' placement, and for key metadata when the
-    // instance advertises where it serves queries.
-    let described = match (s.config.standby_replicas, &s.config.application_server) {
-        (0, None) => None,
-        _ => membership.group_view(&me),
-    };
-    s.shared
-        .group
-        .lock()
-        .expect("group lock")
-        .clone_from(&described);
-    let group = described.filter(|_| s.config.standby_replicas > 0);
-    let standby_tasks = standby::standby_tasks(
-        s.config.standby_replicas,
-        all_tasks,
-        owned,
-        &me,
-        group.as_ref(),
-    );
-    let standby = Standby::start_for(
-        standby_tasks.clone(),
-        s.config,
-        s.topology,
-        &s.streams_config,
-        s.log,
-        s.shared,
-    )?;
-    *s.shared.assignment.lock().expect("assignment lock") = Assignment {
-        active: owned.iter().copied().collect(),
-        standby: match standby {
-            Some(_) => standby_tasks.into_iter().collect(),
-            None => Vec::new(),
-        },
-    };
-    Ok(standby)
+) -> Result<Copies<L>, RuntimeError> {
+    let all_tasks = (0..s.topology.subtopology_count())
+        .flat_map(|st| {
+            let partitions = s.plan.partitions.get(&st).copied().unwrap_or(0);
+            (0..partitions).map(move |p| TaskId::new(st, p))
+        })
+        .collect();
+    Copies::new(s.config, s.topology, &s.streams_config, s.log, s.shared)
+        .start(all_tasks, owned, membership)
 }
 
 /// Each sink topic's partitions, as the committer routes output to them,

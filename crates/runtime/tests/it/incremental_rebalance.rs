@@ -6,17 +6,19 @@
 //! `Added`, the joiner `Added` with the task once it was released. The
 //! instances whose tasks do not move never rebalance and keep committing
 //! barriers throughout (no gap longer than two commit intervals), and each
-//! final result is committed once (read committed).
+//! final result is committed once (read committed). With standby
+//! replicas, an instance that keeps its tasks places its copies again
+//! from the changed group without a rebuild.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use stoatflow_log::{Consumer, GroupEvent, Log, TopicPartition};
+use stoatflow_log::{Consumer, GroupEvent, Log, MemberAssignment, TopicPartition};
 use stoatflow_runtime::{AppState, CommitBarrierConfig, RuntimeConfig, StreamsApp, TaskId};
 
 use crate::hooked_log::HookedLog;
-use crate::scripted_group::{Script, scripted_log};
+use crate::scripted_group::{Script, ScriptedGroup, scripted_log};
 use crate::support::*;
 
 const APP: &str = "incremental-app";
@@ -205,4 +207,113 @@ fn an_instance_joining_three_under_flow_leaves_the_others_committing() {
         &regular(finals),
         &regular(driver_finals(tumbling_count(), &sent)),
     );
+}
+
+/// Describing the group answers each member's partitions.
+fn describe(group: &ScriptedGroup, owners: &[(&str, &[u32])]) {
+    group.describe(
+        owners
+            .iter()
+            .map(|(id, ps)| MemberAssignment {
+                member: member(id),
+                partitions: ps.iter().flat_map(|&p| partition(p)).collect(),
+            })
+            .collect(),
+    );
+}
+
+/// With one standby replica: A owns tasks 0_0 and 0_1, B owns 0_2, each
+/// copies the other's. C joins and takes 0_1 from A. B keeps its task and
+/// never rebalances, yet its copies follow the group: once settled, every
+/// task has exactly one copy, never on its owner. (The instance ids are
+/// such that the placement then gives the copy of 0_1 to A: a B keeping
+/// its first copies would make two.)
+#[test]
+fn an_instance_keeping_its_tasks_places_its_copies_again_when_the_group_changes() {
+    let (_inner, group, log) = scripted_log();
+    produce(&*log, &input(600, 30, 5), 100);
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let with_copies = |id: &str, dir: &std::path::Path| {
+        let mut config: RuntimeConfig = config(APP, 1).with_state_dir(dir).with_standby_replicas(1);
+        config.instance_id = id.into();
+        let app = StreamsApp::with_log(tumbling_count(), config, log.clone()).unwrap();
+        let states = Arc::new(Mutex::new(Vec::new()));
+        let seen = states.clone();
+        app.set_state_listener(move |new, _old| seen.lock().unwrap().push(new));
+        let mut app = app;
+        app.start().unwrap();
+        (app, states)
+    };
+    describe(&group, &[("x", &[0, 1]), ("y", &[2])]);
+    group.push(
+        &member("x"),
+        GroupEvent::Added([0, 1].iter().flat_map(|&p| partition(p)).collect()),
+    );
+    group.push(&member("y"), GroupEvent::Added(partition(2)));
+    let (mut a, _) = with_copies("x", dirs[0].path());
+    let (mut b, b_states) = with_copies("y", dirs[1].path());
+    until_copies(&[&a, &b], &[&[0, 1], &[2]]);
+    b_states.lock().unwrap().clear();
+
+    // C joins; the group moves task 0_1 from A to C.
+    describe(&group, &[("x", &[0]), ("y", &[2]), ("z", &[])]);
+    group.push(&member("z"), GroupEvent::Added(vec![]));
+    let (mut c, _) = with_copies("z", dirs[2].path());
+    group.push(&member("x"), GroupEvent::Removed(partition(1)));
+    group.push(&member("y"), GroupEvent::Added(vec![]));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while group.released(&member("x")) == 0 {
+        assert_ne!(a.state(), AppState::Error, "{:?}", a.error());
+        assert!(Instant::now() < deadline, "A never released task 0_1");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    describe(&group, &[("x", &[0]), ("y", &[2]), ("z", &[1])]);
+    for id in ["x", "y"] {
+        group.push(&member(id), GroupEvent::Added(vec![]));
+    }
+    group.push(&member("z"), GroupEvent::Added(partition(1)));
+    until_copies(&[&a, &b, &c], &[&[0], &[2], &[1]]);
+    assert_eq!(
+        *b_states.lock().unwrap(),
+        Vec::<AppState>::new(),
+        "B kept its task but changed state"
+    );
+    for app in [&mut a, &mut b, &mut c] {
+        assert!(app.close(Duration::from_secs(30)), "{:?}", app.error());
+    }
+}
+
+/// Waits until each of `apps` runs `active[i]` and every task has exactly
+/// one copy among them, never on its owner.
+fn until_copies(apps: &[&App], active: &[&[u32]]) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let published: Vec<_> = apps.iter().map(|a| a.assignment()).collect();
+        let running = apps
+            .iter()
+            .zip(active)
+            .zip(&published)
+            .all(|((app, want), got)| {
+                app.state() == AppState::Running
+                    && got.active == want.iter().map(|&p| TaskId::new(0, p)).collect::<Vec<_>>()
+            });
+        let one_copy_each = (0..PARTITIONS).all(|p| {
+            let holders: Vec<_> = published
+                .iter()
+                .filter(|a| a.standby.contains(&TaskId::new(0, p)))
+                .collect();
+            holders.len() == 1 && !holders[0].active.contains(&TaskId::new(0, p))
+        });
+        if running && one_copy_each {
+            return;
+        }
+        for app in apps {
+            assert_ne!(app.state(), AppState::Error, "{:?}", app.error());
+        }
+        assert!(
+            Instant::now() < deadline,
+            "copies never placed one per task: {published:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
