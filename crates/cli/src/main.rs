@@ -136,6 +136,11 @@ enum Command {
         /// Read what the application has processed, committed or not.
         #[arg(long)]
         latest: bool,
+        /// Read the instance's standby copies and tasks still restoring
+        /// too (each named with how far behind it is; no window of theirs
+        /// is final).
+        #[arg(long)]
+        stale: bool,
     },
     /// Inspect the embedded log: topics, records, offsets.
     Log {
@@ -260,6 +265,7 @@ fn command(command: Command) -> anyhow::Result<()> {
             to,
             limit,
             latest,
+            stale,
         } => query_cmd::run(
             &dir,
             &store,
@@ -270,6 +276,7 @@ fn command(command: Command) -> anyhow::Result<()> {
                 to,
                 limit,
                 latest,
+                stale,
             },
         ),
         Command::Log { command } => match command {

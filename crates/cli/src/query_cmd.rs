@@ -31,6 +31,8 @@ pub struct Ask {
     pub limit: Option<u32>,
     /// Read what is processed rather than what is committed.
     pub latest: bool,
+    /// Read standby copies and tasks still restoring too.
+    pub stale: bool,
 }
 
 /// Asks `store` of the application that holds `dir`.
@@ -46,7 +48,34 @@ pub fn run(dir: &Path, store: &str, ask: &Ask) -> anyhow::Result<()> {
         outln!("{}", entry_line(e))?;
     }
     noteln!("{}", reflects(&answer));
+    for copy in answer["stale"].as_array().unwrap_or(&empty) {
+        noteln!("{}", stale_line(copy));
+    }
     Ok(())
+}
+
+/// `read from task 0_1 (standby), behind: <topic>[1] 5 offsets, ...`.
+fn stale_line(copy: &Value) -> String {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    let empty = Vec::new();
+    let behind: Vec<String> = copy["changelogs"]
+        .as_array()
+        .unwrap_or(&empty)
+        .iter()
+        .map(|c| {
+            let lag = match c["behind"].as_u64() {
+                Some(n) => format!("{n} offsets"),
+                None => "unknown".into(),
+            };
+            format!("{}[{}] {lag}", text(&c["topic"]), c["partition"])
+        })
+        .collect();
+    format!(
+        "read from task {} ({}), no window final; behind: {}",
+        text(&copy["task"]),
+        text(&copy["source"]),
+        behind.join(", ")
+    )
 }
 
 /// The status of a key another instance owns.
@@ -97,6 +126,9 @@ fn path_of(store: &str, ask: &Ask) -> anyhow::Result<String> {
     }
     if ask.latest {
         params.push("latest=true".into());
+    }
+    if ask.stale {
+        params.push("stale=true".into());
     }
     if !params.is_empty() {
         path.push('?');
@@ -170,6 +202,15 @@ mod tests {
         assert_eq!(
             path_of("counts", &windows).unwrap(),
             "/stores/counts/keys/u%201%2F%C3%A9/windows?from=10&latest=true"
+        );
+        let stale = Ask {
+            key: Some("k".into()),
+            stale: true,
+            ..Ask::default()
+        };
+        assert_eq!(
+            path_of("totals", &stale).unwrap(),
+            "/stores/totals/keys/k?stale=true"
         );
         let range = Ask {
             from: Some("a".into()),

@@ -64,8 +64,8 @@ pub use metrics::{
 };
 pub use priority::LISTENER_NICE;
 pub use store_access::{
-    KeyHolder, KeyMetadata, StoreAccess, StoreAccessError, StoreAnswer, StoreEntry, StoreInfo,
-    StoreRequest, WindowFinality,
+    KeyHolder, KeyMetadata, StaleChangelog, StaleCopy, StoreAccess, StoreAccessError, StoreAnswer,
+    StoreEntry, StoreInfo, StoreRead, StoreRequest, WindowFinality,
 };
 pub use store_routes::MAX_STORE_ENTRIES;
 pub use watermarks::{info_json, watermarks_json, watermarks_response};

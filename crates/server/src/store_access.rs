@@ -54,6 +54,44 @@ pub struct StoreAnswer {
     pub floor: i64,
     /// The committed source offsets: (topic, partition, offset).
     pub position: Vec<(String, i32, u64)>,
+    /// The tasks read that may be behind (a read allowing stale answers).
+    pub stale: Vec<StaleCopy>,
+}
+
+/// A task read that may be behind: a standby copy or a task restoring.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaleCopy {
+    /// The task, `<sub-topology>_<partition>`.
+    pub task: String,
+    /// `standby` or `restoring`.
+    pub source: &'static str,
+    /// Where it is in each changelog partition of the store.
+    pub changelogs: Vec<StaleChangelog>,
+}
+
+/// Where a stale copy is in one changelog partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaleChangelog {
+    /// The changelog topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: i32,
+    /// The offset after the last record applied.
+    pub position: u64,
+    /// The partition's end as the copy last saw it.
+    pub end: Option<u64>,
+    /// Offsets still to read.
+    pub behind: Option<u64>,
+}
+
+/// How a store route reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreRead {
+    /// What is processed, committed or not (`latest=true`); else committed
+    /// state.
+    pub latest: bool,
+    /// Standby copies and tasks restoring too (`stale=true`).
+    pub stale: bool,
 }
 
 /// What a store route asks.
@@ -171,8 +209,9 @@ pub trait StoreAccess: Send + Sync {
     /// The stores the routes can query.
     fn stores(&self) -> Vec<StoreInfo>;
 
-    /// Answers `request` on `store`: committed state, or the latest
-    /// processed with `latest`.
+    /// Answers `request` on `store` as `read` says: committed state, or
+    /// the latest processed; from the tasks that run only, or from standby
+    /// copies and tasks restoring too.
     ///
     /// # Errors
     /// [`StoreAccessError`], naming the store (and key).
@@ -180,7 +219,7 @@ pub trait StoreAccess: Send + Sync {
         &self,
         store: &str,
         request: StoreRequest,
-        latest: bool,
+        read: StoreRead,
     ) -> Result<StoreAnswer, StoreAccessError>;
 
     /// Which instance owns `key` of `store` and which keep standby copies

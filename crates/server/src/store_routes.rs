@@ -2,7 +2,8 @@
 //! `GET /stores/{name}/keys/{key}`, `GET /stores/{name}/keys?from&to&limit`
 //! (a key range) and `GET /stores/{name}/keys/{key}/windows?from&to` (a key's
 //! windows or sessions), each with `latest=true` to read what is processed
-//! rather than what is committed; `GET /stores/{name}/metadata/{key}` (which
+//! rather than what is committed and `stale=true` to read standby copies
+//! and tasks restoring too (each listed with how far behind it is); `GET /stores/{name}/metadata/{key}` (which
 //! instance owns the key, which keep standby copies). A key owned by
 //! another instance is answered 421 with that instance's
 //! `application.server` as `owner`.
@@ -16,7 +17,8 @@ use serde_json::{Value, json};
 
 use crate::response::Response;
 use crate::store_access::{
-    KeyHolder, StoreAccess, StoreAccessError, StoreAnswer, StoreEntry, StoreRequest,
+    KeyHolder, StaleCopy, StoreAccess, StoreAccessError, StoreAnswer, StoreEntry, StoreRead,
+    StoreRequest,
 };
 
 /// The most entries one answer holds (`limit`'s bound, and a key's windows).
@@ -31,10 +33,14 @@ pub(crate) fn respond<'a>(
     param: impl Fn(&str) -> Option<&'a str>,
 ) -> Response {
     let segments: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
-    let latest = match param("latest") {
-        None | Some("false") => false,
-        Some("true") => true,
-        Some(_) => return bad_request("latest must be true or false"),
+    let flag = |name: &str| match param(name) {
+        None | Some("false") => Ok(false),
+        Some("true") => Ok(true),
+        Some(_) => Err(bad_request(&format!("{name} must be true or false"))),
+    };
+    let read = match (flag("latest"), flag("stale")) {
+        (Ok(latest), Ok(stale)) => StoreRead { latest, stale },
+        (Err(bad), _) | (_, Err(bad)) => return bad,
     };
     let request = match segments[..] {
         [] => return list(stores),
@@ -56,7 +62,7 @@ pub(crate) fn respond<'a>(
     let Ok(store) = decode(store) else {
         return bad_request("the store name is not valid percent-encoded UTF-8");
     };
-    match stores.query(&store, request, latest) {
+    match stores.query(&store, request, read) {
         Ok(answer) => Response::json(200, &answer_json(&store, &answer)),
         Err(e) => failure(&e),
     }
@@ -175,7 +181,25 @@ fn answer_json(store: &str, answer: &StoreAnswer) -> Value {
         "watermark": answer.watermark,
         "floor": answer.floor,
         "position": position,
+        "stale": answer.stale.iter().map(stale_json).collect::<Vec<_>>(),
     })
+}
+
+fn stale_json(s: &StaleCopy) -> Value {
+    let changelogs: Vec<Value> = s
+        .changelogs
+        .iter()
+        .map(|c| {
+            json!({
+                "topic": c.topic,
+                "partition": c.partition,
+                "position": c.position,
+                "end": c.end,
+                "behind": c.behind,
+            })
+        })
+        .collect();
+    json!({ "task": s.task, "source": s.source, "changelogs": changelogs })
 }
 
 fn entry_json(e: &StoreEntry) -> Value {
@@ -229,12 +253,12 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::store_access::{KeyMetadata, StoreInfo, WindowFinality};
+    use crate::store_access::{KeyMetadata, StaleChangelog, StoreInfo, WindowFinality};
 
     /// One key-value store `totals` of `i64` keys, one window store `counts`.
     #[derive(Default)]
     struct Fake {
-        asked: Mutex<Vec<(String, StoreRequest, bool)>>,
+        asked: Mutex<Vec<(String, StoreRequest, StoreRead)>>,
     }
 
     impl StoreAccess for Fake {
@@ -255,12 +279,12 @@ mod tests {
             &self,
             store: &str,
             request: StoreRequest,
-            latest: bool,
+            read: StoreRead,
         ) -> Result<StoreAnswer, StoreAccessError> {
             self.asked
                 .lock()
                 .unwrap()
-                .push((store.to_owned(), request.clone(), latest));
+                .push((store.to_owned(), request.clone(), read));
             if store != "totals" && store != "counts" {
                 return Err(StoreAccessError::NoStore {
                     store: store.into(),
@@ -301,10 +325,25 @@ mod tests {
                     finality: Some(open),
                 }],
                 truncated: false,
-                barrier: (!latest).then_some(9),
+                barrier: (!read.latest).then_some(9),
                 watermark: 3,
                 floor: 2,
                 position: vec![("in".into(), 0, 42)],
+                stale: if read.stale {
+                    vec![StaleCopy {
+                        task: "0_1".into(),
+                        source: "standby",
+                        changelogs: vec![StaleChangelog {
+                            topic: "app-totals-changelog".into(),
+                            partition: 1,
+                            position: 40,
+                            end: Some(45),
+                            behind: Some(5),
+                        }],
+                    }]
+                } else {
+                    Vec::new()
+                },
             })
         }
 
@@ -361,7 +400,7 @@ mod tests {
             from: 0,
             to: 20,
         };
-        assert_eq!(asked, ("counts".into(), windows, false));
+        assert_eq!(asked, ("counts".into(), windows, StoreRead::default()));
         let entry = &body["entries"][0];
         assert_eq!(entry["finality"], "open");
         assert_eq!(entry["watermarkToCloseMs"], 7);
@@ -381,7 +420,30 @@ mod tests {
         assert_eq!(status, 200);
         assert_eq!(body["committed"], false);
         assert_eq!(body["barrier"], Value::Null);
-        assert!(fake.asked.lock().unwrap()[0].2);
+        assert!(fake.asked.lock().unwrap()[0].2.latest);
+    }
+
+    #[test]
+    fn stale_reads_say_so_and_list_each_copy_with_how_far_behind() {
+        let fake = Fake::default();
+        let (status, body) = get(&fake, "/totals/keys/5", "stale=true");
+        assert_eq!(status, 200);
+        let read = fake.asked.lock().unwrap()[0].2;
+        assert_eq!(
+            read,
+            StoreRead {
+                latest: false,
+                stale: true
+            }
+        );
+        let copy = &body["stale"][0];
+        assert_eq!(copy["task"], "0_1");
+        assert_eq!(copy["source"], "standby");
+        assert_eq!(copy["changelogs"][0]["position"], 40);
+        assert_eq!(copy["changelogs"][0]["end"], 45);
+        assert_eq!(copy["changelogs"][0]["behind"], 5);
+        let (_, body) = get(&fake, "/totals/keys/5", "");
+        assert_eq!(body["stale"], json!([]), "a read of running tasks only");
     }
 
     #[test]
@@ -395,6 +457,7 @@ mod tests {
             ("/counts/keys/1/windows", "from=soon", 400, "from must be"),
             ("/totals/keys/%zz", "", 400, "two hex digits"),
             ("/totals/keys/1", "latest=yes", 400, "latest must be"),
+            ("/totals/keys/1", "stale=1", 400, "stale must be"),
             ("/totals/other", "", 404, "no endpoint /stores/totals/other"),
         ];
         for (rest, query, status, words) in cases {

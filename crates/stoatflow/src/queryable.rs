@@ -12,7 +12,8 @@
 //! store's key serde (`Serdes::string()` for `String` keys and
 //! `Serdes::i64()` for `i64` ones unless [`QueryableStores::with_key_serde`]
 //! names another), and a key another instance owns is refused naming that
-//! instance's `application.server` (docs/queries.md#over-http).
+//! instance's `application.server` (docs/queries.md#over-http), unless the
+//! read allows stale answers and this instance keeps a standby copy of it.
 
 use std::any::Any;
 use std::fmt::Display;
@@ -23,11 +24,12 @@ use std::time::Duration;
 
 use stoatflow_runtime::{
     AppHandle, Finality, InstanceInfo, KeyQuery, KeyQueryMetadata, MetadataError, QueryAnswer,
-    QueryError, RangeQuery, SessionQuery, StateQueryRequest, StoreQuery, WindowEntry, WindowQuery,
+    QueryError, RangeQuery, SessionQuery, StaleRead, StateQueryRequest, StoreQuery, WindowEntry,
+    WindowQuery,
 };
 use stoatflow_server::{
-    KeyHolder, KeyMetadata, StoreAccess, StoreAccessError, StoreAnswer, StoreEntry, StoreInfo,
-    StoreRequest, WindowFinality,
+    KeyHolder, KeyMetadata, StaleChangelog, StaleCopy, StoreAccess, StoreAccessError, StoreAnswer,
+    StoreEntry, StoreInfo, StoreRead, StoreRequest, WindowFinality,
 };
 use stoatflow_streams::{Serde, SerdeRef, Serdes};
 
@@ -130,7 +132,7 @@ trait Queryable: Send + Sync + 'static {
         &self,
         app: &AppHandle,
         request: StoreRequest,
-        latest: bool,
+        read: StoreRead,
     ) -> Result<StoreAnswer, StoreAccessError>;
 }
 
@@ -203,8 +205,17 @@ impl<K: TextKey, V: TextValue> Typed<K, V> {
     }
 
     /// `Err` naming the owner when another instance owns `k`.
-    fn here(&self, app: &AppHandle, text: &str, k: &K) -> Result<(), StoreAccessError> {
+    /// Whether `k` is answered here: its owner is this instance, or, with
+    /// stale answers allowed (`stale`), it keeps a standby copy of it.
+    fn here(
+        &self,
+        app: &AppHandle,
+        text: &str,
+        k: &K,
+        stale: bool,
+    ) -> Result<(), StoreAccessError> {
         match self.locate(app, k).transpose()? {
+            Some(m) if stale && m.standbys.iter().any(|s| s.local) => Ok(()),
             Some(m) if !m.active.local => Err(StoreAccessError::Elsewhere {
                 store: self.name.clone(),
                 key: text.to_owned(),
@@ -220,12 +231,15 @@ impl<K: TextKey, V: TextValue> Typed<K, V> {
         &self,
         app: &AppHandle,
         query: Q,
-        latest: bool,
+        read: StoreRead,
     ) -> Result<QueryAnswer<Q::Answer>, StoreAccessError> {
         let mut request =
             StateQueryRequest::in_store(&self.name, query).with_timeout(HTTP_QUERY_TIMEOUT);
-        if latest {
+        if read.latest {
             request = request.latest_processed();
+        }
+        if read.stale {
+            request = request.enable_stale();
         }
         app.query(request).map_err(|e| self.refused(e))
     }
@@ -300,13 +314,13 @@ impl<K: TextKey, V: TextValue> Queryable for Typed<K, V> {
         &self,
         app: &AppHandle,
         request: StoreRequest,
-        latest: bool,
+        read: StoreRead,
     ) -> Result<StoreAnswer, StoreAccessError> {
         match (self.kind, request) {
             ("keyValue", StoreRequest::Key { key }) => {
                 let k = self.key(&key)?;
-                self.here(app, &key, &k)?;
-                let a = self.ask(app, KeyQuery::<K, V>::with_key(k.clone()), latest)?;
+                self.here(app, &key, &k, read.stale)?;
+                let a = self.ask(app, KeyQuery::<K, V>::with_key(k.clone()), read)?;
                 let entries = a.answer.iter().map(|v| StoreEntry {
                     key: k.to_string(),
                     value: v.value.to_string(),
@@ -322,7 +336,7 @@ impl<K: TextKey, V: TextValue> Queryable for Typed<K, V> {
                     Some(text) => self.key(&text).map(Bound::Included),
                 };
                 let q = RangeQuery::<K, V>::with_range(bound(from)?, bound(to)?).with_limit(limit);
-                let a = self.ask(app, q, latest)?;
+                let a = self.ask(app, q, read)?;
                 let entries = a.answer.entries.iter().map(|(k, v)| StoreEntry {
                     key: k.to_string(),
                     value: v.value.to_string(),
@@ -334,9 +348,9 @@ impl<K: TextKey, V: TextValue> Queryable for Typed<K, V> {
             }
             ("window", StoreRequest::Windows { key, from, to }) => {
                 let k = self.key(&key)?;
-                self.here(app, &key, &k)?;
+                self.here(app, &key, &k, read.stale)?;
                 let q = WindowQuery::<K, V>::with_key_and_window_starts(k.clone(), from, to);
-                let a = self.ask(app, q, latest)?;
+                let a = self.ask(app, q, read)?;
                 let entries = a.answer.iter().map(|w| {
                     window_entry(&k, w, w.value.value.to_string(), Some(w.value.timestamp))
                 });
@@ -344,8 +358,8 @@ impl<K: TextKey, V: TextValue> Queryable for Typed<K, V> {
             }
             ("session", StoreRequest::Windows { key, from, to }) => {
                 let k = self.key(&key)?;
-                self.here(app, &key, &k)?;
-                let a = self.ask(app, SessionQuery::<K, V>::with_key(k.clone()), latest)?;
+                self.here(app, &key, &k, read.stale)?;
+                let a = self.ask(app, SessionQuery::<K, V>::with_key(k.clone()), read)?;
                 let entries = a
                     .answer
                     .iter()
@@ -395,6 +409,25 @@ fn answer<A>(a: &QueryAnswer<A>, entries: Vec<StoreEntry>, truncated: bool) -> S
             .iter()
             .map(|p| (p.topic.clone(), p.partition, p.offset))
             .collect(),
+        stale: a.stale.iter().map(stale_copy).collect(),
+    }
+}
+
+fn stale_copy(s: &StaleRead) -> StaleCopy {
+    StaleCopy {
+        task: s.task.to_string(),
+        source: s.source.name(),
+        changelogs: s
+            .changelogs
+            .iter()
+            .map(|c| StaleChangelog {
+                topic: c.topic.clone(),
+                partition: c.partition,
+                position: c.position,
+                end: c.end,
+                behind: c.behind,
+            })
+            .collect(),
     }
 }
 
@@ -412,7 +445,7 @@ impl StoreAccess for Access {
         &self,
         store: &str,
         request: StoreRequest,
-        latest: bool,
+        read: StoreRead,
     ) -> Result<StoreAnswer, StoreAccessError> {
         let Some(s) = self.stores.iter().find(|s| s.info().name == store) else {
             let known: Vec<String> = self.stores.iter().map(|s| s.info().name).collect();
@@ -421,7 +454,7 @@ impl StoreAccess for Access {
                 known: known.join(", "),
             });
         };
-        s.query(&self.app, request, latest)
+        s.query(&self.app, request, read)
     }
 
     fn metadata(&self, store: &str, key: &str) -> Result<KeyMetadata, StoreAccessError> {

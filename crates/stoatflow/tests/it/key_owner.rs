@@ -2,7 +2,8 @@
 //! `application.server` it advertises (docs/queries.md#over-http): a key
 //! route on the instance that does not own the key answers 421 naming the
 //! owner's endpoint, the owner answers it, and the metadata route names the
-//! owner and the standby holder.
+//! owner and the standby holder; with stale answers allowed, the standby
+//! holder answers from its copy, saying so.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -122,6 +123,15 @@ fn a_key_owned_elsewhere_is_answered_with_where_to_ask() {
     }
     let (status, body) = get(addr_b, &path);
     assert_eq!(status, 200, "the owner answers: {body}");
+    // Stale answers allowed, a answers from its standby copy of the task.
+    let (status, body) = get(addr_a, &format!("{path}?stale=true"));
+    assert_eq!(status, 200, "the standby holder answers: {body}");
+    for field in [
+        r#""source":"standby","task":"0_1""#.to_owned(),
+        format!(r#""topic":"{APP}-{TOTALS}-changelog""#),
+    ] {
+        assert!(body.contains(&field), "{field} in {body}");
+    }
 
     for (asker, local_is_owner) in [(addr_a, false), (addr_b, true)] {
         let (status, body) = get(asker, &format!("/stores/{TOTALS}/metadata/{key}"));
