@@ -5,7 +5,8 @@
 //! is asked to give back only those (`Removed`), keeps the rest, and is
 //! never handed a whole assignment again; the second is given its half
 //! (`Added`). Then the runtime: a fourth instance joining three under a
-//! constant flow leaves those that keep their tasks committing.
+//! constant flow leaves those that keep their tasks committing, and with
+//! standby replicas the copies follow the join without a rebuild.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -13,10 +14,12 @@ use std::time::{Duration, Instant};
 
 use stoatflow_kafka::KafkaLog;
 use stoatflow_log::{GroupEvent, GroupMember, Log, TopicPartition, TopicSpec};
-use stoatflow_runtime::{AppState, CommitBarrierConfig, StreamsApp};
+use stoatflow_runtime::{AppState, CommitBarrierConfig, StreamsApp, TaskId};
 
 use crate::broker::TestBroker;
-use crate::groups::{APP, BATCH, Load, SIX, assert_no_error, owned, until_group_caught_up};
+use crate::groups::{
+    APP, BATCH, Load, SIX, assert_no_error, owned, records, until_group_caught_up,
+};
 use crate::runtime_eos::{
     INPUT, OUTPUT, config_for, expected, produce_of, read_committed_of, sentinels_of, topology,
 };
@@ -256,4 +259,84 @@ fn an_instance_joining_three_on_the_broker_leaves_those_keeping_their_tasks_comm
         assert!(app.close(Duration::from_secs(60)), "{:?}", app.error());
     }
     assert_eq!(read_committed_of(&admin, SIX), expected(&all));
+}
+
+/// Whether every task has exactly one copy among `apps`, never on its owner.
+fn one_copy_each(apps: &[&StreamsApp<KafkaLog>]) -> bool {
+    let mut copies: Vec<TaskId> = apps.iter().flat_map(|a| a.assignment().standby).collect();
+    copies.sort();
+    let mut tasks: Vec<TaskId> = apps.iter().flat_map(|a| a.assignment().active).collect();
+    tasks.sort();
+    copies == tasks
+        && apps.iter().all(|app| {
+            let a = app.assignment();
+            a.standby.iter().all(|t| !a.active.contains(t))
+        })
+}
+
+/// With one standby replica on the broker: after a fourth instance joins
+/// three, the copies are again one per task, never on its owner, though
+/// the instances that keep their tasks never rebalance: they place their
+/// copies again from the group's new description.
+#[test]
+fn copies_follow_a_cooperative_join_on_the_broker() {
+    let broker = TestBroker::start("copies_follow_a_cooperative_join_on_the_broker");
+    let admin = Arc::new(cooperative_log(&broker));
+    admin.create_topic(&TopicSpec::new(INPUT, SIX)).unwrap();
+    admin.create_topic(&TopicSpec::new(OUTPUT, SIX)).unwrap();
+    produce_of(&admin, &records(0, 600), SIX);
+    let dirs: Vec<_> = (0..4).map(|_| tempfile::tempdir().unwrap()).collect();
+    let start = |i: usize| {
+        let mut config = config_for(APP)
+            .with_state_dir(dirs[i].path())
+            .with_standby_replicas(1);
+        config.instance_id = format!("i{i}");
+        let mut app =
+            StreamsApp::with_log(topology(), config, Arc::new(cooperative_log(&broker))).unwrap();
+        let states = Arc::new(Mutex::new(Vec::new()));
+        let seen = states.clone();
+        app.set_state_listener(move |new, _old| seen.lock().unwrap().push(new));
+        app.start().unwrap();
+        (app, states)
+    };
+    let mut apps: Vec<_> = (0..3).map(start).collect();
+    let before = until_spread(&apps.iter().map(|(a, _)| a).collect::<Vec<_>>(), &[2, 2, 2]);
+    until_placed(&apps.iter().map(|(a, _)| a).collect::<Vec<_>>());
+    for (_, states) in &apps {
+        states.lock().unwrap().clear();
+    }
+
+    apps.push(start(3));
+    let refs: Vec<_> = apps.iter().map(|(a, _)| a).collect();
+    let after = until_spread(&refs, &[1, 1, 2, 2]);
+    until_placed(&refs);
+    let kept: Vec<usize> = (0..3).filter(|&i| after[i] == before[i]).collect();
+    assert!(
+        !kept.is_empty(),
+        "every instance's tasks moved: {before:?} → {after:?}"
+    );
+    for &i in &kept {
+        assert_eq!(
+            *apps[i].1.lock().unwrap(),
+            Vec::<AppState>::new(),
+            "instance {i} kept its tasks but changed state"
+        );
+    }
+    for (mut app, _) in apps {
+        assert!(app.close(Duration::from_secs(60)), "{:?}", app.error());
+    }
+}
+
+/// Waits until every task has exactly one copy among `apps`.
+fn until_placed(apps: &[&StreamsApp<KafkaLog>]) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !one_copy_each(apps) {
+        assert_no_error(apps);
+        let published: Vec<_> = apps.iter().map(|a| a.assignment()).collect();
+        assert!(
+            Instant::now() < deadline,
+            "copies never one per task: {published:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
