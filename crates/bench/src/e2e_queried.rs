@@ -227,7 +227,12 @@ impl Default for QueriedOptions {
 /// A run's.
 pub fn run_pairs(opts: &QueriedOptions) -> Result<Vec<f64>, BenchError> {
     // Unreported: the first run of a process pays for cold caches.
-    run_once(opts.events / 10, opts.lanes, opts.stores, opts.queries_per_s)?;
+    run_once(
+        opts.events / 10,
+        opts.lanes,
+        opts.stores,
+        opts.queries_per_s,
+    )?;
     let mut ratios = Vec::new();
     for pair in 0..opts.pairs {
         let order: [u32; 2] = if pair % 2 == 0 {

@@ -71,9 +71,9 @@ pub use observe::metrics::{
 pub use observe::summary::RunSummary;
 pub use observe::timeline::{BarrierTiming, ResultLatency, Timeline};
 pub use query::{
-    ChangelogLag, DEFAULT_LIMIT, DEFAULT_QUERY_TIMEOUT, Finality, KeyQuery, QueryAnswer, QueryError,
-    RangeAnswer, RangeQuery, ReadMode, SessionQuery, SourcePosition, StaleRead, StaleSource,
-    StateQueryRequest, StoreQuery, TaskClock, WindowEntry, WindowQuery,
+    ChangelogLag, DEFAULT_LIMIT, DEFAULT_QUERY_TIMEOUT, Finality, KeyQuery, QueryAnswer,
+    QueryError, RangeAnswer, RangeQuery, ReadMode, SessionQuery, SourcePosition, StaleRead,
+    StaleSource, StateQueryRequest, StoreQuery, TaskClock, WindowEntry, WindowQuery,
 };
 pub use signals::stop_on_signals;
 pub use task_id::TaskId;

@@ -201,8 +201,8 @@ pub use stoatflow_runtime::{
 pub use stoatflow_runtime::{ChangelogLag, StaleRead, StaleSource};
 pub use stoatflow_runtime::{
     Finality, HostInfo, InstanceInfo, KeyQuery, KeyQueryMetadata, MetadataError, QueryAnswer,
-    QueryError, RangeAnswer, RangeQuery, ReadMode, SessionQuery, SourcePosition,
-    StateQueryRequest, StoreQuery, WindowEntry, WindowQuery,
+    QueryError, RangeAnswer, RangeQuery, ReadMode, SessionQuery, SourcePosition, StateQueryRequest,
+    StoreQuery, WindowEntry, WindowQuery,
 };
 pub use stoatflow_streams::*;
 pub use stoatflow_time::{
