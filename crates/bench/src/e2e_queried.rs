@@ -11,7 +11,7 @@
 //! refuses queries), and reports its queries a second over the whole run.
 //!
 //! The client fires each query on time whatever the previous ones take
-//! (a committed read waits for the next barrier): [`CLIENTS`] threads take
+//! (a committed read waits for the next barrier): `CLIENTS` (64) threads take
 //! turns, each firing every `CLIENTS` periods. A short unreported run
 //! warms the process up first.
 
