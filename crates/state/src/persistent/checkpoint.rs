@@ -22,9 +22,10 @@
 //! what the engine's files contain, nor how a store is rebuilt.
 
 use std::fs;
-use std::io::{self, Read as _};
+use std::io;
 use std::path::{Path, PathBuf};
 
+use super::file_crc::file_crc;
 use super::sealed::{seal, unseal};
 use crate::changelog::{ChangelogOffset, ChangelogPartition};
 
@@ -33,9 +34,6 @@ use crate::changelog::{ChangelogOffset, ChangelogPartition};
 pub const STORE_CHECKPOINT_FILE: &str = "stoatflow-store.checkpoint";
 
 const FORMAT_LINE: &str = "stoatflow-checkpoint-format=2";
-
-/// Read buffer for checksumming files.
-const CHUNK: usize = 256 * 1024;
 
 /// One entry of the manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -194,23 +192,10 @@ fn walk(root: &Path) -> Result<Vec<Found>, IoFailure> {
     Ok(out)
 }
 
-/// The CRC-32 of a file's contents and how many bytes were read.
+/// The CRC-32 of a file's contents and its length (holes are not read, see [`file_crc`]).
 fn checksum(path: &Path) -> Result<(u32, u64), IoFailure> {
-    let mut f = fs::File::open(path).map_err(|e| (path.to_path_buf(), e))?;
-    let mut hasher = crc32fast::Hasher::new();
-    let mut buf = vec![0u8; CHUNK];
-    let mut len = 0u64;
-    loop {
-        let n = match f.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err((path.to_path_buf(), e)),
-        };
-        hasher.update(&buf[..n]);
-        len += n as u64;
-    }
-    Ok((hasher.finalize(), len))
+    let sum = file_crc(path).map_err(|e| (path.to_path_buf(), e))?;
+    Ok((sum.crc, sum.len))
 }
 
 impl Manifest {

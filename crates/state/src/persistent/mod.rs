@@ -30,6 +30,7 @@
 mod bulk_load;
 mod checkpoint;
 mod dir;
+mod file_crc;
 mod key_order;
 mod kv;
 mod recover;
