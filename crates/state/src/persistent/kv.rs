@@ -1,4 +1,15 @@
 //! Persistent key-value store: one fjall keyspace behind a write-back cache.
+//!
+//! Owns [`PersistentKeyValueStore`]: how a put, get, delete and range go through the cache
+//! ([`WriteCache`], which holds the task's typed values in engine-key order) and the
+//! engine, and when values are encoded: a key once per operation; a value when first cached
+//! (its weight, and the refusal at the write of a value that does not encode, naming the
+//! key), at the barrier's changelog flush and at a write-back, never on a rewrite of a
+//! cached key. Past its bound the cache writes back and lets go of its least recently
+//! written entries, down to [`SPILL_TO_PERCENT`] of the bound; the keys still being written
+//! stay cached and are never read back from the engine.
+//!
+//! This module never knows the DSL, threads or Kafka.
 
 use std::fmt;
 use std::ops::{Bound, RangeBounds};
@@ -6,10 +17,10 @@ use std::sync::Arc;
 
 use super::bulk_load::SortedLoad;
 use super::key_order::StoredKeys;
-use super::write_cache::{WriteCache, merge};
+use super::write_cache::{Cut, SPILL_TO_PERCENT, Seen, WriteCache, merge};
 use super::{
-    BULK_LOAD_MIN_BYTES, PersistentConfig, StoreDirectory, closed, decode_stored, encode_value,
-    engine_err, ingest, open_database, validate_entry, validate_record, write_sorted,
+    BULK_LOAD_MIN_BYTES, PersistentConfig, StoreDirectory, closed, decode_stored, engine_err,
+    ingest, open_database, validate_entry, validate_record, write_sorted,
 };
 use crate::changelog::ChangelogEntry;
 use crate::changelog_batch::ChangelogBatch;
@@ -30,25 +41,14 @@ fn engine_key(stored: &[u8]) -> Vec<u8> {
     k
 }
 
-/// A value read through the cache: borrowed from it, or owned from the engine.
-enum Stored<'a> {
-    Cached(&'a [u8]),
+/// A value read through the cache: the cache's typed value, or the engine's bytes.
+enum Found<'a, V> {
+    Cached(&'a V),
     Engine(fjall::UserValue),
 }
 
-impl std::ops::Deref for Stored<'_> {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        match self {
-            Stored::Cached(v) => v,
-            Stored::Engine(v) => v,
-        }
-    }
-}
-
 /// A key-value store on disk: encoded keys (behind `KEY_PREFIX`) and values in one fjall
-/// keyspace, written through a write-back cache (once per key per barrier, in one batch).
+/// keyspace, written through a write-back cache of typed values (see the module docs).
 pub struct PersistentKeyValueStore<K, V> {
     config: StoreConfig,
     dir: StoreDirectory,
@@ -57,10 +57,14 @@ pub struct PersistentKeyValueStore<K, V> {
     ks: fjall::Keyspace,
     /// Writes not yet in the engine (and the last ones that are), with the keys written
     /// since the last flush.
-    cache: WriteCache<()>,
+    cache: WriteCache<V>,
     /// The keys as the engine and the cache keep them (docs/state.md#key-order).
     keys: StoredKeys<K>,
     value_codec: Arc<dyn Codec<V>>,
+    /// Reused for the engine key of a write.
+    key_buf: Vec<u8>,
+    /// Reused to weigh a value by its encoding.
+    value_buf: Vec<u8>,
 }
 
 impl<K, V> fmt::Debug for PersistentKeyValueStore<K, V> {
@@ -98,6 +102,8 @@ impl<K, V> PersistentKeyValueStore<K, V> {
             cache: WriteCache::new(persistent.cache_max_bytes()),
             keys: StoredKeys::new(key_codec),
             value_codec: Arc::new(value_codec),
+            key_buf: Vec::new(),
+            value_buf: Vec::new(),
         })
     }
 
@@ -107,42 +113,115 @@ impl<K, V> PersistentKeyValueStore<K, V> {
     }
 
     /// The value under engine key `key`, from the cache or the engine.
-    fn get_raw(&self, key: &[u8]) -> Result<Option<Stored<'_>>, StateError> {
-        if let Some(cached) = self.cache.get((), key) {
-            return Ok(cached.map(Stored::Cached));
+    fn get_raw(&self, key: &[u8]) -> Result<Option<Found<'_, V>>, StateError> {
+        if let Some(cached) = self.cache.get(key) {
+            return Ok(cached.map(Found::Cached));
         }
         Ok(self
             .ks
             .get(key)
             .map_err(engine_err(self.config.name()))?
-            .map(Stored::Engine))
+            .map(Found::Engine))
     }
 
-    /// Writes `value` (`None`: removes) under engine key `key` into the cache, and the cache
-    /// to the engine if it is over its bound.
-    fn write_raw(
+    /// The engine's value under engine key `key`, decoded (the cache is not asked).
+    fn get_engine(&self, key: &[u8]) -> Result<Option<V>, StateError> {
+        self.ks
+            .get(key)
+            .map_err(engine_err(self.config.name()))?
+            .map(|b| self.decode_value(key, &b))
+            .transpose()
+    }
+
+    /// What `value`, to be cached under engine key `k`, weighs against the cache's bound:
+    /// its encoded size (and not less than its own), or the encoder's error naming the key.
+    fn weigh(&mut self, k: &[u8], value: &V) -> Result<usize, StateError> {
+        self.value_buf.clear();
+        self.value_codec
+            .encode(value, &mut self.value_buf)
+            .map_err(|e| self.encode_err(k, e))?;
+        Ok(self.value_buf.len().max(size_of::<V>()))
+    }
+
+    /// A value under engine key `k` that does not encode, naming the store and the key.
+    fn encode_err(&self, k: &[u8], e: crate::codec::CodecError) -> StateError {
+        let encoded = k.get(1..).unwrap_or_default();
+        StateError::encode_value(self.config.name(), &self.keys.shown(encoded).encoding(), e)
+    }
+
+    /// Runs `write` with the engine key of `key` in the reused key buffer (encoded once);
+    /// a key the codec refuses is an error naming the store and `op`.
+    fn with_key<R>(
         &mut self,
-        key: &[u8],
-        value: Option<&[u8]>,
-        logged: Option<i64>,
-    ) -> Result<(), StateError> {
-        self.cache.write((), key, value, logged);
+        key: &K,
+        op: &str,
+        write: impl FnOnce(&mut Self, &[u8]) -> Result<R, StateError>,
+    ) -> Result<R, StateError> {
+        let mut k = std::mem::take(&mut self.key_buf);
+        k.clear();
+        k.push(KEY_PREFIX);
+        let result = match self.keys.encode(key, &mut k) {
+            Ok(()) => write(self, &k),
+            Err(e) => Err(StateError::encode_key(
+                self.config.name(),
+                format_args!("passed to {op}"),
+                e,
+            )),
+        };
+        self.key_buf = k;
+        result
+    }
+
+    /// Past its bound, the cache lets go of its least recently written entries (see
+    /// [`WriteCache::cut_to`]) down to [`SPILL_TO_PERCENT`] of it, writing their dirty
+    /// entries to the engine first.
+    fn spill_if_over(&mut self) -> Result<(), StateError> {
         if self.cache.is_over() {
-            self.write_back()?;
-            self.cache.clear();
+            let cut = self
+                .cache
+                .cut_to(self.cache.max_bytes() / 100 * SPILL_TO_PERCENT);
+            self.write_back_where(cut)?;
+            self.cache.evict(cut);
         }
         Ok(())
     }
 
-    /// Writes the cache's dirty entries to the engine as sorted tables. All or nothing: on an
-    /// engine error they stay dirty in the cache.
+    /// Writes the cache's dirty entries to the engine as sorted tables and marks them clean.
+    /// All or nothing: on an error they stay dirty in the cache.
     fn write_back(&mut self) -> Result<(), StateError> {
         if self.cache.dirty_len() == 0 {
             return Ok(());
         }
-        write_sorted(&self.ks, self.cache.dirty_in(()), self.config.name())?;
+        self.write_back_where(Cut::ALL)?;
         self.cache.mark_clean();
         Ok(())
+    }
+
+    /// Writes the dirty entries `cut` takes to the engine as one sorted table, their values
+    /// encoded here; the entries stay in the cache as they are. Nothing reaches the engine
+    /// if a value does not encode.
+    fn write_back_where(&self, cut: Cut) -> Result<(), StateError> {
+        let rows: Vec<(&[u8], Option<Vec<u8>>)> = self
+            .cache
+            .dirty_in(cut)
+            .map(|(k, v)| {
+                let value = v
+                    .map(|v| {
+                        let mut out = Vec::new();
+                        self.value_codec
+                            .encode(v, &mut out)
+                            .map_err(|e| self.encode_err(k, e))?;
+                        Ok(out)
+                    })
+                    .transpose()?;
+                Ok((k, value))
+            })
+            .collect::<Result<_, StateError>>()?;
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let sorted = rows.iter().map(|(k, v)| (*k, v.as_deref()));
+        write_sorted(&self.ks, sorted, self.config.name())
     }
 
     /// Decodes the value stored under engine key `key`.
@@ -157,13 +236,25 @@ impl<K, V> PersistentKeyValueStore<K, V> {
         )
     }
 
+    /// The value `seen` under engine key `k`, owned: the cache's cloned, the engine's
+    /// decoded.
+    fn owned(&self, k: &[u8], seen: Seen<'_, &V>) -> Result<V, StateError>
+    where
+        V: Clone,
+    {
+        match seen {
+            Seen::Cached(v) => Ok(v.clone()),
+            Seen::Engine(b) => self.decode_value(k, b),
+        }
+    }
+
     /// Visits the entries with engine keys within the bounds, in byte order: each decoded
-    /// key with its engine key and value bytes, the cache merged over the engine.
+    /// key with its engine key and value, the cache merged over the engine.
     fn scan(
         &self,
         from: Bound<Vec<u8>>,
         to: Bound<Vec<u8>>,
-        mut f: impl FnMut(K, &[u8], &[u8]) -> Result<(), StateError>,
+        mut f: impl FnMut(K, &[u8], Seen<'_, &V>) -> Result<(), StateError>,
     ) -> Result<(), StateError> {
         let name = self.config.name();
         let engine = self
@@ -171,7 +262,6 @@ impl<K, V> PersistentKeyValueStore<K, V> {
             .range::<Vec<u8>, _>((from.clone(), to.clone()))
             .map(|g| g.into_inner().map_err(engine_err(name)));
         let cached = self.cache.range(
-            (),
             from.as_ref().map(Vec::as_slice),
             to.as_ref().map(Vec::as_slice),
         );
@@ -183,7 +273,7 @@ impl<K, V> PersistentKeyValueStore<K, V> {
                 });
             };
             let key = decode_stored(&self.keys, encoded, "key", name, self.keys.shown(encoded))?;
-            f(key, k, v.bytes())
+            f(key, k, v)
         })
     }
 
@@ -198,18 +288,28 @@ impl<K, V> PersistentKeyValueStore<K, V> {
     }
 
     /// Appends a record per (engine key, timestamp), with the key's encoding (the
-    /// changelog's bytes) and its value or a tombstone.
+    /// changelog's bytes) and its value (a cached one encoded here) or a tombstone.
     fn write_flushed<'k>(
         &self,
         records: impl Iterator<Item = (&'k [u8], i64)>,
         out: &mut ChangelogBatch,
     ) -> Result<(), StateError> {
         let mut record_key = Vec::new();
+        let mut encoded = Vec::new();
         for (key, timestamp) in records {
             record_key.clear();
             self.keys.push_encoded(&key[1..], &mut record_key);
-            let value = self.get_raw(key)?;
-            out.push(&record_key, value.as_deref(), timestamp);
+            match self.get_raw(key)? {
+                None => out.push(&record_key, None, timestamp),
+                Some(Found::Engine(b)) => out.push(&record_key, Some(&b), timestamp),
+                Some(Found::Cached(v)) => {
+                    encoded.clear();
+                    self.value_codec
+                        .encode(v, &mut encoded)
+                        .map_err(|e| self.encode_err(key, e))?;
+                    out.push(&record_key, Some(&encoded), timestamp);
+                }
+            }
         }
         Ok(())
     }
@@ -234,16 +334,16 @@ impl<K: Ord, V> StateStore for PersistentKeyValueStore<K, V> {
         out.reserve(logged.len());
         let first = out.len();
         let written = if self.keys.by_bytes() {
-            self.write_flushed(logged.iter().map(|((), k, t)| (k.as_slice(), *t)), out)
+            self.write_flushed(logged.iter().copied(), out)
         } else {
             let name = self.config.name();
             let decoded: Result<Vec<(K, &[u8], i64)>, StateError> = logged
                 .iter()
-                .map(|((), k, t)| {
+                .map(|&(k, t)| {
                     let stored = &k[1..];
                     let key =
                         decode_stored(&self.keys, stored, "key", name, self.keys.shown(stored))?;
-                    Ok((key, k.as_slice(), *t))
+                    Ok((key, k, t))
                 })
                 .collect();
             decoded.and_then(|mut keys| {
@@ -251,6 +351,7 @@ impl<K: Ord, V> StateStore for PersistentKeyValueStore<K, V> {
                 self.write_flushed(keys.iter().map(|(_, k, t)| (*k, *t)), out)
             })
         };
+        drop(logged);
         if let Err(e) = written {
             out.truncate(first);
             return Err(e);
@@ -268,10 +369,18 @@ impl<K: Ord, V> StateStore for PersistentKeyValueStore<K, V> {
         validate_entry(self.keys.changelog_codec(), &entry.key, "key", name, entry)?;
         let mut key = vec![KEY_PREFIX];
         self.keys.push_stored(&entry.key, &mut key);
-        if let Some(v) = &entry.value {
-            validate_entry(&*self.value_codec, v, "value", name, entry)?;
-        }
-        self.write_raw(&key, entry.value.as_deref(), None)
+        let value = match &entry.value {
+            None => None,
+            Some(v) => {
+                let value = self
+                    .value_codec
+                    .decode(v)
+                    .map_err(|e| entry.corrupt(name, format!("value does not decode: {e}")))?;
+                Some((value, v.len().max(size_of::<V>())))
+            }
+        };
+        self.cache.write(&key, value, None);
+        self.spill_if_over()
     }
 
     /// In bulk: the cache is written back and emptied, then the batch goes to the engine as
@@ -325,34 +434,51 @@ impl<K: Ord, V> StateStore for PersistentKeyValueStore<K, V> {
     }
 }
 
-impl<K: Ord, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
+impl<K: Ord, V: Clone> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
+    /// In place if the cache holds the key (keeping its weight, nothing encoded), otherwise
+    /// weighed by its encoding (a value that does not encode is refused here, naming the
+    /// key); then the cache spills if it is over its bound.
     fn put(&mut self, key: K, value: V, timestamp: i64) -> Result<(), StateError> {
-        let k = self.key_bytes(&key, "put")?;
-        let v = encode_value(
-            &*self.value_codec,
-            &value,
-            self.config.name(),
-            self.keys.shown(&k[1..]),
-        )?;
-        self.write_raw(&k, Some(&v), self.logged(timestamp))
+        let logged = self.logged(timestamp);
+        self.with_key(&key, "put", |store, k| {
+            let mut value = Some(value);
+            store.cache.rewrite(k, logged, size_of::<V>(), |slot| {
+                *slot = value.take();
+                true
+            });
+            if let Some(v) = value {
+                let weight = store.weigh(k, &v)?;
+                store.cache.write(k, Some((v, weight)), logged);
+            }
+            store.spill_if_over()
+        })
     }
 
     fn get(&self, key: &K) -> Result<Option<V>, StateError> {
         let k = self.key_bytes(key, "get")?;
         match self.get_raw(&k)? {
             None => Ok(None),
-            Some(v) => self.decode_value(&k, &v).map(Some),
+            Some(Found::Cached(v)) => Ok(Some(v.clone())),
+            Some(Found::Engine(b)) => self.decode_value(&k, &b).map(Some),
         }
     }
 
+    /// The old value is taken from the cache (no decode) or read from the engine.
     fn delete(&mut self, key: &K, timestamp: i64) -> Result<Option<V>, StateError> {
-        let k = self.key_bytes(key, "delete")?;
-        let old = match self.get_raw(&k)? {
-            None => None,
-            Some(v) => Some(self.decode_value(&k, &v)?),
-        };
-        self.write_raw(&k, None, self.logged(timestamp))?;
-        Ok(old)
+        let logged = self.logged(timestamp);
+        self.with_key(key, "delete", |store, k| {
+            let mut old = None;
+            let cached = store.cache.rewrite(k, logged, 0, |slot| {
+                old = slot.take();
+                true
+            });
+            if cached.is_none() {
+                old = store.get_engine(k)?;
+                store.cache.write(k, None, logged);
+            }
+            store.spill_if_over()?;
+            Ok(old)
+        })
     }
 
     /// By the stored keys' bytes where they sort as the keys; otherwise the entries the codec's
@@ -382,7 +508,7 @@ impl<K: Ord, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
             }
             self.scan(lo, hi, |key, ek, v| {
                 if (from, to).contains(&key) {
-                    out.push((key, self.decode_value(ek, v)?));
+                    out.push((key, self.owned(ek, v)?));
                 }
                 Ok(())
             })?;
@@ -396,7 +522,7 @@ impl<K: Ord, V> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
             return Ok(out);
         }
         self.scan(from_bytes, to_bytes, |key, ek, v| {
-            out.push((key, self.decode_value(ek, v)?));
+            out.push((key, self.owned(ek, v)?));
             Ok(())
         })?;
         Ok(out)
@@ -535,6 +661,142 @@ mod tests {
             .collect();
         assert_eq!(engine, sorted.map(sortable).to_vec(), "restored sortable");
         assert_eq!(restored.get(&i64::MIN).unwrap(), Some(i64::MIN));
+    }
+
+    /// `i64` as [`I64Codec`] encodes it, counting encodes and decodes, refusing negatives.
+    #[derive(Debug, Clone, Default)]
+    struct Counted {
+        encodes: Arc<std::sync::atomic::AtomicUsize>,
+        decodes: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl Counted {
+        fn counts(&self) -> (usize, usize) {
+            use std::sync::atomic::Ordering::Relaxed;
+            (self.encodes.load(Relaxed), self.decodes.load(Relaxed))
+        }
+    }
+
+    impl Codec<i64> for Counted {
+        fn encode(&self, value: &i64, out: &mut Vec<u8>) -> Result<(), crate::CodecError> {
+            self.encodes
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if *value < 0 {
+                return Err(crate::CodecError::new(format!("refused {value}")));
+            }
+            I64Codec.encode(value, out)
+        }
+        fn decode(&self, bytes: &[u8]) -> Result<i64, crate::CodecError> {
+            self.decodes
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            I64Codec.decode(bytes)
+        }
+    }
+
+    fn flushed(s: &mut PersistentKeyValueStore<String, i64>) -> Vec<(String, Option<i64>)> {
+        let mut batch = ChangelogBatch::new();
+        s.flush_changelog(&mut batch).unwrap();
+        batch
+            .to_records()
+            .into_iter()
+            .map(|r| {
+                let value = r.value.map(|v| I64Codec.decode(&v).unwrap());
+                (String::from_utf8(r.key).unwrap(), value)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_cached_value_is_encoded_when_first_cached_and_at_the_flush_only_and_never_decoded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = PersistentConfig::new(tmp.path(), "app");
+        let codec = Counted::default();
+        let mut s =
+            PersistentKeyValueStore::open(&cfg, StoreConfig::new("kv"), StringCodec, codec.clone())
+                .unwrap();
+        for i in 0..100 {
+            let current = s.get(&"a".to_string()).unwrap().unwrap_or(0);
+            s.put("a".to_string(), current + i, i).unwrap();
+        }
+        assert_eq!(s.get(&"a".to_string()).unwrap(), Some(4950));
+        assert_eq!(codec.counts(), (1, 0), "weighed once, read from the cache");
+        assert_eq!(s.delete(&"a".to_string(), 100).unwrap(), Some(4950));
+        assert_eq!(flushed(&mut s), vec![("a".to_string(), None)]);
+        s.put("b".to_string(), 7, 101).unwrap();
+        assert_eq!(flushed(&mut s), vec![("b".to_string(), Some(7))]);
+        assert_eq!(codec.counts(), (3, 0), "and once more at the flush");
+    }
+
+    /// A value rewritten in place is not encoded until the flush: one that does not encode
+    /// fails the flush naming the key, and the flush loses nothing.
+    #[test]
+    fn a_rewrite_that_does_not_encode_fails_the_flush_naming_the_key_and_loses_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = PersistentConfig::new(tmp.path(), "app");
+        let mut s = PersistentKeyValueStore::open(
+            &cfg,
+            StoreConfig::new("kv"),
+            StringCodec,
+            Counted::default(),
+        )
+        .unwrap();
+        let err = s.put("a".to_string(), -1, 1).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "store kv: cannot encode the value of key \"a\": refused -1",
+            "refused at the write when first cached"
+        );
+        s.put("a".to_string(), 1, 1).unwrap();
+        s.put("b".to_string(), 2, 1).unwrap();
+        s.put("a".to_string(), -1, 2).unwrap();
+        let mut batch = ChangelogBatch::new();
+        let err = s.flush_changelog(&mut batch).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "store kv: cannot encode the value of key \"a\": refused -1"
+        );
+        assert_eq!((batch.len(), s.dirty_keys()), (0, 2));
+        s.put("a".to_string(), 3, 3).unwrap();
+        assert_eq!(
+            flushed(&mut s),
+            vec![("a".to_string(), Some(3)), ("b".to_string(), Some(2))]
+        );
+    }
+
+    #[test]
+    fn a_spill_keeps_the_last_written_keys_cached_and_never_reads_them_from_the_engine() {
+        let tmp = tempfile::tempdir().unwrap();
+        // Ten entries of a 3-byte key (4 with the prefix) and an 8-byte value.
+        let one = 4 + 8 + super::super::write_cache::ENTRY_OVERHEAD;
+        let cfg = PersistentConfig::new(tmp.path(), "app").with_cache_max_bytes_unfloored(10 * one);
+        let mut s =
+            PersistentKeyValueStore::open(&cfg, StoreConfig::new("kv"), StringCodec, I64Codec)
+                .unwrap();
+        let key = |i: i64| format!("k{i:02}");
+        for i in 0..11 {
+            s.put(key(i), i, i).unwrap();
+        }
+        // The 11th write spilled the least recently written, down to 75% of the bound.
+        let kept = (10 * one / 100 * SPILL_TO_PERCENT / one) as i64;
+        assert_eq!(s.cache.len() as i64, kept);
+        let engine = |i: i64| engine_key(key(i).as_bytes());
+        for i in 0..11 - kept {
+            assert!(s.cache.get(&engine(i)).is_none(), "{} let go", key(i));
+            assert_eq!(s.get(&key(i)).unwrap(), Some(i), "written back");
+        }
+        // A key still cached is answered by the cache: the engine's bytes are never read.
+        for i in 11 - kept..11 {
+            s.ks.insert(engine(i), [0xff_u8]).unwrap();
+            assert_eq!(
+                s.get(&key(i)).unwrap(),
+                Some(i),
+                "{} from the cache",
+                key(i)
+            );
+        }
+        // What the changelog owes survives the spill: every key, with its value.
+        let want: Vec<_> = (0..11).map(|i| (key(i), Some(i))).collect();
+        assert_eq!(flushed(&mut s), want);
     }
 
     #[test]

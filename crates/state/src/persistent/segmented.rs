@@ -28,7 +28,7 @@ use std::sync::Arc;
 use super::key_order::StoredKeys;
 
 use super::bulk_load::SortedLoad;
-use super::write_cache::{Seen, WindowCache, merge};
+use super::write_cache::{SPILL_TO_PERCENT, Seen, WindowCache, merge};
 use super::{
     BULK_LOAD_MIN_BYTES, PersistentConfig, SegmentSet, StoreDirectory, closed, decode_stored,
     encode_key, encode_value, engine_err, ingest, open_database, validate_entry, validate_record,
@@ -42,11 +42,6 @@ use crate::restore_batch::{RestoreBatch, RestoreRecord};
 use crate::segments::{Retention, SegmentedConfig};
 use crate::store::{SessionWindow, StoreConfig};
 use crate::windowed::{SessionKind, TimeWindowKind, WindowKind};
-
-/// What a spill leaves in a window or session store's cache, in percent of its bound: a
-/// quarter of the bound is written back and let go at a time, the oldest windows first, so
-/// that a spill costs a slice of the cache and the windows a task still writes stay in it.
-const SPILL_TO_PERCENT: usize = 75;
 
 /// How one key's windows order on disk (the order of the times a [`DiskLayout`] appends
 /// to the key): the cache keeps each key's windows in it.

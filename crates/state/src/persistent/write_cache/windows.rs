@@ -23,9 +23,8 @@
 //! [`WindowCache::mark_clean`] (the store has just written the segments back). A store
 //! reads nothing from the engine for a segment the cache knows it has nothing of.
 //!
-//! The contract of [`super`] holds: a (key, window) in the cache shadows the engine; the
-//! dirty and logged counts, the spilled keys, the byte bound and the expire/drop semantics
-//! are those of [`super::WriteCache`].
+//! The contract of [`super`] holds: a (key, window) in the cache shadows the engine, and
+//! the dirty and logged counts are kept as [`super::Counts`] says.
 //!
 //! This module never knows the engine, the codecs, the changelog or how a window is encoded.
 
