@@ -144,6 +144,9 @@ const YEAR_MS: u64 = 31_536_000_000;
 /// `windowstore.changelog.additional.retention.ms` on Kafka when not set:
 /// Kafka Streams' default, a day.
 const KAFKA_WINDOWSTORE_ADDITIONAL_RETENTION: Duration = Duration::from_secs(86_400);
+
+/// The most one store's cache may be given (64 GiB): a larger figure is a typo.
+const MAX_STORE_MEMORY: u64 = 64 << 30;
 const HOUR_MS: u64 = 3_600_000;
 
 impl AppConfig {
@@ -295,6 +298,16 @@ impl Draft {
             PREVIEW_AFTER => rt.tracker.preview_after = millis(e, 0, HOUR_MS)?,
             STATE_DIR => rt.state_dir = Some(PathBuf::from(string(e)?)),
             DEFAULT_DSL_STORE => rt.streams.default_dsl_store = Some(choice(e, DSL_STORES)?),
+            STORE_CACHE_MAX_BYTES => {
+                rt.streams.store_cache_max_bytes = int(
+                    e,
+                    stoatflow_streams::MIN_CACHE_MAX_BYTES as u64,
+                    MAX_STORE_MEMORY,
+                )? as usize
+            }
+            STORE_BLOCK_CACHE_BYTES => {
+                rt.streams.store_block_cache_bytes = int(e, 0, MAX_STORE_MEMORY)?
+            }
             other => unreachable!("key {other} is in KEYS but has no meaning"),
         }
         Ok(())

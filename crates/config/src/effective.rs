@@ -120,6 +120,8 @@ impl AppConfig {
                 .effective_state_dir()
                 .map_or_else(|| "none".to_owned(), |d| d.display().to_string()),
             DEFAULT_DSL_STORE => rt.default_dsl_store().as_str().to_owned(),
+            STORE_CACHE_MAX_BYTES => rt.streams.store_cache_max_bytes.to_string(),
+            STORE_BLOCK_CACHE_BYTES => rt.streams.store_block_cache_bytes.to_string(),
             other => unreachable!("key {other} is in KEYS but has no rendering"),
         })
     }

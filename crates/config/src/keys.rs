@@ -103,6 +103,10 @@ pub const APPLICATION_SERVER: &str = "application.server";
 pub const WINDOWSTORE_ADDITIONAL_RETENTION: &str = "windowstore.changelog.additional.retention.ms";
 /// `default.dsl.store`.
 pub const DEFAULT_DSL_STORE: &str = "default.dsl.store";
+/// `stoatflow.state.cache-max-bytes`.
+pub const STORE_CACHE_MAX_BYTES: &str = "stoatflow.state.cache-max-bytes";
+/// `stoatflow.state.block-cache-bytes`.
+pub const STORE_BLOCK_CACHE_BYTES: &str = "stoatflow.state.block-cache-bytes";
 /// The prefix of pass-through librdkafka properties (`kafka.sasl.password`).
 pub const KAFKA_PREFIX: &str = "kafka.";
 
@@ -202,6 +206,19 @@ pub const KEYS: &[KeySpec] = &[
         "persistent | in_memory (rocksDB is read as persistent)",
         "persistent with a state directory, else in_memory",
     ),
+    k(
+        STORE_CACHE_MAX_BYTES,
+        "1048576..=68719476736 bytes: each persistent store's write-back cache (values the \
+         task wrote, not yet in the engine or still read from here); past it the store writes \
+         its oldest entries to its engine",
+        "33554432 (32 MiB per store)",
+    ),
+    k(
+        STORE_BLOCK_CACHE_BYTES,
+        "0..=68719476736 bytes: each persistent store's engine block cache (blocks of its \
+         tables read back from disk)",
+        "33554432 (32 MiB per store)",
+    ),
 ];
 
 /// A Kafka Streams setting whose name is not ours: its name there, and our
@@ -216,8 +233,8 @@ pub struct KafkaStreamsName {
     pub note: Option<&'static str>,
 }
 
-const STORE_CACHE: &str =
-    "here each persistent store's write cache has its own fixed bound, and no key sets it";
+const STORE_CACHE: &str = "a bound per persistent store here, not per instance; \
+     stoatflow.state.block-cache-bytes bounds each store's engine block cache";
 
 /// Kafka Streams' names of settings that have another name here (or none):
 /// an unknown key among them is answered with ours, not taken for a
@@ -242,12 +259,12 @@ pub const KAFKA_STREAMS_NAMES: &[KafkaStreamsName] = &[
     },
     KafkaStreamsName {
         theirs: "statestore.cache.max.bytes",
-        ours: None,
+        ours: Some(STORE_CACHE_MAX_BYTES),
         note: Some(STORE_CACHE),
     },
     KafkaStreamsName {
         theirs: "cache.max.bytes.buffering",
-        ours: None,
+        ours: Some(STORE_CACHE_MAX_BYTES),
         note: Some(STORE_CACHE),
     },
 ];

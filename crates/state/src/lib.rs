@@ -92,9 +92,10 @@ pub use engine_stores::{
 pub use error::StateError;
 pub use memory::{InMemoryKeyValueStore, InMemorySessionStore, InMemoryWindowStore};
 pub use persistent::{
-    DEFAULT_CACHE_MAX_BYTES, LocalCopy, MIN_CACHE_MAX_BYTES, PersistentConfig,
-    PersistentKeyValueStore, PersistentSessionStore, PersistentWindowStore, RebuildReason,
-    Recovery, STORE_CHECKPOINT_FILE, STORE_FORMAT, STORE_METADATA_FILE, StoreDirectory,
+    DEFAULT_BLOCK_CACHE_BYTES, DEFAULT_CACHE_MAX_BYTES, LocalCopy, MIN_CACHE_MAX_BYTES,
+    PersistentConfig, PersistentKeyValueStore, PersistentSessionStore, PersistentWindowStore,
+    RebuildReason, Recovery, STORE_CHECKPOINT_FILE, STORE_FORMAT, STORE_METADATA_FILE,
+    StoreDirectory,
 };
 pub use restore::{RestoreProgress, restore};
 pub use restore_batch::{RESTORE_BATCH_BYTES, RestoreBatch, RestoreRecord};

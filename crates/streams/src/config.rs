@@ -76,6 +76,11 @@ pub struct StreamsConfig {
     /// embedded log in a directory and in memory otherwise; the test driver keeps them on
     /// disk when given a state directory and every store in memory otherwise.
     pub default_dsl_store: Option<StoreType>,
+    /// `stoatflow.state.cache-max-bytes`: each persistent store's write-back cache bound
+    /// (at least `MIN_CACHE_MAX_BYTES`).
+    pub store_cache_max_bytes: usize,
+    /// `stoatflow.state.block-cache-bytes`: each persistent store's engine block cache.
+    pub store_block_cache_bytes: u64,
 }
 
 impl Default for StreamsConfig {
@@ -89,6 +94,8 @@ impl Default for StreamsConfig {
             changelog_enabled: true,
             max_out_of_orderness: Duration::from_millis(10_000),
             default_dsl_store: None,
+            store_cache_max_bytes: stoatflow_state::DEFAULT_CACHE_MAX_BYTES,
+            store_block_cache_bytes: stoatflow_state::DEFAULT_BLOCK_CACHE_BYTES,
         }
     }
 }
@@ -134,6 +141,21 @@ impl StreamsConfig {
     #[must_use]
     pub fn with_default_dsl_store(mut self, store_type: StoreType) -> Self {
         self.default_dsl_store = Some(store_type);
+        self
+    }
+
+    /// Sets `stoatflow.state.cache-max-bytes`, each persistent store's write-back cache bound
+    /// (raised to `MIN_CACHE_MAX_BYTES` if below it).
+    #[must_use]
+    pub fn with_store_cache_max_bytes(mut self, bytes: usize) -> Self {
+        self.store_cache_max_bytes = bytes;
+        self
+    }
+
+    /// Sets `stoatflow.state.block-cache-bytes`, each persistent store's engine block cache.
+    #[must_use]
+    pub fn with_store_block_cache_bytes(mut self, bytes: u64) -> Self {
+        self.store_block_cache_bytes = bytes;
         self
     }
 

@@ -113,6 +113,12 @@ pub use stoatflow_state::{
     KeyValueStore, SessionStore, SessionWindow, StateStore, ValueAndTimestamp, WindowStore,
 };
 
+/// The persistent stores' memory bounds' defaults and floor
+/// ([`StreamsConfig::store_cache_max_bytes`], [`StreamsConfig::store_block_cache_bytes`]).
+pub use stoatflow_state::{
+    DEFAULT_BLOCK_CACHE_BYTES, DEFAULT_CACHE_MAX_BYTES, MIN_CACHE_MAX_BYTES,
+};
+
 /// The window store behind a windowed aggregation named `store`, on whichever engine it
 /// runs (for typed inspection: `task.store::<WindowStoreOf<K, A>>(name)`).
 pub type WindowStoreOf<K, A> =

@@ -88,6 +88,18 @@ fn out_of_range_names_key_position_and_range() {
             .ends_with("\"SOMETIMES\" is not accepted: must be one of AUTO, ENABLED, DISABLED"),
         "{e}"
     );
+    // A store cache below the floor a spill needs, or beyond any machine's memory.
+    let e = err("stoatflow.state.cache-max-bytes: 4096\n");
+    assert_eq!(
+        e.to_string(),
+        "configuration key stoatflow.state.cache-max-bytes at app.yaml:1:34: \"4096\" is not accepted: must be between 1048576 and 68719476736"
+    );
+    let e = err("stoatflow.state.block-cache-bytes: 1e12\n");
+    assert!(
+        e.to_string()
+            .starts_with("configuration key stoatflow.state.block-cache-bytes at app.yaml:1:36"),
+        "{e}"
+    );
     // A check across keys, named by the runtime, still points at the file.
     let e = err("stoatflow.commit-barrier:\n  min-interval-ms: 9000\n  max-interval-ms: 100\n");
     assert!(

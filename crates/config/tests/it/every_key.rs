@@ -157,6 +157,12 @@ fn table() -> Vec<(&'static str, &'static str, Check)> {
         ("default.dsl.store", "in_memory", |c| {
             c.runtime.streams.default_dsl_store == Some(StoreType::InMemory)
         }),
+        ("stoatflow.state.cache-max-bytes", "8388608", |c| {
+            c.runtime.streams.store_cache_max_bytes == 8 << 20
+        }),
+        ("stoatflow.state.block-cache-bytes", "0", |c| {
+            c.runtime.streams.store_block_cache_bytes == 0
+        }),
     ]
 }
 

@@ -14,8 +14,9 @@ fn message(key: &str) -> String {
 
 #[test]
 fn each_kafka_streams_name_gets_ours() {
-    let cache = "here each persistent store's write cache has its own fixed bound, \
-                 and no key sets it";
+    let cache = "here it is stoatflow.state.cache-max-bytes (a bound per persistent store \
+                 here, not per instance; stoatflow.state.block-cache-bytes bounds each store's \
+                 engine block cache)";
     for (theirs, then) in [
         (
             "num.stream.threads",

@@ -49,23 +49,45 @@ const RECOVERED_MARKER_FILE: &str = "stoatflow-store.recovered";
 /// The engine's lock file inside the data directory (held while the engine is open).
 const ENGINE_LOCK_FILE: &str = "lock";
 
-/// Where persistent stores live, whose they are, and how much each may cache.
+/// The default size of each store's engine block cache
+/// (`PersistentConfig::with_block_cache_bytes`): the engine's own default.
+pub const DEFAULT_BLOCK_CACHE_BYTES: u64 = 32 << 20;
+
+/// Where persistent stores live, whose they are, and how much memory each may hold: its
+/// write-back cache (values the task wrote) and its engine's block cache (blocks of tables
+/// read back from disk).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PersistentConfig {
     state_dir: PathBuf,
     application_id: String,
     cache_max_bytes: usize,
+    block_cache_bytes: u64,
 }
 
 impl PersistentConfig {
     /// Stores under `state_dir`, owned by `application_id`, each with a write-back cache of
-    /// [`DEFAULT_CACHE_MAX_BYTES`].
+    /// [`DEFAULT_CACHE_MAX_BYTES`] and a block cache of [`DEFAULT_BLOCK_CACHE_BYTES`].
     pub fn new(state_dir: impl Into<PathBuf>, application_id: impl Into<String>) -> Self {
         Self {
             state_dir: state_dir.into(),
             application_id: application_id.into(),
             cache_max_bytes: DEFAULT_CACHE_MAX_BYTES,
+            block_cache_bytes: DEFAULT_BLOCK_CACHE_BYTES,
         }
+    }
+
+    /// Sizes each store's engine block cache: blocks of the store's tables read back from
+    /// disk (reads the write-back cache cannot answer) stay in memory up to this many bytes.
+    /// 0 keeps none.
+    #[must_use]
+    pub fn with_block_cache_bytes(mut self, bytes: u64) -> Self {
+        self.block_cache_bytes = bytes;
+        self
+    }
+
+    /// The size of each store's engine block cache.
+    pub fn block_cache_bytes(&self) -> u64 {
+        self.block_cache_bytes
     }
 
     /// Bounds each store's write-back cache (keys, values and a per-entry overhead); past
@@ -147,6 +169,8 @@ pub(crate) fn parse_meta(bytes: &[u8]) -> Result<Meta, String> {
 pub struct StoreDirectory {
     store: String,
     path: PathBuf,
+    /// The engine's block cache size ([`PersistentConfig::block_cache_bytes`]).
+    block_cache_bytes: u64,
 }
 
 impl StoreDirectory {
@@ -255,7 +279,13 @@ impl StoreDirectory {
         Ok(Self {
             store: store.to_string(),
             path: config.state_dir.join(store),
+            block_cache_bytes: config.block_cache_bytes,
         })
+    }
+
+    /// How large the engine's block cache is to be.
+    pub(crate) fn block_cache_bytes(&self) -> u64 {
+        self.block_cache_bytes
     }
 
     /// The metadata, `None` if there is no metadata file.

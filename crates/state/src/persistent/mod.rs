@@ -42,7 +42,9 @@ mod window;
 mod write_cache;
 
 pub use checkpoint::STORE_CHECKPOINT_FILE;
-pub use dir::{PersistentConfig, STORE_FORMAT, STORE_METADATA_FILE, StoreDirectory};
+pub use dir::{
+    DEFAULT_BLOCK_CACHE_BYTES, PersistentConfig, STORE_FORMAT, STORE_METADATA_FILE, StoreDirectory,
+};
 pub use kv::PersistentKeyValueStore;
 pub use recover::{LocalCopy, RebuildReason, Recovery};
 pub use session::PersistentSessionStore;
@@ -115,6 +117,7 @@ pub(crate) fn open_database(dir: &StoreDirectory) -> Result<fjall::Database, Sta
         .worker_threads(1)
         .manual_journal_persist(true)
         .max_cached_files(Some(MAX_OPEN_TABLE_FILES))
+        .cache_size(dir.block_cache_bytes())
         .open()
         .map_err(engine_err(dir.store()))
 }
@@ -257,6 +260,30 @@ pub(crate) fn ingest<S: Ord + Copy + Sync>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_engine_block_cache_is_the_configured_size() {
+        let tmp = tempfile::tempdir().unwrap();
+        let default = PersistentConfig::new(tmp.path(), "app");
+        for (store, config, size) in [
+            ("default", default.clone(), DEFAULT_BLOCK_CACHE_BYTES),
+            (
+                "small",
+                default.clone().with_block_cache_bytes(3 << 20),
+                3 << 20,
+            ),
+            ("none", default.with_block_cache_bytes(0), 0),
+        ] {
+            let dir = StoreDirectory::open(&config, store).unwrap();
+            let db = open_database(&dir).unwrap();
+            assert_eq!(db.cache_capacity(), size, "{store}");
+            let ks = db
+                .keyspace("k", fjall::KeyspaceCreateOptions::default)
+                .unwrap();
+            ks.insert(b"a", b"1").unwrap();
+            assert_eq!(ks.get(b"a").unwrap().as_deref(), Some(&b"1"[..]), "{store}");
+        }
+    }
 
     #[test]
     fn time_bytes_preserve_order() {

@@ -9,6 +9,7 @@
 //! operators, of threads or of the log.
 
 use std::cell::RefCell;
+use std::path::PathBuf;
 use std::rc::Rc;
 
 use stoatflow_state::{
@@ -18,6 +19,7 @@ use stoatflow_state::{
     StateError, StateStore, StoreConfig, StoreDirectory,
 };
 
+use crate::config::StreamsConfig;
 use crate::error::ProcessError;
 use crate::serde::{BoxedCodec, MissingCodec};
 use crate::topology::graph::Instantiation;
@@ -229,7 +231,7 @@ impl Instantiation {
             );
             return Placement::Refused;
         };
-        let pc = PersistentConfig::new(dir, self.config.application_id.clone());
+        let pc = persistent_config(&self.config, dir);
         match StoreDirectory::recover(&pc, &request.name, LocalCopy::VerifyOrRebuild) {
             Ok((directory, recovery)) => {
                 self.persistent.push(PersistentStore {
@@ -253,4 +255,40 @@ enum Placement {
     Disk(PersistentConfig),
     /// It could not be opened (the error is recorded): an in-memory stand-in.
     Refused,
+}
+
+/// Where and how the task's persistent stores are opened: under `dir`, owned by the
+/// application, with the memory bounds the settings give each store.
+fn persistent_config(config: &StreamsConfig, dir: PathBuf) -> PersistentConfig {
+    PersistentConfig::new(dir, config.application_id.clone())
+        .with_cache_max_bytes(config.store_cache_max_bytes)
+        .with_block_cache_bytes(config.store_block_cache_bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn persistent_stores_get_the_memory_bounds_of_the_settings() {
+        let defaults = persistent_config(&StreamsConfig::new("app"), "/s".into());
+        assert_eq!(
+            defaults.cache_max_bytes(),
+            stoatflow_state::DEFAULT_CACHE_MAX_BYTES
+        );
+        assert_eq!(
+            defaults.block_cache_bytes(),
+            stoatflow_state::DEFAULT_BLOCK_CACHE_BYTES
+        );
+        let set = StreamsConfig::new("app")
+            .with_store_cache_max_bytes(5 << 20)
+            .with_store_block_cache_bytes(7 << 20);
+        let pc = persistent_config(&set, "/s".into());
+        assert_eq!(
+            (pc.cache_max_bytes(), pc.block_cache_bytes()),
+            (5 << 20, 7 << 20)
+        );
+        assert_eq!(pc.application_id(), "app");
+        assert_eq!(pc.state_dir(), std::path::Path::new("/s"));
+    }
 }
