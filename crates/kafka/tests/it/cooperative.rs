@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 
 use stoatflow_kafka::KafkaLog;
 use stoatflow_log::{GroupEvent, GroupMember, Log, TopicPartition, TopicSpec};
-use stoatflow_runtime::{AppState, CommitBarrierConfig, StreamsApp, TaskId};
+use stoatflow_runtime::{AppState, StreamsApp, TaskId};
 
 use crate::broker::TestBroker;
 use crate::groups::{
-    APP, BATCH, Load, SIX, assert_no_error, owned, records, until_group_caught_up,
+    APP, BATCH, INTERVAL, Load, SIX, assert_no_error, every, owned, records, until_group_caught_up,
 };
 use crate::runtime_eos::{
     INPUT, OUTPUT, config_for, expected, produce_of, read_committed_of, sentinels_of, topology,
@@ -129,12 +129,7 @@ fn a_member_joining_a_cooperative_group_takes_only_what_moves() {
 /// state it entered.
 fn instance(broker: &TestBroker, id: &str) -> (StreamsApp<KafkaLog>, Arc<Mutex<Vec<AppState>>>) {
     let log = Arc::new(cooperative_log(broker));
-    let mut config = config_for(APP).with_barrier(CommitBarrierConfig {
-        interval: INTERVAL,
-        min_interval: INTERVAL,
-        max_interval: INTERVAL,
-        ..CommitBarrierConfig::default()
-    });
+    let mut config = config_for(APP).with_barrier(every(INTERVAL));
     config.instance_id = id.into();
     let mut app = StreamsApp::with_log(topology(), config, log).unwrap();
     let states = Arc::new(Mutex::new(Vec::new()));
@@ -151,8 +146,6 @@ fn cooperative_log(broker: &TestBroker) -> KafkaLog {
         .unwrap();
     KafkaLog::connect(config).unwrap()
 }
-
-const INTERVAL: Duration = Duration::from_millis(500);
 
 /// Waits until the instances own every input partition between them, each
 /// once, in shares of `sizes` (in any order); what each owns.
@@ -173,25 +166,6 @@ fn until_spread(apps: &[&StreamsApp<KafkaLog>], sizes: &[usize]) -> Vec<BTreeSet
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// The longest time between `from`, each barrier `app` committed until
-/// `to`, and `to`.
-fn longest_gap(app: &StreamsApp<KafkaLog>, from: Instant, to: Instant) -> Duration {
-    let mut points = vec![from];
-    points.extend(
-        app.timeline()
-            .barriers()
-            .map(|b| b.committed)
-            .filter(|t| *t > from && *t < to),
-    );
-    points.push(to);
-    points.sort();
-    points
-        .windows(2)
-        .map(|w| w[1] - w[0])
-        .max()
-        .unwrap_or_default()
 }
 
 /// Three instances share six partitions under a constant flow; a fourth
@@ -233,7 +207,7 @@ fn an_instance_joining_three_on_the_broker_leaves_those_keeping_their_tasks_comm
     );
     for &i in &kept {
         let (app, states) = &apps[i];
-        let gap = longest_gap(app, joined_at, settled_at);
+        let gap = app.timeline().longest_commit_gap(joined_at, settled_at);
         assert!(
             gap <= 2 * INTERVAL,
             "instance {i} kept its tasks but committed no barrier for {gap:?}"

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use stoatflow_kafka::KafkaLog;
 use stoatflow_log::{Consumer, Log, TopicPartition, TopicSpec};
-use stoatflow_runtime::{AppState, StreamsApp};
+use stoatflow_runtime::{AppState, CommitBarrierConfig, StreamsApp};
 
 use crate::broker::TestBroker;
 use crate::runtime_eos::{
@@ -73,6 +73,20 @@ pub(crate) fn until_shared(apps: &[&StreamsApp<KafkaLog>], counts: &[usize]) {
             "partitions never shared as {counts:?}: {sets:?}"
         );
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The commit interval of the tests that measure gaps between committed
+/// barriers.
+pub(crate) const INTERVAL: Duration = Duration::from_millis(500);
+
+/// Barriers cut every `interval`, whatever the commits take.
+pub(crate) fn every(interval: Duration) -> CommitBarrierConfig {
+    CommitBarrierConfig {
+        interval,
+        min_interval: interval,
+        max_interval: interval,
+        ..CommitBarrierConfig::default()
     }
 }
 

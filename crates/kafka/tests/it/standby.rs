@@ -46,7 +46,13 @@ fn instance(log: &Arc<KafkaLog>, id: &str, state: &Path) -> StreamsApp<KafkaLog>
 /// The committed records of the window store's changelog in `tasks`'
 /// partitions: what a cold restore of them reads.
 pub(crate) fn cold_restore(log: &KafkaLog, tasks: &BTreeSet<TaskId>) -> u64 {
-    read_topic_of(log, WINDOW_CHANGELOG, SIX)
+    changelog_records(log, WINDOW_CHANGELOG, tasks)
+}
+
+/// The committed records of `changelog` in `tasks`' partitions (the
+/// topology has one sub-topology: task `0_p` writes partition `p`).
+pub(crate) fn changelog_records(log: &KafkaLog, changelog: &str, tasks: &BTreeSet<TaskId>) -> u64 {
+    read_topic_of(log, changelog, SIX)
         .iter()
         .filter(|r| tasks.iter().any(|t| t.partition == r.partition.partition.0))
         .count() as u64

@@ -101,6 +101,27 @@ impl Timeline {
         self.barriers.iter()
     }
 
+    /// The longest time between `from`, each commit of a barrier after it
+    /// and before `to`, and `to`: how long the instance went without
+    /// committing over that span (the whole span if it committed nothing).
+    #[must_use]
+    pub fn longest_commit_gap(&self, from: Instant, to: Instant) -> Duration {
+        let mut points = vec![from];
+        points.extend(
+            self.barriers
+                .iter()
+                .map(|b| b.committed)
+                .filter(|t| *t > from && *t < to),
+        );
+        points.push(to);
+        points.sort();
+        points
+            .windows(2)
+            .map(|w| w[1].saturating_duration_since(w[0]))
+            .max()
+            .unwrap_or_default()
+    }
+
     /// The final-result latency of a window of sub-topology `st` closing at
     /// `close` (ms): `None` if no committed barrier carries its result yet.
     #[must_use]
@@ -178,6 +199,24 @@ mod tests {
         open.barrier_committed(barrier(base, 1, 1_000, 0, false));
         open.barrier_committed(barrier(base, 2, 1_500, 500, false));
         assert_eq!(open.final_result_latency(0, 1_000), None);
+    }
+
+    #[test]
+    fn the_longest_commit_gap_counts_the_span_edges_and_only_commits_inside() {
+        let base = Instant::now();
+        let mut t = Timeline::default();
+        // Committed at 10, 510, 1 310 and 1 510.
+        for (n, cut) in [(1, 0), (2, 500), (3, 1_300), (4, 1_500)] {
+            t.barrier_committed(barrier(base, n, 1_000, cut, false));
+        }
+        let gap = |from, to| t.longest_commit_gap(at(base, from), at(base, to));
+        assert_eq!(gap(0, 2_000), Duration::from_millis(800));
+        // From the span's start to the first commit in it, from the last
+        // one to its end.
+        assert_eq!(gap(400, 600), Duration::from_millis(110));
+        assert_eq!(gap(1_400, 2_400), Duration::from_millis(890));
+        // No commit inside: the whole span.
+        assert_eq!(gap(600, 900), Duration::from_millis(300));
     }
 
     #[test]
