@@ -363,7 +363,7 @@ fn prepared(family: &Family) -> (Rig, Vec<Piece>) {
     }
     let mut pieces = family.pieces.clone();
     write(&log, &pieces.remove(0));
-    let state = tempfile::tempdir().unwrap();
+    let state = scratch_dir();
     (Rig { log, state }, pieces)
 }
 

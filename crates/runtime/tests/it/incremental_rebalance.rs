@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use stoatflow_log::{Consumer, GroupEvent, Log, MemberAssignment, TopicPartition};
+use stoatflow_log::{GroupEvent, MemberAssignment, TopicPartition};
 use stoatflow_runtime::{AppState, CommitBarrierConfig, RuntimeConfig, StreamsApp, TaskId};
 
 use crate::hooked_log::HookedLog;
@@ -55,18 +55,19 @@ fn instance(log: &Arc<HookedLog<Script>>, id: &str) -> (App, Arc<Mutex<Vec<AppSt
 /// Waits until `app` runs exactly `active` and committed a barrier since.
 fn until_running(app: &App, active: &[u32]) {
     let want: Vec<TaskId> = active.iter().map(|&p| TaskId::new(0, p)).collect();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !(app.state() == AppState::Running && app.assignment().active == want) {
-        assert_ne!(app.state(), AppState::Error, "{:?}", app.error());
-        assert!(Instant::now() < deadline, "never ran {want:?}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for(
+        &format!("the app to run {want:?}"),
+        &[app],
+        Duration::from_secs(60),
+        || app.state() == AppState::Running && app.assignment().active == want,
+    );
     let barriers = app.committed_barriers();
-    while app.committed_barriers() <= barriers {
-        assert_ne!(app.state(), AppState::Error, "{:?}", app.error());
-        assert!(Instant::now() < deadline, "no barrier on {want:?}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for(
+        &format!("a barrier on {want:?}"),
+        &[app],
+        Duration::from_secs(60),
+        || app.committed_barriers() > barriers,
+    );
 }
 
 /// The longest time between `from`, each barrier `app` committed until
@@ -86,36 +87,6 @@ fn longest_gap(app: &App, from: Instant, to: Instant) -> Duration {
         .map(|w| w[1] - w[0])
         .max()
         .unwrap_or_default()
-}
-
-/// Waits until the group's committed offsets reach every input
-/// partition's end (each instance commits only its own partitions).
-fn until_committed<L: Log>(log: &L, apps: &[&App]) {
-    let tps: Vec<TopicPartition> = (0..PARTITIONS).flat_map(partition).collect();
-    let mut consumer = log.consumer("incremental-ends").unwrap();
-    let ends: Vec<u64> = tps
-        .iter()
-        .map(|tp| consumer.end_offset(tp).unwrap().0)
-        .collect();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let committed = log.committed_offsets(APP, &tps).unwrap();
-        if committed
-            .iter()
-            .zip(&ends)
-            .all(|((_, om), end)| om.as_ref().is_some_and(|om| om.offset.0 >= *end))
-        {
-            return;
-        }
-        for app in apps {
-            assert_ne!(app.state(), AppState::Error, "{:?}", app.error());
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the input was never all committed: {committed:?}"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 #[test]
@@ -165,20 +136,21 @@ fn an_instance_joining_three_under_flow_leaves_the_others_committing() {
     for id in ["a", "b"] {
         group.push(&member(id), GroupEvent::Added(vec![]));
     }
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while group.released(&member("c")) == 0 {
-        assert_ne!(c.state(), AppState::Error, "{:?}", c.error());
-        assert!(Instant::now() < deadline, "C never released task 0_2");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for(
+        "C to release task 0_2",
+        &[&c],
+        Duration::from_secs(60),
+        || group.released(&member("c")) > 0,
+    );
     group.push(&member("c"), GroupEvent::Added(vec![]));
     group.push(&member("d"), GroupEvent::Added(partition(2)));
     until_running(&d, &[2]);
-    while !(c.state() == AppState::Running && c.assignment().active.is_empty()) {
-        assert_ne!(c.state(), AppState::Error, "{:?}", c.error());
-        assert!(Instant::now() < deadline, "C still runs task 0_2");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for(
+        "C to run without task 0_2",
+        &[&c],
+        Duration::from_secs(60),
+        || c.state() == AppState::Running && c.assignment().active.is_empty(),
+    );
     let settled_at = Instant::now();
     stop.store(true, Ordering::Release);
 
@@ -197,7 +169,7 @@ fn an_instance_joining_three_under_flow_leaves_the_others_committing() {
     }
 
     let sent = producer.join().unwrap();
-    until_committed(&*log, &[&a, &b, &c, &d]);
+    wait_for_input_committed(&*log, APP, &[&a, &b, &c, &d]);
     for app in [&mut a, &mut b, &mut c, &mut d] {
         assert!(app.close(Duration::from_secs(30)), "{:?}", app.error());
     }
@@ -232,7 +204,7 @@ fn describe(group: &ScriptedGroup, owners: &[(&str, &[u32])]) {
 fn an_instance_keeping_its_tasks_places_its_copies_again_when_the_group_changes() {
     let (_inner, group, log) = scripted_log();
     produce(&*log, &input(600, 30, 5), 100);
-    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let dirs: Vec<_> = (0..3).map(|_| scratch_dir()).collect();
     let with_copies = |id: &str, dir: &std::path::Path| {
         let mut config: RuntimeConfig = config(APP, 1).with_state_dir(dir).with_standby_replicas(1);
         config.instance_id = id.into();
@@ -261,12 +233,12 @@ fn an_instance_keeping_its_tasks_places_its_copies_again_when_the_group_changes(
     let (mut c, _) = with_copies("z", dirs[2].path());
     group.push(&member("x"), GroupEvent::Removed(partition(1)));
     group.push(&member("y"), GroupEvent::Added(vec![]));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while group.released(&member("x")) == 0 {
-        assert_ne!(a.state(), AppState::Error, "{:?}", a.error());
-        assert!(Instant::now() < deadline, "A never released task 0_1");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for(
+        "A to release task 0_1",
+        &[&a],
+        Duration::from_secs(60),
+        || group.released(&member("x")) > 0,
+    );
     describe(&group, &[("x", &[0]), ("y", &[2]), ("z", &[1])]);
     for id in ["x", "y"] {
         group.push(&member(id), GroupEvent::Added(vec![]));
@@ -286,8 +258,8 @@ fn an_instance_keeping_its_tasks_places_its_copies_again_when_the_group_changes(
 /// Waits until each of `apps` runs `active[i]` and every task has exactly
 /// one copy among them, never on its owner.
 fn until_copies(apps: &[&App], active: &[&[u32]]) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    let what = format!("the apps to run {active:?} with one copy of each task, never on its owner");
+    wait_for(&what, apps, Duration::from_secs(30), || {
         let published: Vec<_> = apps.iter().map(|a| a.assignment()).collect();
         let running = apps
             .iter()
@@ -304,16 +276,6 @@ fn until_copies(apps: &[&App], active: &[&[u32]]) {
                 .collect();
             holders.len() == 1 && !holders[0].active.contains(&TaskId::new(0, p))
         });
-        if running && one_copy_each {
-            return;
-        }
-        for app in apps {
-            assert_ne!(app.state(), AppState::Error, "{:?}", app.error());
-        }
-        assert!(
-            Instant::now() < deadline,
-            "copies never placed one per task: {published:?}"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+        running && one_copy_each
+    });
 }

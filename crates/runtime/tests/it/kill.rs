@@ -128,7 +128,7 @@ fn child_runs_the_app_to_the_end() {
     match std::env::var_os(CHILD_DIR) {
         Some(dir) => run_app_in(std::path::Path::new(&dir)),
         None => {
-            let dir = tempfile::tempdir().unwrap();
+            let dir = scratch_dir();
             prepare(dir.path());
             run_app_in(dir.path());
             check(dir.path(), &records_for(KILLS_LIGHT));
@@ -138,7 +138,7 @@ fn child_runs_the_app_to_the_end() {
 
 #[test]
 fn kill_9_at_random_moments_then_restart_commits_each_final_result_once() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     {
         let log = EmbeddedLog::open(dir.path()).unwrap();
         create_topics(&log);

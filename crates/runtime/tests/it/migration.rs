@@ -316,7 +316,7 @@ fn a_takeover_from_kafka_streams_emits_each_final_result_once_across_both() {
 
 #[test]
 fn a_takeover_restores_kafka_streams_changelogs_into_stores_on_disk() {
-    let state = tempfile::tempdir().unwrap();
+    let state = scratch_dir();
     take_over_then_restart(Some(state.path()));
 }
 

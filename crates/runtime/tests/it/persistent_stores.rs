@@ -81,7 +81,7 @@ fn a_crash_then_a_restart_on_persistent_stores_gives_the_uninterrupted_output() 
     let records = input(600, 7, 11);
     let expected = regular(driver_finals(tumbling_count(), &records));
     for (run, lanes) in [(0u64, 1usize), (1, 2), (2, 2)] {
-        let state = tempfile::tempdir().unwrap();
+        let state = scratch_dir();
         let log = Arc::new(EmbeddedLog::in_memory());
         create_topics(&*log);
         let (first, rest) = records.split_at(records.len() / 2);
@@ -118,7 +118,7 @@ fn totals_log(records: &[Input]) -> Arc<EmbeddedLog> {
 
 #[test]
 fn a_graceful_restart_restores_only_the_changelog_tail_past_the_checkpoint() {
-    let state = tempfile::tempdir().unwrap();
+    let state = scratch_dir();
     let records = input(200, 5, 3);
     let log = totals_log(&records);
     let config = || on_disk("tail", 2, state.path());
@@ -170,7 +170,7 @@ fn a_graceful_restart_restores_only_the_changelog_tail_past_the_checkpoint() {
 
 #[test]
 fn a_damaged_local_copy_is_restored_in_full_from_the_changelog() {
-    let state = tempfile::tempdir().unwrap();
+    let state = scratch_dir();
     let records = input(150, 4, 8);
     let log = totals_log(&records);
     let config = || on_disk("damaged", 1, state.path());
@@ -242,7 +242,7 @@ fn a_persistent_store_without_a_changelog_keeps_its_local_copy_across_a_graceful
             .to(TOTALS_OUT, Produced::with(Serdes::string(), Serdes::i64()));
         builder.build().unwrap()
     };
-    let state = tempfile::tempdir().unwrap();
+    let state = scratch_dir();
     let records = input(60, 3, 9);
     let log = totals_log(&records);
     let config = || on_disk("unlogged", 2, state.path());

@@ -172,7 +172,7 @@ fn a_final_window_never_changes_and_is_what_the_output_committed_in_memory() {
 
 #[test]
 fn a_final_window_never_changes_and_is_what_the_output_committed_on_disk() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     finals_never_change(Some(dir.path()));
 }
 
@@ -230,7 +230,7 @@ fn a_key_value_answer_is_the_committed_count_at_its_position_in_memory() {
 
 #[test]
 fn a_key_value_answer_is_the_committed_count_at_its_position_on_disk() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     key_values(Some(dir.path()));
 }
 

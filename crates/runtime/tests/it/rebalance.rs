@@ -28,7 +28,7 @@ fn a_rebalance_right_after_a_barrier_commits_what_its_pass_emits() {
         .collect();
     let member = format!("{APP}-a");
     group.push(&member, GroupEvent::Assigned(all.clone()));
-    let state = tempfile::tempdir().unwrap();
+    let state = scratch_dir();
     // Barriers a second apart: the rebalance lands between the first and
     // the second.
     let mut config =

@@ -52,7 +52,7 @@ fn a_changelog_topic_of_the_wrong_shape_is_named() {
 
 #[test]
 fn a_locked_data_directory_is_named() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let backend = Backend::Embedded {
         dir: dir.path().to_owned(),
     };
@@ -70,7 +70,7 @@ fn a_locked_data_directory_is_named() {
 #[test]
 fn a_refused_setting_or_topology_creates_no_data_directory() {
     use stoatflow_streams::{DispatchMode, StreamsConfig};
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let data = dir.path().join("data");
     let backend = Backend::Embedded { dir: data.clone() };
     let err = StreamsApp::new(

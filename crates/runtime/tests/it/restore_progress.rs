@@ -36,7 +36,7 @@ impl Hooks for PausedReader {
 
 #[test]
 fn restore_progress_shows_while_the_changelog_is_read_and_adds_up_at_the_end() {
-    let state = tempfile::tempdir().unwrap();
+    let state = scratch_dir();
     let log = Arc::new(EmbeddedLog::in_memory());
     create_topics(&*log);
     produce(&*log, &input(3_000, 50, 3), 100);

@@ -69,7 +69,7 @@ fn run_closes_gracefully_on_sigterm() {
         child(Path::new(&dir), records.len() as u64);
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     {
         let log = open(dir.path());
         create_topics(&log);

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use stoatflow_log::{Consumer, EmbeddedLog, GroupEvent, Log, TopicPartition};
+use stoatflow_log::{EmbeddedLog, GroupEvent, TopicPartition};
 use stoatflow_runtime::{
     AppState, Finality, KeyQuery, QueryAnswer, QueryError, RuntimeConfig, StaleSource,
     StateQueryRequest, StreamsApp, TaskId, WindowQuery,
@@ -79,42 +79,11 @@ fn tasks() -> Vec<TaskId> {
 
 /// Waits until `app` runs, owning `active` and keeping `standby`.
 fn until_assigned(app: &StreamsApp<HookedLog<Script>>, active: &[TaskId], standby: &[TaskId]) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
+    let what = format!("the app to run {active:?} and keep {standby:?}");
+    wait_for(&what, &[app], Duration::from_secs(60), || {
         let a = app.assignment();
-        if app.state() == AppState::Running && a.active == active && a.standby == standby {
-            return;
-        }
-        assert_ne!(app.state(), AppState::Error, "{:?}", app.error());
-        assert!(Instant::now() < deadline, "assignment {a:?}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Waits until the group's committed offsets reach every input partition's
-/// end.
-fn until_committed<L: Log>(log: &L) {
-    let tps: Vec<_> = (0..PARTITIONS)
-        .map(|p| TopicPartition::new(INPUT, p))
-        .collect();
-    let mut consumer = log.consumer("stale-ends").unwrap();
-    let ends: Vec<u64> = tps
-        .iter()
-        .map(|tp| consumer.end_offset(tp).unwrap().0)
-        .collect();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let committed = log.committed_offsets(APP, &tps).unwrap();
-        let done = committed
-            .iter()
-            .zip(&ends)
-            .all(|((_, om), end)| om.as_ref().is_some_and(|om| om.offset.0 >= *end));
-        if done {
-            return;
-        }
-        assert!(Instant::now() < deadline, "not committed: {committed:?}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+        app.state() == AppState::Running && a.active == active && a.standby == standby
+    });
 }
 
 /// A (owning every task) and B (owning none, a copy of each) running,
@@ -133,12 +102,12 @@ fn pair(records: &[Input], store: StoreType) -> Pair {
         .collect();
     group.push(&format!("{APP}-a"), GroupEvent::Assigned(all));
     group.push(&format!("{APP}-b"), GroupEvent::Assigned(Vec::new()));
-    let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let dirs = (scratch_dir(), scratch_dir());
     let a = instance(&log, "a", dirs.0.path(), store);
     let b = instance(&log, "b", dirs.1.path(), store);
     until_assigned(&a, &tasks(), &[]);
     until_assigned(&b, &[], &tasks());
-    until_committed(&*log);
+    wait_for_input_committed(&*log, APP, &[&a, &b]);
     Pair { a, b, _dirs: dirs }
 }
 
@@ -298,7 +267,7 @@ fn a_restoring_task(store: StoreType) {
     };
     // A first run fills the changelogs; the next, on a fresh state
     // directory, restores them in full.
-    let first_dir = tempfile::tempdir().unwrap();
+    let first_dir = scratch_dir();
     let mut first =
         StreamsApp::with_log(counts_and_totals(), config(first_dir.path()), log.clone()).unwrap();
     first.start().unwrap();
@@ -317,7 +286,7 @@ fn a_restoring_task(store: StoreType) {
         inner: log,
         hooks: held.clone(),
     });
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let mut app = StreamsApp::with_log(counts_and_totals(), config(dir.path()), hooked).unwrap();
     app.start().unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -8,7 +8,7 @@
 //! run's, each final result once.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use stoatflow_log::{Consumer, EmbeddedLog, GroupEvent, Log, TopicPartition};
 use stoatflow_runtime::{AppState, RuntimeConfig, StreamsApp, TaskId};
@@ -47,46 +47,15 @@ fn task(partition: u32) -> TaskId {
 
 /// Waits until `app` runs exactly `active` (and, if any, keeps `standby`).
 fn until_assigned(app: &StreamsApp<HookedLog<Script>>, active: &[u32], standby: &[u32]) {
-    let deadline = Instant::now() + Duration::from_secs(60);
     let want: (Vec<TaskId>, Vec<TaskId>) = (
         active.iter().map(|&p| task(p)).collect(),
         standby.iter().map(|&p| task(p)).collect(),
     );
-    loop {
+    let what = format!("the app to run and keep {want:?}");
+    wait_for(&what, &[app], Duration::from_secs(60), || {
         let a = app.assignment();
-        if app.state() == AppState::Running && (a.active.clone(), a.standby.clone()) == want {
-            return;
-        }
-        assert_ne!(app.state(), AppState::Error, "{:?}", app.error());
-        assert!(Instant::now() < deadline, "assignment {a:?}, want {want:?}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Waits until the group's committed offsets reach every input partition's end.
-fn until_committed<L: Log>(log: &L) {
-    let tps = input_partitions(&[0, 1, 2]);
-    let mut consumer = log.consumer("standby-ends").unwrap();
-    let ends: Vec<u64> = tps
-        .iter()
-        .map(|tp| consumer.end_offset(tp).unwrap().0)
-        .collect();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let committed = log.committed_offsets(APP, &tps).unwrap();
-        if committed
-            .iter()
-            .zip(&ends)
-            .all(|((_, om), end)| om.as_ref().is_some_and(|om| om.offset.0 >= *end))
-        {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "not committed: {committed:?} < {ends:?}"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+        app.state() == AppState::Running && (a.active, a.standby) == want
+    });
 }
 
 /// The committed records of task `p`'s window store changelog partition:
@@ -117,7 +86,7 @@ fn crash_and_promote(replicas: u32) -> (u64, u64) {
     let (a_id, b_id) = (format!("{APP}-a"), format!("{APP}-b"));
     group.push(&a_id, GroupEvent::Assigned(input_partitions(&[0, 1])));
     group.push(&b_id, GroupEvent::Assigned(input_partitions(&[2])));
-    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (dir_a, dir_b) = (scratch_dir(), scratch_dir());
     let a = instance(&log, "a", dir_a.path(), replicas);
     let b = instance(&log, "b", dir_b.path(), replicas);
     let (standby_a, standby_b): (&[u32], &[u32]) = if replicas > 0 {
@@ -127,23 +96,26 @@ fn crash_and_promote(replicas: u32) -> (u64, u64) {
     };
     until_assigned(&a, &[0, 1], standby_a);
     until_assigned(&b, &[2], standby_b);
-    until_committed(&*log);
+    wait_for_input_committed(&*log, APP, &[&a, &b]);
     if replicas > 0 {
         // A's copy of task 2 catches up with what B committed.
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while a.standby_records() < changelog_records(&inner, 2) {
-            assert!(Instant::now() < deadline, "standby never caught up");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_for(
+            "A's copy of task 2 to catch up",
+            &[&a],
+            Duration::from_secs(30),
+            || a.standby_records() >= changelog_records(&inner, 2),
+        );
         // It measures that it is at the changelog's end.
-        while a.standby_lag() != Some(0) {
-            assert!(Instant::now() < deadline, "lag {:?}", a.standby_lag());
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_for(
+            "A's standby lag to be zero",
+            &[&a],
+            Duration::from_secs(30),
+            || a.standby_lag() == Some(0),
+        );
     }
     // More input; B commits part of it, then crashes.
     produce(&*log, middle, 100);
-    until_committed(&*log);
+    wait_for_input_committed(&*log, APP, &[&a, &b]);
     drop(b);
 
     // The group moves task 2 to A.
@@ -155,7 +127,7 @@ fn crash_and_promote(replicas: u32) -> (u64, u64) {
     let cold = changelog_records(&inner, 2);
 
     produce(&*log, last, 100);
-    until_committed(&*log);
+    wait_for_input_committed(&*log, APP, &[&a]);
     let mut a = a;
     assert!(a.close(Duration::from_secs(30)), "{:?}", a.error());
     let finals = regular(read_output(&*inner));

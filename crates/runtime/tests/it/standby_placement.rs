@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use stoatflow_log::{GroupEvent, MemberAssignment, TopicPartition};
 use stoatflow_runtime::{AppState, RuntimeConfig, StreamsApp, TaskId};
@@ -69,25 +69,22 @@ fn six_instances_with_one_replica_keep_exactly_one_copy_of_each_task_on_disk() {
     for (i, name) in names.iter().enumerate() {
         group.push(name, GroupEvent::Assigned(owned_by(i)));
     }
-    let dirs: Vec<_> = (0..INSTANCES)
-        .map(|_| tempfile::tempdir().unwrap())
-        .collect();
+    let dirs: Vec<_> = (0..INSTANCES).map(|_| scratch_dir()).collect();
     let mut apps: Vec<_> = (0..INSTANCES)
         .map(|i| instance(&log, &format!("i{i}"), dirs[i].path()))
         .collect();
 
     // Every instance runs, and the copies have opened their stores.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !apps
-        .iter()
-        .all(|a| a.state() == AppState::Running && a.standby_lag() == Some(0))
-    {
-        for a in &apps {
-            assert_ne!(a.state(), AppState::Error, "{:?}", a.error());
-        }
-        assert!(Instant::now() < deadline, "the instances never settled");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let refs: Vec<_> = apps.iter().collect();
+    wait_for(
+        "the instances to run with their copies caught up",
+        &refs,
+        Duration::from_secs(60),
+        || {
+            apps.iter()
+                .all(|a| a.state() == AppState::Running && a.standby_lag() == Some(0))
+        },
+    );
 
     for p in 0..PARTITIONS {
         let task = TaskId::new(0, p).to_string();

@@ -1,6 +1,7 @@
 //! What the runtime tests share: a windowed-count topology, input written
-//! to the log in transactions, committed output read back, and the same
-//! input through the `TopologyTestDriver` for comparison.
+//! to the log in transactions, committed output read back, the same input
+//! through the `TopologyTestDriver` for comparison, scratch directories, and
+//! waiting for a condition while the apps run.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use stoatflow_log::{
     TopicSpec, TransactionalProducer,
 };
 use stoatflow_runtime::{
-    Backend, CommitBarrierConfig, RuntimeConfig, StreamsApp, partition_for_key,
+    AppState, Backend, CommitBarrierConfig, RuntimeConfig, StreamsApp, partition_for_key,
 };
 use stoatflow_streams::{
     Consumed, EmitStrategy, KStream, Produced, Serde, Serdes, StreamsBuilder, StreamsConfig,
@@ -33,6 +34,74 @@ pub const START: i64 = 1_790_000_000_000;
 thread_local! {
     /// Set by [`with_lane_delays`] on the thread building a topology.
     static LANE_DELAYS: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+/// A fresh scratch directory (state directories, log directories), on tmpfs
+/// when there is one. The engine fsyncs at every commit and every store
+/// open, which on a busy disk costs far more than the test; and no test here
+/// can observe physical durability (a killed process leaves the page cache,
+/// and tmpfs, as it was).
+pub fn scratch_dir() -> tempfile::TempDir {
+    let shm = std::path::Path::new("/dev/shm");
+    if shm.is_dir()
+        && let Ok(dir) = tempfile::tempdir_in(shm)
+    {
+        return dir;
+    }
+    tempfile::tempdir().expect("tempdir")
+}
+
+/// Waits until `holds`, polling every 5 ms. Fails at once if any of `apps`
+/// is in ERROR (with its error), and once `within` has passed (with each
+/// app's state and assignment), naming `what` was awaited either way.
+pub fn wait_for<L: Log + 'static>(
+    what: &str,
+    apps: &[&StreamsApp<L>],
+    within: Duration,
+    mut holds: impl FnMut() -> bool,
+) {
+    let deadline = std::time::Instant::now() + within;
+    while !holds() {
+        for (i, app) in apps.iter().enumerate() {
+            assert_ne!(
+                app.state(),
+                AppState::Error,
+                "app {i} stopped in ERROR while waiting for {what}: {:?}",
+                app.error()
+            );
+        }
+        if std::time::Instant::now() >= deadline {
+            let apps: Vec<_> = apps.iter().map(|a| (a.state(), a.assignment())).collect();
+            panic!("waited {within:?} for {what} in vain; the apps: {apps:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Waits until `app_id`'s committed offsets reach the end of every
+/// partition of [`INPUT`] (whichever instance commits each), as [`wait_for`]
+/// does with `apps`.
+pub fn wait_for_input_committed<L: Log, M: Log + 'static>(
+    log: &L,
+    app_id: &str,
+    apps: &[&StreamsApp<M>],
+) {
+    let tps: Vec<TopicPartition> = (0..PARTITIONS)
+        .map(|p| TopicPartition::new(INPUT, p))
+        .collect();
+    let mut consumer = log.consumer(&format!("{app_id}-input-ends")).unwrap();
+    let ends: Vec<u64> = tps
+        .iter()
+        .map(|tp| consumer.end_offset(tp).unwrap().0)
+        .collect();
+    let what = format!("{app_id}'s committed offsets to reach the input's ends {ends:?}");
+    wait_for(&what, apps, Duration::from_secs(60), || {
+        let committed = log.committed_offsets(app_id, &tps).unwrap();
+        committed
+            .iter()
+            .zip(&ends)
+            .all(|((_, om), end)| om.as_ref().is_some_and(|om| om.offset.0 >= *end))
+    });
 }
 
 /// Builds with `build` topologies whose sources stall their lane for 2 ms
