@@ -67,7 +67,7 @@ fn a_state_dir_puts_the_stores_on_disk_and_restarts_reopen_them() {
             .pipe_input_with_timestamp(k.into(), "x".into(), ts)
             .unwrap();
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::harness::scratch_dir().unwrap();
     let d = driver_in(Some(dir.path()));
     for (k, ts) in [("a", 1), ("b", 2), ("a", 3)] {
         pipe(&d, k, ts);

@@ -22,9 +22,10 @@
 //!
 //! Beside the scenario: `cells` (table literals and the typed topics'
 //! [`Data`]), `step` (the step vocabulary), `outcome` (what a run left),
-//! `text` (the `String` topics most topologies read and write) and `sides`
+//! `text` (the `String` topics most topologies read and write), `sides`
 //! (the `left`/`right`/`out` tables of joins, stream-table joins and the
-//! Processor API).
+//! Processor API) and `scratch` (the persistent runs' state directories, on
+//! tmpfs when there is one).
 //!
 //! Tests that test the driver API itself call it directly and are not
 //! scenarios: `refusals` and `validation` (what `TopologyTestDriver::new`
@@ -40,6 +41,7 @@
 
 mod cells;
 mod outcome;
+mod scratch;
 mod sides;
 mod step;
 mod text;
@@ -53,6 +55,7 @@ use stoatflow_testing::{DriverConfig, DriverError, TestRecord, TopologyTestDrive
 
 pub use cells::{Cell, Data};
 pub use outcome::{Out, Outcome, out, tombstone};
+pub use scratch::scratch_dir;
 pub use sides::{
     LEFT, OUT, RIGHT, delete, expect_out, expect_rows, left, none, right, sides, table_sides,
 };
@@ -285,7 +288,7 @@ impl Scenario {
         let state_dir =
             match self.engine {
                 Engine::InMemory => None,
-                Engine::Persistent => Some(tempfile::tempdir().unwrap_or_else(|e| {
+                Engine::Persistent => Some(scratch_dir().unwrap_or_else(|e| {
                     panic!("{}no temporary state directory: {e}", self.label())
                 })),
             };
