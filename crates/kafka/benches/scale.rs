@@ -1,19 +1,24 @@
 //! Scale-out on one machine (docs/scale-out.md): the same windowed count over
-//! a 6-partition input, run once by one instance and once by three instances
-//! of the application (each on its own `KafkaLog`, one consumer group,
-//! dynamic membership), alternated so broker noise is shared; each run on
-//! fresh topics holding the same records, timed from the first `start` until
-//! the group has committed every input offset (the joins and rebalances of
-//! the three are part of their time). Each run also prints how the partitions
-//! were shared at its end, when they were first shared evenly, and the CPU
-//! time the instances (this process) and the broker (its process group) used
-//! over it.
+//! a 6-partition input, run by one, three and six instances of the
+//! application (each on its own `KafkaLog`, one consumer group, dynamic
+//! membership), alternated so broker noise is shared; each run on fresh
+//! topics holding the same records, timed from the first `start` until the
+//! group has committed every input offset (the joins and rebalances are
+//! part of their time). Each run also prints how the partitions were shared
+//! at its end, when they were first shared evenly, and the CPU time the
+//! instances (this process) and the broker (its process group) used over
+//! it. Or, with `roll`, a rolling restart of three instances under a
+//! constant flow (`scale/roll.rs`).
 //!
-//! `cargo bench -p stoatflow-kafka --bench scale`. Env `RECORDS` (default
-//! 200 000), `REPEATS` (default 3), `LANES` (per instance, default 2),
-//! `STOATFLOW_KAFKA_BOOTSTRAP` (else noida-db is spawned).
+//! `cargo bench -p stoatflow-kafka --bench scale [-- <instances>...]`
+//! (default `1 3`), or `... -- roll`. Env `RECORDS` (default 200 000),
+//! `REPEATS` (default 3), `LANES` (per instance, default 2),
+//! `STOATFLOW_KAFKA_BOOTSTRAP` (else noida-db is spawned); for `roll`, those
+//! its module names.
 
 mod common;
+#[path = "scale/roll.rs"]
+mod roll;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -31,10 +36,13 @@ use common::{Sizes, broker, config, fill, median, run_topics};
 const PARTITIONS: u32 = 6;
 const TIMEOUT: Duration = Duration::from_secs(30);
 const WINDOW: Duration = Duration::from_secs(10);
+const GRACE: Duration = Duration::from_secs(1);
 /// Event time of the first record; each next one is 1 ms later.
 const START_MS: i64 = 1_790_000_000_000;
 
-fn topology(input: &str, output: &str) -> Topology {
+/// Counts per key in tumbling windows of `window`, each closed `grace`
+/// after its end, read from `input` into `output`.
+fn topology(input: &str, output: &str, window: Duration, grace: Duration) -> Topology {
     let mut b = StreamsBuilder::new();
     b.stream(
         input,
@@ -43,17 +51,14 @@ fn topology(input: &str, output: &str) -> Topology {
         ),
     )
     .group_by_key()
-    .windowed_by(TimeWindows::of_size_and_grace(
-        WINDOW,
-        Duration::from_secs(1),
-    ))
+    .windowed_by(TimeWindows::of_size_and_grace(window, grace))
     .emit_strategy(EmitStrategy::on_window_close())
     .count()
     .to_stream()
     .to(
         output,
         Produced::with(
-            Serdes::time_windowed(Serdes::string(), WINDOW.as_millis() as i64),
+            Serdes::time_windowed(Serdes::string(), window.as_millis() as i64),
             Serdes::i64(),
         ),
     );
@@ -112,7 +117,8 @@ fn run(
                 .expect("connect");
             let mut c = RuntimeConfig::new(app_id.clone(), Backend::InMemory).with_lanes(lanes);
             c.instance_id = format!("i{i}");
-            StreamsApp::with_log(topology(input, output), c, Arc::new(log)).expect("app")
+            StreamsApp::with_log(topology(input, output, WINDOW, GRACE), c, Arc::new(log))
+                .expect("app")
         })
         .collect();
     let cpu_before = cpu_seconds(broker_group);
@@ -182,16 +188,39 @@ fn load_average() -> String {
 }
 
 fn main() {
+    // Cargo passes `--bench`; the rest say what to run.
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     let sizes = Sizes::from_env();
-    let (n, lanes) = (sizes.records, sizes.lanes);
     let b = broker();
-    let log = KafkaLog::connect(config(&b.1)).expect("connect");
     println!("load average before: {}", load_average());
-    let (mut one, mut three) = (Vec::new(), Vec::new());
-    for r in 0..sizes.repeats {
-        // Alternated, and the order swapped every repeat.
-        let order: [usize; 2] = if r % 2 == 0 { [1, 3] } else { [3, 1] };
-        for instances in order {
+    if args.iter().any(|a| a == "roll") {
+        roll::run(&b, sizes.lanes);
+    } else {
+        let counts: Vec<usize> = if args.is_empty() {
+            vec![1, 3]
+        } else {
+            args.iter()
+                .map(|a| a.parse().expect("an instance count or `roll`"))
+                .collect()
+        };
+        throughput(&b, &sizes, &counts);
+    }
+    println!("load average after: {}", load_average());
+}
+
+/// Records/s of each of `counts` instances on one input, alternated.
+fn throughput(b: &common::Broker, sizes: &Sizes, counts: &[usize]) {
+    let (n, lanes) = (sizes.records, sizes.lanes);
+    let log = KafkaLog::connect(config(&b.1)).expect("connect");
+    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); counts.len()];
+    for r in 0..sizes.repeats as usize {
+        // Alternated, the order turned every repeat.
+        for k in 0..counts.len() {
+            let at = (k + r) % counts.len();
+            let instances = counts[at];
             let (input, output) =
                 run_topics(&log, "scale", &format!("{r}-{instances}"), PARTITIONS);
             // 1 ms of event time apart: each 10 s window holds every key 10 times.
@@ -204,13 +233,15 @@ fn main() {
                 took.as_secs_f64(),
                 load_average()
             );
-            (if instances == 1 { &mut one } else { &mut three }).push(rate);
+            rates[at].push(rate);
         }
     }
-    let (one, three) = (median(one), median(three));
-    println!(
-        "median records/s: one instance {one:.0}, three instances {three:.0}; three / one = {:.2}",
-        three / one
-    );
-    println!("load average after: {}", load_average());
+    let medians: Vec<f64> = rates.into_iter().map(median).collect();
+    for (instances, rate) in counts.iter().zip(&medians) {
+        println!(
+            "median records/s: {instances} instance(s) {rate:.0} = {:.2} x {} instance(s)",
+            rate / medians[0],
+            counts[0]
+        );
+    }
 }
