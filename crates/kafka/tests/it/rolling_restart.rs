@@ -19,8 +19,8 @@ use stoatflow_runtime::{AppState, RuntimeConfig, StreamsApp, TaskId};
 
 use crate::broker::TestBroker;
 use crate::groups::{
-    APP, BATCH, INTERVAL, Load, SIX, assert_no_error, every, owned, records, until_group_caught_up,
-    until_shared,
+    APP, BATCH, INTERVAL, Load, SIX, assert_no_error, every, owned, records, state_dir,
+    until_group_caught_up, until_shared,
 };
 use crate::runtime_eos::{
     INPUT, OUTPUT, config_for, expected, produce_of, read_committed_of, sentinels_of, topology,
@@ -57,7 +57,7 @@ fn a_static_instance_restarted_with_its_state_moves_nothing_and_restores_only_ta
     let mut all = records(0, 1_500);
     produce_of(&log, &all, SIX);
 
-    let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let dirs: Vec<_> = (0..2).map(|_| state_dir()).collect();
     let mut a = instance(&broker, "a", dirs[0].path());
     let mut b = instance(&broker, "b", dirs[1].path());
     until_shared(&[&a, &b], &[3, 3]);
@@ -170,7 +170,7 @@ fn a_rolling_restart_of_three_under_flow_moves_nothing_and_loses_nothing() {
     let load = Load::start(Arc::new(broker.log()));
     load.until_more(BATCH);
     let ids = ["a", "b", "c"];
-    let dirs: Vec<_> = ids.iter().map(|_| tempfile::tempdir().unwrap()).collect();
+    let dirs: Vec<_> = ids.iter().map(|_| state_dir()).collect();
     let mut apps: Vec<Rolled> = ids
         .iter()
         .zip(&dirs)
@@ -201,12 +201,22 @@ fn a_rolling_restart_of_three_under_flow_moves_nothing_and_loses_nothing() {
             ids[i]
         );
         for (j, r) in apps.iter().enumerate().filter(|&(j, _)| j != i) {
-            let gap = r.app.timeline().longest_commit_gap(closing_at, back_at);
+            let timeline = r.app.timeline();
+            let gap = timeline.longest_commit_gap(closing_at, back_at);
+            // Each barrier's cut and commit, in ms from the close.
+            let since = |t: Instant| t.saturating_duration_since(closing_at).as_millis();
+            let barriers: Vec<(u128, u128)> = timeline
+                .barriers()
+                .filter(|b| b.committed > closing_at && b.committed < back_at)
+                .map(|b| (since(b.cut), since(b.committed)))
+                .collect();
             assert!(
                 gap <= 2 * INTERVAL,
-                "{} committed no barrier for {gap:?} while {} restarted",
+                "{} committed no barrier for {gap:?} while {} restarted (back at {} ms; \
+                 barriers cut, committed at {barriers:?} ms)",
                 ids[j],
-                ids[i]
+                ids[i],
+                since(back_at)
             );
             assert_eq!(
                 *r.states.lock().unwrap(),
