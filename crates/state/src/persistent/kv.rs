@@ -24,7 +24,7 @@ use super::{
 };
 use crate::changelog::ChangelogEntry;
 use crate::changelog_batch::ChangelogBatch;
-use crate::codec::Codec;
+use crate::codec::{Codec, CodecError};
 use crate::error::{StateError, hex};
 use crate::restore_batch::RestoreBatch;
 use crate::store::{KeyValueStore, StateStore, StoreConfig, bounds_empty};
@@ -40,6 +40,25 @@ fn engine_key(stored: &[u8]) -> Vec<u8> {
     k.extend_from_slice(stored);
     k
 }
+
+/// What `value` weighs against the cache's bound: its encoded size (and not less than its
+/// own), encoded into `buf`.
+fn weigh<V>(codec: &dyn Codec<V>, value: &V, buf: &mut Vec<u8>) -> Result<usize, CodecError> {
+    buf.clear();
+    codec.encode(value, buf)?;
+    Ok(buf.len().max(size_of::<V>()))
+}
+
+/// A value under engine key `k` of `store` that does not encode, naming the store and the
+/// key by its encoding.
+fn encode_err<K>(store: &str, keys: &StoredKeys<K>, k: &[u8], e: CodecError) -> StateError {
+    let encoded = k.get(1..).unwrap_or_default();
+    StateError::encode_value(store, &keys.shown(encoded).encoding(), e)
+}
+
+/// What a key's encoding is first given room for, so that a codec writing it in pieces
+/// does not grow it piece by piece.
+const KEY_CAPACITY: usize = 64;
 
 /// A value read through the cache: the cache's typed value, or the engine's bytes.
 enum Found<'a, V> {
@@ -133,20 +152,9 @@ impl<K, V> PersistentKeyValueStore<K, V> {
             .transpose()
     }
 
-    /// What `value`, to be cached under engine key `k`, weighs against the cache's bound:
-    /// its encoded size (and not less than its own), or the encoder's error naming the key.
-    fn weigh(&mut self, k: &[u8], value: &V) -> Result<usize, StateError> {
-        self.value_buf.clear();
-        self.value_codec
-            .encode(value, &mut self.value_buf)
-            .map_err(|e| self.encode_err(k, e))?;
-        Ok(self.value_buf.len().max(size_of::<V>()))
-    }
-
     /// A value under engine key `k` that does not encode, naming the store and the key.
-    fn encode_err(&self, k: &[u8], e: crate::codec::CodecError) -> StateError {
-        let encoded = k.get(1..).unwrap_or_default();
-        StateError::encode_value(self.config.name(), &self.keys.shown(encoded).encoding(), e)
+    fn encode_err(&self, k: &[u8], e: CodecError) -> StateError {
+        encode_err(self.config.name(), &self.keys, k, e)
     }
 
     /// Runs `write` with the engine key of `key` in the reused key buffer (encoded once);
@@ -280,7 +288,8 @@ impl<K, V> PersistentKeyValueStore<K, V> {
     /// The engine key of `key` (the prefix byte, then the stored key), for the operation
     /// `op`; a key the codec refuses is an error naming the store.
     fn key_bytes(&self, key: &K, op: &str) -> Result<Vec<u8>, StateError> {
-        let mut k = vec![KEY_PREFIX];
+        let mut k = Vec::with_capacity(KEY_CAPACITY);
+        k.push(KEY_PREFIX);
         self.keys.encode(key, &mut k).map_err(|e| {
             StateError::encode_key(self.config.name(), format_args!("passed to {op}"), e)
         })?;
@@ -441,15 +450,18 @@ impl<K: Ord, V: Clone> KeyValueStore<K, V> for PersistentKeyValueStore<K, V> {
     fn put(&mut self, key: K, value: V, timestamp: i64) -> Result<(), StateError> {
         let logged = self.logged(timestamp);
         self.with_key(&key, "put", |store, k| {
-            let mut value = Some(value);
-            store.cache.rewrite(k, logged, size_of::<V>(), |slot| {
-                *slot = value.take();
-                true
-            });
-            if let Some(v) = value {
-                let weight = store.weigh(k, &v)?;
-                store.cache.write(k, Some((v, weight)), logged);
-            }
+            let Self {
+                cache,
+                value_codec,
+                value_buf,
+                keys,
+                config,
+                ..
+            } = store;
+            cache.put(k, value, logged, |v| {
+                weigh(&**value_codec, v, value_buf)
+                    .map_err(|e| encode_err(config.name(), keys, k, e))
+            })?;
             store.spill_if_over()
         })
     }

@@ -29,7 +29,7 @@
 //!
 //! This module never knows the engine, the codecs or the changelog.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, btree_map};
 use std::ops::Bound;
 
 use super::{Cached, Counts, ENTRY_OVERHEAD};
@@ -127,6 +127,54 @@ impl<V> WriteCache<V> {
             // The entry carries the key to the changelog now.
             self.spilled.remove(key);
         }
+    }
+
+    /// Puts `value` under `key`, dirty, as a write at `logged`, in one search of the map
+    /// for a cached key and two for a new one: a cached value is replaced in place, keeping
+    /// its weight; a new entry, or a deletion replaced by a value, is weighed by `weigh`,
+    /// whose error leaves the cache as it was.
+    pub(crate) fn put<E>(
+        &mut self,
+        key: &[u8],
+        value: V,
+        logged: Option<i64>,
+        weigh: impl FnOnce(&V) -> Result<usize, E>,
+    ) -> Result<(), E> {
+        let slot = match self.entries.get_mut(key) {
+            Some(slot) => {
+                let weight = match slot.weight {
+                    0 => weigh(&value)?,
+                    w => w,
+                };
+                self.bytes = self.bytes - entry_cost(key, slot.weight) + entry_cost(key, weight);
+                slot.entry.value = Some(value);
+                slot.weight = weight;
+                slot
+            }
+            None => {
+                let weight = weigh(&value)?;
+                self.bytes += entry_cost(key, weight);
+                let slot = Slot {
+                    entry: Cached {
+                        value: Some(value),
+                        dirty: false,
+                        logged: None,
+                    },
+                    weight,
+                    written: 0,
+                };
+                match self.entries.entry(key.into()) {
+                    btree_map::Entry::Vacant(vacant) => vacant.insert(slot),
+                    btree_map::Entry::Occupied(_) => unreachable!("the key was not cached"),
+                }
+            }
+        };
+        self.clock += 1;
+        slot.written = self.clock;
+        if self.counts.written(&mut slot.entry, logged) && !self.spilled.is_empty() {
+            self.spilled.remove(key);
+        }
+        Ok(())
     }
 
     /// Rewrites, in place, the value of `key` if the cache holds it (one lookup): `update`
@@ -429,6 +477,43 @@ mod tests {
         );
         cache.clear_logged();
         assert_eq!(cache.logged_len(), 0);
+    }
+
+    #[test]
+    fn a_put_weighs_a_new_entry_or_a_deletion_only_and_a_refused_one_changes_nothing() {
+        let mut cache = Cache::new(1 << 20);
+        let weighed = std::cell::Cell::new(0);
+        let weigh = |v: &&str| -> Result<usize, String> {
+            weighed.set(weighed.get() + 1);
+            if v.is_empty() {
+                return Err("empty".into());
+            }
+            Ok(v.len())
+        };
+        cache.put(b"a", "1", Some(1), weigh).unwrap();
+        cache.put(b"a", "222", Some(2), weigh).unwrap();
+        assert_eq!(weighed.get(), 1, "in place: not weighed again");
+        assert_eq!(cache.bytes, entry_cost(b"a", 1), "and the weight kept");
+        assert_eq!(cache.put(b"b", "", Some(3), weigh), Err("empty".into()));
+        assert_eq!(
+            (
+                cache.len(),
+                cache.bytes,
+                cache.dirty_len(),
+                cache.logged_len()
+            ),
+            (1, entry_cost(b"a", 1), 1, 1),
+            "a refused put leaves the cache as it was"
+        );
+        cache.write(b"a", None, Some(4));
+        cache.put(b"a", "4444", Some(5), weigh).unwrap();
+        assert_eq!(
+            cache.bytes,
+            entry_cost(b"a", 4),
+            "a deletion replaced: weighed"
+        );
+        assert_eq!(cache.get(b"a"), Some(Some(&"4444")));
+        assert_eq!(cache.logged_keys(), vec![(&b"a"[..], 5)]);
     }
 
     #[test]
