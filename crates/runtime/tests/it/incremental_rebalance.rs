@@ -70,25 +70,6 @@ fn until_running(app: &App, active: &[u32]) {
     );
 }
 
-/// The longest time between `from`, each barrier `app` committed until
-/// `to`, and `to`.
-fn longest_gap(app: &App, from: Instant, to: Instant) -> Duration {
-    let mut points = vec![from];
-    points.extend(
-        app.timeline()
-            .barriers()
-            .map(|b| b.committed)
-            .filter(|t| *t > from && *t < to),
-    );
-    points.push(to);
-    points.sort();
-    points
-        .windows(2)
-        .map(|w| w[1] - w[0])
-        .max()
-        .unwrap_or_default()
-}
-
 #[test]
 fn an_instance_joining_three_under_flow_leaves_the_others_committing() {
     let (inner, group, log) = scripted_log();
@@ -155,7 +136,7 @@ fn an_instance_joining_three_under_flow_leaves_the_others_committing() {
     stop.store(true, Ordering::Release);
 
     for (name, app, states) in [("A", &a, &a_states), ("B", &b, &b_states)] {
-        let gap = longest_gap(app, joined_at, settled_at);
+        let gap = app.timeline().longest_commit_gap(joined_at, settled_at);
         assert!(
             gap <= 2 * INTERVAL,
             "{name} kept its task but committed no barrier for {gap:?}"
