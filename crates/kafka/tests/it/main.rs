@@ -9,6 +9,7 @@ mod describe;
 mod fencing;
 mod group_kill;
 mod groups;
+mod history;
 mod key_metadata;
 mod kill;
 mod offset_reset;

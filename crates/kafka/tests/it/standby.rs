@@ -23,7 +23,10 @@ use stoatflow_log::{Log, TopicSpec};
 use stoatflow_runtime::{StreamsApp, TaskId};
 
 use crate::broker::TestBroker;
-use crate::groups::{APP, SIX, assert_no_error, records, until_group_caught_up, until_shared};
+use crate::groups::{
+    APP, SIX, assert_no_error, records, state_dir, until_group_caught_up, until_shared,
+};
+use crate::history::History;
 use crate::runtime_eos::{
     INPUT, OUTPUT, config_for, expected, produce_of, read_committed_of, read_topic_of,
     sentinels_of, topology,
@@ -34,11 +37,22 @@ pub(crate) const WINDOW_CHANGELOG: &str =
     "group-app-KSTREAM-AGGREGATE-STATE-STORE-0000000001-changelog";
 
 fn instance(log: &Arc<KafkaLog>, id: &str, state: &Path) -> StreamsApp<KafkaLog> {
+    instance_recorded(log, id, state, &History::new())
+}
+
+/// [`instance`], its state changes recorded in `history` from the start.
+fn instance_recorded(
+    log: &Arc<KafkaLog>,
+    id: &str,
+    state: &Path,
+    history: &History,
+) -> StreamsApp<KafkaLog> {
     let mut config = config_for(APP)
         .with_state_dir(state)
         .with_standby_replicas(1);
     config.instance_id = id.into();
     let mut app = StreamsApp::with_log(topology(), config, log.clone()).unwrap();
+    history.attach(id, &app);
     app.start().unwrap();
     app
 }
@@ -186,12 +200,16 @@ fn instances_keep_one_copy_of_each_task_whatever_their_number() {
     log.create_topic(&TopicSpec::new(INPUT, SIX)).unwrap();
     log.create_topic(&TopicSpec::new(OUTPUT, SIX)).unwrap();
     produce_of(&log, &records(0, 600), SIX);
-    let dirs: Vec<_> = (0..n).map(|_| tempfile::tempdir().unwrap()).collect();
+    let dirs: Vec<_> = (0..n).map(|_| state_dir()).collect();
+    let history = History::new();
     let mut apps: Vec<StreamsApp<KafkaLog>> = (0..n)
-        .map(|i| instance(&Arc::new(broker.log()), &format!("i{i}"), dirs[i].path()))
+        .map(|i| {
+            let id = format!("i{i}");
+            instance_recorded(&Arc::new(broker.log()), &id, dirs[i].path(), &history)
+        })
         .collect();
     let refs: Vec<&StreamsApp<KafkaLog>> = apps.iter().collect();
-    until_spread(&refs);
+    until_spread(&refs, &history);
     until_group_caught_up(&log, &refs);
     for app in &refs {
         until_copies_caught_up(app);
@@ -211,8 +229,9 @@ fn instances_keep_one_copy_of_each_task_whatever_their_number() {
 }
 
 /// Waits until every input partition is owned by exactly one of `apps`
-/// and each owns at least one.
-fn until_spread(apps: &[&StreamsApp<KafkaLog>]) {
+/// and each owns at least one; if they never are, says what each went
+/// through.
+fn until_spread(apps: &[&StreamsApp<KafkaLog>], history: &History) {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let sets: Vec<_> = apps.iter().map(|a| crate::groups::owned(a)).collect();
@@ -225,7 +244,9 @@ fn until_spread(apps: &[&StreamsApp<KafkaLog>]) {
         assert_no_error(apps);
         assert!(
             Instant::now() < deadline,
-            "partitions never spread: {sets:?}"
+            "partitions never spread: {sets:?}\nassignments: {:?}\nstate changes:\n{}",
+            apps.iter().map(|a| a.assignment()).collect::<Vec<_>>(),
+            history.render()
         );
         std::thread::sleep(Duration::from_millis(50));
     }
