@@ -177,8 +177,11 @@ fn a_rolling_restart_of_three_under_flow_moves_nothing_and_loses_nothing() {
         .map(|(id, dir)| Rolled::start(&broker, id, dir.path()))
         .collect();
     until_shared(&apps.iter().map(|r| &r.app).collect::<Vec<_>>(), &[2, 2, 2]);
-    // Every task has state in its changelog before the first restart.
+    // Every task has state in its changelog before the first restart: ten
+    // batches written, and committed by the group (a loaded machine
+    // writes them faster than the instances process them).
     load.until_more(10 * BATCH);
+    until_group_caught_up(&admin, &apps.iter().map(|r| &r.app).collect::<Vec<_>>());
 
     for i in 0..ids.len() {
         let partitions = owned(&apps[i].app);
