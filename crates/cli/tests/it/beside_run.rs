@@ -99,13 +99,25 @@ fn log_commands_feed_and_read_a_running_app() {
     let address = std::fs::read_to_string(dir.path().join("log").join("ENDPOINT")).unwrap();
     assert!(address.starts_with("http://127.0.0.1:"), "{address}");
 
-    let topics = stdout(&ok(&["log", "topics", "--dir", log], ""));
-    assert!(topics.contains("clicks\t"), "{topics}");
-    assert!(topics.contains("click-counts\t"), "{topics}");
+    // The example's topics exist before the endpoints line; the app's own
+    // (its changelogs) once it has started, just after it.
+    let topics = loop {
+        let topics = stdout(&ok(&["log", "topics", "--dir", log], ""));
+        assert!(topics.contains("clicks\t"), "{topics}");
+        assert!(topics.contains("click-counts\t"), "{topics}");
+        if topics
+            .lines()
+            .any(|l| l.starts_with("beside-") && l.contains("changelog"))
+        {
+            break topics;
+        }
+        assert!(Instant::now() < deadline, "no changelog topic in {topics}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
     let internal = topics
         .lines()
         .find(|l| l.starts_with("beside-") && l.contains("changelog"))
-        .unwrap_or_else(|| panic!("a changelog topic in {topics}"))
+        .expect("found above")
         .split('\t')
         .next()
         .unwrap();
