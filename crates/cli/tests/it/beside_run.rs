@@ -101,26 +101,19 @@ fn log_commands_feed_and_read_a_running_app() {
 
     // The example's topics exist before the endpoints line; the app's own
     // (its changelogs) once it has started, just after it.
-    let topics = loop {
+    let internal = loop {
         let topics = stdout(&ok(&["log", "topics", "--dir", log], ""));
         assert!(topics.contains("clicks\t"), "{topics}");
         assert!(topics.contains("click-counts\t"), "{topics}");
-        if topics
+        if let Some(line) = topics
             .lines()
-            .any(|l| l.starts_with("beside-") && l.contains("changelog"))
+            .find(|l| l.starts_with("beside-") && l.contains("changelog"))
         {
-            break topics;
+            break line.split('\t').next().unwrap().to_owned();
         }
         assert!(Instant::now() < deadline, "no changelog topic in {topics}");
         std::thread::sleep(Duration::from_millis(50));
     };
-    let internal = topics
-        .lines()
-        .find(|l| l.starts_with("beside-") && l.contains("changelog"))
-        .expect("found above")
-        .split('\t')
-        .next()
-        .unwrap();
 
     // Reading the output as it is committed, from another process.
     let mut follower = spawn(&[
@@ -150,7 +143,7 @@ fn log_commands_feed_and_read_a_running_app() {
 
     // The application's own topics are its alone.
     let refused = run(
-        &["log", "produce", "--dir", log, "--topic", internal],
+        &["log", "produce", "--dir", log, "--topic", &internal],
         "k\tv\n",
     );
     assert!(!refused.status.success());
